@@ -1,0 +1,234 @@
+"""Every error holomem raises, in one tree with stable codes.
+
+Owns: the exception classes and their codes. Imports nothing from holomem.
+
+A child's code extends its parent's, the way SQLite's extended result codes
+extend the primary ones, so ``err.code.startswith("corrupt")`` catches every
+kind of damage. Codes are part of the contract: never reused, never renamed.
+
+    HolomemError                 "error"
+    ├── InvalidError             "invalid"           the caller passed something wrong
+    │   └── LimitError           "invalid.limit"     a documented limit was exceeded
+    ├── NotFoundError            "not_found"
+    ├── ConflictError            "conflict"
+    ├── ClosedError              "closed"            the handle was closed
+    ├── ReadOnlyError            "read_only"         a write on a read-only handle
+    ├── StoreLockedError         "locked"            another writer holds the store
+    ├── KeyError_                "key"               encryption key problems
+    │   ├── WrongKeyError        "key.wrong"         the key does not open this store
+    │   ├── KeyRequiredError     "key.required"      the store is encrypted, no key given
+    │   └── UnexpectedKeyError   "key.unexpected"    a key given for a plaintext store
+    ├── FormatVersionError       "format.version"    written by a newer, incompatible build
+    ├── CorruptError             "corrupt"           damage found on disk (names file, offset)
+    │   ├── ChecksumError        "corrupt.checksum"
+    │   ├── SequenceError        "corrupt.sequence"  a gap or reordering of sequence numbers
+    │   ├── HeaderError          "corrupt.header"    a bad segment or file header
+    │   ├── FrameError           "corrupt.frame"     a frame header that cannot be valid
+    │   ├── TruncatedError       "corrupt.truncated" a frame cut short by the end of its file
+    │   ├── MissingSegmentError  "corrupt.missing"   a journal segment is missing
+    │   └── AuthenticationError  "corrupt.auth"      an encrypted frame failed authentication
+    ├── StorageIOError           "io"                the operating system refused
+    │   ├── FsyncError           "io.fsync"          fsync failed: the journal stopped
+    │   └── JournalFailedError   "io.failed"         the journal stopped after an earlier failure
+    ├── PurgedError              "purged"            the data was erased on purpose
+    └── MemoryError              (contract codes)    the JSON contract's caller errors
+
+Caller errors (``invalid``, ``closed``, ``read_only``, ``locked``, ``key``) are kept
+apart from disk failures (``corrupt``, ``io``). ``MemoryError`` is the error of the
+JSON contract (SPEC §5); its ``code`` is one of ``invalid_request``, ``not_found`` or
+``conflict``, and :data:`HTTP_STATUS` maps every code to an HTTP status.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "HTTP_STATUS",
+    "AuthenticationError",
+    "ChecksumError",
+    "ClosedError",
+    "ConflictError",
+    "CorruptError",
+    "FormatVersionError",
+    "FrameError",
+    "FsyncError",
+    "HeaderError",
+    "HolomemError",
+    "InvalidError",
+    "JournalFailedError",
+    "KeyError_",
+    "KeyRequiredError",
+    "LimitError",
+    "MemoryError",
+    "MissingSegmentError",
+    "NotFoundError",
+    "PurgedError",
+    "ReadOnlyError",
+    "SequenceError",
+    "StorageIOError",
+    "StoreLockedError",
+    "TruncatedError",
+    "UnexpectedKeyError",
+    "WrongKeyError",
+]
+
+
+class HolomemError(Exception):
+    """Base of every holomem error; ``code`` is stable and machine-readable."""
+
+    code = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidError(HolomemError):
+    """The caller passed an argument that cannot be accepted."""
+
+    code = "invalid"
+
+
+class LimitError(InvalidError):
+    """A documented limit (text size, word count, metadata size, ...) was exceeded."""
+
+    code = "invalid.limit"
+
+
+class NotFoundError(HolomemError):
+    code = "not_found"
+
+
+class ConflictError(HolomemError):
+    code = "conflict"
+
+
+class ClosedError(HolomemError):
+    code = "closed"
+
+
+class ReadOnlyError(HolomemError):
+    code = "read_only"
+
+
+class StoreLockedError(HolomemError):
+    """Another process (or another handle in this one) is the store's writer."""
+
+    code = "locked"
+
+
+class KeyError_(HolomemError):
+    code = "key"
+
+
+class WrongKeyError(KeyError_):
+    code = "key.wrong"
+
+
+class KeyRequiredError(KeyError_):
+    code = "key.required"
+
+
+class UnexpectedKeyError(KeyError_):
+    code = "key.unexpected"
+
+
+class FormatVersionError(HolomemError):
+    """The file was written by a newer build whose format this build cannot read."""
+
+    code = "format.version"
+
+
+class CorruptError(HolomemError):
+    """Damage found on disk. ``path``, ``offset`` and ``length`` locate it."""
+
+    code = "corrupt"
+
+    def __init__(
+        self, message: str, *, path: str = "", offset: int = -1, length: int = 0
+    ) -> None:
+        where = f"{path} at offset {offset}" if path else ""
+        super().__init__(f"{where}: {message}" if where else message)
+        self.path = path
+        self.offset = offset
+        self.length = length
+        self.reason = message
+
+
+class ChecksumError(CorruptError):
+    code = "corrupt.checksum"
+
+
+class SequenceError(CorruptError):
+    code = "corrupt.sequence"
+
+
+class HeaderError(CorruptError):
+    code = "corrupt.header"
+
+
+class FrameError(CorruptError):
+    code = "corrupt.frame"
+
+
+class TruncatedError(CorruptError):
+    code = "corrupt.truncated"
+
+
+class MissingSegmentError(CorruptError):
+    code = "corrupt.missing"
+
+
+class AuthenticationError(CorruptError):
+    code = "corrupt.auth"
+
+
+class StorageIOError(HolomemError):
+    code = "io"
+
+
+class FsyncError(StorageIOError):
+    """fsync failed. The data it covered may be lost; the journal accepts no more writes."""
+
+    code = "io.fsync"
+
+
+class JournalFailedError(StorageIOError):
+    """An earlier write or fsync failed; reopen the store to recover from what is durable."""
+
+    code = "io.failed"
+
+
+class PurgedError(HolomemError):
+    code = "purged"
+
+
+class MemoryError(HolomemError):
+    """A caller-fixable error of the JSON contract.
+
+    ``code`` is one of ``invalid_request``, ``not_found``, ``conflict``; ``status``
+    is the matching HTTP status.
+    """
+
+    code = "invalid_request"
+
+    def __init__(self, code: str, message: str) -> None:
+        if code not in _CONTRACT_CODES:
+            raise ValueError(f"not a contract error code: {code!r}")
+        super().__init__(message)
+        self.code = code
+        self.status = HTTP_STATUS[code]
+
+
+_CONTRACT_CODES = ("invalid_request", "not_found", "conflict")
+
+#: The one table from error code to HTTP status. Codes not listed map to 500.
+HTTP_STATUS: dict[str, int] = {
+    "invalid_request": 422,
+    "not_found": 404,
+    "conflict": 409,
+    "invalid": 422,
+    "invalid.limit": 422,
+    "read_only": 403,
+    "locked": 423,
+    "closed": 503,
+}

@@ -1,0 +1,10 @@
+"""The log: a segmented, checksummed, durable journal of opaque payloads.
+
+Knows nothing of what the payloads mean (leveldb's log never sees a WriteBatch).
+May import only the standard library, xxhash, zstandard, cryptography and
+:mod:`holomem.errors`. FORMAT.md documents every byte it writes.
+"""
+
+from holomem.log.journal import Journal, JournalStats, Recovery, Refreshed
+
+__all__ = ["Journal", "JournalStats", "Recovery", "Refreshed"]

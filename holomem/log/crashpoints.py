@@ -1,0 +1,73 @@
+"""Named crash points on the write path, and the switch that fires them.
+
+Owns: the registry of crash points and the decision to abort at one. Imports only
+the standard library.
+
+Every step of the write path where a crash matters calls :func:`hit` with a name
+registered here. In normal use the environment variables below are unset and
+``hit`` is a function that returns at once. The crash-injection harness
+(``python -m holomem.crashtest``) starts a child process with
+
+- ``HOLOMEM_CRASH_AT=name:N`` — ``os.abort()`` the N-th time (1-based) ``name`` is
+  reached;
+- ``HOLOMEM_CRASH_TRACE=path`` — append every reached name to ``path`` (one per
+  line), so a test can prove that every registered point was exercised.
+
+Both are read once, at import.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: name -> what happens at that moment.
+REGISTRY: dict[str, str] = {}
+
+
+def point(name: str, description: str) -> str:
+    """Register crash point ``name`` and return it (registration is idempotent)."""
+    known = REGISTRY.get(name)
+    if known is not None and known != description:
+        raise ValueError(f"crash point {name!r} registered twice with different meanings")
+    REGISTRY[name] = description
+    return name
+
+
+def _parse(spec: str) -> tuple[str, int]:
+    name, _, count = spec.rpartition(":")
+    if not name or not count.isdigit() or int(count) < 1:
+        raise ValueError(f"HOLOMEM_CRASH_AT must be 'name:N' with N >= 1, got {spec!r}")
+    return name, int(count)
+
+
+_SPEC = os.environ.get("HOLOMEM_CRASH_AT", "")
+_TRACE = os.environ.get("HOLOMEM_CRASH_TRACE", "")
+_target = _parse(_SPEC) if _SPEC else None
+_counts: dict[str, int] = {}
+
+
+def _armed_hit(name: str) -> None:
+    if _TRACE:
+        fd = os.open(_TRACE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, name.encode() + b"\n")
+        finally:
+            os.close(fd)
+    if _target is not None and name == _target[0]:
+        n = _counts.get(name, 0) + 1
+        _counts[name] = n
+        if n == _target[1]:
+            os.abort()
+
+
+def _idle_hit(name: str) -> None:
+    return None
+
+
+#: Reach crash point ``name``: a no-op unless the harness armed it.
+hit = _armed_hit if (_target is not None or _TRACE) else _idle_hit
+
+
+def armed() -> bool:
+    """True when this process was started by the crash harness."""
+    return _target is not None or bool(_TRACE)

@@ -1,0 +1,95 @@
+"""Byte layouts of the journal, mirrored from FORMAT.md.
+
+Owns: every constant and struct layout of the journal's files. Imports only the
+standard library. FORMAT.md at the repository root is the prose twin of this module;
+``tests/format/`` decodes golden files with it so the two cannot drift apart.
+
+All integers are little-endian.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+# -- versions ---------------------------------------------------------------------
+#: The format this build writes. A file whose read version is higher than
+#: READ_VERSION cannot be read by this build; one whose write version is higher
+#: than WRITE_VERSION can be read but not appended to (SQLite's two version bytes).
+WRITE_VERSION = 1
+READ_VERSION = 1
+
+# -- directory layout ---------------------------------------------------------------
+LOCK_NAME = "LOCK"
+GEN_PREFIX = "gen-"
+GEN_TMP_SUFFIX = ".tmp"
+SEGMENT_PREFIX = "seg-"
+SEGMENT_SUFFIX = ".hlj"
+GEN_RE = re.compile(r"^gen-(\d{8})$")
+GEN_TMP_RE = re.compile(r"^gen-(\d{8})\.tmp$")
+SEGMENT_RE = re.compile(r"^seg-(\d{8})\.hlj$")
+
+
+def generation_name(generation: int) -> str:
+    return f"{GEN_PREFIX}{generation:08d}"
+
+
+def segment_name(number: int) -> str:
+    return f"{SEGMENT_PREFIX}{number:08d}{SEGMENT_SUFFIX}"
+
+
+# -- segment header -----------------------------------------------------------------
+SEGMENT_MAGIC = b"HOLOJNL\x00"
+#: magic, write version, read version, flags, reserved, store id, generation,
+#: segment number, first sequence number, checksum salt, key check value,
+#: reserved, header checksum.
+SEGMENT_HEADER = struct.Struct("<8sBBH4s16sQQQQ16s8sQ")
+SEGMENT_HEADER_SIZE = 96
+SEGMENT_FLAG_ENCRYPTED = 0x0001
+SEGMENT_FLAGS_KNOWN = SEGMENT_FLAG_ENCRYPTED
+#: The header checksum covers bytes [0, SEGMENT_CHECKSUMMED).
+SEGMENT_CHECKSUMMED = 88
+
+# -- frame --------------------------------------------------------------------------
+#: body length, flags, kind, reserved, sequence number, checksum.
+FRAME_HEADER = struct.Struct("<IHBBQQ")
+FRAME_HEADER_SIZE = 24
+#: The frame checksum covers header bytes [0, FRAME_CHECKSUMMED) and the body.
+FRAME_CHECKSUMMED = 16
+FRAME_KIND_TRANSACTION = 1
+FRAME_FLAG_COMPRESSED = 0x0001
+FRAME_FLAG_ENCRYPTED = 0x0002
+FRAME_FLAGS_KNOWN = FRAME_FLAG_COMPRESSED | FRAME_FLAG_ENCRYPTED
+#: Largest body a frame may carry (after compression and encryption).
+MAX_FRAME_BODY = 1 << 30
+
+# -- transaction body (after decryption and decompression) --------------------------
+TX_COUNT = struct.Struct("<I")
+TX_LENGTH = struct.Struct("<I")
+MAX_PAYLOADS = (1 << 32) - 1
+
+# -- encryption envelope ------------------------------------------------------------
+KEY_SIZE = 32
+NONCE_SIZE = 12
+TAG_SIZE = 16
+KEY_CHECK_SIZE = 16
+#: associated data: store id, generation, segment number, frame header bytes [0, 16).
+AAD = struct.Struct("<16sQQ16s")
+NONCE = struct.Struct("<8sI")
+KEY_CHECK_LABEL = b"holomem/key-check/v1"
+
+# -- compression --------------------------------------------------------------------
+#: Bodies shorter than this are never compressed (zstd cannot pay for its header).
+COMPRESS_MIN = 256
+#: A compressed body is kept only if it is at most this fraction of the original.
+COMPRESS_KEEP_RATIO = 0.9
+ZSTD_LEVEL = 3
+
+# -- defaults -----------------------------------------------------------------------
+DEFAULT_SEGMENT_SIZE = 64 * 1024 * 1024
+MIN_SEGMENT_SIZE = 4096
+
+assert SEGMENT_HEADER.size == SEGMENT_HEADER_SIZE, SEGMENT_HEADER.size
+assert FRAME_HEADER.size == FRAME_HEADER_SIZE, FRAME_HEADER.size
+assert AAD.size == 48
+assert NONCE.size == NONCE_SIZE

@@ -1,0 +1,522 @@
+"""The journal: a store directory of segmented, checksummed, durable transactions.
+
+Owns: opening a store directory (lock, live generation, recovery), replay, reads
+by sequence number, follower refresh, and the writer's public calls. Imports the
+standard library and the other ``holomem.log`` modules; it stores opaque payloads
+and knows nothing of what they mean. FORMAT.md documents every file.
+
+    with Journal.open(path) as j:
+        seq = j.append([b"one payload", b"another, same transaction"])
+        for seq, payloads in j.replay():
+            ...
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+from holomem.errors import (
+    AuthenticationError,
+    ClosedError,
+    CorruptError,
+    FormatVersionError,
+    HolomemError,
+    InvalidError,
+    KeyRequiredError,
+    NotFoundError,
+    ReadOnlyError,
+    StorageIOError,
+    UnexpectedKeyError,
+    WrongKeyError,
+)
+from holomem.log import crashpoints as cp
+from holomem.log import fs
+from holomem.log.envelope import Envelope, key_check, validate_key
+from holomem.log.format import (
+    DEFAULT_SEGMENT_SIZE,
+    FRAME_CHECKSUMMED,
+    FRAME_HEADER_SIZE,
+    GEN_RE,
+    GEN_TMP_RE,
+    KEY_CHECK_SIZE,
+    LOCK_NAME,
+    MIN_SEGMENT_SIZE,
+    READ_VERSION,
+    SEGMENT_FLAG_ENCRYPTED,
+    SEGMENT_HEADER_SIZE,
+    WRITE_VERSION,
+    generation_name,
+)
+from holomem.log.frame import BadBody, Binding, FrameCodec, frame_checksum, parse_header
+from holomem.log.reader import Problem, scan_generation
+from holomem.log.segment import (
+    SegmentHeader,
+    list_segments,
+    read_file,
+    scan_frames,
+    unpack_header,
+)
+from holomem.log.writer import SYNC_MODES, Appender, Segment, create_segment
+
+log = logging.getLogger("holomem.log")
+
+P_GEN_CREATED = cp.point(
+    "journal.generation.created", "a new generation's directory is complete, not yet renamed")
+P_GEN_SWITCHED = cp.point(
+    "journal.generation.switched", "a generation was renamed into place, the store dir synced")
+P_TAIL_TRUNCATED = cp.point("journal.recovery.truncated", "a torn tail was truncated and synced")
+
+
+class Recovery(NamedTuple):
+    """What opening the journal had to repair (nothing, for a clean store)."""
+
+    truncated: tuple[Problem, ...]
+    erased_leftovers: tuple[str, ...]
+
+
+class Refreshed(NamedTuple):
+    """What a follower's refresh found: ``reset`` means the generation changed."""
+
+    reset: bool
+    from_seq: int
+
+
+class JournalStats(NamedTuple):
+    generation: int
+    segments: int
+    first_seq: int
+    last_seq: int
+    bytes: int
+    encrypted: bool
+    sync: str
+
+
+def _list_generations(path: str) -> tuple[list[int], list[int]]:
+    live: list[int] = []
+    tmp: list[int] = []
+    for name in os.listdir(path):
+        m = GEN_RE.match(name)
+        if m and os.path.isdir(os.path.join(path, name)):
+            live.append(int(m.group(1)))
+            continue
+        m = GEN_TMP_RE.match(name)
+        if m:
+            tmp.append(int(m.group(1)))
+    return sorted(live), sorted(tmp)
+
+
+def _new_segment_header(store_id: bytes, generation: int, first_seq: int,
+                        key: bytes | None) -> SegmentHeader:
+    return SegmentHeader(
+        WRITE_VERSION, READ_VERSION, SEGMENT_FLAG_ENCRYPTED if key else 0, store_id,
+        generation, 1, first_seq, int.from_bytes(os.urandom(8), "little"),
+        key_check(key, store_id) if key else bytes(KEY_CHECK_SIZE),
+    )
+
+
+def begin_generation(store: str, generation: int, store_id: bytes, first_seq: int,
+                     key: bytes | None) -> str:
+    """Create ``gen-N.tmp`` with an empty first segment; return its path."""
+    tmp = os.path.join(store, generation_name(generation) + ".tmp")
+    if os.path.exists(tmp):
+        fs.erase_tree(tmp)
+    fs.mkdir(tmp)
+    fs.sync_dir(store)
+    create_segment(tmp, _new_segment_header(store_id, generation, first_seq, key))
+    return tmp
+
+
+def commit_generation(store: str, tmp: str) -> str:
+    """Make a complete ``gen-N.tmp`` the live generation: sync, rename, sync the store.
+
+    Every file in ``tmp`` must already be synced by whoever wrote it.
+    """
+    fs.sync_dir(tmp)
+    cp.hit(P_GEN_CREATED)
+    final = tmp[: -len(".tmp")]
+    fs.rename(tmp, final)
+    fs.sync_dir(store)
+    cp.hit(P_GEN_SWITCHED)
+    return final
+
+
+class Journal:
+    """A store's journal. Use :meth:`open`; a context manager."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        key: bytes | None = None,
+        sync: str = "full",
+        segment_size: int = DEFAULT_SEGMENT_SIZE,
+        read_only: bool = False,
+        create: bool = True,
+        compress: bool = True,
+    ) -> None:
+        """Open (or create) the journal of the store directory ``path``.
+
+        Args:
+            key: 32 raw bytes for an encrypted store, or None.
+            sync: ``"full"`` (every append fsyncs), ``"batch"`` (group commit) or
+                ``"none"`` (no fsync until :meth:`sync` or close; not durable).
+            segment_size: bytes after which the writer starts a new segment.
+            read_only: open as a follower: no lock, never writes.
+            create: create the store if the directory holds none.
+            compress: zstd-compress frames when it pays.
+
+        Errors: ``invalid``, ``not_found``, ``locked``, ``key.*``, ``corrupt.*``,
+        ``format.version``, ``io``.
+        """
+        self._key = validate_key(key)
+        if sync not in SYNC_MODES:
+            raise InvalidError(f"sync must be one of {', '.join(SYNC_MODES)}, got {sync!r}")
+        if isinstance(segment_size, bool) or not isinstance(segment_size, int) or (
+                segment_size < MIN_SEGMENT_SIZE):
+            raise InvalidError(f"segment_size must be an integer >= {MIN_SEGMENT_SIZE}")
+        self.path = os.path.abspath(os.fspath(path))
+        self.read_only = read_only
+        self.sync_mode = sync
+        self.segment_size = segment_size
+        self._compress = compress
+        self._create = create
+        self._lock_fd: int | None = None
+        self._appender: Appender | None = None
+        self._read_fds: dict[int, int] = {}
+        self._closed = False
+        self.recovery = Recovery((), ())
+        self.generation = 0
+        self.gen_dir = ""
+        self.store_id = b""
+        self.encrypted = False
+        self.segments: list[Segment] = []
+        self._envelope: Envelope | None = None
+        self._codec: FrameCodec
+        try:
+            self._open()
+        except BaseException:
+            self._release()
+            raise
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        key: bytes | None = None,
+        sync: str = "full",
+        segment_size: int = DEFAULT_SEGMENT_SIZE,
+        read_only: bool = False,
+        create: bool = True,
+        compress: bool = True,
+    ) -> Journal:
+        """Open (or create) a journal; the same as the constructor."""
+        return cls(path, key=key, sync=sync, segment_size=segment_size, read_only=read_only,
+                   create=create, compress=compress)
+
+    def _open(self) -> None:
+        if not os.path.isdir(self.path):
+            if self.read_only or not self._create:
+                raise NotFoundError(f"no holomem store at {self.path!r}")
+            os.makedirs(self.path, mode=0o700, exist_ok=True)
+            fs.sync_dir(os.path.dirname(self.path))
+        if not self.read_only:
+            self._lock_fd = fs.lock(os.path.join(self.path, LOCK_NAME))
+        live, tmp = _list_generations(self.path)
+        erased: list[str] = []
+        if not self.read_only:
+            # Leftovers of an interrupted compaction or purge: a generation that was
+            # being built, or an old one whose erasure did not finish.
+            for g in tmp:
+                name = generation_name(g) + ".tmp"
+                fs.erase_tree(os.path.join(self.path, name))
+                erased.append(name)
+            for g in live[:-1]:
+                fs.erase_tree(os.path.join(self.path, generation_name(g)))
+                erased.append(generation_name(g))
+            if erased:
+                log.warning("erased leftovers of an interrupted compaction: %s", ", ".join(erased))
+        if not live:
+            if self.read_only or not self._create:
+                raise NotFoundError(f"no holomem store at {self.path!r}")
+            self._initialize()
+            live = [1]
+        self.generation = live[-1]
+        self.gen_dir = os.path.join(self.path, generation_name(self.generation))
+        truncated = self._load()
+        self.recovery = Recovery(tuple(truncated), tuple(erased))
+
+    def _initialize(self) -> None:
+        entries = [e for e in os.listdir(self.path) if e != LOCK_NAME]
+        if entries:
+            raise InvalidError(
+                f"{self.path!r} is not empty and holds no holomem store; refusing to create "
+                "one there"
+            )
+        store_id = os.urandom(16)
+        tmp = begin_generation(self.path, 1, store_id, 1, self._key)
+        commit_generation(self.path, tmp)
+
+    def _load(self) -> list[Problem]:
+        problems: list[Problem] = []
+        segments = scan_generation(self.gen_dir, self.generation, problems.append)
+        for p in problems:
+            if not p.tail:
+                raise p.error()
+        if not segments:
+            raise CorruptError("the live generation holds no valid segment", path=self.gen_dir,
+                               offset=0)
+        head = segments[0].header
+        if head.write_version > WRITE_VERSION and not self.read_only:
+            raise FormatVersionError(
+                f"{self.gen_dir}: written with format version {head.write_version}; this build "
+                f"writes version {WRITE_VERSION} and may only open it read-only"
+            )
+        self._check_key(head)
+        self.store_id = head.store_id
+        self.encrypted = bool(head.flags & SEGMENT_FLAG_ENCRYPTED)
+        envelope = Envelope(self._key) if self._key is not None else None
+        self._codec = FrameCodec(store_id=self.store_id, envelope=envelope,
+                                 compress=self._compress)
+        self._envelope = envelope
+        self.segments = segments
+        if problems and not self.read_only:
+            self._repair_tail(problems)
+        if not self.read_only:
+            self._appender = Appender(gen_dir=self.gen_dir, segments=self.segments,
+                                      codec=self._codec, sync=self.sync_mode,
+                                      segment_size=self.segment_size)
+        return problems
+
+    def _check_key(self, head: SegmentHeader) -> None:
+        encrypted = bool(head.flags & SEGMENT_FLAG_ENCRYPTED)
+        if encrypted and self._key is None:
+            raise KeyRequiredError(f"the store at {self.path!r} is encrypted; pass its key")
+        if not encrypted and self._key is not None:
+            raise UnexpectedKeyError(
+                f"the store at {self.path!r} is not encrypted, but a key was given"
+            )
+        if self._key is not None and key_check(self._key, head.store_id) != head.key_check:
+            raise WrongKeyError(f"the key does not open the store at {self.path!r}")
+
+    def _repair_tail(self, problems: list[Problem]) -> None:
+        """Truncate a torn tail (the writer's open only)."""
+        for p in problems:
+            assert p.tail  # anything else refused the open
+            log.warning("truncating a torn tail: %s at offset %d: %s", p.path, p.offset, p.reason)
+            last = self.segments[-1] if self.segments else None
+            if last is not None and last.path == p.path:
+                fd = fs.open_rw(p.path)
+                try:
+                    fs.truncate(fd, p.offset, p.path)
+                    fs.sync(fd, p.path)
+                finally:
+                    fs.close(fd)
+            else:
+                # A rotated-in segment whose header never reached the disk.
+                fs.erase(p.path)
+                fs.sync_dir(self.gen_dir)
+            cp.hit(P_TAIL_TRUNCATED)
+
+    def _release(self) -> None:
+        for fd in self._read_fds.values():
+            fs.close(fd)
+        self._read_fds.clear()
+        if self._lock_fd is not None:
+            fs.unlock(self._lock_fd)
+            self._lock_fd = None
+
+    # -- properties -------------------------------------------------------------------
+    @property
+    def first_seq(self) -> int:
+        return self.segments[0].first_seq
+
+    @property
+    def last_seq(self) -> int:
+        """The last appended transaction (0 if none)."""
+        return self.segments[-1].last_seq
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def failed(self) -> HolomemError | None:
+        return self._appender.failed if self._appender is not None else None
+
+    @property
+    def key(self) -> bytes | None:
+        return self._key
+
+    @property
+    def envelope(self) -> Envelope | None:
+        return self._envelope
+
+    def stats(self) -> JournalStats:
+        return JournalStats(
+            self.generation, len(self.segments), self.first_seq, self.last_seq,
+            sum(s.end for s in self.segments), self.encrypted, self.sync_mode,
+        )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("the journal is closed")
+
+    # -- writing ----------------------------------------------------------------------
+    def append(self, payloads: Sequence[bytes]) -> int:
+        """Append one transaction of ``payloads``; return its sequence number.
+
+        In ``full`` and ``batch`` mode the call returns only after an fsync covering
+        the transaction returned. The transaction is atomic: after any crash it is
+        wholly present or wholly absent.
+
+        Errors: ``invalid``, ``closed``, ``read_only``, ``io.fsync``, ``io.failed``, ``io``.
+        """
+        self._check_open()
+        if self._appender is None:
+            raise ReadOnlyError("the journal was opened read-only")
+        if isinstance(payloads, (bytes, bytearray, memoryview, str)):
+            raise InvalidError("append takes a sequence of payloads (bytes), not one payload")
+        items: list[bytes] = []
+        for p in payloads:
+            if not isinstance(p, (bytes, bytearray, memoryview)):
+                raise InvalidError(f"payloads must be bytes, got {type(p).__name__}")
+            items.append(bytes(p))
+        if not items:
+            raise InvalidError("a transaction needs at least one payload")
+        try:
+            return self._appender.append(items)
+        except ValueError as exc:  # the frame codec's size limits
+            raise InvalidError(str(exc)) from exc
+
+    def sync(self) -> None:
+        """fsync everything appended so far (whatever the sync mode)."""
+        self._check_open()
+        if self._appender is not None:
+            self._appender.sync()
+
+    # -- reading ----------------------------------------------------------------------
+    def replay(self, from_seq: int = 0) -> Iterator[tuple[int, list[bytes]]]:
+        """Yield ``(seq, payloads)`` for every transaction with ``seq >= from_seq``.
+
+        Errors: ``corrupt.auth`` (a frame fails authentication), ``corrupt``, ``closed``.
+        """
+        self._check_open()
+        last = self.last_seq
+        for seg in list(self.segments):
+            if seg.last_seq < from_seq or seg.first_seq > last:
+                continue
+            data = read_file(seg.path)
+            binding = seg.binding()
+            start = max(0, from_seq - seg.first_seq)
+            count = min(len(seg.offsets), last - seg.first_seq + 1)
+            for i in range(start, count):
+                off = seg.offsets[i]
+                yield seg.first_seq + i, self._decode(data, off, seg, binding, verify=True)
+
+    def read(self, seq: int) -> list[bytes]:
+        """The payloads of transaction ``seq``. Errors: ``not_found``, ``corrupt``."""
+        self._check_open()
+        segs = self.segments
+        idx = bisect.bisect_right([s.first_seq for s in segs], seq) - 1
+        if idx < 0 or seq > segs[idx].last_seq or seq < 1:
+            raise NotFoundError(f"no transaction {seq} in the journal")
+        seg = segs[idx]
+        off = seg.offsets[seq - seg.first_seq]
+        fd = self._read_fds.get(seg.number)
+        if fd is None:
+            try:
+                fd = os.open(seg.path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError as exc:
+                raise StorageIOError(f"opening {seg.path!r} failed: {exc}") from exc
+            self._read_fds[seg.number] = fd
+        head = fs.read_at(fd, FRAME_HEADER_SIZE, off, seg.path)
+        length = parse_header(head, 0).length
+        data = head + fs.read_at(fd, length, off + FRAME_HEADER_SIZE, seg.path)
+        return self._decode(data, 0, seg, seg.binding(), verify=True, where=off)
+
+    def _decode(self, data: bytes, off: int, seg: Segment, binding: Binding, *, verify: bool,
+                where: int | None = None) -> list[bytes]:
+        fh = parse_header(data, off)
+        at = off if where is None else where
+        if verify and frame_checksum(data, off, fh.length, binding.salt) != fh.checksum:
+            raise CorruptError("frame checksum mismatch on re-read (the file changed under us)",
+                               path=seg.path, offset=at, length=FRAME_HEADER_SIZE + fh.length)
+        start = off + FRAME_HEADER_SIZE
+        view = memoryview(data)
+        try:
+            head = view[off : off + FRAME_CHECKSUMMED]
+            return self._codec.decode_body(fh, head, view[start : start + fh.length], binding)
+        except BadBody as exc:
+            cls = AuthenticationError if exc.auth else CorruptError
+            raise cls(str(exc), path=seg.path, offset=at,
+                      length=FRAME_HEADER_SIZE + fh.length) from exc
+
+    def refresh(self) -> Refreshed:
+        """Follower only: pick up transactions the writer appended since the last look.
+
+        Returns ``Refreshed(reset, from_seq)``: replay from ``from_seq`` to catch up;
+        if ``reset`` is True the writer switched to a new generation (compaction) and
+        everything must be rebuilt by replaying from ``from_seq`` (the new first).
+        """
+        self._check_open()
+        if not self.read_only:
+            return Refreshed(False, self.last_seq + 1)
+        live, _ = _list_generations(self.path)
+        if not live:
+            raise NotFoundError(f"the store at {self.path!r} disappeared")
+        if live[-1] != self.generation:
+            for fd in self._read_fds.values():
+                fs.close(fd)
+            self._read_fds.clear()
+            self.generation = live[-1]
+            self.gen_dir = os.path.join(self.path, generation_name(self.generation))
+            self._load()
+            return Refreshed(True, self.first_seq)
+        before = self.last_seq + 1
+        last = self.segments[-1]
+        data = read_file(last.path)
+        scan = scan_frames(data, last.header, last.end, last.last_seq + 1)
+        last.offsets.extend(scan.offsets)
+        last.end = scan.end
+        if scan.problem is None or scan.problem.code in ("corrupt.truncated", "corrupt.frame"):
+            self._refresh_new_segments()
+        return Refreshed(False, before)
+
+    def _refresh_new_segments(self) -> None:
+        known = self.segments[-1].number
+        for number, path in list_segments(self.gen_dir):
+            if number <= known:
+                continue
+            if number != self.segments[-1].number + 1:
+                break
+            data = read_file(path)
+            if len(data) < SEGMENT_HEADER_SIZE:
+                break  # being created right now
+            header = unpack_header(data, path)
+            if header.first_seq != self.last_seq + 1:
+                break
+            scan = scan_frames(data, header)
+            self.segments.append(Segment(number, path, header, scan.offsets, scan.end))
+
+    # -- closing ----------------------------------------------------------------------
+    def close(self) -> None:
+        """Sync and close. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._appender is not None:
+                self._appender.close()
+        finally:
+            self._release()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

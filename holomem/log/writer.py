@@ -1,0 +1,256 @@
+"""Appending frames to the live segment: rotation, durability modes, group commit.
+
+Owns: the write path of the journal. Imports the standard library and the other
+``holomem.log`` modules. FORMAT.md ("Writing") describes the protocol.
+
+Invariants kept here:
+
+- frames are written in sequence order, and a segment only ever grows at its end;
+- before a new segment is created the previous one is synced, so only the last
+  segment of a generation can ever have an unsynced (torn) tail;
+- in ``batch`` mode one thread (the leader) writes every pending frame with a
+  single ``write`` and syncs once; each appender returns only when a sync that
+  covers its own frame has returned;
+- after any write or sync failure the appender is *failed*: it acknowledges
+  nothing more, and the journal must be reopened (a failed fsync is never retried).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from holomem.errors import HolomemError, JournalFailedError
+from holomem.log import crashpoints as cp
+from holomem.log import fs
+from holomem.log.format import READ_VERSION, SEGMENT_HEADER_SIZE, WRITE_VERSION, segment_name
+from holomem.log.frame import Binding, FrameCodec
+from holomem.log.segment import SegmentHeader
+
+P_FRAME_WRITE_BEFORE = cp.point("journal.frame.write.before", "a frame is about to be written")
+P_FRAME_WRITE_AFTER = cp.point("journal.frame.write.after", "a frame was written, not synced")
+P_SEGMENT_CREATE = cp.point("journal.segment.create", "a new segment file exists, header unwritten")
+P_SEGMENT_HEADER = cp.point("journal.segment.header", "a new segment's header is written, unsynced")
+P_SEGMENT_READY = cp.point("journal.segment.ready", "a new segment is durable, no frame in it yet")
+
+SYNC_MODES = ("full", "batch", "none")
+
+
+@dataclass(eq=False)
+class Segment:
+    """What the journal knows of one segment of the live generation."""
+
+    number: int
+    path: str
+    header: SegmentHeader
+    offsets: array[int] = field(default_factory=lambda: array("Q"))
+    end: int = SEGMENT_HEADER_SIZE
+
+    @property
+    def first_seq(self) -> int:
+        return self.header.first_seq
+
+    @property
+    def last_seq(self) -> int:
+        """Sequence number of the last frame (first_seq - 1 when empty)."""
+        return self.header.first_seq + len(self.offsets) - 1
+
+    def binding(self) -> Binding:
+        h = self.header
+        return Binding(h.store_id, h.generation, h.number, h.salt)
+
+
+def create_segment(gen_dir: str, header: SegmentHeader) -> Segment:
+    """Create a segment file with ``header``, durably (file and directory synced)."""
+    path = os.path.join(gen_dir, segment_name(header.number))
+    fd = fs.create(path)
+    try:
+        cp.hit(P_SEGMENT_CREATE)
+        fs.write_at(fd, header.pack(), 0, path)
+        cp.hit(P_SEGMENT_HEADER)
+        fs.sync(fd, path)
+    finally:
+        fs.close(fd)
+    fs.sync_dir(gen_dir)
+    cp.hit(P_SEGMENT_READY)
+    return Segment(header.number, path, header)
+
+
+def next_header(prev: SegmentHeader, first_seq: int) -> SegmentHeader:
+    return SegmentHeader(
+        WRITE_VERSION, READ_VERSION, prev.flags, prev.store_id, prev.generation,
+        prev.number + 1, first_seq, int.from_bytes(os.urandom(8), "little"), prev.key_check,
+    )
+
+
+class Appender:
+    """Writes transactions at the end of the live segment. Thread safe."""
+
+    def __init__(self, *, gen_dir: str, segments: list[Segment], codec: FrameCodec,
+                 sync: str, segment_size: int) -> None:
+        assert sync in SYNC_MODES
+        self.gen_dir = gen_dir
+        self.segments = segments  # shared with the journal; the last one is written here
+        self.codec = codec
+        self.sync_mode = sync
+        self.segment_size = segment_size
+        self._cond = threading.Condition(threading.Lock())
+        cur = segments[-1]
+        self._fd = fs.open_rw(cur.path)
+        self._next_seq = cur.last_seq + 1
+        self._reserved = cur.end  # end of the last encoded frame (pending included)
+        self._written = cur.end  # end of what was handed to write()
+        self._durable = cur.last_seq  # highest seq known synced
+        self._pending: list[bytes] = []
+        self._pending_last = cur.last_seq
+        self._flushing = False
+        self._failed: HolomemError | None = None
+        self._closed = False
+
+    # -- state ------------------------------------------------------------------------
+    @property
+    def last_seq(self) -> int:
+        return self._next_seq - 1
+
+    @property
+    def durable_seq(self) -> int:
+        return self._durable
+
+    @property
+    def failed(self) -> HolomemError | None:
+        return self._failed
+
+    def _check(self) -> None:
+        if self._failed is not None:
+            raise JournalFailedError(
+                f"the journal stopped after an earlier failure ({self._failed.message}); "
+                "reopen the store to recover from what is durable"
+            ) from self._failed
+
+    def _fail(self, exc: HolomemError) -> None:
+        self._failed = exc
+        self._cond.notify_all()
+
+    # -- append -----------------------------------------------------------------------
+    def append(self, payloads: Sequence[bytes]) -> int:
+        """Append one transaction; return its sequence number once durable per the mode."""
+        with self._cond:
+            if self._closed:
+                raise JournalFailedError("the journal is closed")
+            self._check()
+            seq = self._next_seq
+            frame = self._encode_locked(seq, payloads)
+            self._pending.append(frame)
+            self._pending_last = seq
+            if self.sync_mode == "batch":
+                while self._durable < seq:
+                    self._check()
+                    if self._flushing:
+                        self._cond.wait()
+                    else:
+                        self._flush(release=True, sync=True)
+            else:
+                self._flush(release=False, sync=self.sync_mode == "full")
+            return seq
+
+    def _encode_locked(self, seq: int, payloads: Sequence[bytes]) -> bytes:
+        cur = self.segments[-1]
+        frame = self.codec.encode(seq, payloads, cur.binding())
+        if self._reserved + len(frame) > self.segment_size and self._reserved > SEGMENT_HEADER_SIZE:
+            self._drain_locked()
+            self._rotate_locked()
+            cur = self.segments[-1]
+            frame = self.codec.encode(seq, payloads, cur.binding())
+        cur.offsets.append(self._reserved)
+        self._reserved += len(frame)
+        cur.end = self._reserved
+        self._next_seq = seq + 1
+        return frame
+
+    def _flush(self, *, release: bool, sync: bool) -> None:
+        """Write every pending frame with one write(), then sync if asked.
+
+        With ``release`` the lock is dropped during the I/O so that other threads can
+        queue frames for the next group (the group-commit leader).
+        """
+        batch, self._pending = self._pending, []
+        last = self._pending_last
+        start = self._written
+        data = b"".join(batch)
+        cur = self.segments[-1]
+        self._flushing = True
+        self._written = start + len(data)
+        error: HolomemError | None = None
+        if release:
+            self._cond.release()
+        try:
+            cp.hit(P_FRAME_WRITE_BEFORE)
+            fs.write_at(self._fd, data, start, cur.path)
+            cp.hit(P_FRAME_WRITE_AFTER)
+            if sync:
+                fs.sync(self._fd, cur.path)
+        except HolomemError as exc:
+            error = exc
+        finally:
+            if release:
+                self._cond.acquire()
+            self._flushing = False
+        if error is not None:
+            self._fail(error)
+            raise error
+        if sync or self.sync_mode == "none":
+            self._durable = max(self._durable, last)
+        self._cond.notify_all()
+
+    def _drain_locked(self) -> None:
+        """Finish every queued and in-flight frame, holding the lock throughout."""
+        while self._flushing:
+            self._cond.wait()
+        self._check()
+        if self._pending:
+            self._flush(release=False, sync=self.sync_mode != "none")
+
+    def _rotate_locked(self) -> None:
+        cur = self.segments[-1]
+        # The old segment is synced before the new one exists, in every mode, so
+        # that only the last segment can ever lose an unsynced tail.
+        try:
+            fs.sync(self._fd, cur.path)
+            new = create_segment(self.gen_dir, next_header(cur.header, self._next_seq))
+            fd = fs.open_rw(new.path)
+        except HolomemError as exc:
+            self._fail(exc)
+            raise
+        fs.close(self._fd)
+        self._fd = fd
+        self.segments.append(new)
+        self._reserved = self._written = new.end
+        self._durable = max(self._durable, self._next_seq - 1)
+
+    # -- sync and close ---------------------------------------------------------------
+    def sync(self) -> None:
+        """Make every appended transaction durable (fsync), whatever the mode."""
+        with self._cond:
+            self._check()
+            self._drain_locked()
+            try:
+                fs.sync(self._fd, self.segments[-1].path)
+            except HolomemError as exc:
+                self._fail(exc)
+                raise
+            self._durable = self.last_seq
+
+    def close(self) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            try:
+                if self._failed is None:
+                    self._drain_locked()
+                    fs.sync(self._fd, self.segments[-1].path)
+            finally:
+                self._closed = True
+                fs.close(self._fd)

@@ -37,6 +37,10 @@ P_SEGMENT_HEADER = cp.point("journal.segment.header", "a new segment's header is
 P_SEGMENT_READY = cp.point("journal.segment.ready", "a new segment is durable, no frame in it yet")
 
 SYNC_MODES = ("full", "batch", "none")
+#: How long a group-commit leader waits for company when the previous group had some.
+GATHER_SECONDS = 0.0005
+#: Groups whose sync may run at once in batch mode (the next group's write overlaps).
+MAX_SYNCS_IN_FLIGHT = 2
 
 
 @dataclass(eq=False)
@@ -97,7 +101,9 @@ class Appender:
         self.codec = codec
         self.sync_mode = sync
         self.segment_size = segment_size
-        self._cond = threading.Condition(threading.Lock())
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)  # followers wait here for their sync
+        self._gather = threading.Condition(lock)  # a leader waits here for company
         cur = segments[-1]
         self._fd = fs.open_rw(cur.path)
         self._next_seq = cur.last_seq + 1
@@ -107,6 +113,11 @@ class Appender:
         self._pending: list[bytes] = []
         self._pending_last = cur.last_seq
         self._flushing = False
+        self._inflight = 0  # batch appenders inside append() right now
+        self._peak = 1  # most of them seen at once since the last group started
+        self._target = 1  # frames a leader waits for (briefly) before syncing
+        self._gathering = False  # a leader is waiting for company
+        self._syncing = 0  # syncs running right now (batch mode overlaps two)
         self._failed: HolomemError | None = None
         self._closed = False
 
@@ -146,15 +157,37 @@ class Appender:
             self._pending.append(frame)
             self._pending_last = seq
             if self.sync_mode == "batch":
-                while self._durable < seq:
-                    self._check()
-                    if self._flushing:
-                        self._cond.wait()
-                    else:
-                        self._flush(release=True, sync=True)
+                self._inflight += 1
+                self._peak = max(self._peak, self._inflight)
+                if len(self._pending) >= self._target:
+                    self._gather.notify()
+                try:
+                    self._await_group(seq)
+                finally:
+                    self._inflight -= 1
             else:
                 self._flush(release=False, sync=self.sync_mode == "full")
             return seq
+
+    def _await_group(self, seq: int) -> None:
+        while self._durable < seq:
+            self._check()
+            if (self._flushing or self._gathering or self._syncing >= MAX_SYNCS_IN_FLIGHT
+                    or self._pending_last < seq or not self._pending):
+                self._cond.wait()
+                continue
+            if len(self._pending) < self._target:
+                # As many appenders were active as the target: give the ones the
+                # last sync released a moment to queue their next frames, so that
+                # they share this sync instead of waiting for the one after.
+                self._gathering = True
+                try:
+                    self._gather.wait(GATHER_SECONDS)
+                finally:
+                    self._gathering = False
+            self._target = self._peak
+            self._peak = self._inflight
+            self._flush(release=True, sync=True)
 
     def _encode_locked(self, seq: int, payloads: Sequence[bytes]) -> bytes:
         cur = self.segments[-1]
@@ -173,8 +206,11 @@ class Appender:
     def _flush(self, *, release: bool, sync: bool) -> None:
         """Write every pending frame with one write(), then sync if asked.
 
-        With ``release`` the lock is dropped during the I/O so that other threads can
-        queue frames for the next group (the group-commit leader).
+        With ``release`` the lock is dropped during the I/O (the group-commit leader):
+        other threads queue frames for the next group meanwhile, and once this
+        group's write() returned, the next leader may write and sync its own group
+        while this sync is still running. A sync covers every byte written before it
+        started, so each sync makes durable everything up to its own group's end.
         """
         batch, self._pending = self._pending, []
         last = self._pending_last
@@ -190,14 +226,24 @@ class Appender:
             cp.hit(P_FRAME_WRITE_BEFORE)
             fs.write_at(self._fd, data, start, cur.path)
             cp.hit(P_FRAME_WRITE_AFTER)
-            if sync:
-                fs.sync(self._fd, cur.path)
         except HolomemError as exc:
             error = exc
-        finally:
+        if release:
+            self._cond.acquire()
+        self._flushing = False
+        if error is None and sync:
+            self._syncing += 1
             if release:
-                self._cond.acquire()
-            self._flushing = False
+                self._cond.notify_all()
+                self._cond.release()
+            try:
+                fs.sync(self._fd, cur.path)
+            except HolomemError as exc:
+                error = exc
+            finally:
+                if release:
+                    self._cond.acquire()
+                self._syncing -= 1
         if error is not None:
             self._fail(error)
             raise error
@@ -207,7 +253,7 @@ class Appender:
 
     def _drain_locked(self) -> None:
         """Finish every queued and in-flight frame, holding the lock throughout."""
-        while self._flushing:
+        while self._flushing or self._syncing:
             self._cond.wait()
         self._check()
         if self._pending:

@@ -1,0 +1,102 @@
+"""Shared by the benchmarks: machine description, medians, and saving results.
+
+Every benchmark prints one JSON document and saves it under benchmarks/results/,
+with the machine and the conditions it ran under, so that figures quoted in notes
+can be traced to a run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def _filesystem(path: str) -> str:
+    path = os.path.realpath(path)
+    best = ("", "?")
+    try:
+        with open("/proc/mounts", encoding="utf-8") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3 and path.startswith(parts[1]) and len(parts[1]) > len(best[0]):
+                    best = (parts[1], f"{parts[2]} on {parts[0]} mounted at {parts[1]}")
+    except OSError:
+        pass
+    return best[1]
+
+
+def machine(workdir: str) -> dict[str, Any]:
+    """What the figures were measured on."""
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = (0.0, 0.0, 0.0)
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=False,
+                                cwd=os.path.dirname(RESULTS)).stdout.strip()
+    except OSError:
+        commit = ""
+    return {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "loadavg": [round(x, 2) for x in load],
+        "filesystem": _filesystem(workdir),
+        "commit": commit,
+    }
+
+
+def median(xs: Sequence[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def percentile(xs: Sequence[float], p: float) -> float:
+    if not xs:
+        return float("nan")
+    s = sorted(xs)
+    k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
+    return s[k]
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def current_rss_mib() -> float:
+    with open("/proc/self/statm", encoding="utf-8") as f:
+        pages = int(f.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / (1024 * 1024)
+
+
+def save(name: str, result: dict[str, Any]) -> str:
+    """Print ``result`` as JSON and save it as benchmarks/results/<name>.json."""
+    os.makedirs(RESULTS, exist_ok=True)
+    path = os.path.join(RESULTS, f"{name}.json")
+    text = json.dumps(result, indent=2, sort_keys=False)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text + "\n")
+    print(text)
+    return path

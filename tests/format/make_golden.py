@@ -1,0 +1,59 @@
+"""Regenerate the golden journal segments under tests/format/golden/.
+
+Run only when the format version changes (the committed files are the reference a
+newer build must still read):
+
+    python tests/format/make_golden.py
+
+Everything random in a real segment (store id, salt, nonce epoch) is fixed here.
+"""
+
+from __future__ import annotations
+
+import os
+
+from holomem.log.envelope import Envelope, key_check
+from holomem.log.format import (
+    KEY_CHECK_SIZE,
+    READ_VERSION,
+    SEGMENT_FLAG_ENCRYPTED,
+    WRITE_VERSION,
+)
+from holomem.log.frame import Binding, FrameCodec
+from holomem.log.segment import SegmentHeader
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
+STORE_ID = bytes(range(16))
+SALT = 0x0123456789ABCDEF
+KEY = bytes(range(32))
+#: The transactions in every golden segment: seq 1 and seq 2.
+TRANSACTIONS = [
+    [b"hello"],
+    [b"first payload", b"second payload " + b"holomem " * 40],
+]
+
+
+def build(encrypted: bool) -> bytes:
+    header = SegmentHeader(
+        WRITE_VERSION, READ_VERSION, SEGMENT_FLAG_ENCRYPTED if encrypted else 0, STORE_ID,
+        1, 1, 1, SALT, key_check(KEY, STORE_ID) if encrypted else bytes(KEY_CHECK_SIZE),
+    )
+    envelope = None
+    if encrypted:
+        envelope = Envelope(KEY)
+        envelope._epoch = bytes(8)  # fixed nonces: golden files only, never in a store
+    codec = FrameCodec(store_id=STORE_ID, envelope=envelope, compress=True)
+    where = Binding(STORE_ID, 1, 1, SALT)
+    frames = [codec.encode(seq, tx, where) for seq, tx in enumerate(TRANSACTIONS, start=1)]
+    return header.pack() + b"".join(frames)
+
+
+def main() -> None:
+    os.makedirs(HERE, exist_ok=True)
+    for name, encrypted in (("plain", False), ("encrypted", True)):
+        with open(os.path.join(HERE, f"{name}-seg-00000001.hlj"), "wb") as f:
+            f.write(build(encrypted))
+
+
+if __name__ == "__main__":
+    main()

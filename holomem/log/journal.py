@@ -220,12 +220,22 @@ class Journal:
 
     def _open(self) -> None:
         if not os.path.isdir(self.path):
+            if os.path.lexists(self.path):
+                raise InvalidError(f"{self.path!r} is not a directory")
             if self.read_only or not self._create:
                 raise NotFoundError(f"no holomem store at {self.path!r}")
             os.makedirs(self.path, mode=0o700, exist_ok=True)
             fs.sync_dir(os.path.dirname(self.path))
         if not self.read_only:
-            self._lock_fd = fs.lock(os.path.join(self.path, LOCK_NAME))
+            lock_path = os.path.join(self.path, LOCK_NAME)
+            if not os.path.exists(lock_path) and not any(_list_generations(self.path)):
+                # Not a store (its LOCK exists before its first generation does):
+                # refuse before creating the lock file, so that a refused open
+                # leaves the directory exactly as it found it.
+                if not self._create:
+                    raise NotFoundError(f"no holomem store at {self.path!r}")
+                self._refuse_non_empty()
+            self._lock_fd = fs.lock(lock_path)
         live, tmp = _list_generations(self.path)
         erased: list[str] = []
         if not self.read_only:
@@ -250,13 +260,16 @@ class Journal:
         truncated = self._load()
         self.recovery = Recovery(tuple(truncated), tuple(erased))
 
-    def _initialize(self) -> None:
+    def _refuse_non_empty(self) -> None:
         entries = [e for e in os.listdir(self.path) if e != LOCK_NAME]
         if entries:
             raise InvalidError(
                 f"{self.path!r} is not empty and holds no holomem store; refusing to create "
                 "one there"
             )
+
+    def _initialize(self) -> None:
+        self._refuse_non_empty()
         store_id = os.urandom(16)
         tmp = begin_generation(self.path, 1, store_id, 1, self._key)
         commit_generation(self.path, tmp)
@@ -381,8 +394,14 @@ class Journal:
             raise ReadOnlyError("the journal was opened read-only")
         if isinstance(payloads, (bytes, bytearray, memoryview, str)):
             raise InvalidError("append takes a sequence of payloads (bytes), not one payload")
+        try:
+            it = iter(payloads)
+        except TypeError:
+            raise InvalidError(
+                f"append takes a sequence of payloads (bytes), got {type(payloads).__name__}"
+            ) from None
         items: list[bytes] = []
-        for p in payloads:
+        for p in it:
             if not isinstance(p, (bytes, bytearray, memoryview)):
                 raise InvalidError(f"payloads must be bytes, got {type(p).__name__}")
             items.append(bytes(p))

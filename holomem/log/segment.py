@@ -14,7 +14,10 @@ from typing import NamedTuple
 from holomem.errors import FormatVersionError, HeaderError
 from holomem.log.checksum import checksum
 from holomem.log.format import (
+    FRAME_FLAGS_KNOWN,
+    FRAME_HEADER,
     FRAME_HEADER_SIZE,
+    FRAME_KIND_TRANSACTION,
     READ_VERSION,
     SEGMENT_CHECKSUMMED,
     SEGMENT_FLAGS_KNOWN,
@@ -133,29 +136,39 @@ def scan_frames(data: bytes | memoryview, header: SegmentHeader, start: int = SE
 
 def valid_frame_after(data: bytes | memoryview, header: SegmentHeader, bad: int,
                       next_seq: int) -> int | None:
-    """Offset of a valid frame after ``bad`` that continues the sequence, or None.
+    """Offset of the first valid frame after ``bad`` that continues the sequence, or None.
 
     A damaged frame is a torn tail only if nothing valid follows it. The frame at
-    ``bad`` should have carried ``next_seq``; a later valid frame would carry
-    ``next_seq`` (if the damage was junk before it) or ``next_seq + 1``. Their
-    sequence numbers are searched for as byte patterns (fast, in C), and each hit
-    is checked as a whole frame.
+    ``bad`` should have carried ``next_seq``, so a later valid frame carries
+    ``next_seq`` (if the damage was junk before it) or a higher number: one more
+    for every frame the damage swallowed, and a lost disk block can swallow many
+    small frames. Candidates are found by the fixed header bytes [4, 8) (flags,
+    kind, reserved) as byte patterns (fast, in C); a candidate at ``start`` can
+    carry at most one sequence number per frame header that fits between ``bad``
+    and ``start``, and each plausible one is checked as a whole frame.
     """
     raw = bytes(data)
     size = len(raw)
-    for seq in (next_seq, next_seq + 1, next_seq + 2):
-        pattern = seq.to_bytes(8, "little")
-        pos = raw.find(pattern, bad + 1 + 8)
+    found: int | None = None
+    for flags in range(FRAME_FLAGS_KNOWN + 1):
+        if flags & ~FRAME_FLAGS_KNOWN:
+            continue
+        pattern = FRAME_HEADER.pack(0, flags, FRAME_KIND_TRANSACTION, 0, 0, 0)[4:8]
+        pos = raw.find(pattern, bad + 1 + 4)
         while pos != -1:
-            start = pos - 8
-            if start > bad and start + FRAME_HEADER_SIZE <= size:
+            start = pos - 4
+            if found is not None and start >= found:
+                break
+            if start + FRAME_HEADER_SIZE <= size:
                 fh = parse_header(raw, start)
-                if (header_problem(fh) is None
+                if (next_seq <= fh.seq <= next_seq + (start - bad) // FRAME_HEADER_SIZE
+                        and header_problem(fh) is None
                         and start + FRAME_HEADER_SIZE + fh.length <= size
                         and frame_checksum(raw, start, fh.length, header.salt) == fh.checksum):
-                    return start
+                    found = start
+                    break
             pos = raw.find(pattern, pos + 1)
-    return None
+    return found
 
 
 def read_file(path: str) -> bytes:

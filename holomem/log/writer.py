@@ -152,8 +152,7 @@ class Appender:
             if self._closed:
                 raise JournalFailedError("the journal is closed")
             self._check()
-            seq = self._next_seq
-            frame = self._encode_locked(seq, payloads)
+            seq, frame = self._encode_locked(payloads)
             self._pending.append(frame)
             self._pending_last = seq
             if self.sync_mode == "batch":
@@ -189,19 +188,33 @@ class Appender:
             self._peak = self._inflight
             self._flush(release=True, sync=True)
 
-    def _encode_locked(self, seq: int, payloads: Sequence[bytes]) -> bytes:
-        cur = self.segments[-1]
-        frame = self.codec.encode(seq, payloads, cur.binding())
-        if self._reserved + len(frame) > self.segment_size and self._reserved > SEGMENT_HEADER_SIZE:
+    def _encode_locked(self, payloads: Sequence[bytes]) -> tuple[int, bytes]:
+        """Take the next sequence number and encode its frame, rotating first if needed."""
+        while True:
+            cur = self.segments[-1]
+            seq = self._next_seq
+            frame = self.codec.encode(seq, payloads, cur.binding())
+            if (self._reserved + len(frame) <= self.segment_size
+                    or self._reserved <= SEGMENT_HEADER_SIZE):
+                break
             self._drain_locked()
+            if self._closed:
+                raise JournalFailedError("the journal is closed")
+            if self._next_seq != seq:
+                # Draining waited for a group-commit leader, which released the lock:
+                # other appenders took sequence numbers (and maybe rotated) meanwhile,
+                # so the number and the segment must be chosen again.
+                continue
             self._rotate_locked()
             cur = self.segments[-1]
             frame = self.codec.encode(seq, payloads, cur.binding())
+            break
+        assert seq == self._next_seq and cur is self.segments[-1]  # nobody moved under us
         cur.offsets.append(self._reserved)
         self._reserved += len(frame)
         cur.end = self._reserved
         self._next_seq = seq + 1
-        return frame
+        return seq, frame
 
     def _flush(self, *, release: bool, sync: bool) -> None:
         """Write every pending frame with one write(), then sync if asked.

@@ -1,0 +1,559 @@
+"""The document engine, ``holomem.Store`` (SPEC §2): the journal wired to its projections.
+
+Owns: opening a store (replay into every projection, reconciling the text
+segment), the document calls, search with score fusion, and followers. Imports
+anything; this is where the log meets the projections.
+
+Concurrency: writers are serialised by a write lock held from validation to
+apply; readers take only the state lock, which a writer holds just while it
+applies an event that is already durable. So a search never waits for an fsync
+and never sees a write that is not yet durable.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from holomem import events as ev
+from holomem.api import validate
+from holomem.errors import ClosedError, CorruptError, InvalidError, LimitError, ReadOnlyError
+from holomem.events import DocumentAdded, DocumentDeleted, DocumentReplaced, Event
+from holomem.log import Journal
+from holomem.log.format import DEFAULT_SEGMENT_SIZE
+from holomem.log.recordfile import RecordFile
+from holomem.projections.base import Change
+from holomem.projections.bm25 import BM25, MatchedTerm
+from holomem.projections.catalog import Catalog
+from holomem.projections.embeddings import Embeddings
+from holomem.projections.entities import Entities
+from holomem.projections.fusion import Fusion, fuse, top_k
+from holomem.projections.text import TextSegment
+
+log = logging.getLogger("holomem")
+
+TEXT_FILE = "text.seg"
+
+
+class Document(msgspec.Struct, frozen=True, kw_only=True):
+    """A stored document as ``get_document`` returns it."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any] | None = None
+    embedding: list[float] | None = None
+    entities: tuple[str, ...] = ()
+
+
+class DocumentInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One document for ``add_documents``."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any] | None = None
+    embedding: list[float] | None = None
+    entities: tuple[str, ...] = ()
+
+
+class Hit(msgspec.Struct, frozen=True, kw_only=True):
+    """One search result. ``semantic_score`` is None when no embedding was given."""
+
+    id: str
+    score: float
+    lexical_score: float
+    semantic_score: float | None = None
+
+
+class StoreStats(msgspec.Struct, frozen=True, kw_only=True):
+    documents: int
+    revision: int
+    generation: int
+    segments: int
+    journal_bytes: int
+    text_bytes: int
+    index_bytes: int
+    encrypted: bool
+    sync: str
+    read_only: bool
+    #: how the last open rebuilt state: "replay" (text segment trusted) or
+    #: "replay+reconcile" (the text segment was checked, and repaired if needed)
+    opened_by: str
+    open_seconds: float
+
+
+class _State:
+    """Every projection of one generation, built together and swapped as a whole."""
+
+    def __init__(self, text_store: RecordFile | None) -> None:
+        self.catalog = Catalog()
+        self.text = TextSegment(text_store)
+        self.bm25 = BM25(self.catalog)
+        self.embeddings = Embeddings(self.catalog)
+        self.entities = Entities(self.catalog)
+        self.text_store = text_store
+
+    def apply(self, seq: int, event: Event) -> Change:
+        change = self.catalog.apply(seq, event)
+        if change.new >= 0 or change.old >= 0:
+            self.text.apply(seq, event, change)
+            self.bm25.apply(seq, event, change)
+            self.embeddings.apply(seq, event, change)
+            self.entities.apply(seq, event, change)
+        return change
+
+    def index_bytes(self) -> int:
+        return (self.bm25.memory_bytes() + self.embeddings.memory_bytes()
+                + self.catalog.seq.nbytes + self.catalog.alive.nbytes
+                + self.text.offset.nbytes + self.text.size.nbytes)
+
+
+def _doc_event(cls: type[DocumentAdded] | type[DocumentReplaced], doc_id: str, text: str,
+               metadata: bytes, embedding: bytes, entities: tuple[str, ...]
+               ) -> DocumentAdded | DocumentReplaced:
+    return cls(id=doc_id, text=text, metadata=metadata, embedding=embedding, entities=entities)
+
+
+class Store:
+    """An embedded document store over an event-sourced journal. A context manager."""
+
+    def __init__(self, path: str | os.PathLike[str], *, key: bytes | None = None,
+                 create: bool = True, sync: str = "full", read_only: bool = False,
+                 segment_size: int = DEFAULT_SEGMENT_SIZE) -> None:
+        """Open (or create) the store at ``path``; see :meth:`open`."""
+        t0 = time.perf_counter()
+        self._journal = Journal.open(path, key=key, sync=sync, segment_size=segment_size,
+                                     read_only=read_only, create=create)
+        self.path = self._journal.path
+        self.read_only = read_only
+        self._write_lock = threading.RLock()
+        self._state_lock = threading.RLock()
+        self._closed = False
+        self._listeners: list[Callable[[int, list[Event]], None]] = []
+        self.opened_by = "replay"
+        try:
+            self._state, self._revision = self._build()
+        except BaseException:
+            self._journal.close()
+            raise
+        self.open_seconds = time.perf_counter() - t0
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, key: bytes | None = None,
+             create: bool = True, sync: str = "full", read_only: bool = False,
+             segment_size: int = DEFAULT_SEGMENT_SIZE) -> Store:
+        """Open (or create) a store.
+
+        Args:
+            key: 32 raw bytes turn on AES-256-GCM encryption of everything on disk.
+            create: create the store when ``path`` holds none.
+            sync: ``"full"`` (fsync before every mutating call returns), ``"batch"``
+                (group commit) or ``"none"`` (tests and bulk loads: NOT durable).
+            read_only: a follower: never writes; call :meth:`refresh` to catch up.
+            segment_size: journal segment size in bytes.
+
+        Errors: ``invalid``, ``not_found``, ``locked``, ``key.*``, ``corrupt.*``, ``io``.
+        """
+        if sync == "none" and not read_only:
+            log.warning("store %s opened with sync='none': writes are NOT durable", path)
+        return cls(path, key=key, create=create, sync=sync, read_only=read_only,
+                   segment_size=segment_size)
+
+    # -- building state from the journal ----------------------------------------------
+    def _text_store(self) -> RecordFile:
+        j = self._journal
+        return RecordFile(os.path.join(j.gen_dir, TEXT_FILE), store_id=j.store_id,
+                          generation=j.generation, envelope=j.envelope,
+                          read_only=self.read_only)
+
+    def _build(self) -> tuple[_State, int]:
+        """Replay the whole live generation into fresh projections."""
+        text_store = self._text_store()
+        state = _State(text_store)
+        state.text.deferred = True
+        state.bm25.deferred = True
+        last = 0
+        for seq, payloads in self._journal.replay():
+            for payload in payloads:
+                state.apply(seq, ev.decode(payload, seq=seq))
+            last = seq
+        state.bm25.merge()
+        state.bm25.deferred = False
+        state.text.deferred = False
+        if not self.read_only:
+            self._reconcile_text(state, last)
+        return state, last
+
+    def _reconcile_text(self, state: _State, last: int) -> None:
+        store = state.text_store
+        assert store is not None
+        if (not store.rebuilt and store.synced_seq == last
+                and store.size() == state.text.end):
+            return  # sealed after the last event: trusted as is
+        self.opened_by = "replay+reconcile"
+        rewritten, zeroed = state.text.reconcile(
+            store.read_all(), state.catalog.alive.view(), state.catalog.seq.view(),
+            lambda slot: self._fetch(state, slot))
+        if store.size() > state.text.end:
+            store.truncate(state.text.end)
+        store.seal(last)
+        if (rewritten or zeroed) and not store.rebuilt:
+            log.warning("text segment repaired from the journal: %d records rewritten, "
+                        "%d stale ranges zeroed", rewritten, zeroed)
+
+    def _fetch(self, state: _State, slot: int) -> DocumentAdded | DocumentReplaced:
+        """The event that wrote ``slot``, read back from the journal."""
+        seq = int(state.catalog.seq.view()[slot])
+        doc_id = state.catalog.ids[slot]
+        for payload in self._journal.read(seq):
+            event = ev.decode(payload, seq=seq)
+            if isinstance(event, (DocumentAdded, DocumentReplaced)) and event.id == doc_id:
+                return event
+        raise CorruptError(f"transaction {seq} does not hold document {doc_id!r}")
+
+    # -- properties -------------------------------------------------------------------
+    @property
+    def revision(self) -> int:
+        """The sequence number of the last applied transaction; grows with every write."""
+        return self._revision
+
+    @property
+    def generation(self) -> int:
+        return self._journal.generation
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def embedding_dim(self) -> int:
+        """The store's embedding dimension (0 until the first embedding)."""
+        return self._state.embeddings.dim
+
+    def _check(self, write: bool = False) -> None:
+        if self._closed:
+            raise ClosedError("the store is closed")
+        if write and self.read_only:
+            raise ReadOnlyError("the store was opened read-only")
+
+    def __len__(self) -> int:
+        return self._state.catalog.live
+
+    # -- writing ----------------------------------------------------------------------
+    def commit(self, build: Callable[[], Sequence[Event]]) -> tuple[int, list[Event]]:
+        """Append the events ``build()`` returns as one transaction and apply them.
+
+        ``build`` runs under the write lock, so it sees every earlier write and no
+        later one: validation done inside it cannot race. Returns (seq, events);
+        seq is 0 and nothing is written when ``build`` returns no event.
+        """
+        self._check(write=True)
+        with self._write_lock:
+            self._check(write=True)
+            events = list(build())
+            if not events:
+                return 0, []
+            payloads = [ev.encode(e) for e in events]
+            seq = self._journal.append(payloads)
+            with self._state_lock:
+                for e in events:
+                    self._state.apply(seq, e)
+                self._revision = seq
+            for listener in list(self._listeners):
+                listener(seq, events)
+            return seq, events
+
+    def add_document(self, id: str, text: str, *, metadata: Mapping[str, Any] | None = None,
+                     embedding: Sequence[float] | None = None,
+                     entities: Iterable[str] | None = None) -> int:
+        """Store a document, replacing any document with the same id.
+
+        Returns the revision (sequence number) that holds it. Errors: ``invalid``,
+        ``invalid.limit``, ``closed``, ``read_only``, ``io``.
+        """
+        return self._add([(id, text, metadata, embedding, entities)])
+
+    def add_documents(self, docs: Iterable[DocumentInput | Mapping[str, Any]]) -> int:
+        """Store several documents in one atomic transaction (all or none).
+
+        Each item is a :class:`DocumentInput` or a dict with the same fields.
+        Errors: as :meth:`add_document`; nothing is written if any item is invalid.
+        """
+        if isinstance(docs, (str, bytes, Mapping)) or not isinstance(docs, Iterable):
+            raise InvalidError("add_documents takes a list of documents")
+        items: list[tuple[object, object, object, object, object]] = []
+        for i, d in enumerate(docs):
+            if isinstance(d, DocumentInput):
+                items.append((d.id, d.text, d.metadata, d.embedding, d.entities))
+            elif isinstance(d, Mapping):
+                unknown = set(d) - {"id", "text", "metadata", "embedding", "entities"}
+                if unknown:
+                    raise InvalidError(f"document {i}: unknown fields {sorted(unknown)}")
+                if "id" not in d or "text" not in d:
+                    raise InvalidError(f"document {i}: 'id' and 'text' are required")
+                items.append((d["id"], d["text"], d.get("metadata"), d.get("embedding"),
+                              d.get("entities")))
+            else:
+                raise InvalidError(f"document {i}: expected a DocumentInput or a dict")
+            if len(items) > validate.MAX_BATCH:
+                raise LimitError(f"more than {validate.MAX_BATCH} documents in one call")
+        if not items:
+            raise InvalidError("add_documents needs at least one document")
+        return self._add(items)
+
+    def _add(self, items: Sequence[tuple[object, object, object, object, object]]) -> int:
+        checked = []
+        dim = self.embedding_dim
+        for doc_id, text, metadata, embedding, entities in items:
+            emb = validate.embedding(embedding, dim)
+            if emb and not dim:
+                dim = len(emb) // 4
+            checked.append((validate.doc_id(doc_id), validate.text(text),
+                            validate.metadata(metadata), emb, validate.entities(entities)))
+
+        def build() -> list[Event]:
+            seen = set()
+            out: list[Event] = []
+            for doc_id, text, metadata, emb, ents in checked:
+                exists = doc_id in seen or doc_id in self._state.catalog
+                seen.add(doc_id)
+                cls = DocumentReplaced if exists else DocumentAdded
+                out.append(_doc_event(cls, doc_id, text, metadata, emb, ents))
+            if self.embedding_dim and any(
+                    e.embedding and len(e.embedding) // 4 != self.embedding_dim
+                    for e in out if isinstance(e, (DocumentAdded, DocumentReplaced))):
+                raise InvalidError(f"embedding dimension differs from the store's "
+                                   f"({self.embedding_dim})")
+            return out
+
+        seq, _ = self.commit(build)
+        return seq
+
+    def delete_document(self, id: str, *, purge: bool = False) -> bool:
+        """Remove a document; its text record is zeroed and synced before this returns.
+
+        Returns False (and writes nothing) if there was no such document.
+        With ``purge`` the journal is then compacted so no file holds its text
+        (see :meth:`compact`). Errors: ``invalid``, ``closed``, ``read_only``, ``io``.
+        """
+        doc_id = validate.doc_id(id)
+        seq, _ = self.commit(
+            lambda: [DocumentDeleted(id=doc_id)] if doc_id in self._state.catalog else [])
+        if seq:
+            self.sync_text()
+        if purge:
+            self.compact(purge=True)
+        return bool(seq)
+
+    def sync_text(self) -> None:
+        """Sync the text segment (zeroed records reach the disk)."""
+        store = self._state.text_store
+        if store is not None and not self.read_only:
+            with self._write_lock:
+                store.sync()
+
+    def compact(self, *, purge: bool = False) -> None:
+        """Rewrite the journal without removed documents (SPEC §6). Not yet available."""
+        raise NotImplementedError("compaction lands with issue #5")
+
+    # -- reading ----------------------------------------------------------------------
+    def has_document(self, id: str) -> bool:
+        self._check()
+        return validate.doc_id(id) in self._state.catalog
+
+    def get_document(self, id: str) -> Document | None:
+        """The document stored under ``id``, or None.
+
+        Errors: ``invalid``, ``closed``, ``corrupt``.
+        """
+        self._check()
+        doc_id = validate.doc_id(id)
+        with self._state_lock:
+            state = self._state
+            slot = state.catalog.slot(doc_id)
+            if slot < 0:
+                return None
+            seq = int(state.catalog.seq.view()[slot])
+            rec = state.text.read(slot, seq)
+            vector = state.embeddings.vector(slot)
+        if rec is None or rec.id != doc_id:
+            event = self._fetch(state, slot)
+            if not self.read_only:
+                with self._write_lock, self._state_lock:
+                    if state is self._state and state.catalog.slot(doc_id) == slot:
+                        state.text.rewrite(slot, seq, event)
+            text, metadata, entities = event.text, event.metadata, event.entities
+        else:
+            text, metadata, entities = rec.text, rec.metadata, rec.entities
+        return Document(id=doc_id, text=text, metadata=validate.load_metadata(metadata),
+                        embedding=vector.tolist() if vector is not None else None,
+                        entities=entities)
+
+    def search_documents(self, query: str, k: int = 10, *,
+                         embedding: Sequence[float] | None = None,
+                         ids: Iterable[str] | None = None) -> list[Hit]:
+        """The ``k`` best documents for ``query``, best first (SPEC §2).
+
+        Lexical scoring is BM25 (k1 = 1.2, b = 0.75). With ``embedding``, cosine
+        similarity is fused in (see :mod:`holomem.projections.fusion`). ``ids``
+        restricts the search to those documents. Ties are broken by the order in
+        which the documents were written. Errors: ``invalid``, ``closed``.
+        """
+        self._check()
+        q = validate.query(query)
+        k = validate.positive_int(k, "k", validate.MAX_K)
+        emb = validate.embedding(embedding, self.embedding_dim) if embedding is not None else b""
+        if emb and not self.embedding_dim:
+            emb = b""  # no document has an embedding: cosine has nothing to compare
+        wanted = validate.id_list(ids) if ids is not None else None
+        with self._state_lock:
+            return self._search(self._state, q, k, emb, wanted)
+
+    def _allowed(self, state: _State, ids: list[str] | None) -> np.ndarray | None:
+        if ids is None:
+            return None
+        mask = np.zeros(state.catalog.slots, dtype=bool)
+        for doc_id in ids:
+            slot = state.catalog.slot(doc_id)
+            if slot >= 0:
+                mask[slot] = True
+        return mask
+
+    def _search(self, state: _State, q: str, k: int, emb: bytes,
+                ids: list[str] | None) -> list[Hit]:
+        fused = self._fused(state, q, emb, ids)
+        order = top_k(fused.slots, fused.score, k)
+        return [
+            Hit(id=state.catalog.ids[int(fused.slots[i])] or "", score=float(fused.score[i]),
+                lexical_score=float(fused.lexical[i]),
+                semantic_score=float(fused.semantic[i]) if fused.semantic is not None else None)
+            for i in order
+        ]
+
+    def _fused(self, state: _State, q: str, emb: bytes, ids: list[str] | None) -> Fusion:
+        allowed = self._allowed(state, ids)
+        lex = state.bm25.score(q, allowed)
+        sem = None
+        if emb:
+            sem = state.embeddings.cosine(np.frombuffer(emb, dtype="<f4"), allowed)
+        return fuse(lex, sem)
+
+    def ranked(self, query: str, *, embedding: bytes = b"", ids: list[str] | None = None
+               ) -> tuple[list[str], Fusion]:
+        """Every matching document with its fused scores, best first (for the memory API).
+
+        Returns the ids in rank order and the :class:`Fusion` arrays in that order.
+        """
+        self._check()
+        with self._state_lock:
+            state = self._state
+            fused = self._fused(state, query, embedding, ids)
+            order = top_k(fused.slots, fused.score, len(fused.slots))
+            return [state.catalog.ids[int(fused.slots[i])] or "" for i in order], \
+                fused.take(order)
+
+    def matched_terms(self, query: str, id: str) -> list[MatchedTerm]:
+        """Query terms document ``id`` contains, with their BM25 contributions."""
+        self._check()
+        with self._state_lock:
+            state = self._state
+            return state.bm25.matched(query, state.catalog.slot(id))
+
+    def ids_with_entity(self, entity: str) -> list[str]:
+        """Ids of live documents that carry ``entity`` exactly, in write order."""
+        self._check()
+        with self._state_lock:
+            state = self._state
+            return [state.catalog.ids[int(s)] or "" for s in state.entities.slots(entity)]
+
+    def ids(self) -> list[str]:
+        """Ids of every live document, in write order."""
+        self._check()
+        with self._state_lock:
+            return self._state.catalog.live_ids()
+
+    def events(self, from_seq: int = 0) -> Iterator[tuple[int, list[Event]]]:
+        """Decoded transactions from ``from_seq`` up to the current revision."""
+        self._check()
+        last = self._revision
+        for seq, payloads in self._journal.replay(from_seq):
+            if seq > last:
+                break
+            yield seq, [ev.decode(p, seq=seq) for p in payloads]
+
+    def subscribe(self, listener: Callable[[int, list[Event]], None]) -> None:
+        """Call ``listener(seq, events)`` after every committed transaction (writer only)."""
+        self._listeners.append(listener)
+
+    # -- followers ----------------------------------------------------------------------
+    def refresh(self) -> int:
+        """Follower only: apply the writer's new transactions; return the new revision."""
+        self._check()
+        if not self.read_only:
+            return self._revision
+        with self._write_lock:
+            result = self._journal.refresh()
+            if result.reset:
+                state, last = self._build()
+                with self._state_lock:
+                    old, self._state, self._revision = self._state, state, last
+                if old.text_store is not None:
+                    old.text_store.close()
+                return last
+            for seq, payloads in self._journal.replay(result.from_seq):
+                events = [ev.decode(p, seq=seq) for p in payloads]
+                with self._state_lock:
+                    for e in events:
+                        self._state.apply(seq, e)
+                    self._revision = seq
+            return self._revision
+
+    # -- housekeeping -----------------------------------------------------------------
+    def stats(self) -> StoreStats:
+        self._check()
+        js = self._journal.stats()
+        state = self._state
+        return StoreStats(
+            documents=state.catalog.live, revision=self._revision, generation=js.generation,
+            segments=js.segments, journal_bytes=js.bytes,
+            text_bytes=state.text_store.size() if state.text_store is not None else 0,
+            index_bytes=state.index_bytes(), encrypted=js.encrypted, sync=js.sync,
+            read_only=self.read_only, opened_by=self.opened_by,
+            open_seconds=round(self.open_seconds, 6))
+
+    def sync(self) -> None:
+        """Make every write durable (needed only with sync="none")."""
+        self._check()
+        with self._write_lock:
+            self._journal.sync()
+            store = self._state.text_store
+            if store is not None and not self.read_only:
+                store.sync()
+
+    def close(self) -> None:
+        """Sync and close. Idempotent."""
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                store = self._state.text_store
+                if store is not None:
+                    if not self.read_only and self._journal.failed is None:
+                        self._journal.sync()
+                        store.seal(self._revision)
+                    store.close()
+            finally:
+                self._journal.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

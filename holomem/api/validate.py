@@ -1,0 +1,181 @@
+"""Checks on everything a caller hands to a public call, before anything is written.
+
+Owns: the documented limits (SPEC §2) and the conversion of caller values into
+the exact forms events store. Every failure is an :class:`~holomem.errors.InvalidError`
+(or :class:`~holomem.errors.LimitError`) with a message that names the field; no
+caller input can raise anything else from here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from holomem.errors import InvalidError, LimitError
+from holomem.projections.tokenize import tokenize
+
+MAX_TEXT_BYTES = 64 * 1024
+MAX_WORDS = 4096
+MAX_METADATA_BYTES = 64 * 1024
+MAX_METADATA_DEPTH = 32
+MAX_ID_CHARS = 512
+MAX_ENTITIES = 256
+MAX_ENTITY_CHARS = 256
+MAX_EMBEDDING_DIM = 8192
+MAX_K = 10_000
+MAX_QUERY_BYTES = 64 * 1024
+MAX_BATCH = 100_000
+
+
+def _utf8(value: str, field: str) -> bytes:
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidError(f"{field} is not valid Unicode text (lone surrogate?)") from exc
+
+
+def doc_id(value: object, field: str = "id") -> str:
+    if not isinstance(value, str):
+        raise InvalidError(f"{field} must be a string, got {type(value).__name__}")
+    if not value:
+        raise InvalidError(f"{field} must not be empty")
+    if len(value) > MAX_ID_CHARS:
+        raise LimitError(f"{field} is longer than {MAX_ID_CHARS} characters")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise InvalidError(f"{field} must not contain control characters")
+    _utf8(value, field)
+    return value
+
+
+def text(value: object, field: str = "text") -> str:
+    if not isinstance(value, str):
+        raise InvalidError(f"{field} must be a string, got {type(value).__name__}")
+    raw = _utf8(value, field)
+    if len(raw) > MAX_TEXT_BYTES:
+        raise LimitError(f"{field} is {len(raw)} bytes; the limit is {MAX_TEXT_BYTES}")
+    words = len(tokenize(value))
+    if words > MAX_WORDS:
+        raise LimitError(f"{field} has {words} words; the limit is {MAX_WORDS}")
+    return value
+
+
+def query(value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidError(f"query must be a string, got {type(value).__name__}")
+    if len(_utf8(value, "query")) > MAX_QUERY_BYTES:
+        raise LimitError(f"query is longer than {MAX_QUERY_BYTES} bytes")
+    return value
+
+
+def _json_check(value: object, depth: int, path: str) -> None:
+    if depth > MAX_METADATA_DEPTH:
+        raise LimitError(f"metadata nests deeper than {MAX_METADATA_DEPTH} levels")
+    if value is None or isinstance(value, (bool, str)):
+        if isinstance(value, str):
+            _utf8(value, path)
+        return
+    if isinstance(value, int):
+        if abs(value) > 2**63 - 1:
+            raise InvalidError(f"{path}: integer out of the 64-bit range")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidError(f"{path}: NaN and infinity are not JSON")
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _json_check(item, depth + 1, f"{path}[{i}]")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidError(f"{path}: keys must be strings")
+            _utf8(key, path)
+            _json_check(item, depth + 1, f"{path}.{key}")
+        return
+    raise InvalidError(f"{path}: {type(value).__name__} is not a JSON value")
+
+
+def metadata(value: object) -> bytes:
+    """Canonical JSON bytes of a metadata dict (empty for None)."""
+    if value is None:
+        return b""
+    if not isinstance(value, Mapping):
+        raise InvalidError(f"metadata must be a dict, got {type(value).__name__}")
+    _json_check(value, 0, "metadata")
+    raw = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                     allow_nan=False).encode("utf-8")
+    if len(raw) > MAX_METADATA_BYTES:
+        raise LimitError(f"metadata is {len(raw)} bytes of JSON; the limit is {MAX_METADATA_BYTES}")
+    return raw
+
+
+def load_metadata(raw: bytes) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    value: dict[str, Any] = json.loads(raw)
+    return value
+
+
+def entities(value: object, field: str = "entities") -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidError(f"{field} must be a list of strings")
+    out: list[str] = []
+    for item in value:
+        if not isinstance(item, str) or not item:
+            raise InvalidError(f"{field} must hold non-empty strings")
+        if len(item) > MAX_ENTITY_CHARS:
+            raise LimitError(f"an entity is longer than {MAX_ENTITY_CHARS} characters")
+        _utf8(item, field)
+        out.append(item)
+        if len(out) > MAX_ENTITIES:
+            raise LimitError(f"more than {MAX_ENTITIES} entities")
+    return tuple(dict.fromkeys(out))
+
+
+def embedding(value: object, dim: int = 0, field: str = "embedding") -> bytes:
+    """float32 little-endian bytes of a caller embedding (empty for None)."""
+    if value is None:
+        return b""
+    if isinstance(value, (str, bytes, Mapping)):
+        raise InvalidError(f"{field} must be a sequence of numbers")
+    try:
+        if isinstance(value, np.ndarray):
+            arr = value.astype(np.float64)
+        else:
+            items = list(value)  # type: ignore[call-overload]
+            if any(isinstance(x, bool) or not isinstance(x, (int, float, np.number))
+                   for x in items):
+                raise InvalidError(f"{field} must hold only numbers")
+            arr = np.array(items, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidError(f"{field} must be a sequence of numbers") from exc
+    if arr.ndim != 1 or not 1 <= len(arr) <= MAX_EMBEDDING_DIM:
+        raise InvalidError(f"{field} must be a flat list of 1 to {MAX_EMBEDDING_DIM} numbers")
+    if not np.all(np.isfinite(arr)) or np.any(np.abs(arr) > 3.0e38):
+        raise InvalidError(f"{field} must hold finite float32 numbers")
+    if not np.any(arr):
+        raise InvalidError(f"{field} must not be all zeros (its direction is undefined)")
+    if dim and len(arr) != dim:
+        raise InvalidError(f"{field} has dimension {len(arr)}; this store's is {dim}")
+    return arr.astype("<f4").tobytes()
+
+
+def positive_int(value: object, field: str, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidError(f"{field} must be an integer")
+    if not 1 <= value <= maximum:
+        raise InvalidError(f"{field} must be between 1 and {maximum}")
+    return value
+
+
+def id_list(value: object, field: str = "ids") -> list[str]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidError(f"{field} must be a list of ids")
+    return [doc_id(v, field) for v in value]

@@ -1,0 +1,117 @@
+"""Events: the only things ever written to the journal, and how they are encoded.
+
+Owns: the event types, their tags, and their msgpack encoding. Imports msgspec and
+:mod:`holomem.errors`. Projections dispatch on :data:`Event` with ``match``.
+
+Evolution rules (STYLE.md §3): a tag is never reused or renamed; new fields go last
+and have defaults; a field's type or meaning never changes. A change to how history
+must be read gets a new tag *and* a bump of the journal's read version. Events do
+not forbid unknown fields, so an older build skips fields a newer one added.
+
+Encodings chosen for size and exactness: metadata is canonical JSON text (sorted
+keys, no whitespace) so its bytes are stable; embeddings are little-endian float32
+bytes, exactly what the projections hold.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from holomem.errors import CorruptError
+
+
+class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="t"):
+    pass
+
+
+# -- the document engine ---------------------------------------------------------------
+class DocumentAdded(_Event, tag="doc.added", frozen=True, kw_only=True):
+    """A document with a new id was stored."""
+
+    id: str
+    text: str
+    metadata: bytes = b""  # canonical JSON of a dict, or empty
+    embedding: bytes = b""  # float32 little-endian, or empty
+    entities: tuple[str, ...] = ()
+
+
+class DocumentReplaced(_Event, tag="doc.replaced", frozen=True, kw_only=True):
+    """A document's text, metadata, embedding and entities were replaced as a whole."""
+
+    id: str
+    text: str
+    metadata: bytes = b""
+    embedding: bytes = b""
+    entities: tuple[str, ...] = ()
+
+
+class DocumentDeleted(_Event, tag="doc.deleted", frozen=True, kw_only=True):
+    """A document was removed. Its text is zeroed in the text segment."""
+
+    id: str
+
+
+# -- the memory API -------------------------------------------------------------------
+class FactAdded(_Event, tag="fact.added", frozen=True, kw_only=True):
+    """The temporal part of a fact; the same transaction adds its document.
+
+    Times are integer milliseconds since the epoch; ``None`` means unset.
+    """
+
+    id: str
+    ingest_time: int
+    subject: str | None = None
+    event_time: int | None = None
+    valid_from: int | None = None
+    valid_to: int | None = None
+    supersedes: tuple[str, ...] = ()  # explicit and policy-chosen links, written once
+
+
+class FactsForgotten(_Event, tag="fact.forgotten", frozen=True, kw_only=True):
+    """Facts removed by ``forget``; ``relinks`` re-points survivors' links.
+
+    Each relink is (successor id, ids it now supersedes instead of the removed one).
+    """
+
+    ids: tuple[str, ...]
+    relinks: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+class FeedbackGiven(_Event, tag="fact.feedback", frozen=True, kw_only=True):
+    id: str
+    helpful: bool
+    time: int
+    note: str | None = None
+
+
+class PurgeRequested(_Event, tag="store.purge", frozen=True, kw_only=True):
+    """A compaction that erases removed text must run; finished on the next open if cut."""
+
+    time: int = 0
+
+
+Event = (
+    DocumentAdded
+    | DocumentReplaced
+    | DocumentDeleted
+    | FactAdded
+    | FactsForgotten
+    | FeedbackGiven
+    | PurgeRequested
+)
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder: msgspec.msgpack.Decoder[Event] = msgspec.msgpack.Decoder(Event)
+
+
+def encode(event: Event) -> bytes:
+    return _encoder.encode(event)
+
+
+def decode(payload: bytes, *, seq: int = 0) -> Event:
+    """Decode one journal payload. Errors: ``corrupt`` (an unknown or malformed event)."""
+    try:
+        return _decoder.decode(payload)
+    except msgspec.DecodeError as exc:
+        raise CorruptError(
+            f"transaction {seq} holds an event this build cannot read: {exc}") from exc

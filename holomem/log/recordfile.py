@@ -1,0 +1,221 @@
+"""A derived file of checksummed, optionally sealed records at caller-chosen offsets.
+
+Owns: the record-file layout (header, record framing, sealing) and its positioned
+reads, writes and zeroing. Imports the standard library and the other
+``holomem.log`` modules. FORMAT.md §9 documents the bytes.
+
+This is the "small interface from log/" through which the text segment projection
+gets its file (STYLE.md §1): the projection chooses offsets and bodies; this module
+owns the path, the key and every syscall, so projections never open files or hold
+keys. Nothing here is a source of truth: a record that fails verification is
+reported as missing, and the caller rebuilds it from the journal.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from holomem.errors import ReadOnlyError
+from holomem.log import crashpoints as cp
+from holomem.log import fs
+from holomem.log.checksum import checksum, checksum_parts
+from holomem.log.envelope import OVERHEAD, Envelope, OpenFailed
+from holomem.log.format import READ_VERSION, WRITE_VERSION
+
+P_RECORD_WRITE = cp.point("recordfile.write", "a derived record was written, not synced")
+P_RECORD_ZERO = cp.point("recordfile.zero", "a derived record was zeroed, not synced")
+P_RECORD_SEAL = cp.point("recordfile.seal", "a derived file's data is synced, header not yet")
+
+MAGIC = b"HOLOREC\x00"
+#: magic, write version, read version, flags, reserved, store id, generation, salt,
+#: synced sequence number, header checksum.
+HEADER = struct.Struct("<8sBBH4s16sQQQQ")
+HEADER_SIZE = 64
+HEADER_CHECKSUMMED = 56
+#: body length, flags, reserved, sequence number, checksum.
+RECORD = struct.Struct("<IHHQQ")
+RECORD_SIZE = 24
+RECORD_CHECKSUMMED = 16
+FLAG_SEALED = 0x0001
+#: associated data of a sealed record: store id, generation, offset, sequence number.
+RECORD_AAD = struct.Struct("<16sQQQ")
+
+assert HEADER.size == HEADER_SIZE
+assert RECORD.size == RECORD_SIZE
+
+
+class RecordFile:
+    """One derived file in a generation directory. Thread safe for reads (pread)."""
+
+    first_offset = HEADER_SIZE
+
+    def __init__(self, path: str, *, store_id: bytes, generation: int,
+                 envelope: Envelope | None, read_only: bool) -> None:
+        self.path = path
+        self.store_id = store_id
+        self.generation = generation
+        self.read_only = read_only
+        self._envelope = envelope
+        self._fd = -1
+        self.salt = 0
+        #: Records of every event up to this sequence number were complete and synced
+        #: when the file was last sealed (0: nothing is known).
+        self.synced_seq = 0
+        self.rebuilt = False
+        self._open()
+
+    @property
+    def available(self) -> bool:
+        return self._fd >= 0
+
+    def _open(self) -> None:
+        if self.read_only:
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return
+            if not self._read_header():
+                os.close(self._fd)
+                self._fd = -1
+            return
+        if os.path.exists(self.path):
+            self._fd = fs.open_rw(self.path)
+            if self._read_header():
+                return
+            # An unreadable header: the file cannot be trusted; erase it (it may hold
+            # text) and start again.
+            fs.close(self._fd)
+            fs.erase(self.path)
+        self._create()
+
+    def _read_header(self) -> bool:
+        raw = os.pread(self._fd, HEADER_SIZE, 0)
+        if len(raw) < HEADER_SIZE:
+            return False
+        (magic, _wver, rver, flags, _res, store_id, generation, salt, synced,
+         stored) = HEADER.unpack(raw)
+        if (magic != MAGIC or checksum(raw[:HEADER_CHECKSUMMED]) != stored
+                or rver > READ_VERSION or store_id != self.store_id
+                or generation != self.generation
+                or bool(flags & FLAG_SEALED) != (self._envelope is not None)):
+            return False
+        self.salt = salt
+        self.synced_seq = synced
+        return True
+
+    def _header(self, synced_seq: int) -> bytes:
+        raw = HEADER.pack(MAGIC, WRITE_VERSION, READ_VERSION,
+                          FLAG_SEALED if self._envelope is not None else 0, bytes(4),
+                          self.store_id, self.generation, self.salt, synced_seq, 0)
+        return raw[:HEADER_CHECKSUMMED] + checksum(raw[:HEADER_CHECKSUMMED]).to_bytes(8, "little")
+
+    def _create(self) -> None:
+        self.salt = int.from_bytes(os.urandom(8), "little")
+        self._fd = fs.create(self.path)
+        fs.write_at(self._fd, self._header(0), 0, self.path)
+        fs.sync(self._fd, self.path)
+        fs.sync_dir(os.path.dirname(self.path))
+        self.synced_seq = 0
+        self.rebuilt = True
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError("derived file opened read-only")
+
+    # -- layout -----------------------------------------------------------------------
+    def record_size(self, body_length: int) -> int:
+        """Bytes a record with a body of ``body_length`` takes on disk."""
+        return RECORD_SIZE + body_length + (OVERHEAD if self._envelope is not None else 0)
+
+    def size(self) -> int:
+        return os.fstat(self._fd).st_size if self._fd >= 0 else 0
+
+    # -- records ----------------------------------------------------------------------
+    def encode(self, offset: int, seq: int, body: bytes) -> bytes:
+        """The bytes of a record (header and body) to be placed at ``offset``."""
+        flags = 0
+        if self._envelope is not None:
+            flags = FLAG_SEALED
+            body = self._envelope.seal(
+                body, RECORD_AAD.pack(self.store_id, self.generation, offset, seq))
+        head = RECORD.pack(len(body), flags, 0, seq, 0)[:RECORD_CHECKSUMMED]
+        return head + checksum_parts(head, body, self.salt).to_bytes(8, "little") + body
+
+    def write(self, offset: int, data: bytes) -> None:
+        """Write encoded record bytes (or several, back to back) at ``offset``; no sync."""
+        self._writable()
+        fs.write_at(self._fd, data, offset, self.path)
+        cp.hit(P_RECORD_WRITE)
+
+    def decode(self, raw: bytes | memoryview, offset: int, seq: int) -> bytes | None:
+        """The body of the record of ``seq`` whose bytes are ``raw`` at ``offset``.
+
+        None if they are not exactly such a record (missing, zeroed, damaged, stale).
+        """
+        if len(raw) < RECORD_SIZE:
+            return None
+        length, flags, reserved, rseq, stored = RECORD.unpack_from(raw, 0)
+        if rseq != seq or reserved != 0 or RECORD_SIZE + length != len(raw):
+            return None
+        body = memoryview(raw)[RECORD_SIZE:]
+        if checksum_parts(memoryview(raw)[:RECORD_CHECKSUMMED], body, self.salt) != stored:
+            return None
+        if flags & FLAG_SEALED:
+            if self._envelope is None:
+                return None
+            try:
+                return self._envelope.open(
+                    body, RECORD_AAD.pack(self.store_id, self.generation, offset, seq))
+            except OpenFailed:
+                return None
+        return None if self._envelope is not None else bytes(body)
+
+    def read(self, offset: int, size: int, seq: int) -> bytes | None:
+        """Read and verify the record of ``seq`` at ``offset`` taking ``size`` bytes."""
+        if self._fd < 0:
+            return None
+        try:
+            raw = os.pread(self._fd, size, offset)
+        except OSError:
+            return None
+        return self.decode(raw, offset, seq)
+
+    def read_all(self) -> bytes:
+        """The whole file (for verification after a crash)."""
+        if self._fd < 0:
+            return b""
+        return fs.read_at(self._fd, self.size(), 0, self.path)
+
+    def zero(self, offset: int, size: int) -> None:
+        """Overwrite ``size`` bytes at ``offset`` with zeros; no sync."""
+        self._writable()
+        fs.zero_range(self._fd, offset, size, self.path)
+        cp.hit(P_RECORD_ZERO)
+
+    def truncate(self, size: int) -> None:
+        self._writable()
+        fs.truncate(self._fd, size, self.path)
+
+    def sync(self) -> None:
+        self._writable()
+        fs.sync(self._fd, self.path)
+
+    def seal(self, synced_seq: int) -> None:
+        """Sync the data, then record that everything up to ``synced_seq`` is in place."""
+        self._writable()
+        fs.sync(self._fd, self.path)
+        cp.hit(P_RECORD_SEAL)
+        fs.write_at(self._fd, self._header(synced_seq), 0, self.path)
+        fs.sync(self._fd, self.path)
+        self.synced_seq = synced_seq
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fs.close(self._fd)
+            self._fd = -1
+
+    def erase(self) -> None:
+        """Overwrite the file with zeros, sync, unlink (for purge and rebuild)."""
+        self.close()
+        fs.erase(self.path)

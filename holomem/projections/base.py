@@ -1,0 +1,95 @@
+"""What every projection shares: slots, changes, growable arrays, the record store.
+
+Owns: the slot model and the small interfaces between projections and the layers
+around them. Imports numpy and :mod:`holomem.errors`.
+
+Every live document occupies one *slot*, an integer handed out in the order
+documents are written (a replaced document gets a new slot). Slots index the
+per-document numpy arrays of every projection, and their order is the store's
+tie-break order.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+
+class Change(NamedTuple):
+    """What an event did to the slots: ``new`` was filled, ``old`` was vacated (-1: none)."""
+
+    new: int
+    old: int
+
+
+NO_CHANGE = Change(-1, -1)
+
+
+class GrowArray:
+    """A numpy array that grows by doubling; ``view()`` is the filled prefix."""
+
+    __slots__ = ("_data", "n")
+
+    def __init__(self, dtype: npt.DTypeLike, capacity: int = 1024, width: int = 0) -> None:
+        shape = (capacity, width) if width else (capacity,)
+        self._data: np.ndarray = np.zeros(shape, dtype=dtype)
+        self.n = 0
+
+    def _reserve(self, n: int) -> None:
+        if n > len(self._data):
+            cap = max(n, len(self._data) * 2)
+            shape = (cap, *self._data.shape[1:])
+            grown = np.zeros(shape, dtype=self._data.dtype)
+            grown[: self.n] = self._data[: self.n]
+            self._data = grown
+
+    def append(self, value: object) -> int:
+        self._reserve(self.n + 1)
+        self._data[self.n] = value
+        self.n += 1
+        return self.n - 1
+
+    def extend(self, values: np.ndarray) -> None:
+        self._reserve(self.n + len(values))
+        self._data[self.n : self.n + len(values)] = values
+        self.n += len(values)
+
+    def view(self) -> np.ndarray:
+        return self._data[: self.n]
+
+    def __getitem__(self, i: int) -> object:
+        return self._data[i]
+
+    def __setitem__(self, i: int, value: object) -> None:
+        self._data[i] = value
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._data.nbytes)
+
+
+class RecordStore(Protocol):
+    """The file a projection may write records to (implemented in ``holomem.log``).
+
+    Offsets and bodies are the projection's; the path, the key and the syscalls are
+    not. A record read back that is not exactly what was written reads as None.
+    """
+
+    first_offset: int
+
+    def record_size(self, body_length: int) -> int: ...
+
+    def encode(self, offset: int, seq: int, body: bytes) -> bytes: ...
+
+    def write(self, offset: int, data: bytes) -> None: ...
+
+    def decode(self, raw: bytes | memoryview, offset: int, seq: int) -> bytes | None: ...
+
+    def read(self, offset: int, size: int, seq: int) -> bytes | None: ...
+
+    def zero(self, offset: int, size: int) -> None: ...

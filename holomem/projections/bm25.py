@@ -1,0 +1,251 @@
+"""BM25 over in-memory posting lists (no file ever stores a term).
+
+Owns: the vocabulary, the posting lists, document lengths and BM25 scoring.
+Imports numpy, :mod:`holomem.events` and the other projections.
+
+Scoring (Lucene's BM25, the variant tantivy and Elasticsearch use)::
+
+    score(d, q) = sum over distinct query terms t present in d of
+                  idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(d) / avglen))
+    idf(t)      = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+
+with k1 = 1.2 and b = 0.75; N, df and avglen count live documents only. A query
+term repeated in the query counts once.
+
+Layout: a compressed sparse row *base* (``indptr`` per term, then slot and term
+frequency per posting, sorted by term then slot) plus a *delta* of the token
+occurrences added since the last merge (flat term and slot arrays). Queries read
+both; vacated slots are masked by the catalog's liveness and dropped at the next
+merge. A merge is linear in the postings (no sort of the base), and runs when the
+delta holds ``MERGE_DOCS`` documents, or once at the end of a replay.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import NamedTuple
+
+import numpy as np
+
+from holomem.events import DocumentAdded, DocumentReplaced, Event
+from holomem.projections.base import Change, GrowArray
+from holomem.projections.catalog import Catalog
+from holomem.projections.tokenize import fold, tokenize
+
+K1 = 1.2
+B = 0.75
+MERGE_DOCS = 2048
+
+
+class MatchedTerm(NamedTuple):
+    term: str
+    tf: int
+    idf: float
+    score: float
+
+
+class BM25:
+    """Posting lists and BM25 scores for the catalog's slots."""
+
+    def __init__(self, catalog: Catalog, *, fold_suffixes: bool = True) -> None:
+        self.catalog = catalog
+        self.fold_suffixes = fold_suffixes
+        self._word_term: dict[str, int] = {}  # word as tokenized -> term id
+        self._term_id: dict[str, int] = {}  # term (folded word) -> term id
+        self.terms: list[str] = []  # term id -> term
+        self._indptr = np.zeros(1, dtype=np.int64)
+        self._post_slot = np.zeros(0, dtype=np.int32)
+        self._post_tf = np.zeros(0, dtype=np.uint16)
+        self._d_term: array[int] = array("i")
+        self._d_slot: array[int] = array("i")
+        self._d_docs = 0
+        self.doclen = GrowArray(np.int32)
+        self.total_len = 0
+        self.deferred = False  # set during replay: merge once at the end
+
+    # -- vocabulary -------------------------------------------------------------------
+    def _term_of(self, word: str) -> int:
+        tid = self._word_term.get(word)
+        if tid is None:
+            term = fold(word) if self.fold_suffixes else word
+            tid = self._term_id.get(term)
+            if tid is None:
+                tid = len(self.terms)
+                # A copy, so the key does not pin the (much larger) text it came from.
+                term = "".join(term)
+                self._term_id[term] = tid
+                self.terms.append(term)
+            self._word_term["".join(word)] = tid
+        return tid
+
+    def query_terms(self, query: str) -> list[int]:
+        """Distinct known term ids of ``query``, in first-occurrence order."""
+        seen: dict[int, None] = {}
+        for word in tokenize(query):
+            tid = self._word_term.get(word)
+            if tid is None:
+                term = fold(word) if self.fold_suffixes else word
+                tid = self._term_id.get(term)
+            if tid is not None:
+                seen.setdefault(tid, None)
+        return list(seen)
+
+    # -- events -----------------------------------------------------------------------
+    def apply(self, seq: int, event: Event, change: Change) -> None:
+        if change.old >= 0:
+            self.total_len -= int(self.doclen[change.old])  # type: ignore[call-overload]
+        if change.new < 0 or not isinstance(event, (DocumentAdded, DocumentReplaced)):
+            return
+        words = tokenize(event.text)
+        tids = [self._term_of(w) for w in words]
+        assert self.doclen.n == change.new  # one length per slot, in slot order
+        self.doclen.append(len(tids))
+        self.total_len += len(tids)
+        self._d_term.extend(tids)
+        self._d_slot.extend([change.new] * len(tids))
+        self._d_docs += 1
+        if self._d_docs >= MERGE_DOCS and not self.deferred:
+            self.merge()
+
+    def merge(self) -> None:
+        """Fold the delta into the base and drop postings of vacated slots."""
+        alive = self.catalog.alive.view()
+        n_terms = len(self.terms)
+        # Delta postings: sort occurrences by term (stable keeps slot order), then
+        # count runs of equal (term, slot) to get term frequencies.
+        dt = np.frombuffer(self._d_term, dtype=np.int32)
+        ds = np.frombuffer(self._d_slot, dtype=np.int32)
+        order = np.argsort(dt, kind="stable")
+        dt, ds = dt[order], ds[order]
+        if len(dt):
+            edge = np.empty(len(dt), dtype=bool)
+            edge[0] = True
+            np.not_equal(dt[1:], dt[:-1], out=edge[1:])
+            edge[1:] |= ds[1:] != ds[:-1]
+            starts = np.flatnonzero(edge)
+            d_tf = np.diff(np.append(starts, len(dt))).astype(np.uint16)
+            d_term, d_slot = dt[starts], ds[starts]
+        else:
+            d_tf = np.zeros(0, dtype=np.uint16)
+            d_term = d_slot = np.zeros(0, dtype=np.int32)
+        keep = alive[d_slot]
+        d_term, d_slot, d_tf = d_term[keep], d_slot[keep], d_tf[keep]
+        # Base postings that survive.
+        base_counts = np.diff(self._indptr)
+        base_term = np.repeat(np.arange(len(base_counts), dtype=np.int32), base_counts)
+        keep = alive[self._post_slot]
+        b_term, b_slot, b_tf = base_term[keep], self._post_slot[keep], self._post_tf[keep]
+        # Merge without sorting: every delta slot is newer than every base slot, so
+        # within a term the base postings come first, then the delta's.
+        b_cnt = np.bincount(b_term, minlength=n_terms)
+        d_cnt = np.bincount(d_term, minlength=n_terms)
+        indptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(b_cnt + d_cnt, out=indptr[1:])
+        total = int(indptr[-1])
+        slots = np.empty(total, dtype=np.int32)
+        tfs = np.empty(total, dtype=np.uint16)
+        b_start = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(b_cnt, out=b_start[1:])
+        b_pos = indptr[b_term] + (np.arange(len(b_term)) - b_start[b_term])
+        slots[b_pos], tfs[b_pos] = b_slot, b_tf
+        d_start = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(d_cnt, out=d_start[1:])
+        d_pos = indptr[d_term] + b_cnt[d_term] + (np.arange(len(d_term)) - d_start[d_term])
+        slots[d_pos], tfs[d_pos] = d_slot, d_tf
+        self._indptr, self._post_slot, self._post_tf = indptr, slots, tfs
+        self._d_term = array("i")
+        self._d_slot = array("i")
+        self._d_docs = 0
+
+    # -- scoring ----------------------------------------------------------------------
+    def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, tfs) of term ``tid``, vacated slots included."""
+        if tid + 1 < len(self._indptr):
+            lo, hi = int(self._indptr[tid]), int(self._indptr[tid + 1])
+            b_slot, b_tf = self._post_slot[lo:hi], self._post_tf[lo:hi]
+        else:
+            b_slot = np.zeros(0, dtype=np.int32)
+            b_tf = np.zeros(0, dtype=np.uint16)
+        if not self._d_docs:
+            return b_slot, b_tf
+        pos = np.flatnonzero(np.frombuffer(self._d_term, dtype=np.int32) == tid)
+        if not len(pos):
+            return b_slot, b_tf
+        ds = np.frombuffer(self._d_slot, dtype=np.int32)[pos]  # ascending
+        edge = np.empty(len(ds), dtype=bool)
+        edge[0] = True
+        np.not_equal(ds[1:], ds[:-1], out=edge[1:])
+        starts = np.flatnonzero(edge)
+        d_tf = np.diff(np.append(starts, len(ds))).astype(np.uint16)
+        return np.concatenate((b_slot, ds[starts])), np.concatenate((b_tf, d_tf))
+
+    def _stats(self) -> tuple[int, float]:
+        n = self.catalog.live
+        return n, (self.total_len / n if n else 0.0)
+
+    @staticmethod
+    def idf(n: int, df: int) -> float:
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def score(self, query: str, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 of every live document matching ``query``: (slots, scores), slots ascending.
+
+        ``allowed`` (a boolean mask over slots) restricts which documents are
+        returned; collection statistics still count every live document.
+        """
+        n, avglen = self._stats()
+        alive = self.catalog.alive.view()
+        doclen = self.doclen.view()
+        parts_s: list[np.ndarray] = []
+        parts_v: list[np.ndarray] = []
+        for tid in self.query_terms(query):
+            slots, tfs = self._postings(tid)
+            live = alive[slots]
+            slots, tfs = slots[live], tfs[live]
+            if not len(slots):
+                continue
+            idf = self.idf(n, len(slots))
+            if allowed is not None:
+                keep = allowed[slots]
+                slots, tfs = slots[keep], tfs[keep]
+            tf = tfs.astype(np.float64)
+            norm = K1 * (1.0 - B + B * doclen[slots] / avglen)
+            parts_s.append(slots)
+            parts_v.append(idf * tf * (K1 + 1.0) / (tf + norm))
+        if not parts_s:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        all_s = np.concatenate(parts_s)
+        all_v = np.concatenate(parts_v)
+        if len(all_s) * 8 < len(alive):
+            uniq, inv = np.unique(all_s, return_inverse=True)
+            return uniq.astype(np.int64), np.bincount(inv, weights=all_v)
+        dense = np.bincount(all_s, weights=all_v, minlength=len(alive))
+        uniq = np.flatnonzero(dense)
+        return uniq, dense[uniq]
+
+    def matched(self, query: str, slot: int) -> list[MatchedTerm]:
+        """The query terms document ``slot`` contains, with their BM25 contributions."""
+        n, avglen = self._stats()
+        alive = self.catalog.alive.view()
+        if slot < 0 or slot >= len(alive) or not alive[slot]:
+            return []
+        out: list[MatchedTerm] = []
+        dl = float(self.doclen.view()[slot])
+        for tid in self.query_terms(query):
+            slots, tfs = self._postings(tid)
+            live = alive[slots]
+            slots, tfs = slots[live], tfs[live]
+            hit = np.flatnonzero(slots == slot)
+            if not len(hit):
+                continue
+            tf = float(tfs[hit[0]])
+            idf = self.idf(n, len(slots))
+            norm = K1 * (1.0 - B + B * dl / avglen)
+            out.append(MatchedTerm(self.terms[tid], int(tf), idf,
+                                   idf * tf * (K1 + 1.0) / (tf + norm)))
+        return out
+
+    def memory_bytes(self) -> int:
+        return int(self._indptr.nbytes + self._post_slot.nbytes + self._post_tf.nbytes
+                   + self.doclen.nbytes + self._d_term.itemsize * len(self._d_term) * 2)

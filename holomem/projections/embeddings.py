@@ -1,0 +1,74 @@
+"""Caller embeddings: one unit vector per document that has one, and cosine search.
+
+Owns: the embedding matrix and its dimension. Imports numpy, :mod:`holomem.events`
+and the other projections.
+
+The dimension is fixed by the first embedding the generation holds; a document
+with another dimension is refused before it is written (``invalid``). Vectors are
+stored as float32, normalised to unit length, so cosine is one matrix product.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from holomem.errors import CorruptError
+from holomem.events import DocumentAdded, DocumentReplaced, Event
+from holomem.projections.base import Change, GrowArray
+from holomem.projections.catalog import Catalog
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32)
+    return v / np.float32(np.linalg.norm(v.astype(np.float64)))
+
+
+class Embeddings:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.dim = 0
+        self._mat: GrowArray | None = None
+        self.has = GrowArray(np.bool_)
+
+    def apply(self, seq: int, event: Event, change: Change) -> None:
+        if change.new < 0 or not isinstance(event, (DocumentAdded, DocumentReplaced)):
+            return
+        assert self.has.n == change.new
+        if not event.embedding:
+            self.has.append(False)
+            if self._mat is not None:
+                self._mat.append(0.0)
+            return
+        vec = np.frombuffer(event.embedding, dtype="<f4")
+        if self.dim == 0:
+            self.dim = len(vec)
+            self._mat = GrowArray(np.float32, width=self.dim)
+            for _ in range(change.new):
+                self._mat.append(0.0)
+        elif len(vec) != self.dim:
+            raise CorruptError(f"event {seq}: embedding of dimension {len(vec)} in a store of "
+                               f"dimension {self.dim}")
+        assert self._mat is not None
+        self._mat.append(unit(vec))
+        self.has.append(True)
+
+    def vector(self, slot: int) -> np.ndarray | None:
+        if self._mat is None or slot >= self.has.n or not self.has.view()[slot]:
+            return None
+        out: np.ndarray = self._mat.view()[slot]
+        return out
+
+    def cosine(self, query: np.ndarray, allowed: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """(slots ascending, cosine) of every live document with an embedding."""
+        if self._mat is None:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        mask = self.has.view() & self.catalog.alive.view()
+        if allowed is not None:
+            mask = mask & allowed
+        slots = np.flatnonzero(mask)
+        q = unit(query)
+        return slots, (self._mat.view()[slots] @ q).astype(np.float64)
+
+    def memory_bytes(self) -> int:
+        return (self._mat.nbytes if self._mat is not None else 0) + self.has.nbytes

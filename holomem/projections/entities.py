@@ -1,0 +1,45 @@
+"""The entity posting: exact-match lookup from an entity string to documents.
+
+Owns: entity -> slots. Imports numpy, :mod:`holomem.events` and the other
+projections. Entities are compared exactly (case and spelling as given).
+"""
+
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+
+from holomem.events import DocumentAdded, DocumentReplaced, Event
+from holomem.projections.base import Change
+from holomem.projections.catalog import Catalog
+
+
+class Entities:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._slots: dict[str, array[int]] = {}
+
+    def apply(self, seq: int, event: Event, change: Change) -> None:
+        if change.new < 0 or not isinstance(event, (DocumentAdded, DocumentReplaced)):
+            return
+        for entity in dict.fromkeys(event.entities):
+            posting = self._slots.get(entity)
+            if posting is None:
+                posting = self._slots["".join(entity)] = array("i")
+            posting.append(change.new)
+
+    def slots(self, entity: str) -> np.ndarray:
+        """Live slots of documents that carry ``entity``, ascending."""
+        posting = self._slots.get(entity)
+        if posting is None:
+            return np.zeros(0, dtype=np.int64)
+        s = np.frombuffer(posting, dtype=np.int32)
+        out: np.ndarray = s[self.catalog.alive.view()[s]].astype(np.int64)
+        return out
+
+    def names(self) -> list[str]:
+        """Every entity that some live document carries."""
+        alive = self.catalog.alive.view()
+        return sorted(e for e, p in self._slots.items()
+                      if alive[np.frombuffer(p, dtype=np.int32)].any())

@@ -1,0 +1,72 @@
+"""Fusing lexical and semantic scores, and the deterministic top-k.
+
+Owns: how BM25 and cosine combine into one score, and the ranking order. Imports
+numpy.
+
+Without an embedding in the query the score *is* the BM25 score, unchanged.
+With one, every live document that has an embedding or matches lexically is a
+candidate, and
+
+    score = W_LEXICAL * bm25 / max_bm25  +  W_SEMANTIC * max(cosine, 0)
+
+where ``max_bm25`` is the best BM25 score among the candidates (so the lexical
+part lies in [0, 1] like the semantic part), a document without a lexical match
+has bm25 = 0, and one without an embedding has cosine = 0. W_LEXICAL = W_SEMANTIC
+= 0.5. HRR similarity is not fused by default: on the LoCoMo development set it
+did not help (benchmarks/locomo.py records the measurement).
+
+Ranking: score descending, then slot ascending (the order documents were written),
+so equal scores always come back in the same order.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+W_LEXICAL = 0.5
+W_SEMANTIC = 0.5
+
+
+class Fusion(NamedTuple):
+    slots: np.ndarray  # int64
+    score: np.ndarray  # float64
+    lexical: np.ndarray  # float64, raw BM25 (0 where no lexical match)
+    semantic: np.ndarray | None  # float64 cosine, or None without a query embedding
+
+    def take(self, order: np.ndarray) -> Fusion:
+        return Fusion(self.slots[order], self.score[order], self.lexical[order],
+                      None if self.semantic is None else self.semantic[order])
+
+
+def fuse(lexical: tuple[np.ndarray, np.ndarray],
+         semantic: tuple[np.ndarray, np.ndarray] | None) -> Fusion:
+    lex_slots, lex_scores = lexical
+    if semantic is None:
+        return Fusion(lex_slots, lex_scores, lex_scores, None)
+    sem_slots, cosine = semantic
+    slots = np.union1d(lex_slots, sem_slots)
+    lex = np.zeros(len(slots))
+    lex[np.searchsorted(slots, lex_slots)] = lex_scores
+    sem = np.zeros(len(slots))
+    sem[np.searchsorted(slots, sem_slots)] = cosine
+    top = lex.max() if len(lex) else 0.0
+    lex_part = lex / top if top > 0 else lex
+    score = W_LEXICAL * lex_part + W_SEMANTIC * np.maximum(sem, 0.0)
+    return Fusion(slots, score, lex, sem)
+
+
+def top_k(slots: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` best entries: score descending, then slot ascending."""
+    n = len(scores)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if k < n:
+        kth = np.partition(scores, n - k)[n - k]
+        cand = np.flatnonzero(scores >= kth)
+    else:
+        cand = np.arange(n)
+    order = np.lexsort((slots[cand], -scores[cand]))
+    out: np.ndarray = cand[order[:k]]
+    return out

@@ -1,0 +1,130 @@
+"""The text segment: the text and metadata of live documents, on disk, not in RAM.
+
+Owns: where each document's record lives and what its body holds. Imports numpy,
+msgspec, :mod:`holomem.events` and the other projections; the file itself is a
+:class:`~holomem.projections.base.RecordStore` handed in by the API layer.
+FORMAT.md §9 documents the bytes.
+
+Placement is deterministic: the records of a generation are laid out back to back
+in the order of the events that wrote them, so replay alone knows every offset
+and nothing on disk needs an index. A replaced or deleted document's record is
+overwritten with zeros at once (synced by the next forget, purge, compaction or
+close). A record that cannot be read back intact is rebuilt from the journal by
+the caller (:meth:`TextSegment.reconcile`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import msgspec
+import numpy as np
+
+from holomem.events import DocumentAdded, DocumentReplaced, Event
+from holomem.projections.base import Change, GrowArray, RecordStore
+
+
+class TextRecord(msgspec.Struct, array_like=True, frozen=True):
+    """The body of a text-segment record."""
+
+    id: str
+    text: str
+    metadata: bytes = b""
+    entities: tuple[str, ...] = ()
+
+
+_enc = msgspec.msgpack.Encoder()
+_dec = msgspec.msgpack.Decoder(TextRecord)
+
+
+def body_of(event: DocumentAdded | DocumentReplaced) -> bytes:
+    return _enc.encode(TextRecord(event.id, event.text, event.metadata, event.entities))
+
+
+def decode_body(body: bytes) -> TextRecord | None:
+    try:
+        return _dec.decode(body)
+    except msgspec.DecodeError:
+        return None
+
+
+class TextSegment:
+    """Record placement for every slot, and the writes that keep the file in step."""
+
+    def __init__(self, store: RecordStore | None) -> None:
+        self.store = store
+        self.offset = GrowArray(np.int64)
+        self.size = GrowArray(np.int32)
+        self.end = store.first_offset if store is not None else 0
+        #: While replaying, placement is computed but nothing is written; the caller
+        #: then runs reconcile() once.
+        self.deferred = False
+
+    def apply(self, seq: int, event: Event, change: Change) -> None:
+        if change.old >= 0 and self.store is not None and not self.deferred:
+            self.store.zero(int(self.offset.view()[change.old]), int(self.size.view()[change.old]))
+        if change.new < 0 or not isinstance(event, (DocumentAdded, DocumentReplaced)):
+            return
+        body = body_of(event)
+        size = self.store.record_size(len(body)) if self.store is not None else 0
+        assert self.offset.n == change.new  # one placement per slot, in slot order
+        self.offset.append(self.end)
+        self.size.append(size)
+        if self.store is not None and not self.deferred:
+            self.store.write(self.end, self.store.encode(self.end, seq, body))
+        self.end += size
+
+    def read(self, slot: int, seq: int) -> TextRecord | None:
+        """The record of ``slot`` (written by event ``seq``), or None if not intact."""
+        if self.store is None or slot >= self.offset.n:
+            return None
+        body = self.store.read(int(self.offset.view()[slot]), int(self.size.view()[slot]), seq)
+        return None if body is None else decode_body(body)
+
+    def rewrite(self, slot: int, seq: int, event: DocumentAdded | DocumentReplaced) -> None:
+        """Write the record of ``slot`` again (after a failed read)."""
+        assert self.store is not None
+        off = int(self.offset.view()[slot])
+        self.store.write(off, self.store.encode(off, seq, body_of(event)))
+
+    def reconcile(self, raw: bytes, alive: np.ndarray, seqs: np.ndarray,
+                  fetch: Callable[[int], DocumentAdded | DocumentReplaced]) -> tuple[int, int]:
+        """Bring the file in line with the placement after a replay that wrote nothing.
+
+        ``raw`` is the file's current content. Every live record that does not read
+        back intact is written again (``fetch(slot)`` gives its event); every other
+        byte before ``end`` must be zero and is zeroed if not. Returns (records
+        rewritten, stale ranges zeroed). The caller truncates the file at ``end``.
+        """
+        assert self.store is not None
+        rewritten = zeroed = 0
+        view = memoryview(raw)
+        cursor = self.store.first_offset
+        for slot, off, size in self._placements():
+            if alive[slot]:
+                if off > cursor:
+                    zeroed += self._zero_if_dirty(raw, cursor, off)
+                rec = view[off : off + size] if off + size <= len(raw) else b""
+                if self.store.decode(rec, off, int(seqs[slot])) is None:
+                    self.store.write(off, self.store.encode(off, int(seqs[slot]),
+                                                            body_of(fetch(slot))))
+                    rewritten += 1
+                cursor = off + size
+        if self.end > cursor:
+            zeroed += self._zero_if_dirty(raw, cursor, self.end)
+        return rewritten, zeroed
+
+    def _placements(self) -> Iterator[tuple[int, int, int]]:
+        offs = self.offset.view().tolist()
+        sizes = self.size.view().tolist()
+        yield from zip(range(len(offs)), offs, sizes, strict=True)
+
+    def _zero_if_dirty(self, raw: bytes, lo: int, hi: int) -> int:
+        assert self.store is not None
+        hi_in = min(hi, len(raw))
+        if lo >= hi_in:
+            return 0
+        if not np.frombuffer(raw, dtype=np.uint8, count=hi_in - lo, offset=lo).any():
+            return 0
+        self.store.zero(lo, hi_in - lo)
+        return 1

@@ -35,7 +35,9 @@ from holomem.projections.catalog import Catalog
 from holomem.projections.embeddings import Embeddings
 from holomem.projections.entities import Entities
 from holomem.projections.fusion import Fusion, fuse, top_k
-from holomem.projections.text import TextSegment
+from holomem.projections.hrr import HRRIndex
+from holomem.projections.text import TextRecord, TextSegment
+from holomem.projections.tokenize import tokenize
 
 log = logging.getLogger("holomem")
 
@@ -97,6 +99,7 @@ class _State:
         self.bm25 = BM25(self.catalog)
         self.embeddings = Embeddings(self.catalog)
         self.entities = Entities(self.catalog)
+        self.hrr = HRRIndex(self.catalog)
         self.text_store = text_store
 
     def apply(self, seq: int, event: Event) -> Change:
@@ -106,10 +109,12 @@ class _State:
             self.bm25.apply(seq, event, change)
             self.embeddings.apply(seq, event, change)
             self.entities.apply(seq, event, change)
+            self.hrr.apply(seq, event, change)
         return change
 
     def index_bytes(self) -> int:
         return (self.bm25.memory_bytes() + self.embeddings.memory_bytes()
+                + self.hrr.memory_bytes()
                 + self.catalog.seq.nbytes + self.catalog.alive.nbytes
                 + self.text.offset.nbytes + self.text.size.nbytes)
 
@@ -379,21 +384,56 @@ class Store:
             slot = state.catalog.slot(doc_id)
             if slot < 0:
                 return None
-            seq = int(state.catalog.seq.view()[slot])
-            rec = state.text.read(slot, seq)
             vector = state.embeddings.vector(slot)
-        if rec is None or rec.id != doc_id:
-            event = self._fetch(state, slot)
-            if not self.read_only:
-                with self._write_lock, self._state_lock:
-                    if state is self._state and state.catalog.slot(doc_id) == slot:
-                        state.text.rewrite(slot, seq, event)
-            text, metadata, entities = event.text, event.metadata, event.entities
-        else:
-            text, metadata, entities = rec.text, rec.metadata, rec.entities
-        return Document(id=doc_id, text=text, metadata=validate.load_metadata(metadata),
+        rec = self._record(state, slot)
+        return Document(id=doc_id, text=rec.text, metadata=validate.load_metadata(rec.metadata),
                         embedding=vector.tolist() if vector is not None else None,
-                        entities=entities)
+                        entities=rec.entities)
+
+    def _record(self, state: _State, slot: int) -> TextRecord:
+        """The text record of ``slot``, from the text segment or, failing that, the journal.
+
+        A record that does not read back intact is rewritten (writer only).
+        """
+        seq = int(state.catalog.seq.view()[slot])
+        rec = state.text.read(slot, seq)
+        if rec is not None and rec.id == state.catalog.ids[slot]:
+            return rec
+        event = self._fetch(state, slot)
+        if not self.read_only:
+            with self._write_lock, self._state_lock:
+                if state is self._state and state.catalog.alive.view()[slot]:
+                    state.text.rewrite(slot, seq, event)
+        return TextRecord(event.id, event.text, event.metadata, event.entities)
+
+    def _hrr_ready(self, state: _State) -> HRRIndex:
+        """The HRR index with every document encoded (encodes lazily, once)."""
+        if state.hrr.stale:
+            def source(slots: Sequence[int]) -> list[tuple[str, tuple[str, ...]]]:
+                recs = [self._record(state, s) for s in slots]
+                return [(r.text, r.entities) for r in recs]
+            with self._state_lock:
+                state.hrr.ensure(source)
+        return state.hrr
+
+    def similar_documents(self, text: str, k: int = 10, *,
+                          ids: Iterable[str] | None = None) -> list[Hit]:
+        """Documents whose HRR content vector is most similar to ``text``'s, best first.
+
+        Word order counts (see :mod:`holomem.projections.hrr`). ``score`` is the cosine;
+        ``lexical_score`` is 0. Errors: ``invalid``, ``closed``.
+        """
+        self._check()
+        q = validate.query(text)
+        k = validate.positive_int(k, "k", validate.MAX_K)
+        wanted = validate.id_list(ids) if ids is not None else None
+        state = self._state
+        index = self._hrr_ready(state)
+        with self._state_lock:
+            slots, scores = index.similar(tokenize(q), self._allowed(state, wanted))
+            order = top_k(slots, scores, k)
+            return [Hit(id=state.catalog.ids[int(slots[i])] or "", score=float(scores[i]),
+                        lexical_score=0.0) for i in order]
 
     def search_documents(self, query: str, k: int = 10, *,
                          embedding: Sequence[float] | None = None,

@@ -48,7 +48,7 @@ class Conversation:
 
 def _parse_date(s: str) -> int:
     when = dt.datetime.strptime(s.strip(), "%I:%M %p on %d %B, %Y")
-    return int(when.replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
+    return int(when.replace(tzinfo=dt.UTC).timestamp() * 1000)
 
 
 def _norm_evidence(raw: list[str], known: set[str]) -> list[str]:

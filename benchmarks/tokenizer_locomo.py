@@ -21,16 +21,16 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from benchmarks._common import machine, save  # noqa: E402
-from benchmarks.locomo_data import load, metrics, summarise  # noqa: E402
-from holomem.events import DocumentAdded  # noqa: E402
-from holomem.projections.bm25 import BM25  # noqa: E402
-from holomem.projections.catalog import Catalog  # noqa: E402
-from holomem.projections.fusion import top_k  # noqa: E402
-from holomem.projections.hrr import encode_texts, pack, unpack, encode_text, D  # noqa: E402
-from holomem.projections.tokenize import tokenize  # noqa: E402
+from benchmarks._common import machine, save
+from benchmarks.locomo_data import load, metrics, summarise
+from holomem.events import DocumentAdded
+from holomem.projections.bm25 import BM25
+from holomem.projections.catalog import Catalog
+from holomem.projections.fusion import top_k
+from holomem.projections.hrr import D, encode_text, encode_texts, pack, unpack
+from holomem.projections.tokenize import tokenize
 
 HRR_WEIGHTS = (0.1, 0.2, 0.3)
 

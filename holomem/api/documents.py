@@ -12,6 +12,7 @@ and never sees a write that is not yet durable.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import threading
@@ -119,6 +120,14 @@ class _State:
                 + self.text.offset.nbytes + self.text.size.nbytes)
 
 
+def _trim_heap() -> None:
+    """Hand the heap that replay's temporaries freed back to the OS (glibc keeps it)."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def _doc_event(cls: type[DocumentAdded] | type[DocumentReplaced], doc_id: str, text: str,
                metadata: bytes, embedding: bytes, entities: tuple[str, ...]
                ) -> DocumentAdded | DocumentReplaced:
@@ -193,6 +202,7 @@ class Store:
         state.text.deferred = False
         if not self.read_only:
             self._reconcile_text(state, last)
+        _trim_heap()
         return state, last
 
     def _reconcile_text(self, state: _State, last: int) -> None:

@@ -28,13 +28,20 @@ NO_CHANGE = Change(-1, -1)
 
 
 class GrowArray:
-    """A numpy array that grows by doubling; ``view()`` is the filled prefix."""
+    """A numpy array that grows by doubling; ``view()`` is the filled prefix.
 
-    __slots__ = ("_data", "n")
+    ``append`` only queues the value in a list (cheap, which matters during
+    replay); the queue is copied into the array, all at once, by the next call
+    that reads or writes the array.
+    """
+
+    __slots__ = ("_data", "_filled", "_tail", "n")
 
     def __init__(self, dtype: npt.DTypeLike, capacity: int = 1024, width: int = 0) -> None:
         shape = (capacity, width) if width else (capacity,)
         self._data: np.ndarray = np.zeros(shape, dtype=dtype)
+        self._filled = 0
+        self._tail: list[object] = []
         self.n = 0
 
     def _reserve(self, n: int) -> None:
@@ -42,27 +49,38 @@ class GrowArray:
             cap = max(n, len(self._data) * 2)
             shape = (cap, *self._data.shape[1:])
             grown = np.zeros(shape, dtype=self._data.dtype)
-            grown[: self.n] = self._data[: self.n]
+            grown[: self._filled] = self._data[: self._filled]
             self._data = grown
 
+    def _flush(self) -> None:
+        if self._tail:
+            self._reserve(self.n)
+            self._data[self._filled : self.n] = self._tail
+            self._tail = []
+            self._filled = self.n
+
     def append(self, value: object) -> int:
-        self._reserve(self.n + 1)
-        self._data[self.n] = value
+        self._tail.append(value)
         self.n += 1
         return self.n - 1
 
     def extend(self, values: np.ndarray) -> None:
+        self._flush()
         self._reserve(self.n + len(values))
         self._data[self.n : self.n + len(values)] = values
         self.n += len(values)
+        self._filled = self.n
 
     def view(self) -> np.ndarray:
+        self._flush()
         return self._data[: self.n]
 
     def __getitem__(self, i: int) -> object:
+        self._flush()
         return self._data[i]
 
     def __setitem__(self, i: int, value: object) -> None:
+        self._flush()
         self._data[i] = value
 
     def __len__(self) -> int:

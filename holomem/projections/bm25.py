@@ -57,12 +57,13 @@ class BM25:
         self._indptr = np.zeros(1, dtype=np.int64)
         self._post_slot = np.zeros(0, dtype=np.int32)
         self._post_tf = np.zeros(0, dtype=np.uint16)
-        self._d_term: array[int] = array("i")
-        self._d_slot: array[int] = array("i")
-        self._d_docs = 0
+        self._d_term: array[int] = array("i")  # term of every token of the delta's documents
+        self._d_start = 0  # first slot of the delta; its documents are slots _d_start..
         self.doclen = GrowArray(np.int32)
         self.total_len = 0
         self.deferred = False  # set during replay: merge once at the end
+        self._norm_key: tuple[int, int, int] = (-1, -1, -1)
+        self._norm_cache = np.zeros(0)
 
     # -- vocabulary -------------------------------------------------------------------
     def _term_of(self, word: str) -> int:
@@ -98,14 +99,16 @@ class BM25:
         if change.new < 0 or not isinstance(event, (DocumentAdded, DocumentReplaced)):
             return
         words = tokenize(event.text)
-        tids = [self._term_of(w) for w in words]
+        get = self._word_term.get
+        found = [get(w) for w in words]
+        tids: list[int] = (
+            [self._term_of(w) for w in words] if None in found else found  # type: ignore[assignment]
+        )
         assert self.doclen.n == change.new  # one length per slot, in slot order
         self.doclen.append(len(tids))
         self.total_len += len(tids)
         self._d_term.extend(tids)
-        self._d_slot.extend([change.new] * len(tids))
-        self._d_docs += 1
-        if self._d_docs >= MERGE_DOCS and not self.deferred:
+        if self.doclen.n - self._d_start >= MERGE_DOCS and not self.deferred:
             self.merge()
 
     def merge(self) -> None:
@@ -115,7 +118,7 @@ class BM25:
         # Delta postings: sort occurrences by term (stable keeps slot order), then
         # count runs of equal (term, slot) to get term frequencies.
         dt = np.frombuffer(self._d_term, dtype=np.int32)
-        ds = np.frombuffer(self._d_slot, dtype=np.int32)
+        ds = self._delta_slots()
         order = np.argsort(dt, kind="stable")
         dt, ds = dt[order], ds[order]
         if len(dt):
@@ -155,8 +158,14 @@ class BM25:
         slots[d_pos], tfs[d_pos] = d_slot, d_tf
         self._indptr, self._post_slot, self._post_tf = indptr, slots, tfs
         self._d_term = array("i")
-        self._d_slot = array("i")
-        self._d_docs = 0
+        self._d_start = self.doclen.n
+
+    def _delta_slots(self) -> np.ndarray:
+        """The slot of every token in the delta (its documents are consecutive slots)."""
+        lengths = self.doclen.view()[self._d_start :]
+        out: np.ndarray = np.repeat(
+            np.arange(self._d_start, self._d_start + len(lengths), dtype=np.int32), lengths)
+        return out
 
     # -- scoring ----------------------------------------------------------------------
     def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
@@ -167,12 +176,13 @@ class BM25:
         else:
             b_slot = np.zeros(0, dtype=np.int32)
             b_tf = np.zeros(0, dtype=np.uint16)
-        if not self._d_docs:
+        if not len(self._d_term):
             return b_slot, b_tf
         pos = np.flatnonzero(np.frombuffer(self._d_term, dtype=np.int32) == tid)
         if not len(pos):
             return b_slot, b_tf
-        ds = np.frombuffer(self._d_slot, dtype=np.int32)[pos]  # ascending
+        ends = np.cumsum(self.doclen.view()[self._d_start :])
+        ds = (self._d_start + np.searchsorted(ends, pos, side="right")).astype(np.int32)
         edge = np.empty(len(ds), dtype=bool)
         edge[0] = True
         np.not_equal(ds[1:], ds[:-1], out=edge[1:])
@@ -188,64 +198,80 @@ class BM25:
     def idf(n: int, df: int) -> float:
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
+    def _norms(self) -> np.ndarray:
+        """k1 * (1 - b + b * len(d) / avglen) for every slot, cached until a write."""
+        key = (self.total_len, self.catalog.live, self.doclen.n)
+        if self._norm_key != key:
+            _, avglen = self._stats()
+            self._norm_cache = K1 * (1.0 - B + B * self.doclen.view() / (avglen or 1.0))
+            self._norm_key = key
+        return self._norm_cache
+
+    def _live_postings(self, tid: int, alive: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        slots, tfs = self._postings(tid)
+        if alive is not None:
+            live = alive[slots]
+            slots, tfs = slots[live], tfs[live]
+        return slots, tfs
+
     def score(self, query: str, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """BM25 of every live document matching ``query``: (slots, scores), slots ascending.
 
         ``allowed`` (a boolean mask over slots) restricts which documents are
         returned; collection statistics still count every live document.
         """
-        n, avglen = self._stats()
-        alive = self.catalog.alive.view()
-        doclen = self.doclen.view()
+        n, _ = self._stats()
+        # Vacated slots only need masking when there are any.
+        alive = None if self.catalog.live == self.catalog.slots else self.catalog.alive.view()
+        norms = self._norms()
         parts_s: list[np.ndarray] = []
         parts_v: list[np.ndarray] = []
         for tid in self.query_terms(query):
-            slots, tfs = self._postings(tid)
-            live = alive[slots]
-            slots, tfs = slots[live], tfs[live]
+            slots, tfs = self._live_postings(tid, alive)
             if not len(slots):
                 continue
-            idf = self.idf(n, len(slots))
+            weight = self.idf(n, len(slots)) * (K1 + 1.0)
             if allowed is not None:
                 keep = allowed[slots]
                 slots, tfs = slots[keep], tfs[keep]
             tf = tfs.astype(np.float64)
-            norm = K1 * (1.0 - B + B * doclen[slots] / avglen)
             parts_s.append(slots)
-            parts_v.append(idf * tf * (K1 + 1.0) / (tf + norm))
+            parts_v.append(weight * tf / (tf + norms[slots]))
         if not parts_s:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         all_s = np.concatenate(parts_s)
         all_v = np.concatenate(parts_v)
-        if len(all_s) * 8 < len(alive):
+        if len(all_s) * 8 < len(norms):
             uniq, inv = np.unique(all_s, return_inverse=True)
             return uniq.astype(np.int64), np.bincount(inv, weights=all_v)
-        dense = np.bincount(all_s, weights=all_v, minlength=len(alive))
+        dense = np.bincount(all_s, weights=all_v, minlength=len(norms))
         uniq = np.flatnonzero(dense)
         return uniq, dense[uniq]
 
     def matched(self, query: str, slot: int) -> list[MatchedTerm]:
-        """The query terms document ``slot`` contains, with their BM25 contributions."""
-        n, avglen = self._stats()
-        alive = self.catalog.alive.view()
-        if slot < 0 or slot >= len(alive) or not alive[slot]:
+        """The query terms document ``slot`` contains, with their BM25 contributions.
+
+        Each contribution is computed exactly as :meth:`score` computes it, so they
+        add up (in query order) to the document's score bit for bit.
+        """
+        n, _ = self._stats()
+        all_alive = self.catalog.alive.view()
+        if slot < 0 or slot >= len(all_alive) or not all_alive[slot]:
             return []
+        alive = None if self.catalog.live == self.catalog.slots else all_alive
+        norm = self._norms()[slot]
         out: list[MatchedTerm] = []
-        dl = float(self.doclen.view()[slot])
         for tid in self.query_terms(query):
-            slots, tfs = self._postings(tid)
-            live = alive[slots]
-            slots, tfs = slots[live], tfs[live]
+            slots, tfs = self._live_postings(tid, alive)
             hit = np.flatnonzero(slots == slot)
             if not len(hit):
                 continue
-            tf = float(tfs[hit[0]])
             idf = self.idf(n, len(slots))
-            norm = K1 * (1.0 - B + B * dl / avglen)
+            tf = np.float64(tfs[hit[0]])
             out.append(MatchedTerm(self.terms[tid], int(tf), idf,
-                                   idf * tf * (K1 + 1.0) / (tf + norm)))
+                                   float(idf * (K1 + 1.0) * tf / (tf + norm))))
         return out
 
     def memory_bytes(self) -> int:
         return int(self._indptr.nbytes + self._post_slot.nbytes + self._post_tf.nbytes
-                   + self.doclen.nbytes + self._d_term.itemsize * len(self._d_term) * 2)
+                   + self.doclen.nbytes + self._d_term.itemsize * len(self._d_term))

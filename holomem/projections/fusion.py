@@ -57,14 +57,35 @@ def fuse(lexical: tuple[np.ndarray, np.ndarray],
     return Fusion(slots, score, lex, sem)
 
 
+_BLOCK = 64
+
+
+def _threshold(scores: np.ndarray, k: int) -> float:
+    """A value that at least ``k`` scores reach (so every top-k score reaches it).
+
+    Found among the maxima of blocks of 64 scores: if k blocks have a maximum of
+    at least t, at least k scores are at least t. Much faster than a partition of
+    every score when there are many (a partition of 100,000 floats takes ~1 ms).
+    """
+    n = len(scores)
+    m = n - n % _BLOCK
+    maxima = scores[:m].reshape(-1, _BLOCK).max(axis=1)
+    if m < n:
+        maxima = np.append(maxima, scores[m:].max())
+    if len(maxima) <= k:
+        return float(scores.min())
+    return float(np.partition(maxima, len(maxima) - k)[len(maxima) - k])
+
+
 def top_k(slots: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` best entries: score descending, then slot ascending."""
     n = len(scores)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     if k < n:
-        kth = np.partition(scores, n - k)[n - k]
-        cand = np.flatnonzero(scores >= kth)
+        # Everything scoring at least a threshold that k scores reach (ties at the
+        # boundary included), then an exact ordering of that small set.
+        cand = np.flatnonzero(scores >= _threshold(scores, k))
     else:
         cand = np.arange(n)
     order = np.lexsort((slots[cand], -scores[cand]))

@@ -52,7 +52,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from holomem.events import DocumentAdded, DocumentReplaced, Event
+from holomem.events import Event
 from holomem.projections.base import Change, GrowArray
 from holomem.projections.catalog import Catalog
 from holomem.projections.tokenize import tokenize
@@ -219,34 +219,35 @@ class HRRIndex:
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self.content = GrowArray(np.uint8, width=PACKED)
-        self.structure = GrowArray(np.uint8, width=PACKED)
-        self._stale: list[int] = []
+        self.content = GrowArray(np.uint8, capacity=16, width=PACKED)
+        self.structure = GrowArray(np.uint8, capacity=16, width=PACKED)
 
     def apply(self, seq: int, event: Event, change: Change) -> None:
-        if change.new < 0 or not isinstance(event, (DocumentAdded, DocumentReplaced)):
-            return
-        assert self.content.n == change.new
-        self.content.append(0)
-        self.structure.append(0)
-        self._stale.append(change.new)
+        """Nothing to do now: slots past ``encoded`` are encoded by :meth:`ensure`."""
 
     @property
     def stale(self) -> int:
-        return len(self._stale)
+        """Slots written since the last :meth:`ensure` (vacated ones included)."""
+        return self.catalog.slots - self.content.n
 
     def ensure(self, source: Source) -> int:
-        """Encode every slot written since the last call; return how many."""
+        """Encode every live slot written since the last call; return how many."""
+        start, stop = self.content.n, self.catalog.slots
+        if start == stop:
+            return 0
         alive = self.catalog.alive.view()
-        todo = [s for s in self._stale if alive[s]]
-        self._stale = []
+        rows_c = np.zeros((stop - start, PACKED), dtype=np.uint8)
+        rows_s = np.zeros((stop - start, PACKED), dtype=np.uint8)
+        todo = [s for s in range(start, stop) if alive[s]]
         for i in range(0, len(todo), _CHUNK):
             chunk = todo[i : i + _CHUNK]
             items = source(chunk)
             content = encode_texts([tokenize(text) for text, _ in items])
             for j, slot in enumerate(chunk):
-                self.content[slot] = pack(content[j])
-                self.structure[slot] = pack(encode_entities(items[j][1]))
+                rows_c[slot - start] = pack(content[j])
+                rows_s[slot - start] = pack(encode_entities(items[j][1]))
+        self.content.extend(rows_c)
+        self.structure.extend(rows_s)
         return len(todo)
 
     def _scores(self, bank: GrowArray, query: np.ndarray,

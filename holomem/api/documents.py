@@ -12,6 +12,7 @@ and never sees a write that is not yet durable.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
@@ -110,7 +111,7 @@ class _State:
             self.bm25.apply(seq, event, change)
             self.embeddings.apply(seq, event, change)
             self.entities.apply(seq, event, change)
-            self.hrr.apply(seq, event, change)
+            # The HRR index needs no call: it encodes new slots lazily.
         return change
 
     def index_bytes(self) -> int:
@@ -122,10 +123,8 @@ class _State:
 
 def _trim_heap() -> None:
     """Hand the heap that replay's temporaries freed back to the OS (glibc keeps it)."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _doc_event(cls: type[DocumentAdded] | type[DocumentReplaced], doc_id: str, text: str,
@@ -215,7 +214,9 @@ class Store:
         rewritten, zeroed = state.text.reconcile(
             store.read_all(), state.catalog.alive.view(), state.catalog.seq.view(),
             lambda slot: self._fetch(state, slot))
-        if store.size() > state.text.end:
+        if store.size() != state.text.end:
+            # Cut stale bytes past the end, or extend with zeros when the last
+            # records belong to removed documents (so the next open trusts the file).
             store.truncate(state.text.end)
         store.seal(last)
         if (rewritten or zeroed) and not store.rebuilt:
@@ -226,11 +227,14 @@ class Store:
         """The event that wrote ``slot``, read back from the journal."""
         seq = int(state.catalog.seq.view()[slot])
         doc_id = state.catalog.ids[slot]
+        found: DocumentAdded | DocumentReplaced | None = None
         for payload in self._journal.read(seq):
             event = ev.decode(payload, seq=seq)
             if isinstance(event, (DocumentAdded, DocumentReplaced)) and event.id == doc_id:
-                return event
-        raise CorruptError(f"transaction {seq} does not hold document {doc_id!r}")
+                found = event  # the last one: a batch may write the same id twice
+        if found is None:
+            raise CorruptError(f"transaction {seq} does not hold document {doc_id!r}")
+        return found
 
     # -- properties -------------------------------------------------------------------
     @property

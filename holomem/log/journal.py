@@ -350,7 +350,13 @@ class Journal:
 
     @property
     def last_seq(self) -> int:
-        """The last appended transaction (0 if none)."""
+        """The last appended transaction (0 if none).
+
+        On the writer, the last *acknowledged* one: a frame another thread is still
+        writing or syncing is not readable yet (nor counted) until its append returns.
+        """
+        if self._appender is not None:
+            return self._appender.durable_seq
         return self.segments[-1].last_seq
 
     @property
@@ -442,7 +448,7 @@ class Journal:
         self._check_open()
         segs = self.segments
         idx = bisect.bisect_right([s.first_seq for s in segs], seq) - 1
-        if idx < 0 or seq > segs[idx].last_seq or seq < 1:
+        if idx < 0 or seq > segs[idx].last_seq or seq < 1 or seq > self.last_seq:
             raise NotFoundError(f"no transaction {seq} in the journal")
         seg = segs[idx]
         off = seg.offsets[seq - seg.first_seq]

@@ -260,6 +260,9 @@ class Appender:
         if error is not None:
             self._fail(error)
             raise error
+        # A sync that overlapped a failed one proves nothing (the kernel reports a
+        # writeback error to one fsync caller only): acknowledge nothing after it.
+        self._check()
         if sync or self.sync_mode == "none":
             self._durable = max(self._durable, last)
         self._cond.notify_all()

@@ -99,8 +99,7 @@ class BM25:
         if change.new < 0 or not isinstance(event, (DocumentAdded, DocumentReplaced)):
             return
         words = tokenize(event.text)
-        get = self._word_term.get
-        found = [get(w) for w in words]
+        found = list(map(self._word_term.get, words))
         tids: list[int] = (
             [self._term_of(w) for w in words] if None in found else found  # type: ignore[assignment]
         )
@@ -119,7 +118,9 @@ class BM25:
         # count runs of equal (term, slot) to get term frequencies.
         dt = np.frombuffer(self._d_term, dtype=np.int32)
         ds = self._delta_slots()
-        order = np.argsort(dt, kind="stable")
+        # A stable sort of 16-bit keys is a radix sort: several times faster.
+        keys = dt.astype(np.uint16) if n_terms <= 1 << 16 else dt
+        order = np.argsort(keys, kind="stable")
         dt, ds = dt[order], ds[order]
         if len(dt):
             edge = np.empty(len(dt), dtype=bool)
@@ -148,13 +149,16 @@ class BM25:
         total = int(indptr[-1])
         slots = np.empty(total, dtype=np.int32)
         tfs = np.empty(total, dtype=np.uint16)
-        b_start = np.zeros(n_terms + 1, dtype=np.int64)
-        np.cumsum(b_cnt, out=b_start[1:])
-        b_pos = indptr[b_term] + (np.arange(len(b_term)) - b_start[b_term])
+        # With both sides sorted by term, a posting's new position is its old one
+        # shifted by how many postings of the other side belong to earlier terms
+        # (for the delta: to earlier terms or to the same term in the base).
+        b_before = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(b_cnt, out=b_before[1:])
+        d_before = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(d_cnt, out=d_before[1:])
+        b_pos = np.arange(len(b_term)) + d_before[b_term]
         slots[b_pos], tfs[b_pos] = b_slot, b_tf
-        d_start = np.zeros(n_terms + 1, dtype=np.int64)
-        np.cumsum(d_cnt, out=d_start[1:])
-        d_pos = indptr[d_term] + b_cnt[d_term] + (np.arange(len(d_term)) - d_start[d_term])
+        d_pos = np.arange(len(d_term)) + b_before[1:][d_term]
         slots[d_pos], tfs[d_pos] = d_slot, d_tf
         self._indptr, self._post_slot, self._post_tf = indptr, slots, tfs
         self._d_term = array("i")

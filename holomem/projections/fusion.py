@@ -82,12 +82,9 @@ def top_k(slots: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
     n = len(scores)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    if k < n:
-        # Everything scoring at least a threshold that k scores reach (ties at the
-        # boundary included), then an exact ordering of that small set.
-        cand = np.flatnonzero(scores >= _threshold(scores, k))
-    else:
-        cand = np.arange(n)
+    # Everything scoring at least a threshold that k scores reach (ties at the
+    # boundary included), then an exact ordering of that small set.
+    cand = np.flatnonzero(scores >= _threshold(scores, k)) if k < n else np.arange(n)
     order = np.lexsort((slots[cand], -scores[cand]))
     out: np.ndarray = cand[order[:k]]
     return out

@@ -52,8 +52,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from holomem.events import Event
-from holomem.projections.base import Change, GrowArray
+from holomem.projections.base import GrowArray
 from holomem.projections.catalog import Catalog
 from holomem.projections.tokenize import tokenize
 
@@ -215,15 +214,16 @@ Source = Callable[[Sequence[int]], list[tuple[str, tuple[str, ...]]]]
 
 
 class HRRIndex:
-    """Packed content and structure vectors for every slot, encoded lazily."""
+    """Packed content and structure vectors for every slot, encoded lazily.
+
+    It takes no events: every slot the catalog handed out since the last
+    :meth:`ensure` is encoded by the next one.
+    """
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.content = GrowArray(np.uint8, capacity=16, width=PACKED)
         self.structure = GrowArray(np.uint8, capacity=16, width=PACKED)
-
-    def apply(self, seq: int, event: Event, change: Change) -> None:
-        """Nothing to do now: slots past ``encoded`` are encoded by :meth:`ensure`."""
 
     @property
     def stale(self) -> int:

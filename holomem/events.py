@@ -53,9 +53,14 @@ class DocumentDeleted(_Event, tag="doc.deleted", frozen=True, kw_only=True):
 
 # -- the memory API -------------------------------------------------------------------
 class FactAdded(_Event, tag="fact.added", frozen=True, kw_only=True):
-    """The temporal part of a fact; the same transaction adds its document.
+    """The temporal part of a fact; the same transaction adds its document first.
 
-    Times are integer milliseconds since the epoch; ``None`` means unset.
+    Times are integer milliseconds since the epoch; ``None`` means unset. Every
+    supersession link is written once, here, on the newer fact's event:
+    ``supersedes`` lists facts this one supersedes, ``superseded_by`` facts that
+    supersede this one (a supersession policy's answer to an older fact arriving
+    after a newer one). ``requested`` is the caller's own ``supersedes`` list, kept
+    as given; ``digest`` identifies the caller's input, for idempotent retries.
     """
 
     id: str
@@ -64,17 +69,22 @@ class FactAdded(_Event, tag="fact.added", frozen=True, kw_only=True):
     event_time: int | None = None
     valid_from: int | None = None
     valid_to: int | None = None
-    supersedes: tuple[str, ...] = ()  # explicit and policy-chosen links, written once
+    supersedes: tuple[str, ...] = ()
+    superseded_by: tuple[str, ...] = ()
+    requested: tuple[str, ...] = ()
+    digest: bytes = b""
 
 
 class FactsForgotten(_Event, tag="fact.forgotten", frozen=True, kw_only=True):
-    """Facts removed by ``forget``; ``relinks`` re-points survivors' links.
+    """Facts removed by ``forget`` (their documents are deleted in the same transaction).
 
-    Each relink is (successor id, ids it now supersedes instead of the removed one).
+    ``relinks`` re-point links around removed facts: each is (successor,
+    predecessor, known_at), a link that now holds directly.
     """
 
     ids: tuple[str, ...]
-    relinks: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    time: int = 0
+    relinks: tuple[tuple[str, str, int], ...] = ()
 
 
 class FeedbackGiven(_Event, tag="fact.feedback", frozen=True, kw_only=True):

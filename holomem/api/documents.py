@@ -32,10 +32,11 @@ from holomem.log import Journal
 from holomem.log.format import DEFAULT_SEGMENT_SIZE
 from holomem.log.recordfile import RecordFile
 from holomem.projections.base import Change
-from holomem.projections.bm25 import BM25, MatchedTerm
+from holomem.projections.bm25 import BM25
 from holomem.projections.catalog import Catalog
 from holomem.projections.embeddings import Embeddings
 from holomem.projections.entities import Entities
+from holomem.projections.facts import FactIndex
 from holomem.projections.fusion import Fusion, fuse, top_k
 from holomem.projections.hrr import HRRIndex
 from holomem.projections.text import TextRecord, TextSegment
@@ -102,6 +103,7 @@ class _State:
         self.embeddings = Embeddings(self.catalog)
         self.entities = Entities(self.catalog)
         self.hrr = HRRIndex(self.catalog)
+        self.facts = FactIndex(self.catalog)
         self.text_store = text_store
 
     def apply(self, seq: int, event: Event) -> Change:
@@ -112,11 +114,12 @@ class _State:
             self.embeddings.apply(seq, event, change)
             self.entities.apply(seq, event, change)
             # The HRR index needs no call: it encodes new slots lazily.
+        self.facts.apply(seq, event, change)
         return change
 
     def index_bytes(self) -> int:
         return (self.bm25.memory_bytes() + self.embeddings.memory_bytes()
-                + self.hrr.memory_bytes()
+                + self.hrr.memory_bytes() + self.facts.memory_bytes()
                 + self.catalog.seq.nbytes + self.catalog.alive.nbytes
                 + self.text.offset.nbytes + self.text.size.nbytes)
 
@@ -414,10 +417,15 @@ class Store:
         if rec is not None and rec.id == state.catalog.ids[slot]:
             return rec
         event = self._fetch(state, slot)
-        if not self.read_only:
-            with self._write_lock, self._state_lock:
-                if state is self._state and state.catalog.alive.view()[slot]:
-                    state.text.rewrite(slot, seq, event)
+        # Heal the record, unless a writer is busy: a reader may hold the state lock
+        # here, and waiting for the write lock would invert the writers' lock order.
+        if not self.read_only and self._write_lock.acquire(blocking=False):
+            try:
+                with self._state_lock:
+                    if state is self._state and state.catalog.alive.view()[slot]:
+                        state.text.rewrite(slot, seq, event)
+            finally:
+                self._write_lock.release()
         return TextRecord(event.id, event.text, event.metadata, event.entities)
 
     def _hrr_ready(self, state: _State) -> HRRIndex:
@@ -498,26 +506,12 @@ class Store:
             sem = state.embeddings.cosine(np.frombuffer(emb, dtype="<f4"), allowed)
         return fuse(lex, sem)
 
-    def ranked(self, query: str, *, embedding: bytes = b"", ids: list[str] | None = None
-               ) -> tuple[list[str], Fusion]:
-        """Every matching document with its fused scores, best first (for the memory API).
-
-        Returns the ids in rank order and the :class:`Fusion` arrays in that order.
-        """
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[_State]:
+        """The current projections, held still (no write applies) for the block."""
         self._check()
         with self._state_lock:
-            state = self._state
-            fused = self._fused(state, query, embedding, ids)
-            order = top_k(fused.slots, fused.score, len(fused.slots))
-            return [state.catalog.ids[int(fused.slots[i])] or "" for i in order], \
-                fused.take(order)
-
-    def matched_terms(self, query: str, id: str) -> list[MatchedTerm]:
-        """Query terms document ``id`` contains, with their BM25 contributions."""
-        self._check()
-        with self._state_lock:
-            state = self._state
-            return state.bm25.matched(query, state.catalog.slot(id))
+            yield self._state
 
     def ids_with_entity(self, entity: str) -> list[str]:
         """Ids of live documents that carry ``entity`` exactly, in write order."""

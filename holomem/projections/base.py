@@ -11,7 +11,7 @@ tie-break order.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -75,7 +75,7 @@ class GrowArray:
         self._flush()
         return self._data[: self.n]
 
-    def __getitem__(self, i: int) -> object:
+    def __getitem__(self, i: int) -> Any:
         self._flush()
         return self._data[i]
 

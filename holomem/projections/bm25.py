@@ -95,7 +95,7 @@ class BM25:
     # -- events -----------------------------------------------------------------------
     def apply(self, seq: int, event: Event, change: Change) -> None:
         if change.old >= 0:
-            self.total_len -= int(self.doclen[change.old])  # type: ignore[call-overload]
+            self.total_len -= int(self.doclen[change.old])
         if change.new < 0 or not isinstance(event, (DocumentAdded, DocumentReplaced)):
             return
         words = tokenize(event.text)

@@ -37,14 +37,15 @@ class Embeddings:
         if not event.embedding:
             self.has.append(False)
             if self._mat is not None:
-                self._mat.append(0.0)
+                # A whole row: GrowArray.append queues values and copies them in one
+                # assignment, which cannot mix rows with broadcast scalars.
+                self._mat.append(np.zeros(self.dim, dtype=np.float32))
             return
         vec = np.frombuffer(event.embedding, dtype="<f4")
         if self.dim == 0:
             self.dim = len(vec)
             self._mat = GrowArray(np.float32, width=self.dim)
-            for _ in range(change.new):
-                self._mat.append(0.0)
+            self._mat.extend(np.zeros((change.new, self.dim), dtype=np.float32))
         elif len(vec) != self.dim:
             raise CorruptError(f"event {seq}: embedding of dimension {len(vec)} in a store of "
                                f"dimension {self.dim}")

@@ -1,0 +1,197 @@
+"""The memory API's policies and the clock: built-ins, and the shapes of your own.
+
+Owns: supersession, recency, entity extraction, forgetting and consolidation
+policies, observers, and :class:`Clock`. Every built-in is chosen by name in
+:class:`~holomem.api.types.MemoryConfig`; Python code can pass its own callable
+with ``Memory.with_*``. Every default changes nothing (SPEC §4).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, Protocol
+
+# -- clock -------------------------------------------------------------------------------
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int:
+        """Milliseconds since the epoch."""
+        ...
+
+
+class SystemClock:
+    """Wall-clock time (``time.time_ns``), in milliseconds."""
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+
+class ManualClock:
+    """A clock that moves only when told to: for tests and reproducible runs."""
+
+    def __init__(self, start_ms: int = 0) -> None:
+        self._now = start_ms
+        self._mu = threading.Lock()
+
+    def now_ms(self) -> int:
+        with self._mu:
+            return self._now
+
+    def set(self, ms: int) -> None:
+        with self._mu:
+            self._now = ms
+
+    def advance(self, ms: int) -> int:
+        with self._mu:
+            self._now += ms
+            return self._now
+
+
+# -- supersession ------------------------------------------------------------------------
+
+
+class SubjectMember(NamedTuple):
+    """Another stored fact of the new fact's subject, as a supersession policy sees it."""
+
+    id: str
+    effective_time: int
+    ingest_time: int
+    #: True when it comes before the new fact in effect order (effective time, then
+    #: ingest time, then write order).
+    before: bool
+    #: True when it would be current when the new fact begins (ignoring the new fact).
+    current_at_start: bool
+
+
+class Links(NamedTuple):
+    supersedes: list[str]
+    superseded_by: list[str]
+
+
+#: (effective time of the new fact, the other facts of its subject in effect order)
+#: -> the links to write on the new fact.
+SupersessionPolicy = Callable[[int, Sequence[SubjectMember]], Links]
+
+
+def no_supersession(effective: int, members: Sequence[SubjectMember]) -> Links:
+    return Links([], [])
+
+
+def latest_by_subject(effective: int, members: Sequence[SubjectMember]) -> Links:
+    """A fact supersedes the facts of its subject that began earlier and are current
+    when it begins; if a later-beginning fact of the subject is already stored (the
+    facts arrived out of order), the first of those supersedes the new one.
+
+    Written this way, the current fact of a subject at any time t is the latest one
+    that had begun by t, whatever order the facts arrived in.
+    """
+    supersedes = [m.id for m in members if m.before and m.current_at_start]
+    after = [m for m in members if not m.before]
+    return Links(supersedes, [after[0].id] if after else [])
+
+
+SUPERSESSION: dict[str, SupersessionPolicy] = {
+    "none": no_supersession,
+    "latest-by-subject": latest_by_subject,
+}
+
+# -- recency -----------------------------------------------------------------------------
+
+#: age in milliseconds (evaluation time minus the fact's effective time, >= 0) -> multiplier
+RecencyPolicy = Callable[[int], float]
+
+
+def exponential_recency(half_life_ms: int) -> RecencyPolicy:
+    if half_life_ms <= 0:
+        raise ValueError("half_life_ms must be positive")
+
+    def multiplier(age_ms: int) -> float:
+        return math.pow(0.5, max(0, age_ms) / half_life_ms)
+
+    return multiplier
+
+
+# -- entity extraction ---------------------------------------------------------------------
+
+EntityExtractor = Callable[[str], list[str]]
+
+#: Capitalised words that start sentences or address people without naming anything.
+_NOT_NAMES = frozenset(
+    "a about after all also an and any are as at be because been before but by can could did "
+    "do does done during each even every for from good great had has have he hello her here "
+    "hers hey hi him his how however i if in into is it its just let like maybe me might more "
+    "most my no nor not now oh ok okay on once only or our ours out over please really she "
+    "should since so some such sure than thank thanks that the their theirs them then there "
+    "these they this those though through to too us very was we well were what when where "
+    "whether which while who whom whose why will with would wow yeah yes yet you your yours"
+    .split()
+)
+_WORD = re.compile(r"[^\W_][\w'\u2019\-]*|\S|\s+")
+
+
+def regex_entities(text: str) -> list[str]:
+    """Names in ``text``: runs of capitalised words separated by single spaces.
+
+    "Alice Smith met Bob in New York" -> ["Alice Smith", "Bob", "New York"]. A run
+    ends at any punctuation, line break or lower-case word, so "Alice, Bob" and
+    "Alice and Bob" give two entities, never one. Possessive "'s" is dropped;
+    leading capitalised function words ("The", "When", "I", ...) are dropped, and a
+    run made only of them is not an entity. Entities keep their exact spelling:
+    nothing is merged by case folding. Order of first appearance, no repeats.
+    """
+    out: dict[str, None] = {}
+    run: list[str] = []
+
+    def close() -> None:
+        while run and run[0].casefold() in _NOT_NAMES:
+            run.pop(0)
+        if run:
+            out.setdefault(" ".join(run), None)
+        run.clear()
+
+    pending_space = False
+    for m in _WORD.finditer(text):
+        tok = m.group()
+        if tok.isspace():
+            if tok != " " or not run:
+                close()
+            pending_space = tok == " "
+            continue
+        if tok[0].isupper() and tok[0].isalpha():
+            word = re.sub(r"['\u2019]s$", "", tok)
+            if run and not pending_space:
+                close()
+            run.append(word)
+            if word != tok:  # a possessive ends the name
+                close()
+        else:
+            close()
+        pending_space = False
+    close()
+    return list(out)
+
+
+def no_entities(text: str) -> list[str]:
+    return []
+
+
+EXTRACTORS: dict[str, EntityExtractor] = {"none": no_entities, "regex": regex_entities}
+
+
+# -- observers ---------------------------------------------------------------------------
+
+
+class Observation(NamedTuple):
+    """What a committed change did: ``op`` is remember, forget or feedback."""
+
+    op: str
+    ids: list[str]
+    revision: int
+
+
+Observer = Callable[[Observation], None]

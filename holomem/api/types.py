@@ -1,0 +1,249 @@
+"""The memory API's types: inputs, options, results and configuration (SPEC §4, §5).
+
+Owns: every Struct the memory API takes or returns. Python attributes are
+snake_case; their JSON form (``Memory.call``, HTTP, CLI) is camelCase, and
+request types reject unknown fields so that a client's typo fails loudly. Times
+are integer milliseconds since the epoch (Python calls also accept aware
+``datetime`` values, converted on the way in).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+History = Literal["current", "all", "historical"]
+Status = Literal["current", "superseded", "expired", "not-yet-valid"]
+
+
+class _Request(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
+               forbid_unknown_fields=True):
+    pass
+
+
+class _Response(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    pass
+
+
+# -- remember ---------------------------------------------------------------------------
+class RememberInput(_Request, frozen=True):
+    """One fact to store. Only ``text`` is required; see SPEC §3 for the fields."""
+
+    text: str
+    id: str | None = None
+    subject: str | None = None
+    entities: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    embedding: list[float] | None = None
+    event_time: int | None = None
+    valid_from: int | None = None
+    valid_to: int | None = None
+    supersedes: list[str] | None = None
+
+
+class Remembered(_Response, frozen=True):
+    id: str
+    created: bool
+    ingest_time: int
+    superseded: list[str] = []
+
+
+# -- records and recall -----------------------------------------------------------------
+class FactRecord(_Response, frozen=True):
+    """A stored fact: every RememberInput field as stored, its ingest time, status and links.
+
+    ``supersedes`` and ``superseded_by`` are the links that hold now (the caller's
+    own and those a supersession policy added, re-pointed around forgotten facts).
+    """
+
+    id: str
+    text: str
+    ingest_time: int
+    status: Status
+    subject: str | None = None
+    entities: list[str] = []
+    metadata: dict[str, Any] | None = None
+    embedding: list[float] | None = None
+    event_time: int | None = None
+    valid_from: int | None = None
+    valid_to: int | None = None
+    supersedes: list[str] = []
+    superseded_by: list[str] = []
+
+
+class RecallOptions(_Request, frozen=True):
+    k: int = 10
+    as_of: int | None = None
+    known_at: int | None = None
+    history: History = "current"
+    subject: str | None = None
+    entities: list[str] | None = None
+    embedding: list[float] | None = None
+    explain: bool = False
+    candidate_limit: int = 100
+
+
+class MatchedTerm(_Response, frozen=True):
+    term: str
+    tf: int
+    idf: float
+    score: float
+
+
+class FusionInfo(_Response, frozen=True):
+    """How the score was fused: ``method`` is "bm25" or "bm25+cosine"."""
+
+    method: str
+    lexical_weight: float
+    semantic_weight: float
+    fused_score: float
+
+
+class ChainEntry(_Response, frozen=True):
+    id: str
+    status: Status
+    effective_time: int
+
+
+class Explanation(_Response, frozen=True):
+    id: str
+    retrieved: bool
+    rank: int | None
+    lexical_score: float
+    semantic_score: float | None
+    fusion: FusionInfo
+    matched_terms: list[MatchedTerm]
+    recency_multiplier: float
+    history_multiplier: float
+    status: Status | None
+    valid_at: int
+    chain: list[ChainEntry]
+    score: float = 0.0
+    usefulness_multiplier: float = 1.0
+    reason: str = ""
+
+
+class Recalled(_Response, frozen=True, omit_defaults=True):
+    id: str
+    text: str
+    score: float
+    status: Status
+    fact: FactRecord
+    explanation: Explanation | None = None
+
+
+# -- forget -----------------------------------------------------------------------------
+class ForgetScope(_Request, frozen=True, omit_defaults=True):
+    """Exactly one of the fields must be set."""
+
+    ids: list[str] | None = None
+    subject: str | None = None
+    entity: str | None = None
+    ingested_before: int | None = None
+    event_before: int | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class ForgetOptions(_Request, frozen=True):
+    include_chain: bool = False
+    dry_run: bool = False
+    purge: bool = False
+
+
+class Relink(_Response, frozen=True):
+    successor: str
+    predecessor: str
+
+
+class ForgetReport(_Response, frozen=True):
+    removed: list[str]
+    relinked: list[Relink]
+    dry_run: bool
+    purged: bool
+
+
+class MaintenanceOptions(_Request, frozen=True):
+    """Options of ``apply_forgetting``: nothing happens unless ``dry_run`` is False."""
+
+    dry_run: bool = True
+    include_chain: bool = False
+    purge: bool = False
+
+
+class ConsolidateOptions(_Request, frozen=True):
+    dry_run: bool = True
+    allow_destructive: bool = False
+
+
+class ConsolidationGroup(_Response, frozen=True):
+    sources: list[str]
+    summary_id: str
+    text: str
+
+
+class ConsolidationReport(_Response, frozen=True):
+    dry_run: bool
+    groups: list[ConsolidationGroup]
+    added: list[str]
+    removed: list[str]
+
+
+# -- configuration ------------------------------------------------------------------------
+class _Config(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
+              forbid_unknown_fields=True):
+    pass
+
+
+class Exponential(_Config, frozen=True):
+    half_life_ms: int
+
+
+class RecencyConfig(_Config, frozen=True):
+    exponential: Exponential
+
+
+class ForgettingConfig(_Config, frozen=True):
+    """Built-in forgetting: facts expired, or superseded, for longer than a duration."""
+
+    expired_for_longer_than_ms: int | None = None
+    superseded_for_longer_than_ms: int | None = None
+
+
+class Duplicates(_Config, frozen=True):
+    """Exact duplicates (same words) always; near ones at this word-set Jaccard or above."""
+
+    near_threshold: float = 1.0
+
+
+class ConsolidationConfig(_Config, frozen=True):
+    duplicates: Duplicates
+    remove_sources: bool = False
+
+
+class FeedbackConfig(_Config, frozen=True):
+    """Usefulness from feedback: multiplier = 1 + weight * (helpful - unhelpful) / (n + 2)."""
+
+    weight: float = 0.5
+
+
+class MemoryConfig(_Config, frozen=True):
+    """Every policy, with a default that changes nothing (SPEC §4)."""
+
+    supersession: Literal["none", "latest-by-subject"] = "none"
+    recency: Literal["none"] | RecencyConfig = "none"
+    forgetting: Literal["none"] | ForgettingConfig = "none"
+    consolidation: Literal["none"] | ConsolidationConfig = "none"
+    entity_extractor: Literal["none", "regex"] = "none"
+    #: Multiplier for facts that are not current (only matters with history="all").
+    historical_weight: float = 1.0
+    feedback: Literal["none"] | FeedbackConfig = "none"
+
+
+def config_from_json(data: bytes | str) -> MemoryConfig:
+    """Parse a MemoryConfig from JSON (camelCase); unknown fields are errors."""
+    return msgspec.json.decode(data, type=MemoryConfig)
+
+
+def config_to_json(config: MemoryConfig) -> bytes:
+    return msgspec.json.encode(config)

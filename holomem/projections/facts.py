@@ -1,0 +1,301 @@
+"""The fact index: times, subjects and the supersession graph of every fact.
+
+Owns: the temporal model of SPEC §3 — each fact's ingest, event and validity
+times, its subject slot, the supersession links and when each became known — and
+the status of a fact at an evaluation time. Imports numpy, :mod:`holomem.events`
+and the other projections. Nothing here is persisted: it is rebuilt by replay.
+
+Definitions (written down once, here):
+
+- a fact *begins* at its effective time ``eff = valid_from ?? event_time ?? ingest_time``;
+- a link "s supersedes p" is written once, on the event of whichever of the two
+  arrived later, and becomes *known* at that fact's ingest time; it *takes effect*
+  at ``eff(s)``;
+- ``status(f, t, T)`` at evaluation time ``t``, ignoring everything ingested after
+  ``T`` (``known_at``; None means nothing is ignored):
+    1. ``not-yet-valid`` if ``t < eff(f)`` (it has not begun);
+    2. ``superseded`` if some known, still stored fact s with a known link s -> f
+       has begun (``eff(s) <= t``);
+    3. ``expired`` if ``valid_to`` is set and ``t >= valid_to``;
+    4. ``current`` otherwise.
+  (Superseded is checked before expired: the more specific reason wins.)
+
+Columns are indexed by the catalog's slots (documents that are not facts have
+``is_fact`` False), so the index costs a few dozen bytes per fact; links and
+subjects live in dicts that only linked facts and subjects occupy.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from holomem.events import (
+    DocumentAdded,
+    DocumentDeleted,
+    DocumentReplaced,
+    Event,
+    FactAdded,
+    FactsForgotten,
+)
+from holomem.projections.base import Change, GrowArray
+from holomem.projections.catalog import Catalog
+
+UNSET = np.iinfo(np.int64).min
+CURRENT, SUPERSEDED, EXPIRED, NOT_YET_VALID = "current", "superseded", "expired", "not-yet-valid"
+STATUSES = (CURRENT, SUPERSEDED, EXPIRED, NOT_YET_VALID)
+
+
+class Link(NamedTuple):
+    other: str  # the fact at the other end
+    known_at: int  # ingest time of the fact whose event wrote the link
+
+
+def _t(value: int | None) -> int:
+    return UNSET if value is None else value
+
+
+def _opt(value: int) -> int | None:
+    return None if value == UNSET else int(value)
+
+
+class FactTimes(NamedTuple):
+    ingest_time: int
+    event_time: int | None
+    valid_from: int | None
+    valid_to: int | None
+    effective: int
+    subject: str | None
+    digest: bytes
+
+
+class FactIndex:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.is_fact = GrowArray(np.bool_)
+        self.ingest = GrowArray(np.int64)
+        self.event = GrowArray(np.int64)
+        self.valid_from = GrowArray(np.int64)
+        self.valid_to = GrowArray(np.int64)
+        self.eff = GrowArray(np.int64)
+        self.subject = GrowArray(np.int32)
+        self.digest = GrowArray(np.uint64)
+        self._subject_id: dict[str, int] = {}
+        self.subject_names: list[str] = []
+        self._by_subject: dict[int, list[str]] = {}
+        self.supersedes: dict[str, list[Link]] = {}  # successor -> what it supersedes
+        self.superseded_by: dict[str, list[Link]] = {}  # predecessor -> its successors
+        self.requested: dict[str, tuple[str, ...]] = {}
+        self.windows = 0  # live facts with valid_from or valid_to
+        self.links = 0  # live links
+        self.facts = 0
+        self.max_eff = UNSET
+
+    # -- events -----------------------------------------------------------------------
+    def apply(self, seq: int, event: Event, change: Change) -> None:
+        if change.new >= 0:
+            self._new_slot(change)
+        elif change.old >= 0 and self.is_fact[change.old]:
+            self._remove(change.old, self.catalog_id(event))
+        match event:
+            case FactAdded():
+                self._add(event)
+            case FactsForgotten(relinks=relinks):
+                for succ, pred, known in relinks:
+                    self._link(succ, pred, known)
+
+    @staticmethod
+    def catalog_id(event: Event) -> str:
+        assert isinstance(event, (DocumentAdded, DocumentReplaced, DocumentDeleted))
+        return event.id
+
+    def _new_slot(self, change: Change) -> None:
+        old = change.old
+        assert self.is_fact.n == change.new  # one row per slot, in slot order
+        if old >= 0 and self.is_fact[old]:
+            # A fact's document was replaced through the document API: the fact keeps
+            # its times and links; they move to the new slot.
+            for col in self._columns():
+                col.append(col[old])
+            self.is_fact[old] = False
+            return
+        self.is_fact.append(False)
+        self.ingest.append(0)
+        for col in (self.event, self.valid_from, self.valid_to, self.eff):
+            col.append(UNSET)
+        self.subject.append(-1)
+        self.digest.append(0)
+
+    def _columns(self) -> tuple[GrowArray, ...]:
+        return (self.is_fact, self.ingest, self.event, self.valid_from, self.valid_to, self.eff,
+                self.subject, self.digest)
+
+    def _add(self, e: FactAdded) -> None:
+        slot = self.catalog.slot(e.id)
+        assert slot >= 0  # the document comes first in the transaction
+        eff = e.valid_from if e.valid_from is not None else (
+            e.event_time if e.event_time is not None else e.ingest_time)
+        self.is_fact[slot] = True
+        self.ingest[slot] = e.ingest_time
+        self.event[slot] = _t(e.event_time)
+        self.valid_from[slot] = _t(e.valid_from)
+        self.valid_to[slot] = _t(e.valid_to)
+        self.eff[slot] = eff
+        self.digest[slot] = int.from_bytes(e.digest[:8].ljust(8, b"\0"), "little")
+        self.facts += 1
+        self.max_eff = max(self.max_eff, eff)
+        if e.valid_from is not None or e.valid_to is not None:
+            self.windows += 1
+        fid = self.catalog.ids[slot]
+        assert fid is not None
+        if e.subject is not None:
+            sid = self._subject_id.get(e.subject)
+            if sid is None:
+                name = "".join(e.subject)  # a copy: do not pin the event's buffers
+                sid = self._subject_id[name] = len(self.subject_names)
+                self.subject_names.append(name)
+            self.subject[slot] = sid
+            self._by_subject.setdefault(sid, []).append(fid)
+        if e.requested:
+            self.requested[fid] = e.requested
+        for pred in e.supersedes:
+            self._link(fid, pred, e.ingest_time)
+        for succ in e.superseded_by:
+            self._link(succ, fid, e.ingest_time)
+
+    def _canonical(self, fact_id: str) -> str | None:
+        """The catalog's own string for ``fact_id`` (so links do not copy ids)."""
+        slot = self.catalog.slot(fact_id)
+        return None if slot < 0 else self.catalog.ids[slot]
+
+    def _link(self, succ: str, pred: str, known_at: int) -> None:
+        s, p = self._canonical(succ), self._canonical(pred)
+        if s is None or p is None or s == p:
+            return  # links to forgotten (or unknown) facts are ignored
+        if any(link.other == p for link in self.supersedes.get(s, ())):
+            return
+        self.supersedes.setdefault(s, []).append(Link(p, known_at))
+        self.superseded_by.setdefault(p, []).append(Link(s, known_at))
+        self.links += 1
+
+    def _remove(self, slot: int, fact_id: str) -> None:
+        self.facts -= 1
+        if self.valid_from[slot] != UNSET or self.valid_to[slot] != UNSET:
+            self.windows -= 1
+        sid = int(self.subject[slot])
+        if sid >= 0:
+            members = self._by_subject.get(sid, [])
+            if fact_id in members:
+                members.remove(fact_id)
+        self.requested.pop(fact_id, None)
+        for link in self.supersedes.pop(fact_id, []):
+            self._drop(self.superseded_by, link.other, fact_id)
+            self.links -= 1
+        for link in self.superseded_by.pop(fact_id, []):
+            self._drop(self.supersedes, link.other, fact_id)
+            self.links -= 1
+        self.is_fact[slot] = False
+
+    @staticmethod
+    def _drop(table: dict[str, list[Link]], key: str, other: str) -> None:
+        links = table.get(key)
+        if links is None:
+            return
+        links[:] = [link for link in links if link.other != other]
+        if not links:
+            del table[key]
+
+    # -- queries ----------------------------------------------------------------------
+    def slot(self, fact_id: str) -> int:
+        """The slot of a stored fact, or -1 (also for documents that are not facts)."""
+        slot = self.catalog.slot(fact_id)
+        return slot if slot >= 0 and self.is_fact[slot] else -1
+
+    def times(self, slot: int) -> FactTimes:
+        sid = int(self.subject[slot])
+        return FactTimes(
+            int(self.ingest[slot]),
+            _opt(self.event[slot]),
+            _opt(self.valid_from[slot]),
+            _opt(self.valid_to[slot]),
+            int(self.eff[slot]),
+            self.subject_names[sid] if sid >= 0 else None,
+            int(self.digest[slot]).to_bytes(8, "little"),
+        )
+
+    def subject_members(self, subject: str) -> list[str]:
+        sid = self._subject_id.get(subject)
+        return list(self._by_subject.get(sid, ())) if sid is not None else []
+
+    def known(self, slot: int, known_at: int | None) -> bool:
+        return known_at is None or int(self.ingest[slot]) <= known_at
+
+    def successors(self, fact_id: str, known_at: int | None = None) -> list[str]:
+        """Stored facts that supersede ``fact_id`` through links known at ``known_at``."""
+        out = []
+        for link in self.superseded_by.get(fact_id, ()):
+            if known_at is not None and link.known_at > known_at:
+                continue
+            slot = self.slot(link.other)
+            if slot >= 0 and self.known(slot, known_at):
+                out.append(link.other)
+        return out
+
+    def predecessors(self, fact_id: str, known_at: int | None = None) -> list[str]:
+        out = []
+        for link in self.supersedes.get(fact_id, ()):
+            if known_at is not None and link.known_at > known_at:
+                continue
+            slot = self.slot(link.other)
+            if slot >= 0 and self.known(slot, known_at):
+                out.append(link.other)
+        return out
+
+    def status(self, slot: int, at: int, known_at: int | None = None) -> str:
+        """The status of the fact in ``slot`` at ``at`` (see the module docstring)."""
+        if not self.is_fact[slot]:
+            return CURRENT  # a plain document: no time, no links
+        if at < int(self.eff[slot]):
+            return NOT_YET_VALID
+        fid = self.catalog.ids[slot]
+        assert fid is not None
+        for succ in self.successors(fid, known_at):
+            if int(self.eff[self.slot(succ)]) <= at:
+                return SUPERSEDED
+        vto = int(self.valid_to[slot])
+        if vto != UNSET and at >= vto:
+            return EXPIRED
+        return CURRENT
+
+    def superseded_since(self, slot: int, known_at: int | None = None) -> int | None:
+        """When the fact in ``slot`` became superseded (earliest successor's start), or None."""
+        fid = self.catalog.ids[slot]
+        if fid is None:
+            return None
+        starts = [int(self.eff[self.slot(s)]) for s in self.successors(fid, known_at)]
+        return min(starts) if starts else None
+
+    def chain(self, fact_id: str) -> list[str]:
+        """Every stored fact connected to ``fact_id`` by supersession, in effect order."""
+        if self.slot(fact_id) < 0:
+            return []
+        seen = {fact_id}
+        todo = [fact_id]
+        while todo:
+            cur = todo.pop()
+            for table in (self.supersedes, self.superseded_by):
+                for link in table.get(cur, ()):
+                    if link.other not in seen and self.slot(link.other) >= 0:
+                        seen.add(link.other)
+                        todo.append(link.other)
+        return sorted(seen, key=self.order_key)
+
+    def order_key(self, fact_id: str) -> tuple[int, int, int]:
+        """Effect order: effective time, then ingest time, then write order."""
+        slot = self.slot(fact_id)
+        return (int(self.eff[slot]), int(self.ingest[slot]),
+                int(self.catalog.seq[slot]))
+
+    def memory_bytes(self) -> int:
+        return sum(col.nbytes for col in self._columns())

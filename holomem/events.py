@@ -87,6 +87,16 @@ class FactsForgotten(_Event, tag="fact.forgotten", frozen=True, kw_only=True):
     relinks: tuple[tuple[str, str, int], ...] = ()
 
 
+class FactLinks(_Event, tag="fact.links", frozen=True, kw_only=True):
+    """Supersession links restored as they were: (successor, predecessor, known_at).
+
+    Written by compaction, which re-creates every live fact in a new generation and
+    must keep each link's own known-at time.
+    """
+
+    links: tuple[tuple[str, str, int], ...]
+
+
 class FeedbackGiven(_Event, tag="fact.feedback", frozen=True, kw_only=True):
     id: str
     helpful: bool
@@ -106,6 +116,7 @@ Event = (
     | DocumentDeleted
     | FactAdded
     | FactsForgotten
+    | FactLinks
     | FeedbackGiven
     | PurgeRequested
 )

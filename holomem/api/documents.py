@@ -27,9 +27,19 @@ import numpy as np
 from holomem import events as ev
 from holomem.api import validate
 from holomem.errors import ClosedError, CorruptError, InvalidError, LimitError, ReadOnlyError
-from holomem.events import DocumentAdded, DocumentDeleted, DocumentReplaced, Event
+from holomem.events import (
+    DocumentAdded,
+    DocumentDeleted,
+    DocumentReplaced,
+    Event,
+    FactAdded,
+    FactLinks,
+    PurgeRequested,
+)
 from holomem.log import Journal
+from holomem.log import crashpoints as cp
 from holomem.log.format import DEFAULT_SEGMENT_SIZE
+from holomem.log.journal import Rewrite
 from holomem.log.recordfile import RecordFile
 from holomem.projections.base import Change
 from holomem.projections.bm25 import BM25
@@ -45,6 +55,13 @@ from holomem.projections.tokenize import tokenize
 log = logging.getLogger("holomem")
 
 TEXT_FILE = "text.seg"
+#: Events per transaction when compaction writes a new generation.
+COMPACT_BATCH = 2048
+
+P_COMPACT_BEGIN = cp.point("store.compact.begin", "compaction starts (a purge is recorded)")
+P_COMPACT_WRITTEN = cp.point(
+    "store.compact.written", "the new generation's journal is written; text segment not sealed")
+P_COMPACT_DONE = cp.point("store.compact.done", "the old generation is erased")
 
 
 class Document(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,6 +122,9 @@ class _State:
         self.hrr = HRRIndex(self.catalog)
         self.facts = FactIndex(self.catalog)
         self.text_store = text_store
+        #: A PurgeRequested event in this generation: a purge was asked for and its
+        #: compaction has not switched generations yet.
+        self.purge_pending = False
 
     def apply(self, seq: int, event: Event) -> Change:
         change = self.catalog.apply(seq, event)
@@ -115,6 +135,8 @@ class _State:
             self.entities.apply(seq, event, change)
             # The HRR index needs no call: it encodes new slots lazily.
         self.facts.apply(seq, event, change)
+        if isinstance(event, PurgeRequested):
+            self.purge_pending = True
         return change
 
     def index_bytes(self) -> int:
@@ -155,8 +177,13 @@ class Store:
         self.opened_by = "replay"
         try:
             self._state, self._revision = self._build()
+            if self._state.purge_pending and not read_only:
+                # A purge was acknowledged but its compaction did not finish.
+                log.warning("finishing an interrupted purge of %s", self.path)
+                with self._write_lock:
+                    self._compact(zero=True)
         except BaseException:
-            self._journal.close()
+            self._close_quietly()
             raise
         self.open_seconds = time.perf_counter() - t0
 
@@ -201,7 +228,9 @@ class Store:
             last = seq
         state.bm25.merge()
         state.bm25.deferred = False
-        state.text.deferred = False
+        # A follower never writes its text segment, not even after refresh(): it keeps
+        # computing placements (the same as the writer's) and reads the writer's records.
+        state.text.deferred = self.read_only
         if not self.read_only:
             self._reconcile_text(state, last)
         _trim_heap()
@@ -381,8 +410,88 @@ class Store:
                 store.sync()
 
     def compact(self, *, purge: bool = False) -> None:
-        """Rewrite the journal without removed documents (SPEC §6). Not yet available."""
-        raise NotImplementedError("compaction lands with issue #5")
+        """Rewrite the journal into a new generation holding only the live state (SPEC §6).
+
+        Deleted and replaced documents, forgotten facts and their events are left
+        behind. The new generation is written beside the old one, synced, and
+        switched in by one rename; readers keep answering from the old state until
+        that switch. Then the old generation's files are unlinked — with ``purge``,
+        first overwritten with zeros and synced. A purge is recorded in the journal
+        before it starts, so a crash at any point is finished by the next open.
+        Errors: ``closed``, ``read_only``, ``io``.
+        """
+        self._check(write=True)
+        with self._write_lock:
+            self._check(write=True)
+            if purge and not self._state.purge_pending:
+                self.commit(lambda: [PurgeRequested()])
+            cp.hit(P_COMPACT_BEGIN)
+            self._compact(zero=purge)
+
+    def _compact(self, *, zero: bool) -> None:
+        rewrite = self._journal.begin_rewrite()
+        try:
+            state = self._rewrite(rewrite)
+        except BaseException:
+            rewrite.abandon()
+            raise
+        old_dir = self._journal.switch(rewrite)
+        with self._state_lock:
+            old, self._state = self._state, state
+            self._revision = self._journal.last_seq
+        if old.text_store is not None:
+            old.text_store.close()
+        self._journal.erase_generation(old_dir, zero=zero)
+        cp.hit(P_COMPACT_DONE)
+
+    def _rewrite(self, rewrite: Rewrite) -> _State:
+        """Write the live state into ``rewrite`` and build its projections as we go."""
+        j = self._journal
+        text_store = RecordFile(rewrite.derived_path(TEXT_FILE), store_id=j.store_id,
+                                generation=rewrite.generation, envelope=j.envelope,
+                                read_only=False)
+        state = _State(text_store)
+        state.bm25.deferred = True
+        old = self._state
+        batch: list[Event] = []
+
+        def flush() -> None:
+            if batch:
+                seq = rewrite.append([ev.encode(e) for e in batch])
+                for e in batch:
+                    state.apply(seq, e)
+                batch.clear()
+
+        for slot in np.flatnonzero(old.catalog.alive.view()):
+            batch.extend(self._live_events(old, int(slot)))
+            if len(batch) >= COMPACT_BATCH:
+                flush()
+        links = old.facts.all_links()
+        if links:
+            batch.append(FactLinks(links=tuple(links)))
+        flush()
+        state.bm25.merge()
+        state.bm25.deferred = False
+        cp.hit(P_COMPACT_WRITTEN)
+        text_store.seal(rewrite.last_seq)
+        return state
+
+    def _live_events(self, st: _State, slot: int) -> list[Event]:
+        """Events that re-create the document (and fact) in ``slot`` as it is now."""
+        rec = self._record(st, slot)
+        vec = st.embeddings.vector(slot)
+        out: list[Event] = [DocumentAdded(
+            id=rec.id, text=rec.text, metadata=rec.metadata,
+            embedding=vec.astype("<f4").tobytes() if vec is not None else b"",
+            entities=rec.entities)]
+        facts = st.facts
+        if facts.is_fact[slot]:
+            t = facts.times(slot)
+            out.append(FactAdded(
+                id=rec.id, ingest_time=t.ingest_time, subject=t.subject,
+                event_time=t.event_time, valid_from=t.valid_from, valid_to=t.valid_to,
+                requested=facts.requested.get(rec.id, ()), digest=t.digest))
+        return out
 
     # -- reading ----------------------------------------------------------------------
     def has_document(self, id: str) -> bool:
@@ -402,7 +511,7 @@ class Store:
             if slot < 0:
                 return None
             vector = state.embeddings.vector(slot)
-        rec = self._record(state, slot)
+            rec = self._record(state, slot)
         return Document(id=doc_id, text=rec.text, metadata=validate.load_metadata(rec.metadata),
                         embedding=vector.tolist() if vector is not None else None,
                         entities=rec.entities)
@@ -583,6 +692,12 @@ class Store:
             store = self._state.text_store
             if store is not None and not self.read_only:
                 store.sync()
+
+    def _close_quietly(self) -> None:
+        store = getattr(self, "_state", None)
+        if store is not None and store.text_store is not None:
+            store.text_store.close()
+        self._journal.close()
 
     def close(self) -> None:
         """Sync and close. Idempotent."""

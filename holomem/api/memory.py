@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import msgspec
 import numpy as np
 
-from holomem.api import validate
+from holomem.api import forgetting, validate
 from holomem.api.documents import Store, _State
 from holomem.api.policies import (
     EXTRACTORS,
@@ -37,10 +37,16 @@ from holomem.api.policies import (
 )
 from holomem.api.types import (
     ChainEntry,
+    ConsolidateOptions,
+    ConsolidationReport,
     Explanation,
     FactRecord,
     FeedbackConfig,
+    ForgetOptions,
+    ForgetReport,
+    ForgetScope,
     FusionInfo,
+    MaintenanceOptions,
     MatchedTerm,
     MemoryConfig,
     Recalled,
@@ -539,6 +545,33 @@ class Memory:
         evaluated.sort(key=lambda c: (-c.score, c.rank))
         chosen = [c for c in evaluated if self._wanted(o, c.status)][: o.k]
         return chosen, evaluated
+
+    # -- forgetting and maintenance (holomem.api.forgetting) -------------------------------
+    def forget(self, scope: ForgetScope | Mapping[str, Any],
+               options: ForgetOptions | Mapping[str, Any] | None = None,
+               **fields: Any) -> ForgetReport:
+        """Remove facts: exactly one scope field; options include_chain, dry_run, purge.
+
+        Idempotent. Gone means gone from search, recall, get, history, explain and
+        every index at once; the text-segment records are zeroed and synced before
+        this returns; with ``purge`` no file keeps their text (SPEC §6).
+        Errors: ``invalid``.
+        """
+        return forgetting.forget(self, scope, options, fields)
+
+    def apply_forgetting(self, options: MaintenanceOptions | Mapping[str, Any] | None = None,
+                         **fields: Any) -> ForgetReport:
+        """What the forgetting policy selects; removed only with ``dry_run=False``."""
+        return forgetting.apply_forgetting(self, options, fields)
+
+    def consolidate(self, options: ConsolidateOptions | Mapping[str, Any] | None = None,
+                    **fields: Any) -> ConsolidationReport:
+        """What the consolidation policy plans; applied only with ``dry_run=False``.
+
+        A consolidation adds a fact that supersedes its sources (they stay, as
+        history); its id derives from the sources, so a rerun adds nothing.
+        """
+        return forgetting.consolidate(self, options, fields)
 
     # -- explain ----------------------------------------------------------------------------
     def explain(self, query: str, id: str,

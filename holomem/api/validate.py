@@ -100,6 +100,13 @@ def _json_check(value: object, depth: int, path: str) -> None:
     raise InvalidError(f"{path}: {type(value).__name__} is not a JSON value")
 
 
+def _mapping_as_dict(value: object) -> dict[str, Any]:
+    # json encodes only dicts; _json_check accepts any Mapping (the API takes one).
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not a JSON value")  # _json_check refused it
+
+
 def metadata(value: object) -> bytes:
     """Canonical JSON bytes of a metadata dict (empty for None)."""
     if value is None:
@@ -108,7 +115,7 @@ def metadata(value: object) -> bytes:
         raise InvalidError(f"metadata must be a dict, got {type(value).__name__}")
     _json_check(value, 0, "metadata")
     raw = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                     allow_nan=False).encode("utf-8")
+                     allow_nan=False, default=_mapping_as_dict).encode("utf-8")
     if len(raw) > MAX_METADATA_BYTES:
         raise LimitError(f"metadata is {len(raw)} bytes of JSON; the limit is {MAX_METADATA_BYTES}")
     return raw
@@ -143,14 +150,17 @@ def embedding(value: object, dim: int = 0, field: str = "embedding") -> bytes:
     """float32 little-endian bytes of a caller embedding (empty for None)."""
     if value is None:
         return b""
-    if isinstance(value, (str, bytes, Mapping)):
+    if isinstance(value, (str, bytes, Mapping, set, frozenset)):
         raise InvalidError(f"{field} must be a sequence of numbers")
     try:
-        if isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":
             arr = value.astype(np.float64)
         else:
+            # Other arrays (bool, complex, str, object) are checked item by item, like
+            # lists: complex would lose its imaginary part, strings would be parsed.
             items = list(value)  # type: ignore[call-overload]
-            if any(isinstance(x, bool) or not isinstance(x, (int, float, np.number))
+            if any(isinstance(x, bool)
+                   or not isinstance(x, (int, float, np.integer, np.floating))
                    for x in items):
                 raise InvalidError(f"{field} must hold only numbers")
             arr = np.array(items, dtype=np.float64)

@@ -241,6 +241,19 @@ def erase_tree(path: str) -> int:
     return total
 
 
+def remove_tree(path: str) -> None:
+    """Unlink every file under directory ``path`` and remove it (no zeroing)."""
+    if not os.path.isdir(path):
+        return
+    for root, dirs, files in os.walk(path, topdown=False):
+        for name in files:
+            unlink(os.path.join(root, name))
+        for name in dirs:
+            rmdir(os.path.join(root, name))
+    rmdir(path)
+    sync_dir(os.path.dirname(os.path.abspath(path)))
+
+
 def lock(path: str) -> int:
     """Take the exclusive writer lock at ``path``; raise StoreLockedError if held.
 

@@ -144,6 +144,32 @@ def commit_generation(store: str, tmp: str) -> str:
     return final
 
 
+class Rewrite:
+    """A new generation being written by compaction; see :meth:`Journal.begin_rewrite`."""
+
+    def __init__(self, journal: Journal, tmp: str, generation: int, appender: Appender) -> None:
+        self.journal = journal
+        self.dir = tmp
+        self.generation = generation
+        self._appender = appender
+
+    @property
+    def last_seq(self) -> int:
+        return self._appender.last_seq
+
+    def append(self, payloads: Sequence[bytes]) -> int:
+        """Append a transaction to the new generation (synced when it is switched in)."""
+        return self._appender.append(list(payloads))
+
+    def derived_path(self, name: str) -> str:
+        return os.path.join(self.dir, name)
+
+    def abandon(self) -> None:
+        """Give up: erase what was written (it may hold text)."""
+        self._appender.close()
+        fs.erase_tree(self.dir)
+
+
 class Journal:
     """A store's journal. Use :meth:`open`; a context manager."""
 
@@ -423,6 +449,63 @@ class Journal:
         self._check_open()
         if self._appender is not None:
             self._appender.sync()
+
+    # -- generations (compaction) -----------------------------------------------------
+    def begin_rewrite(self) -> Rewrite:
+        """Start the next generation, empty, in ``gen-N.tmp``; its first sequence number
+        follows this generation's last, so sequence numbers keep growing.
+
+        The caller appends the live state to it, syncs any derived file it writes in
+        ``Rewrite.dir``, then calls :meth:`switch`. Errors: ``read_only``, ``io``.
+        """
+        self._check_open()
+        if self._appender is None:
+            raise ReadOnlyError("the journal was opened read-only")
+        self._appender.sync()
+        generation = self.generation + 1
+        tmp = begin_generation(self.path, generation, self.store_id, self.last_seq + 1,
+                               self._key)
+        problems: list[Problem] = []
+        segments = scan_generation(tmp, generation, problems.append)
+        if problems or len(segments) != 1:
+            raise CorruptError("a new generation did not read back", path=tmp, offset=0)
+        codec = FrameCodec(store_id=self.store_id, envelope=self._envelope,
+                           compress=self._compress)
+        appender = Appender(gen_dir=tmp, segments=segments, codec=codec, sync="none",
+                            segment_size=self.segment_size)
+        return Rewrite(self, tmp, generation, appender)
+
+    def switch(self, rewrite: Rewrite) -> str:
+        """Make ``rewrite`` the live generation, atomically; return the old one's directory.
+
+        Sync every segment, sync the directory, rename ``gen-N.tmp`` to ``gen-N``,
+        sync the store directory. A crash before the rename leaves the old
+        generation live (and the ``.tmp`` a leftover the next open erases); after
+        it, the new one. The old generation's files are left for
+        :meth:`erase_generation`.
+        """
+        self._check_open()
+        rewrite._appender.close()  # drains and fsyncs the last segment
+        final = commit_generation(self.path, rewrite.dir)
+        old = self.gen_dir
+        if self._appender is not None:
+            self._appender.close()
+            self._appender = None
+        for fd in self._read_fds.values():
+            fs.close(fd)
+        self._read_fds.clear()
+        self.generation = rewrite.generation
+        self.gen_dir = final
+        self._load()
+        return old
+
+    def erase_generation(self, gen_dir: str, *, zero: bool) -> int:
+        """Remove a replaced generation's files: overwritten with zeros and synced first
+        when ``zero`` (purge), merely unlinked otherwise. Returns bytes overwritten."""
+        if zero:
+            return fs.erase_tree(gen_dir)
+        fs.remove_tree(gen_dir)
+        return 0
 
     # -- reading ----------------------------------------------------------------------
     def replay(self, from_seq: int = 0) -> Iterator[tuple[int, list[bytes]]]:

@@ -37,6 +37,7 @@ from holomem.events import (
     DocumentReplaced,
     Event,
     FactAdded,
+    FactLinks,
     FactsForgotten,
 )
 from holomem.projections.base import Change, GrowArray
@@ -101,8 +102,8 @@ class FactIndex:
         match event:
             case FactAdded():
                 self._add(event)
-            case FactsForgotten(relinks=relinks):
-                for succ, pred, known in relinks:
+            case FactsForgotten(relinks=links) | FactLinks(links=links):
+                for succ, pred, known in links:
                     self._link(succ, pred, known)
 
     @staticmethod
@@ -296,6 +297,11 @@ class FactIndex:
         slot = self.slot(fact_id)
         return (int(self.eff[slot]), int(self.ingest[slot]),
                 int(self.catalog.seq[slot]))
+
+    def all_links(self) -> list[tuple[str, str, int]]:
+        """Every link between stored facts: (successor, predecessor, known_at)."""
+        return [(succ, link.other, link.known_at)
+                for succ, links in self.supersedes.items() for link in links]
 
     def memory_bytes(self) -> int:
         return sum(col.nbytes for col in self._columns())

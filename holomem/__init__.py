@@ -1,17 +1,72 @@
-"""holomem: an embedded, event-sourced memory for AI agents."""
+"""holomem: an embedded, event-sourced memory for AI agents.
+
+The public surface is :data:`__all__` (pinned by tests/contract/test_public_api.py).
+"""
 
 from holomem.api.documents import Document, DocumentInput, Hit, Store, StoreStats
-from holomem.errors import HolomemError, StoreLockedError
+from holomem.api.memory import Memory
+from holomem.api.policies import Clock, ManualClock, Observation, SystemClock
+from holomem.api.types import (
+    ChainEntry,
+    ConsolidateOptions,
+    ConsolidationReport,
+    Explanation,
+    FactRecord,
+    ForgetOptions,
+    ForgetReport,
+    ForgetScope,
+    MaintenanceOptions,
+    MemoryConfig,
+    Recalled,
+    RecallOptions,
+    Remembered,
+    RememberInput,
+)
+from holomem.errors import (
+    ConflictError,
+    CorruptError,
+    HolomemError,
+    InvalidError,
+    MemoryError,
+    NotFoundError,
+    StoreLockedError,
+    WrongKeyError,
+)
 from holomem.log import Journal
 
 __all__ = [
+    "ChainEntry",
+    "Clock",
+    "ConflictError",
+    "ConsolidateOptions",
+    "ConsolidationReport",
+    "CorruptError",
     "Document",
     "DocumentInput",
+    "Explanation",
+    "FactRecord",
+    "ForgetOptions",
+    "ForgetReport",
+    "ForgetScope",
     "Hit",
     "HolomemError",
+    "InvalidError",
     "Journal",
+    "MaintenanceOptions",
+    "ManualClock",
+    "Memory",
+    "MemoryConfig",
+    "MemoryError",
+    "NotFoundError",
+    "Observation",
+    "RecallOptions",
+    "Recalled",
+    "RememberInput",
+    "Remembered",
     "Store",
     "StoreLockedError",
     "StoreStats",
+    "SystemClock",
+    "WrongKeyError",
 ]
 __version__ = "0.1.0"

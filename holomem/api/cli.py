@@ -1,45 +1,227 @@
-"""The ``holomem`` command line.
+"""The ``holomem`` command line (also ``python -m holomem``).
 
-Owns: argument parsing and printing for ``holomem`` / ``python -m holomem``.
+Owns: argument parsing and printing. Every memory command goes through the JSON
+contract (``Memory.call``), so the CLI answers exactly what HTTP and Python do.
+
+    holomem demo [--dir D]
+    holomem remember STORE --text T [--id I] [--subject S] [--entity E]... [--valid-from W] ...
+    holomem recall STORE QUERY [--k N] [--as-of W] [--known-at W] [--history H] [--explain]
+    holomem explain STORE QUERY ID
+    holomem get STORE ID
+    holomem history STORE ID
+
+W is milliseconds since the epoch or an ISO 8601 date/time (UTC unless it says
+otherwise). ``--json`` prints the contract's response; ``--key-file`` opens an
+encrypted store; ``--config`` reads a MemoryConfig (camelCase JSON).
+Exit status: 0 success, 1 not found or conflict, 2 invalid input or usage,
+3 the store could not be opened.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
 import os
 import sys
 import tempfile
 from collections.abc import Sequence
+from typing import Any
 
-from holomem.log import Journal
+from holomem.api.documents import Store
+from holomem.api.memory import Memory
+from holomem.api.types import MemoryConfig, config_from_json
+from holomem.errors import HolomemError, MemoryError
 
 
-def _demo(args: argparse.Namespace) -> int:
-    base = args.dir or tempfile.mkdtemp(prefix="holomem-demo-")
-    path = os.path.join(base, "journal")
-    print(f"holomem demo: a durable journal in {path}")
-    with Journal.open(path, sync="full") as j:
-        for text in (b"Alice lives in Paris", b"Alice moved to Berlin", b"Bob owes Alice 10 EUR"):
-            seq = j.append([text])
-            print(f"  appended transaction {seq}: {text.decode()}")
-        seq = j.append([b"one transaction", b"with two payloads"])
-        print(f"  appended transaction {seq}: two payloads, atomic")
-    with Journal.open(path, read_only=True) as j:
-        print("reopened read-only; replay:")
-        for seq, payloads in j.replay():
-            print(f"  {seq}: {[p.decode() for p in payloads]}")
-        print(f"  {j.stats()}")
+def _when(text: str) -> int:
+    """Milliseconds from an integer or an ISO 8601 date/time (naive means UTC)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a time: {text!r}") from exc
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return int(value.timestamp() * 1000)
+
+
+def _iso(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _open(args: argparse.Namespace) -> Memory:
+    key = None
+    if getattr(args, "key_file", None):
+        with open(args.key_file, "rb") as f:
+            key = f.read()
+    config = MemoryConfig()
+    if getattr(args, "config", None):
+        with open(args.config, "rb") as f:
+            config = config_from_json(f.read())
+    store = Store.open(args.store, key=key, create=args.command == "remember")
+    return Memory(store, config)
+
+
+# -- printing --------------------------------------------------------------------------
+def _fact_line(fact: dict[str, Any]) -> str:
+    when = []
+    if fact.get("validFrom") is not None or fact.get("validTo") is not None:
+        when.append(f"valid {_iso(fact.get('validFrom'))} .. {_iso(fact.get('validTo'))}")
+    if fact.get("eventTime") is not None:
+        when.append(f"event {_iso(fact['eventTime'])}")
+    when.append(f"ingested {_iso(fact['ingestTime'])}")
+    subject = f" [{fact['subject']}]" if fact.get("subject") else ""
+    return f"{fact['id']}{subject} ({fact['status']}; {', '.join(when)}): {fact['text']}"
+
+
+def _print(op: str, response: dict[str, Any]) -> None:
+    if op == "remember":
+        for r in response["remembered"]:
+            sup = f", supersedes {', '.join(r['superseded'])}" if r["superseded"] else ""
+            print(f"{'stored' if r['created'] else 'already stored'} {r['id']}{sup}")
+    elif op == "recall":
+        if not response["results"]:
+            print("(nothing)")
+        for i, r in enumerate(response["results"], start=1):
+            print(f"{i}. {r['score']:.4f}  {_fact_line(r['fact'])}")
+            if "explanation" in r:
+                _print_explanation(r["explanation"], indent="     ")
+    elif op == "explain":
+        _print_explanation(response["explanation"], indent="")
+    elif op == "get":
+        print(_fact_line(response["fact"]) if response["fact"] else "(no such fact)")
+    elif op == "history":
+        for fact in response["history"]:
+            print(_fact_line(fact))
+
+
+def _print_explanation(e: dict[str, Any], indent: str) -> None:
+    terms = ", ".join(f"{t['term']} ({t['score']:.3f})" for t in e["matchedTerms"]) or "none"
+    print(f"{indent}{e['id']}: {e['reason']}; rank {e['rank']}, status {e['status']}")
+    print(f"{indent}  bm25 {e['lexicalScore']:.4f}, matched {terms}; recency x"
+          f"{e['recencyMultiplier']:.3f}, history x{e['historyMultiplier']:.3f}")
+    if len(e["chain"]) > 1:
+        chain = " -> ".join(f"{c['id']} ({c['status']})" for c in e["chain"])
+        print(f"{indent}  chain: {chain}")
+
+
+# -- commands ------------------------------------------------------------------------------
+def _request(args: argparse.Namespace) -> dict[str, Any]:
+    if args.command == "remember":
+        req: dict[str, Any] = {"text": args.text}
+        for name, key in (("id", "id"), ("subject", "subject"), ("event_time", "eventTime"),
+                          ("valid_from", "validFrom"), ("valid_to", "validTo")):
+            if getattr(args, name) is not None:
+                req[key] = getattr(args, name)
+        if args.entity:
+            req["entities"] = args.entity
+        if args.supersedes:
+            req["supersedes"] = args.supersedes
+        if args.metadata:
+            req["metadata"] = json.loads(args.metadata)
+        return req
+    if args.command in ("recall", "explain"):
+        req = {"query": args.query, "k": args.k, "history": args.history}
+        if args.command == "explain":
+            req["id"] = args.id
+        elif args.explain:
+            req["explain"] = True
+        for name, key in (("as_of", "asOf"), ("known_at", "knownAt"), ("subject", "subject")):
+            if getattr(args, name) is not None:
+                req[key] = getattr(args, name)
+        return req
+    return {"id": args.id}
+
+
+def _memory_command(args: argparse.Namespace) -> int:
+    try:
+        request = _request(args)
+    except json.JSONDecodeError as exc:
+        print(f"error: --metadata is not JSON: {exc}", file=sys.stderr)
+        return 2
+    try:
+        memory = _open(args)
+    except HolomemError as exc:
+        print(f"error: {exc.code}: {exc}", file=sys.stderr)
+        return 3
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    try:
+        response = memory.call(args.command, request)
+    except MemoryError as exc:
+        print(f"error: {exc.code}: {exc.message}", file=sys.stderr)
+        return 2 if exc.code == "invalid_request" else 1
+    finally:
+        memory.store.close()
+    if args.json:
+        print(json.dumps(response, indent=2, ensure_ascii=False))
+    else:
+        _print(args.command, response)
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="holomem", description="holomem: agent memory you can trust")
+def _demo(args: argparse.Namespace) -> int:
+    from holomem.api.demo import run
+
+    base = args.dir or tempfile.mkdtemp(prefix="holomem-demo-")
+    return run(os.path.join(base, "store"))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="holomem",
+                                     description="holomem: agent memory you can trust")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the whole story on an embedded store")
     demo.add_argument("--dir", help="where to put the demo store (default: a new temp dir)")
     demo.set_defaults(func=_demo)
-    args = parser.parse_args(argv)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("store", help="the store directory")
+        p.add_argument("--json", action="store_true", help="print the JSON response")
+        p.add_argument("--key-file", help="a file holding the store's 32-byte key")
+        p.add_argument("--config", help="a MemoryConfig JSON file (camelCase)")
+        p.set_defaults(func=_memory_command)
+
+    rem = sub.add_parser("remember", help="store one fact")
+    common(rem)
+    rem.add_argument("--text", required=True)
+    rem.add_argument("--id")
+    rem.add_argument("--subject")
+    rem.add_argument("--entity", action="append", help="an entity (repeatable)")
+    rem.add_argument("--metadata", help="a JSON object")
+    rem.add_argument("--event-time", type=_when)
+    rem.add_argument("--valid-from", type=_when)
+    rem.add_argument("--valid-to", type=_when)
+    rem.add_argument("--supersedes", action="append", help="an id it supersedes (repeatable)")
+    for name in ("recall", "explain"):
+        p = sub.add_parser(name, help=f"{name} facts for a query")
+        common(p)
+        p.add_argument("query")
+        if name == "explain":
+            p.add_argument("id")
+        else:
+            p.add_argument("--explain", action="store_true", help="explain every result")
+        p.add_argument("--k", type=int, default=10)
+        p.add_argument("--as-of", type=_when)
+        p.add_argument("--known-at", type=_when)
+        p.add_argument("--subject")
+        p.add_argument("--history", choices=("current", "all", "historical"), default="current")
+    for name in ("get", "history"):
+        p = sub.add_parser(name, help=f"{name} of one fact")
+        common(p)
+        p.add_argument("id")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     result: int = args.func(args)
     return result
 

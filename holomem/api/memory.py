@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import msgspec
 import numpy as np
 
-from holomem.api import forgetting, validate
+from holomem.api import contract, forgetting, validate
 from holomem.api.documents import Store, _State
 from holomem.api.policies import (
     EXTRACTORS,
@@ -545,6 +545,15 @@ class Memory:
         evaluated.sort(key=lambda c: (-c.score, c.rank))
         chosen = [c for c in evaluated if self._wanted(o, c.status)][: o.k]
         return chosen, evaluated
+
+    # -- the JSON contract --------------------------------------------------------------------
+    def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
+        """SPEC §5: run ``op`` with a camelCase JSON request; return a camelCase response.
+
+        Errors: :class:`~holomem.errors.MemoryError` with code ``invalid_request``,
+        ``not_found`` or ``conflict``, and nothing else for any request.
+        """
+        return contract.call(self, op, request)
 
     # -- forgetting and maintenance (holomem.api.forgetting) -------------------------------
     def forget(self, scope: ForgetScope | Mapping[str, Any],

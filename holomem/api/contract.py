@@ -1,0 +1,152 @@
+"""The JSON contract (SPEC §5): ``Memory.call(op, request) -> response``.
+
+Owns: the request and response shapes of every op, their decoding (camelCase,
+unknown fields rejected) and the mapping of errors to the contract's three codes.
+Every door — HTTP, CLI, MCP — goes through :func:`call`, so they all speak the same
+contract. A client's input can only ever produce a response or a
+:class:`~holomem.errors.MemoryError` with code ``invalid_request``, ``not_found`` or
+``conflict``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from holomem.api.types import (
+    ConsolidateOptions,
+    ForgetScope,
+    History,
+    MaintenanceOptions,
+    RememberInput,
+)
+from holomem.errors import ConflictError, InvalidError, MemoryError, NotFoundError, ReadOnlyError
+
+if TYPE_CHECKING:
+    from holomem.api.memory import Memory
+
+
+class _Req(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
+           forbid_unknown_fields=True):
+    pass
+
+
+class RememberMany(_Req, frozen=True, kw_only=True):
+    facts: list[RememberInput]
+
+
+class RecallRequest(_Req, frozen=True, kw_only=True):
+    query: str
+    k: int = 10
+    as_of: int | None = None
+    known_at: int | None = None
+    history: History = "current"
+    subject: str | None = None
+    entities: list[str] | None = None
+    embedding: list[float] | None = None
+    explain: bool = False
+    candidate_limit: int = 100
+
+
+class ExplainRequest(RecallRequest, frozen=True, kw_only=True):
+    id: str
+
+
+class ForgetRequest(_Req, frozen=True, kw_only=True):
+    scope: ForgetScope
+    include_chain: bool = False
+    dry_run: bool = False
+    purge: bool = False
+
+
+class IdRequest(_Req, frozen=True, kw_only=True):
+    id: str
+
+
+def _options(req: RecallRequest) -> dict[str, Any]:
+    return {f: getattr(req, f) for f in req.__struct_fields__ if f not in ("query", "id")}
+
+
+def _remember(m: Memory, request: dict[str, Any]) -> Any:
+    if "facts" in request:
+        many = _decode(request, RememberMany)
+        return {"remembered": m.remember_many(many.facts)}
+    return {"remembered": [m.remember(_decode(request, RememberInput))]}
+
+
+def _recall(m: Memory, request: dict[str, Any]) -> Any:
+    req = _decode(request, RecallRequest)
+    return {"results": m.recall(req.query, _options(req))}
+
+
+def _explain(m: Memory, request: dict[str, Any]) -> Any:
+    req = _decode(request, ExplainRequest)
+    return {"explanation": m.explain(req.query, req.id, _options(req))}
+
+
+def _forget(m: Memory, request: dict[str, Any]) -> Any:
+    req = _decode(request, ForgetRequest)
+    return m.forget(req.scope, {"include_chain": req.include_chain, "dry_run": req.dry_run,
+                                "purge": req.purge})
+
+
+def _get(m: Memory, request: dict[str, Any]) -> Any:
+    return {"fact": m.get(_decode(request, IdRequest).id)}
+
+
+def _history(m: Memory, request: dict[str, Any]) -> Any:
+    return {"history": m.history(_decode(request, IdRequest).id)}
+
+
+def _apply_forgetting(m: Memory, request: dict[str, Any]) -> Any:
+    return m.apply_forgetting(_decode(request, MaintenanceOptions))
+
+
+def _consolidate(m: Memory, request: dict[str, Any]) -> Any:
+    return m.consolidate(_decode(request, ConsolidateOptions))
+
+
+#: op -> handler. The ops of SPEC §5.
+OPS: dict[str, Callable[[Memory, dict[str, Any]], Any]] = {
+    "remember": _remember,
+    "recall": _recall,
+    "explain": _explain,
+    "forget": _forget,
+    "get": _get,
+    "history": _history,
+    "applyForgetting": _apply_forgetting,
+    "consolidate": _consolidate,
+}
+
+
+def _decode(request: dict[str, Any], cls: type[Any]) -> Any:
+    try:
+        return msgspec.convert(request, cls, strict=True)
+    except msgspec.ValidationError as exc:
+        raise MemoryError("invalid_request", str(exc)) from exc
+
+
+def call(memory: Memory, op: object, request: object) -> dict[str, Any]:
+    """Run one op of the contract; the response is plain JSON-ready data (camelCase).
+
+    Errors: :class:`MemoryError` with ``invalid_request`` (HTTP 422), ``not_found``
+    (404) or ``conflict`` (409).
+    """
+    if not isinstance(op, str) or op not in OPS:
+        raise MemoryError("invalid_request", f"unknown op {op!r}; ops are {', '.join(OPS)}")
+    if not isinstance(request, dict) or not all(isinstance(k, str) for k in request):
+        raise MemoryError("invalid_request", "the request must be a JSON object")
+    try:
+        result = OPS[op](memory, request)
+        out: dict[str, Any] = msgspec.to_builtins(result)
+        return out
+    except MemoryError:
+        raise
+    except NotFoundError as exc:
+        raise MemoryError("not_found", exc.message) from exc
+    except ConflictError as exc:
+        raise MemoryError("conflict", exc.message) from exc
+    except (InvalidError, ReadOnlyError) as exc:
+        raise MemoryError("invalid_request", exc.message) from exc

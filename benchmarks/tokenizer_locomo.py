@@ -4,7 +4,7 @@
 
 The evidence behind two defaults of the document engine:
 
-- suffix folding in the BM25 vocabulary (``fold``: plurals), on or off;
+- the lexical settings of BM25: Snowball stemming, query stopwords, and b;
 - fusing HRR content similarity into the score, at several weights.
 
 Each setting ranks every turn of a conversation for each question; reported are
@@ -36,7 +36,7 @@ HRR_WEIGHTS = (0.1, 0.2, 0.3)
 
 
 def fts_rank(con: sqlite3.Connection, question: str, k: int) -> list[str]:
-    words = [w for w in tokenize(question)]
+    words = tokenize(question)
     if not words:
         return []
     q = " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
@@ -44,34 +44,45 @@ def fts_rank(con: sqlite3.Connection, question: str, k: int) -> list[str]:
     return [r[0] for r in rows]
 
 
+LEXICAL = {
+    # name: (stemming, query stopwords, k1, b)
+    "plain_b0.75": (False, False, 1.2, 0.75),
+    "stem_b0.75": (True, False, 1.2, 0.75),
+    "stem_stopwords_b0.75": (True, True, 1.2, 0.75),
+    "stem_stopwords_b0.4 (default)": (True, True, 1.2, 0.4),
+    "nostem_stopwords_b0.4": (False, True, 1.2, 0.4),
+}
+DEFAULT = "stem_stopwords_b0.4 (default)"
+
+
 def main() -> None:
     convs = load()
-    settings = ["bm25", "bm25_nofold", *[f"bm25+hrr{w}" for w in HRR_WEIGHTS], "sqlite_fts5"]
+    settings = [*LEXICAL, *[f"default+hrr{w}" for w in HRR_WEIGHTS], "sqlite_fts5"]
     rows: dict[str, list[tuple[int, dict[str, float]]]] = {s: [] for s in settings}
     for conv in convs:
         built = {}
-        for fold in (True, False):
+        for name, (stemming, stop, k1, b) in LEXICAL.items():
             cat = Catalog()
-            bm = BM25(cat, fold_suffixes=fold)
+            bm = BM25(cat, stemming=stemming, stopwords=stop, k1=k1, b=b)
             bm.deferred = True
             for i, t in enumerate(conv.turns, start=1):
                 e = DocumentAdded(id=t.id, text=t.text)
                 bm.apply(i, e, cat.apply(i, e))
             bm.merge()
-            built[fold] = (cat, bm)
+            built[name] = (cat, bm)
         content = np.stack([pack(v) for v in encode_texts([tokenize(t.text) for t in conv.turns])])
         signs = unpack(content)
         con = sqlite3.connect(":memory:")
         con.execute("CREATE VIRTUAL TABLE t USING fts5(id UNINDEXED, body)")
         con.executemany("INSERT INTO t VALUES (?, ?)", [(t.id, t.text) for t in conv.turns])
         for q in conv.questions:
-            for fold, name in ((True, "bm25"), (False, "bm25_nofold")):
-                cat, bm = built[fold]
+            for name in LEXICAL:
+                cat, bm = built[name]
                 slots, scores = bm.score(q.text)
                 order = top_k(slots, scores, 10)
                 rows[name].append((q.category, metrics([cat.ids[int(slots[i])] or ""
                                                         for i in order], q.evidence)))
-            cat, bm = built[True]
+            cat, bm = built[DEFAULT]
             slots, scores = bm.score(q.text)
             lex = np.zeros(cat.slots)
             lex[slots] = scores
@@ -84,7 +95,7 @@ def main() -> None:
             for w in HRR_WEIGHTS:
                 fused = (1 - w) * lex + w * np.maximum(sim, 0)
                 order = top_k(all_slots, fused, 10)
-                rows[f"bm25+hrr{w}"].append((q.category, metrics(
+                rows[f"default+hrr{w}"].append((q.category, metrics(
                     [cat.ids[int(i)] or "" for i in order], q.evidence)))
             rows["sqlite_fts5"].append((q.category, metrics(fts_rank(con, q.text, 10),
                                                               q.evidence)))

@@ -14,7 +14,7 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("holomem.log", ("holomem.errors", "holomem.log"), ("xxhash", "zstandard", "cryptography")),
     ("holomem.events", ("holomem.errors",), ("msgspec",)),
     ("holomem.projections", ("holomem.errors", "holomem.events", "holomem.projections"),
-     ("numpy", "msgspec")),
+     ("numpy", "msgspec", "Stemmer")),
     ("holomem.errors", (), ()),
 ]
 

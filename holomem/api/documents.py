@@ -221,7 +221,9 @@ class Store:
         state = _State(text_store)
         state.text.deferred = True
         state.bm25.deferred = True
-        last = 0
+        # Not 0: a generation compacted from a store with nothing live holds no event,
+        # yet the revision must not go back to before the events it replaced.
+        last = self._journal.first_seq - 1
         for seq, payloads in self._journal.replay():
             for payload in payloads:
                 state.apply(seq, ev.decode(payload, seq=seq))

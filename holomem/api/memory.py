@@ -39,6 +39,7 @@ from holomem.api.types import (
     ChainEntry,
     ConsolidateOptions,
     ConsolidationReport,
+    ContextConfig,
     Explanation,
     FactRecord,
     FeedbackConfig,
@@ -49,6 +50,7 @@ from holomem.api.types import (
     MaintenanceOptions,
     MatchedTerm,
     MemoryConfig,
+    Neighbors,
     Recalled,
     RecallOptions,
     RecencyConfig,
@@ -164,6 +166,12 @@ class Memory:
         self._consolidation: Callable[[Memory, int], list[tuple[list[str], str]]] | None = None
         self._feedback_weight = (self.config.feedback.weight
                                  if isinstance(self.config.feedback, FeedbackConfig) else None)
+        self._context: Neighbors | None = (self.config.context.neighbors
+                                           if isinstance(self.config.context, ContextConfig)
+                                           else None)
+        if self._context is not None and (self._context.weight < 0 or self._context.window < 1):
+            raise InvalidError("context neighbors need weight >= 0 and window >= 1")
+
 
     # -- policies -------------------------------------------------------------------------
     def _copy(self) -> Memory:
@@ -309,7 +317,7 @@ class Memory:
             if slot >= 0 or fid in pending:
                 first_ingest, same = (
                     (int(facts.ingest[slot]), facts.times(slot).digest == digest[:8]) if slot >= 0
-                    else (pending[fid].ingest, pending[fid].digest == digest))
+                    else (pending[fid].ingest, pending[fid].digest == digest[:8]))
                 if not same:
                     raise ConflictError(f"fact {fid!r} already exists with a different payload")
                 results.append(Remembered(id=fid, created=False, ingest_time=first_ingest))
@@ -462,7 +470,8 @@ class Memory:
         """SPEC §4's identity rule: nothing can change document search's answer."""
         facts = st.facts
         return (facts.windows == 0 and facts.links == 0 and self._recency is None
-                and self._feedback_weight is None and o.known_at is None
+                and self._feedback_weight is None and self._context is None
+                and o.known_at is None
                 and o.history == "current" and facts.max_eff <= at)
 
     def _embedding(self, st: _State, o: RecallOptions) -> bytes:
@@ -501,7 +510,35 @@ class Memory:
             return out
 
     def _fused(self, st: _State, q: str, emb: bytes, ids: list[str] | None) -> Fusion:
-        return self.store._fused(st, q, emb, ids)
+        if self._context is None:
+            return self.store._fused(st, q, emb, ids)
+        return self._with_context(st, self.store._fused(st, q, emb, None), ids)
+
+    def _with_context(self, st: _State, fused: Fusion, ids: list[str] | None) -> Fusion:
+        """Add the context policy's share of each neighbour's score (in write order)."""
+        assert self._context is not None
+        weight, window = self._context.weight, self._context.window
+        live = np.flatnonzero(st.catalog.alive.view())
+        own = np.zeros(len(live))
+        own[np.searchsorted(live, fused.slots)] = fused.score
+        total = own.copy()
+        for d in range(1, window + 1):
+            total[d:] += weight * own[:-d]
+            total[:-d] += weight * own[d:]
+        keep = np.flatnonzero(total > 0)
+        if ids is not None:
+            allowed = np.zeros(st.catalog.slots, dtype=bool)
+            allowed[[st.catalog.slot(i) for i in ids if st.catalog.slot(i) >= 0]] = True
+            keep = keep[allowed[live[keep]]]
+        slots = live[keep]
+        lexical = np.zeros(len(live))
+        lexical[np.searchsorted(live, fused.slots)] = fused.lexical
+        semantic = None
+        if fused.semantic is not None:
+            semantic = np.zeros(len(live))
+            semantic[np.searchsorted(live, fused.slots)] = fused.semantic
+            semantic = semantic[keep]
+        return Fusion(slots, total[keep], lexical[keep], semantic)
 
     def _evaluate(self, st: _State, o: RecallOptions, at: int, fused: Fusion, i: int,
                   rank: int) -> _Candidate | None:
@@ -615,6 +652,10 @@ class Memory:
         ranked = self._rank(st, q, everything, at, emb, ids)[1]
         rank_of = {c.slot: (n, c) for n, c in enumerate(ranked, start=1)}
         fused = self._fused(st, q, emb, ids)
+        own: dict[int, float] = {}
+        if self._context is not None:  # each fact's score before its neighbours' share
+            plain = self.store._fused(st, q, emb, None)
+            own = dict(zip(plain.slots.tolist(), plain.score.tolist(), strict=True))
         method = "bm25+cosine" if emb else "bm25"
         out = []
         for slot in slots:
@@ -625,9 +666,11 @@ class Memory:
                 mine = self._evaluate(st, o, at, fused, int(pos[0]), 0)
             status = facts.status(slot, at, o.known_at)
             retrieved = fid in chosen_ids
+            # known_at ignores the facts ingested after it, in the chain too.
             chain = [ChainEntry(id=c, status=facts.status(facts.slot(c), at, o.known_at),  # type: ignore[arg-type]
                                 effective_time=facts.order_key(c)[0])
-                     for c in facts.chain(fid)] if facts.is_fact[slot] else []
+                     for c in facts.chain(fid) if facts.known(facts.slot(c), o.known_at)
+                     ] if facts.is_fact[slot] else []
             out.append(Explanation(
                 id=fid, retrieved=retrieved, rank=rank,
                 lexical_score=mine.lexical if mine else 0.0,
@@ -642,6 +685,7 @@ class Memory:
                 status=status if facts.known(slot, o.known_at) else None,  # type: ignore[arg-type]
                 valid_at=at, chain=chain, score=mine.score if mine else 0.0,
                 usefulness_multiplier=mine.usefulness if mine else 1.0,
+                context_bonus=mine.fused - own.get(slot, 0.0) if mine and own else 0.0,
                 reason=self._reason(st, o, slot, status, retrieved, rank, len(pos) > 0)))
         return out
 

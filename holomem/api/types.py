@@ -121,6 +121,7 @@ class Explanation(_Response, frozen=True):
     chain: list[ChainEntry]
     score: float = 0.0
     usefulness_multiplier: float = 1.0
+    context_bonus: float = 0.0
     reason: str = ""
 
 
@@ -227,6 +228,17 @@ class FeedbackConfig(_Config, frozen=True):
     weight: float = 0.5
 
 
+class Neighbors(_Config, frozen=True):
+    """Facts written next to each other lend each other ``weight`` times their score."""
+
+    weight: float = 0.3
+    window: int = 1
+
+
+class ContextConfig(_Config, frozen=True):
+    neighbors: Neighbors
+
+
 class MemoryConfig(_Config, frozen=True):
     """Every policy, with a default that changes nothing (SPEC §4)."""
 
@@ -238,6 +250,9 @@ class MemoryConfig(_Config, frozen=True):
     #: Multiplier for facts that are not current (only matters with history="all").
     historical_weight: float = 1.0
     feedback: Literal["none"] | FeedbackConfig = "none"
+    #: Conversation context: a fact's score borrows from the facts written just
+    #: before and after it (useful when facts are consecutive turns of a dialogue).
+    context: Literal["none"] | ContextConfig = "none"
 
 
 def config_from_json(data: bytes | str) -> MemoryConfig:

@@ -26,7 +26,7 @@ gives the same atom on every machine and Python version.
 **Encoding a document** (two vectors, each a bundle):
 
 - *content* = 32·Σ atom(w_i) + Σ bind(atom(w_i), P(atom(w_{i+1}))) over its
-  words (the BM25 tokenizer's words, before suffix folding): the unigrams carry
+  words (the BM25 tokenizer's words, before stemming): the unigrams carry
   what is said, the bound bigrams carry the order (a bound pair of ±1 atoms has
   entries of size about sqrt(D) = 32, hence the unigrams' weight) ("Alice owes Bob" and "Bob owes
   Alice" share every unigram but no bigram);

@@ -16,6 +16,10 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("holomem.projections", ("holomem.errors", "holomem.events", "holomem.projections"),
      ("numpy", "msgspec", "Stemmer")),
     ("holomem.errors", (), ()),
+    # fsck checks with the log, the events and the projections that lay out derived
+    # files; its --repair rebuilds them by opening the store (holomem.api.documents).
+    ("holomem.fsck", ("holomem.errors", "holomem.log", "holomem.events", "holomem.projections",
+                      "holomem.api.documents"), ()),
 ]
 
 

@@ -91,9 +91,20 @@ def select(memory: Memory, st: _State, scope: ForgetScope) -> list[str]:
         slots = []
         for s in np.flatnonzero(cat.alive.view()):
             meta = validate.load_metadata(memory.store._record(st, int(s)).metadata) or {}
-            if all(k in meta and meta[k] == v for k, v in wanted.items()):
+            if all(k in meta and _same_json(meta[k], v) for k, v in wanted.items()):
                 slots.append(int(s))
     return [cat.ids[s] or "" for s in slots]
+
+
+def _same_json(a: object, b: object) -> bool:
+    """Equal as JSON values: ``true`` is not ``1`` (Python's ``True == 1`` is)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(_same_json, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_json(v, b[k]) for k, v in a.items())
+    return a == b
 
 
 def with_chains(facts: FactIndex, ids: Iterable[str]) -> list[str]:

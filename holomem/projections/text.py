@@ -87,31 +87,48 @@ class TextSegment:
         off = int(self.offset.view()[slot])
         self.store.write(off, self.store.encode(off, seq, body_of(event)))
 
+    def audit(self, raw: bytes, alive: np.ndarray, seqs: np.ndarray
+              ) -> Iterator[tuple[str, int, int, int]]:
+        """Everything in the file's content ``raw`` that differs from the placement.
+
+        Yields ``("record", slot, offset, size)`` for a live record that does not
+        read back intact, and ``("stale", -1, offset, length)`` for bytes that should
+        be zero but are not (a vacated record, or unused space before ``end``).
+        """
+        assert self.store is not None
+        view = memoryview(raw)
+        cursor = self.store.first_offset
+        for slot, off, size in self._placements():
+            if not alive[slot]:
+                continue
+            if off > cursor and self._dirty(raw, cursor, off):
+                yield ("stale", -1, cursor, off - cursor)
+            rec = view[off : off + size] if off + size <= len(raw) else b""
+            if self.store.decode(rec, off, int(seqs[slot])) is None:
+                yield ("record", slot, off, size)
+            cursor = off + size
+        if self.end > cursor and self._dirty(raw, cursor, self.end):
+            yield ("stale", -1, cursor, self.end - cursor)
+
     def reconcile(self, raw: bytes, alive: np.ndarray, seqs: np.ndarray,
                   fetch: Callable[[int], DocumentAdded | DocumentReplaced]) -> tuple[int, int]:
         """Bring the file in line with the placement after a replay that wrote nothing.
 
-        ``raw`` is the file's current content. Every live record that does not read
-        back intact is written again (``fetch(slot)`` gives its event); every other
-        byte before ``end`` must be zero and is zeroed if not. Returns (records
-        rewritten, stale ranges zeroed). The caller truncates the file at ``end``.
+        Every live record that does not read back intact is written again
+        (``fetch(slot)`` gives its event); every other byte before ``end`` that is
+        not zero is zeroed. Returns (records rewritten, ranges zeroed). The caller
+        truncates the file at ``end``.
         """
         assert self.store is not None
         rewritten = zeroed = 0
-        view = memoryview(raw)
-        cursor = self.store.first_offset
-        for slot, off, size in self._placements():
-            if alive[slot]:
-                if off > cursor:
-                    zeroed += self._zero_if_dirty(raw, cursor, off)
-                rec = view[off : off + size] if off + size <= len(raw) else b""
-                if self.store.decode(rec, off, int(seqs[slot])) is None:
-                    self.store.write(off, self.store.encode(off, int(seqs[slot]),
-                                                            body_of(fetch(slot))))
-                    rewritten += 1
-                cursor = off + size
-        if self.end > cursor:
-            zeroed += self._zero_if_dirty(raw, cursor, self.end)
+        for kind, slot, off, size in list(self.audit(raw, alive, seqs)):
+            if kind == "record":
+                seq = int(seqs[slot])
+                self.store.write(off, self.store.encode(off, seq, body_of(fetch(slot))))
+                rewritten += 1
+            else:
+                self.store.zero(off, min(size, max(0, len(raw) - off)))
+                zeroed += 1
         return rewritten, zeroed
 
     def _placements(self) -> Iterator[tuple[int, int, int]]:
@@ -119,12 +136,7 @@ class TextSegment:
         sizes = self.size.view().tolist()
         yield from zip(range(len(offs)), offs, sizes, strict=True)
 
-    def _zero_if_dirty(self, raw: bytes, lo: int, hi: int) -> int:
-        assert self.store is not None
-        hi_in = min(hi, len(raw))
-        if lo >= hi_in:
-            return 0
-        if not np.frombuffer(raw, dtype=np.uint8, count=hi_in - lo, offset=lo).any():
-            return 0
-        self.store.zero(lo, hi_in - lo)
-        return 1
+    @staticmethod
+    def _dirty(raw: bytes, lo: int, hi: int) -> bool:
+        hi = min(hi, len(raw))
+        return lo < hi and bool(np.frombuffer(raw, dtype=np.uint8, count=hi - lo, offset=lo).any())

@@ -1,0 +1,397 @@
+"""``python -m holomem.fsck STORE [--repair] [--json] [--key-file F]``: check and repair a store.
+
+Owns: the store checker (SPEC §7). Imports the log, the events and the
+projections that lay out derived files; with ``--repair`` it rebuilds derived
+files by opening the store (``holomem.Store``), the same code that builds them on
+every open, rather than a second copy of it.
+
+What is checked, and what ``--repair`` does about it:
+
+==========================  =====================================  ==========================
+problem                     meaning                                repair
+==========================  =====================================  ==========================
+``leftover``                a generation left by an interrupted    overwrite with zeros, unlink
+                            compaction (``gen-N.tmp`` or an old
+                            ``gen-N``)
+``journal.torn``            a torn tail: the last write never      cut it (the cut bytes are
+                            completed                              saved to a backup first)
+``corrupt.*``               damage before the tail: a bad frame,   none: reported, exit 4
+                            a sequence gap, a bad header, a
+                            missing segment, failed authentication
+``event.undecodable``       a frame holding something that is not  none: reported, exit 4
+                            a holomem event
+``text.header``             the text segment is missing, or its    rebuild it from the journal
+                            header is unreadable or foreign
+``text.record``             a live document's record does not      rebuild
+                            read back intact
+``text.stale``              bytes that should be zero are not      rebuild (old bytes zeroed)
+                            (text of a removed document, or of an
+                            unacknowledged write)
+``purge.pending``           a purge was requested and its          finish the purge
+                            compaction did not finish
+==========================  =====================================  ==========================
+
+Nothing is ever dropped silently: a repair that cuts bytes saves them first and
+says where. Exit codes follow e2fsck: 0 clean, 1 errors corrected, 4 errors left
+uncorrected, 8 operational error (no store, unreadable, wrong key, locked).
+Run it on a closed store; ``--repair`` takes the writer's lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from holomem.errors import (
+    CorruptError,
+    HolomemError,
+    KeyRequiredError,
+    UnexpectedKeyError,
+    WrongKeyError,
+)
+from holomem.events import PurgeRequested
+from holomem.events import decode as decode_event
+from holomem.log import fs
+from holomem.log.envelope import Envelope, key_check, validate_key
+from holomem.log.format import (
+    FRAME_CHECKSUMMED,
+    FRAME_HEADER_SIZE,
+    GEN_RE,
+    GEN_TMP_RE,
+    SEGMENT_FLAG_ENCRYPTED,
+    generation_name,
+)
+from holomem.log.frame import BadBody, FrameCodec, parse_header
+from holomem.log.reader import Problem as LogProblem
+from holomem.log.reader import scan_generation
+from holomem.log.recordfile import RecordFile
+from holomem.log.segment import read_file
+from holomem.log.writer import Segment
+from holomem.projections.catalog import Catalog
+from holomem.projections.text import TextSegment
+
+TEXT_FILE = "text.seg"
+EXIT_CLEAN, EXIT_CORRECTED, EXIT_UNCORRECTED, EXIT_OPERATIONAL = 0, 1, 4, 8
+
+
+@dataclass
+class Finding:
+    code: str
+    path: str
+    offset: int
+    length: int
+    message: str
+    repairable: bool
+    repaired: bool = False
+    backup: str | None = None
+
+
+@dataclass
+class Report:
+    store: str
+    generation: int = 0
+    segments: int = 0
+    transactions: int = 0
+    documents: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+    exit_code: int = EXIT_CLEAN
+    seconds: float = 0.0
+
+    @property
+    def clean(self) -> bool:
+        return not self.findings and self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["clean"] = self.clean
+        return out
+
+
+class _Progress:
+    """A progress line on stderr, only when it is a terminal and the store is large."""
+
+    def __init__(self, total: int) -> None:
+        self.on = sys.stderr.isatty() and total > 20_000_000
+        self.total = total
+        self.done = 0
+        self._last = 0.0
+
+    def add(self, n: int, what: str) -> None:
+        self.done += n
+        now = time.monotonic()
+        if self.on and now - self._last > 0.1:
+            self._last = now
+            pct = 100 * self.done / max(1, self.total)
+            bar = "#" * int(pct / 5)
+            print(f"\rfsck {what:<10} [{bar:<20}] {pct:5.1f}%", end="", file=sys.stderr)
+
+    def close(self) -> None:
+        if self.on:
+            print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
+
+
+def _generations(path: str) -> tuple[list[int], list[str]]:
+    live: list[int] = []
+    tmp: list[str] = []
+    for name in sorted(os.listdir(path)):
+        m = GEN_RE.match(name)
+        if m and os.path.isdir(os.path.join(path, name)):
+            live.append(int(m.group(1)))
+        elif GEN_TMP_RE.match(name):
+            tmp.append(name)
+    return sorted(live), tmp
+
+
+def check(path: str, *, key: bytes | None = None, repair: bool = False,
+          backup_dir: str | None = None) -> Report:
+    """Check (and with ``repair``, repair) the store at ``path``; never raises for damage."""
+    t0 = time.monotonic()
+    report = Report(store=os.path.abspath(path))
+    try:
+        _check(report, key, repair, backup_dir)
+    except HolomemError as exc:
+        report.error = f"{exc.code}: {exc}"
+    except OSError as exc:
+        report.error = f"io: {exc}"
+    report.seconds = round(time.monotonic() - t0, 3)
+    if report.error is not None:
+        report.exit_code = EXIT_OPERATIONAL
+    elif any(not f.repaired for f in report.findings):
+        report.exit_code = EXIT_UNCORRECTED
+    elif report.findings:
+        report.exit_code = EXIT_CORRECTED
+    return report
+
+
+def _check(report: Report, key: bytes | None, repair: bool, backup_dir: str | None) -> None:
+    path = report.store
+    if not os.path.isdir(path):
+        raise HolomemError(f"no store directory at {path!r}")
+    key = validate_key(key)
+    lock_fd = fs.lock(os.path.join(path, "LOCK")) if repair else None
+    try:
+        _scan(report, path, key)
+        fixable = repair and report.findings and all(f.repairable for f in report.findings)
+        if fixable:
+            for f in report.findings:
+                if f.code == "leftover":
+                    fs.erase_tree(f.path)
+                elif f.code == "journal.torn":
+                    f.backup = _backup_and_cut(f, path, backup_dir)
+            for f in report.findings:
+                if f.code.startswith("text."):
+                    fs.erase(f.path)  # it may hold stale text: zeroed, synced, unlinked
+                    fs.sync_dir(os.path.dirname(f.path))
+                    break
+    finally:
+        if lock_fd is not None:
+            fs.unlock(lock_fd)
+    if not fixable:
+        return
+    # Derived files are rebuilt, and a pending purge finished, by the code that does
+    # it on every open: open the store as its writer.
+    from holomem.api.documents import Store
+
+    Store.open(path, key=key).close()
+    after = Report(store=path)
+    _scan(after, path, key)
+    left = {(f.code, f.path) for f in after.findings}
+    for f in report.findings:
+        f.repaired = (f.code, f.path) not in left
+    report.findings.extend(f for f in after.findings
+                           if (f.code, f.path) not in {(g.code, g.path) for g in report.findings})
+
+
+def _scan(report: Report, path: str, key: bytes | None) -> None:
+    live, tmp = _generations(path)
+    if not live:
+        raise HolomemError(f"{path!r} holds no holomem generation (not a store?)")
+    for name in tmp + [generation_name(g) for g in live[:-1]]:
+        report.findings.append(Finding(
+            "leftover", os.path.join(path, name), 0, 0,
+            "left by an interrupted compaction; it may hold removed text", True))
+    report.generation = live[-1]
+    gen_dir = os.path.join(path, generation_name(live[-1]))
+    problems: list[LogProblem] = []
+    segments = scan_generation(gen_dir, live[-1], problems.append)
+    report.segments = len(segments)
+    for p in problems:
+        report.findings.append(Finding(
+            "journal.torn" if p.tail else p.code, p.path, p.offset, p.length,
+            _explain_log(p), p.tail))
+    if segments:
+        _check_key(segments[0], key)
+        journal_ok = not any(not p.tail for p in problems)
+        _check_frames_and_text(report, gen_dir, segments, key, journal_ok)
+
+
+def _explain_log(p: LogProblem) -> str:
+    if p.tail:
+        return (f"torn tail: {p.reason}. The last write never completed (a crash or power "
+                "loss); it was never acknowledged")
+    return p.reason
+
+
+def _check_key(first: Segment, key: bytes | None) -> None:
+    encrypted = bool(first.header.flags & SEGMENT_FLAG_ENCRYPTED)
+    if encrypted and key is None:
+        raise KeyRequiredError("the store is encrypted: pass --key-file")
+    if not encrypted and key is not None:
+        raise UnexpectedKeyError("the store is not encrypted, but a key was given")
+    if key is not None and key_check(key, first.header.store_id) != first.header.key_check:
+        raise WrongKeyError("the key does not open this store")
+
+
+def _check_frames_and_text(report: Report, gen_dir: str, segments: list[Segment],
+                           key: bytes | None, journal_ok: bool) -> None:
+    store_id = segments[0].header.store_id
+    envelope = Envelope(key) if key is not None else None
+    codec = FrameCodec(store_id=store_id, envelope=envelope, compress=False)
+    text_path = os.path.join(gen_dir, TEXT_FILE)
+    text_file = RecordFile(text_path, store_id=store_id, generation=report.generation,
+                           envelope=envelope, read_only=True)
+    catalog = Catalog()
+    text = TextSegment(text_file)
+    text.deferred = True
+    purge_pending = False
+    progress = _Progress(sum(s.end for s in segments))
+    for seg in segments:
+        data = read_file(seg.path)
+        binding = seg.binding()
+        view = memoryview(data)
+        for i, off in enumerate(seg.offsets):
+            seq = seg.first_seq + i
+            fh = parse_header(data, off)
+            body = view[off + FRAME_HEADER_SIZE : off + FRAME_HEADER_SIZE + fh.length]
+            try:
+                payloads = codec.decode_body(fh, view[off : off + FRAME_CHECKSUMMED], body,
+                                             binding)
+                events = [decode_event(p, seq=seq) for p in payloads]
+            except BadBody as exc:
+                code = "corrupt.auth" if exc.auth else "corrupt.frame"
+                report.findings.append(Finding(code, seg.path, off, FRAME_HEADER_SIZE + fh.length,
+                                               f"transaction {seq}: {exc}", False))
+                journal_ok = False
+                continue
+            except CorruptError as exc:
+                report.findings.append(Finding("event.undecodable", seg.path, off,
+                                               FRAME_HEADER_SIZE + fh.length, exc.message, False))
+                journal_ok = False
+                continue
+            report.transactions += 1
+            for event in events:
+                change = catalog.apply(seq, event)
+                text.apply(seq, event, change)
+                purge_pending = purge_pending or isinstance(event, PurgeRequested)
+        progress.add(seg.end, "journal")
+    progress.close()
+    report.documents = catalog.live
+    if purge_pending:
+        report.findings.append(Finding(
+            "purge.pending", gen_dir, 0, 0,
+            "a purge was requested but its compaction did not finish: removed text may "
+            "still be in the journal", True))
+    if not journal_ok:
+        text_file.close()
+        return  # the placement of derived records cannot be trusted past damage
+    if not text_file.available:
+        why = "missing" if not os.path.exists(text_path) else "unreadable, damaged or foreign"
+        report.findings.append(Finding("text.header", text_path, 0, 0,
+                                       f"the text segment is {why}", True))
+        return
+    raw = text_file.read_all()
+    text_file.close()
+    for kind, _slot, off, size in text.audit(raw, catalog.alive.view(), catalog.seq.view()):
+        if kind == "record":
+            report.findings.append(Finding(
+                "text.record", text_path, off, size,
+                "a live document's record does not read back intact", True))
+        else:
+            report.findings.append(Finding(
+                "text.stale", text_path, off, size,
+                "bytes that should be zero are not: text of a removed document or of a "
+                "write that never completed", True))
+    if len(raw) > text.end:
+        report.findings.append(Finding(
+            "text.stale", text_path, text.end, len(raw) - text.end,
+            "bytes past the last record (an unacknowledged write?)", True))
+
+
+def _backup_and_cut(f: Finding, store: str, backup_dir: str | None) -> str:
+    target = backup_dir or store.rstrip("/") + ".fsck-backup"
+    os.makedirs(target, mode=0o700, exist_ok=True)
+    with open(f.path, "rb") as src:
+        src.seek(f.offset)
+        cut = src.read()
+    name = f"{os.path.basename(f.path)}.{f.offset}.{int(time.time())}.bin"
+    out = os.path.join(target, name)
+    with open(out, "wb") as dst:
+        dst.write(cut)
+        dst.flush()
+        os.fsync(dst.fileno())
+    fs.sync_dir(target)
+    if f.offset == 0:
+        fs.erase(f.path)
+        fs.sync_dir(os.path.dirname(f.path))
+    else:
+        fd = fs.open_rw(f.path)
+        try:
+            fs.truncate(fd, f.offset, f.path)
+            fs.sync(fd, f.path)
+        finally:
+            fs.close(fd)
+    return out
+
+
+def _text(report: Report) -> str:
+    lines = [f"holomem fsck {report.store}"]
+    if report.error:
+        lines.append(f"  cannot check: {report.error}")
+    else:
+        lines.append(f"  generation {report.generation}: {report.segments} segments, "
+                     f"{report.transactions} transactions, {report.documents} live documents")
+        for f in report.findings:
+            state = ("repaired" if f.repaired
+                     else "repairable" if f.repairable else "NOT repairable")
+            where = f"{f.path} at offset {f.offset}" if os.path.isfile(f.path) else f.path
+            lines.append(f"  [{state}] {f.code}: {where} ({f.length} bytes): {f.message}")
+            if f.backup:
+                lines.append(f"      cut bytes saved to {f.backup}")
+        if report.clean:
+            lines.append("  clean")
+    lines.append(f"  exit {report.exit_code} ({report.seconds:.3f} s)")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m holomem.fsck",
+                                 description="check (and repair) a holomem store")
+    ap.add_argument("store")
+    ap.add_argument("--repair", action="store_true", help="repair what can be repaired")
+    ap.add_argument("--json", action="store_true", help="print the report as JSON")
+    ap.add_argument("--key-file", help="file holding the store's 32-byte key")
+    ap.add_argument("--backup-dir", help="where to save bytes a repair cuts "
+                    "(default: STORE.fsck-backup beside the store)")
+    args = ap.parse_args(argv)
+    key = None
+    if args.key_file:
+        try:
+            with open(args.key_file, "rb") as f:
+                key = f.read()
+        except OSError as exc:
+            print(f"cannot read the key file: {exc}", file=sys.stderr)
+            return EXIT_OPERATIONAL
+    report = check(args.store, key=key, repair=args.repair, backup_dir=args.backup_dir)
+    print(json.dumps(report.to_json(), indent=2) if args.json else _text(report))
+    return report.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

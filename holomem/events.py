@@ -73,6 +73,7 @@ class FactAdded(_Event, tag="fact.added", frozen=True, kw_only=True):
     superseded_by: tuple[str, ...] = ()
     requested: tuple[str, ...] = ()
     digest: bytes = b""
+    confidence: float | None = None
 
 
 class FactsForgotten(_Event, tag="fact.forgotten", frozen=True, kw_only=True):
@@ -98,10 +99,20 @@ class FactLinks(_Event, tag="fact.links", frozen=True, kw_only=True):
 
 
 class FeedbackGiven(_Event, tag="fact.feedback", frozen=True, kw_only=True):
+    """Whether a recalled fact helped: feeds its usefulness, never its confidence."""
+
     id: str
     helpful: bool
     time: int
     note: str | None = None
+
+
+class ConfidenceSet(_Event, tag="fact.confidence", frozen=True, kw_only=True):
+    """What the agent now believes of a fact, in [0, 1]; set only by an explicit call."""
+
+    id: str
+    confidence: float
+    time: int
 
 
 class PurgeRequested(_Event, tag="store.purge", frozen=True, kw_only=True):
@@ -118,6 +129,7 @@ Event = (
     | FactsForgotten
     | FactLinks
     | FeedbackGiven
+    | ConfidenceSet
     | PurgeRequested
 )
 

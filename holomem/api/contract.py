@@ -19,6 +19,7 @@ from holomem.api.types import (
     ConsolidateOptions,
     ForgetScope,
     History,
+    ListFilter,
     MaintenanceOptions,
     RememberInput,
 )
@@ -65,6 +66,42 @@ class IdRequest(_Req, frozen=True, kw_only=True):
     id: str
 
 
+class EntityRequest(_Req, frozen=True, kw_only=True):
+    entity: str
+    k: int = 10
+
+
+class ReasonRequest(_Req, frozen=True, kw_only=True):
+    entities: list[str]
+    k: int = 10
+
+
+class ContradictRequest(_Req, frozen=True, kw_only=True):
+    subject: str | None = None
+    entity: str | None = None
+    k: int = 10
+    max_pairs: int = 100_000
+    cursor: str | None = None
+
+
+class FeedbackRequest(_Req, frozen=True, kw_only=True):
+    id: str
+    helpful: bool
+    note: str | None = None
+
+
+class ConfidenceRequest(_Req, frozen=True, kw_only=True):
+    id: str
+    confidence: float
+
+
+class ListRequest(_Req, frozen=True, kw_only=True):
+    cursor: str | None = None
+    limit: int = 100
+    filter: ListFilter | None = None
+    history: History = "all"
+
+
 def _options(req: RecallRequest) -> dict[str, Any]:
     return {f: getattr(req, f) for f in req.__struct_fields__ if f not in ("query", "id")}
 
@@ -108,7 +145,44 @@ def _consolidate(m: Memory, request: dict[str, Any]) -> Any:
     return m.consolidate(_decode(request, ConsolidateOptions))
 
 
-#: op -> handler. The ops of SPEC §5.
+def _probe(m: Memory, request: dict[str, Any]) -> Any:
+    req = _decode(request, EntityRequest)
+    return m.probe(req.entity, req.k)
+
+
+def _related(m: Memory, request: dict[str, Any]) -> Any:
+    req = _decode(request, EntityRequest)
+    return m.related(req.entity, req.k)
+
+
+def _reason(m: Memory, request: dict[str, Any]) -> Any:
+    req = _decode(request, ReasonRequest)
+    return m.reason(req.entities, req.k)
+
+
+def _contradict(m: Memory, request: dict[str, Any]) -> Any:
+    req = _decode(request, ContradictRequest)
+    return m.contradict(subject=req.subject, entity=req.entity, k=req.k,
+                        max_pairs=req.max_pairs, cursor=req.cursor)
+
+
+def _feedback(m: Memory, request: dict[str, Any]) -> Any:
+    req = _decode(request, FeedbackRequest)
+    return m.feedback(req.id, req.helpful, req.note)
+
+
+def _set_confidence(m: Memory, request: dict[str, Any]) -> Any:
+    req = _decode(request, ConfidenceRequest)
+    return {"fact": m.set_confidence(req.id, req.confidence)}
+
+
+def _list(m: Memory, request: dict[str, Any]) -> Any:
+    req = _decode(request, ListRequest)
+    return m.list(req.cursor, req.limit, req.filter, req.history)
+
+
+#: op -> handler. The ops of SPEC §5, then those added by the holographic
+#: operations, feedback and the audit listing (documented in the README).
 OPS: dict[str, Callable[[Memory, dict[str, Any]], Any]] = {
     "remember": _remember,
     "recall": _recall,
@@ -118,6 +192,13 @@ OPS: dict[str, Callable[[Memory, dict[str, Any]], Any]] = {
     "history": _history,
     "applyForgetting": _apply_forgetting,
     "consolidate": _consolidate,
+    "probe": _probe,
+    "related": _related,
+    "reason": _reason,
+    "contradict": _contradict,
+    "feedback": _feedback,
+    "setConfidence": _set_confidence,
+    "list": _list,
 }
 
 

@@ -34,6 +34,7 @@ from holomem.events import (
     Event,
     FactAdded,
     FactLinks,
+    FeedbackGiven,
     PurgeRequested,
 )
 from holomem.log import Journal
@@ -492,7 +493,10 @@ class Store:
             out.append(FactAdded(
                 id=rec.id, ingest_time=t.ingest_time, subject=t.subject,
                 event_time=t.event_time, valid_from=t.valid_from, valid_to=t.valid_to,
-                requested=facts.requested.get(rec.id, ()), digest=t.digest))
+                requested=facts.requested.get(rec.id, ()), digest=t.digest,
+                confidence=facts.confidence.get(rec.id)))
+            out.extend(FeedbackGiven(id=rec.id, helpful=h, time=tm, note=n)
+                       for h, tm, n in facts.feedback.get(rec.id, ()))
         return out
 
     # -- reading ----------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import msgspec
 import numpy as np
 
-from holomem.api import contract, forgetting, validate
+from holomem.api import audit, contract, forgetting, holographic, validate
 from holomem.api.documents import Store, _State
 from holomem.api.policies import (
     EXTRACTORS,
@@ -40,25 +40,33 @@ from holomem.api.types import (
     ConsolidateOptions,
     ConsolidationReport,
     ContextConfig,
+    ContradictResult,
     Explanation,
     FactRecord,
     FeedbackConfig,
+    FeedbackEntry,
+    FeedbackReport,
     ForgetOptions,
     ForgetReport,
     ForgetScope,
     FusionInfo,
+    ListFilter,
+    ListPage,
     MaintenanceOptions,
     MatchedTerm,
     MemoryConfig,
     Neighbors,
+    ProbeResult,
+    ReasonResult,
     Recalled,
     RecallOptions,
     RecencyConfig,
+    RelatedResult,
     Remembered,
     RememberInput,
 )
 from holomem.errors import ConflictError, InvalidError, LimitError, NotFoundError
-from holomem.events import DocumentAdded, Event, FactAdded
+from holomem.events import ConfidenceSet, DocumentAdded, Event, FactAdded, FeedbackGiven
 from holomem.projections.facts import CURRENT
 from holomem.projections.fusion import W_LEXICAL, W_SEMANTIC, Fusion, top_k
 
@@ -112,6 +120,12 @@ def _struct(cls: type[Any], value: object, fields: Mapping[str, Any], what: str,
         return msgspec.convert(msgspec.to_builtins(built), cls)
     except (msgspec.ValidationError, TypeError, ValueError, OverflowError) as exc:
         raise InvalidError(f"{what}: {exc}") from exc
+
+
+def _confidence(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise InvalidError("confidence must be a number between 0 and 1")
+    return float(value)
 
 
 class _Pending(NamedTuple):
@@ -298,6 +312,8 @@ class Memory:
             raise InvalidError(f"{where}: valid_from must be before valid_to")
         if x.supersedes is not None:
             validate.id_list(x.supersedes, f"{where}: supersedes")
+        if x.confidence is not None:
+            _confidence(x.confidence)
         payload = {k: v for k, v in msgspec.to_builtins(x).items() if k != "id" and v is not None}
         canon = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return x, hashlib.sha256(canon.encode("utf-8")).digest()
@@ -346,7 +362,8 @@ class Memory:
             events.append(FactAdded(
                 id=fid, ingest_time=now, subject=x.subject, event_time=x.event_time,
                 valid_from=x.valid_from, valid_to=x.valid_to, supersedes=supersedes,
-                superseded_by=superseded_by, requested=requested, digest=digest[:8]))
+                superseded_by=superseded_by, requested=requested, digest=digest[:8],
+                confidence=x.confidence))
             pending[fid] = _Pending(fid, digest[:8], now, x.subject, eff, n, supersedes,
                                     superseded_by)
             results.append(Remembered(id=fid, created=True, ingest_time=now,
@@ -412,13 +429,17 @@ class Memory:
             return FactRecord(id=fid, text=rec.text, ingest_time=0, status="current",
                               entities=list(rec.entities), metadata=meta, embedding=emb)
         t = facts.times(slot)
+        fb = facts.feedback.get(fid, [])
         return FactRecord(
             id=fid, text=rec.text, ingest_time=t.ingest_time,
             status=facts.status(slot, at, known_at),  # type: ignore[arg-type]
             subject=t.subject, entities=list(rec.entities), metadata=meta, embedding=emb,
             event_time=t.event_time, valid_from=t.valid_from, valid_to=t.valid_to,
             supersedes=facts.predecessors(fid, known_at),
-            superseded_by=facts.successors(fid, known_at))
+            superseded_by=facts.successors(fid, known_at),
+            confidence=facts.confidence.get(fid, 1.0),
+            helpful=sum(1 for h, _, _ in fb if h), unhelpful=sum(1 for h, _, _ in fb if not h),
+            feedback=[FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb])
 
     def get(self, id: str) -> FactRecord | None:
         """One stored fact, with its status now, or None. Errors: ``invalid``."""
@@ -560,7 +581,60 @@ class Memory:
                           recency, history, usefulness)
 
     def _usefulness(self, st: _State, slot: int) -> float:
-        return 1.0
+        """1 + w * (helpful - unhelpful) / (n + 2) under a feedback policy, else 1.
+
+        It stays within (1 - w, 1 + w) with w < 1, so feedback reorders facts but
+        never hides one.
+        """
+        if self._feedback_weight is None:
+            return 1.0
+        fid = st.catalog.ids[slot]
+        fb = st.facts.feedback.get(fid or "", ())
+        if not fb:
+            return 1.0
+        good = sum(1 for h, _, _ in fb if h)
+        return 1.0 + self._feedback_weight * (2 * good - len(fb)) / (len(fb) + 2)
+
+    # -- feedback and confidence ----------------------------------------------------------
+    def feedback(self, id: str, helpful: bool, note: str | None = None) -> FeedbackReport:
+        """Record whether a fact helped. It changes the fact's usefulness (used by recall
+        only under a feedback policy), never its confidence, and never hides it.
+
+        Errors: ``invalid``, ``not_found``.
+        """
+        fid = validate.doc_id(id)
+        if not isinstance(helpful, bool):
+            raise InvalidError("helpful must be true or false")
+        if note is not None:
+            validate.text(note, "note")
+
+        def build() -> list[Event]:
+            if self.store._state.facts.slot(fid) < 0:
+                raise NotFoundError(f"no fact {fid!r}")
+            return [FeedbackGiven(id=fid, helpful=helpful, time=self.clock.now_ms(), note=note)]
+
+        seq, _ = self.store.commit(build)
+        self._notify("feedback", [fid], seq)
+        with self.store.reading() as st:
+            fb = st.facts.feedback.get(fid, [])
+            good = sum(1 for h, _, _ in fb if h)
+            return FeedbackReport(id=fid, helpful=good, unhelpful=len(fb) - good,
+                                  usefulness=(2 * good - len(fb)) / (len(fb) + 2))
+
+    def set_confidence(self, id: str, confidence: float) -> FactRecord:
+        """Set what the agent believes of a fact, in [0, 1]. Errors: ``invalid``, ``not_found``."""
+        fid = validate.doc_id(id)
+        value = _confidence(confidence)
+
+        def build() -> list[Event]:
+            if self.store._state.facts.slot(fid) < 0:
+                raise NotFoundError(f"no fact {fid!r}")
+            return [ConfidenceSet(id=fid, confidence=value, time=self.clock.now_ms())]
+
+        self.store.commit(build)
+        record = self.get(fid)
+        assert record is not None
+        return record
 
     def _wanted(self, o: RecallOptions, status: str) -> bool:
         if o.history == "all":
@@ -591,6 +665,31 @@ class Memory:
         ``not_found`` or ``conflict``, and nothing else for any request.
         """
         return contract.call(self, op, request)
+
+    # -- holographic operations (holomem.api.holographic) and the audit listing ----------
+    def probe(self, entity: str, k: int = 10) -> ProbeResult:
+        """Facts whose HRR structure binds ``entity`` (algebra, not keyword lookup)."""
+        return holographic.probe(self, entity, k)
+
+    def related(self, entity: str, k: int = 10) -> RelatedResult:
+        """Entities structurally associated with ``entity`` (bound in the same facts)."""
+        return holographic.related(self, entity, k)
+
+    def reason(self, entities: Sequence[str], k: int = 10) -> ReasonResult:
+        """Facts that bind every one of ``entities`` (AND)."""
+        return holographic.reason(self, entities, k)
+
+    def contradict(self, *, subject: str | None = None, entity: str | None = None,
+                   k: int = 10, max_pairs: int = holographic.MAX_PAIRS,
+                   cursor: str | None = None) -> ContradictResult:
+        """Pairs of current facts that likely contradict; counts what was compared."""
+        return holographic.contradict(self, subject=subject, entity=entity, k=k,
+                                      max_pairs=max_pairs, cursor=cursor)
+
+    @staticmethod
+    def render_context(results: Iterable[Recalled | FactRecord]) -> str:
+        """Recalled facts as a prompt block fenced as untrusted data."""
+        return audit.render_context(results)
 
     # -- forgetting and maintenance (holomem.api.forgetting) -------------------------------
     def forget(self, scope: ForgetScope | Mapping[str, Any],
@@ -702,3 +801,14 @@ class Memory:
         if not self._wanted(o, status):
             return f"its status is {status}, filtered out by history={o.history}"
         return f"ranked below the k={o.k} results"
+
+    # Defined last: inside the class body, the name ``list`` now means this method.
+    def list(self, cursor: str | None = None, limit: int = 100,
+             filter: ListFilter | Mapping[str, Any] | None = None,
+             history: str = "all") -> ListPage:
+        """Every stored fact with its status, in write order, a page at a time.
+
+        Exhaustive and stable: a walk interleaved with writes sees every fact exactly
+        once. Errors: ``invalid``.
+        """
+        return audit.list_facts(self, cursor, limit, filter, history)

@@ -40,6 +40,9 @@ class RememberInput(_Request, frozen=True):
     valid_from: int | None = None
     valid_to: int | None = None
     supersedes: list[str] | None = None
+    #: What the agent believes, in [0, 1] (default 1). Changed later only by
+    #: ``set_confidence``; feedback never touches it. It never hides a fact.
+    confidence: float | None = None
 
 
 class Remembered(_Response, frozen=True):
@@ -50,6 +53,12 @@ class Remembered(_Response, frozen=True):
 
 
 # -- records and recall -----------------------------------------------------------------
+class FeedbackEntry(_Response, frozen=True):
+    helpful: bool
+    time: int
+    note: str | None = None
+
+
 class FactRecord(_Response, frozen=True):
     """A stored fact: every RememberInput field as stored, its ingest time, status and links.
 
@@ -70,6 +79,10 @@ class FactRecord(_Response, frozen=True):
     valid_to: int | None = None
     supersedes: list[str] = []
     superseded_by: list[str] = []
+    confidence: float = 1.0
+    helpful: int = 0
+    unhelpful: int = 0
+    feedback: list[FeedbackEntry] = []
 
 
 class RecallOptions(_Request, frozen=True):
@@ -188,6 +201,97 @@ class ConsolidationReport(_Response, frozen=True):
     groups: list[ConsolidationGroup]
     added: list[str]
     removed: list[str]
+
+
+# -- holographic operations, feedback, audit ------------------------------------------
+class ProbeHit(_Response, frozen=True):
+    """A fact that binds the entity. ``role`` is the order role it fills best
+    (0 = named first, 1 = second, ...; None when it fills none clearly)."""
+
+    id: str
+    score: float
+    role: int | None = None
+    role_score: float = 0.0
+    text: str = ""
+
+
+class ProbeResult(_Response, frozen=True):
+    entity: str
+    results: list[ProbeHit]
+    #: facts compared, the membership threshold used, and which path answered
+    #: ("algebra": HRR unbinding; "algebra+exact": facts whose bundle is too full
+    #: to trust (low signal-to-noise) were checked against their entity list).
+    compared: int
+    threshold: float
+    path: str
+    exact_checked: int = 0
+
+
+class RelatedHit(_Response, frozen=True):
+    entity: str
+    score: float
+    facts: int
+
+
+class RelatedResult(_Response, frozen=True):
+    entity: str
+    results: list[RelatedHit]
+    facts_bundled: int
+    snr: float
+    path: str
+    compared: int
+
+
+class ReasonHit(_Response, frozen=True):
+    id: str
+    score: float
+    scores: list[float]
+    text: str = ""
+
+
+class ReasonResult(_Response, frozen=True):
+    entities: list[str]
+    results: list[ReasonHit]
+    compared: int
+    threshold: float
+    path: str
+
+
+class ContradictionPair(_Response, frozen=True):
+    a: str
+    b: str
+    score: float
+    overlap: float
+    content_similarity: float
+    shared: list[str]
+
+
+class ContradictResult(_Response, frozen=True):
+    pairs: list[ContradictionPair]
+    compared_facts: int
+    compared_pairs: int
+    #: True when max_pairs stopped the scan; continue from next_cursor.
+    bound_hit: bool
+    next_cursor: str | None = None
+
+
+class FeedbackReport(_Response, frozen=True):
+    id: str
+    helpful: int
+    unhelpful: int
+    usefulness: float
+
+
+class ListFilter(_Request, frozen=True):
+    subject: str | None = None
+    entity: str | None = None
+    status: Status | None = None
+
+
+class ListPage(_Response, frozen=True):
+    facts: list[FactRecord]
+    next_cursor: str | None
+    scanned: int
 
 
 # -- configuration ------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from holomem.events import (
+    ConfidenceSet,
     DocumentAdded,
     DocumentDeleted,
     DocumentReplaced,
@@ -39,6 +40,7 @@ from holomem.events import (
     FactAdded,
     FactLinks,
     FactsForgotten,
+    FeedbackGiven,
 )
 from holomem.projections.base import Change, GrowArray
 from holomem.projections.catalog import Catalog
@@ -88,6 +90,9 @@ class FactIndex:
         self.supersedes: dict[str, list[Link]] = {}  # successor -> what it supersedes
         self.superseded_by: dict[str, list[Link]] = {}  # predecessor -> its successors
         self.requested: dict[str, tuple[str, ...]] = {}
+        #: (helpful, time, note) of every feedback on a fact, in order.
+        self.feedback: dict[str, list[tuple[bool, int, str | None]]] = {}
+        self.confidence: dict[str, float] = {}  # only facts whose confidence is not 1.0
         self.windows = 0  # live facts with valid_from or valid_to
         self.links = 0  # live links
         self.facts = 0
@@ -105,6 +110,14 @@ class FactIndex:
             case FactsForgotten(relinks=links) | FactLinks(links=links):
                 for succ, pred, known in links:
                     self._link(succ, pred, known)
+            case FeedbackGiven(id=fid, helpful=helpful, time=t, note=note):
+                canon = self._canonical(fid)
+                if canon is not None:
+                    self.feedback.setdefault(canon, []).append((helpful, t, note))
+            case ConfidenceSet(id=fid, confidence=value):
+                canon = self._canonical(fid)
+                if canon is not None:
+                    self._set_confidence(canon, value)
 
     @staticmethod
     def catalog_id(event: Event) -> str:
@@ -160,10 +173,18 @@ class FactIndex:
             self._by_subject.setdefault(sid, []).append(fid)
         if e.requested:
             self.requested[fid] = e.requested
+        if e.confidence is not None:
+            self._set_confidence(fid, e.confidence)
         for pred in e.supersedes:
             self._link(fid, pred, e.ingest_time)
         for succ in e.superseded_by:
             self._link(succ, fid, e.ingest_time)
+
+    def _set_confidence(self, fid: str, value: float) -> None:
+        if value == 1.0:
+            self.confidence.pop(fid, None)
+        else:
+            self.confidence[fid] = value
 
     def _canonical(self, fact_id: str) -> str | None:
         """The catalog's own string for ``fact_id`` (so links do not copy ids)."""
@@ -190,6 +211,8 @@ class FactIndex:
             if fact_id in members:
                 members.remove(fact_id)
         self.requested.pop(fact_id, None)
+        self.feedback.pop(fact_id, None)
+        self.confidence.pop(fact_id, None)
         for link in self.supersedes.pop(fact_id, []):
             self._drop(self.superseded_by, link.other, fact_id)
             self.links -= 1

@@ -209,6 +209,38 @@ def unpack(packed: np.ndarray) -> np.ndarray:
     return out
 
 
+#: Standard deviation of the similarity of two unrelated sign patterns.
+NOISE_SD = 1.0 / np.sqrt(D)
+
+
+def expected_member_similarity(items: int) -> float:
+    """Expected sign-pattern similarity of a bundle of ``items`` bound items with one of them.
+
+    A bundle of m roughly orthogonal items of equal size correlates with each at
+    1/sqrt(m); comparing sign patterns turns a correlation rho into
+    (2/pi) * arcsin(rho).
+    """
+    if items <= 0:
+        return 0.0
+    return float(2.0 / np.pi * np.arcsin(1.0 / np.sqrt(items)))
+
+
+def snr(items: int) -> float:
+    """Signal-to-noise ratio of finding one item in a bundle of ``items``."""
+    return expected_member_similarity(items) / float(NOISE_SD)
+
+
+def bit_similarity(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Similarity of packed sign patterns: 1 - 2 * hamming / D (a cosine estimate).
+
+    ``rows`` is (n, D/8) uint8, ``query`` (D/8,) uint8. Uses popcount on 64-bit words.
+    """
+    x = np.bitwise_xor(rows.view(np.uint64), query.view(np.uint64))
+    ham = np.bitwise_count(x).sum(axis=1, dtype=np.int64)
+    out: np.ndarray = 1.0 - 2.0 * ham / D
+    return out
+
+
 #: (words, entities) of each requested slot, read back by the API layer.
 Source = Callable[[Sequence[int]], list[tuple[str, tuple[str, ...]]]]
 
@@ -224,6 +256,7 @@ class HRRIndex:
         self.catalog = catalog
         self.content = GrowArray(np.uint8, capacity=16, width=PACKED)
         self.structure = GrowArray(np.uint8, capacity=16, width=PACKED)
+        self.items = GrowArray(np.int32, capacity=16)  # items bound in each structure
 
     @property
     def stale(self) -> int:
@@ -238,16 +271,20 @@ class HRRIndex:
         alive = self.catalog.alive.view()
         rows_c = np.zeros((stop - start, PACKED), dtype=np.uint8)
         rows_s = np.zeros((stop - start, PACKED), dtype=np.uint8)
+        items = np.zeros(stop - start, dtype=np.int32)
         todo = [s for s in range(start, stop) if alive[s]]
         for i in range(0, len(todo), _CHUNK):
             chunk = todo[i : i + _CHUNK]
-            items = source(chunk)
-            content = encode_texts([tokenize(text) for text, _ in items])
+            batch = source(chunk)
+            content = encode_texts([tokenize(text) for text, _ in batch])
             for j, slot in enumerate(chunk):
                 rows_c[slot - start] = pack(content[j])
-                rows_s[slot - start] = pack(encode_entities(items[j][1]))
+                ents = batch[j][1]
+                rows_s[slot - start] = pack(encode_entities(ents))
+                items[slot - start] = len(ents) + min(len(ents), ORDER_ROLES)
         self.content.extend(rows_c)
         self.structure.extend(rows_s)
+        self.items.extend(items)
         return len(todo)
 
     def _scores(self, bank: GrowArray, query: np.ndarray,
@@ -274,8 +311,18 @@ class HRRIndex:
 
     def probe(self, entity: str, role: np.ndarray = ROLE_ENTITY,
               allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """How strongly each live document binds ``entity`` under ``role`` (slots, cosine)."""
-        return self._scores(self.structure, bind(role, atom(entity, "entity")), allowed)
+        """How strongly each live document binds ``entity`` under ``role``: (slots, similarity).
+
+        Algebra, not lookup: the query is ``bind(role, atom(entity))`` and each
+        document's score is the similarity of its structure pattern with the
+        query's sign pattern (equivalently, of the unbound filler with the atom).
+        """
+        mask = self.catalog.alive.view()
+        if allowed is not None:
+            mask = mask & allowed
+        slots = np.flatnonzero(mask)
+        query = pack(bind(role, atom(entity, "entity")))
+        return slots, bit_similarity(self.structure.view()[slots], query)
 
     def memory_bytes(self) -> int:
         return self.content.nbytes + self.structure.nbytes

@@ -1,0 +1,263 @@
+"""Holographic operations: probe, related, reason, contradict (issue 8).
+
+Owns: algebraic queries over the HRR structure vectors of facts, with their
+capacity checks, and the contradiction scan. Imports the API layer and the HRR
+projection.
+
+How each one works, and how it stays honest:
+
+- ``probe(entity)``: the facts whose structure binds ``entity`` under the entity
+  role — the similarity of each fact's structure pattern with
+  ``bind(ROLE_ENTITY, atom(entity))``, i.e. unbinding the role and comparing the
+  filler with the atom. A fact is a member when its similarity clears
+  :data:`THRESHOLD_SDS` noise standard deviations. The order roles tell which
+  position the entity holds ("Alice owes Bob": Alice first; "Bob owes Alice":
+  second). A fact whose bundle holds so many items that a member would not clear
+  the threshold (signal-to-noise below it) is checked exactly, against its entity
+  list, and the result says so (``path``).
+- ``related(entity)``: the probe's member facts are bundled, the entity role is
+  unbound from the bundle, and every known entity atom is compared with it (a
+  clean-up memory). A bundle of many facts holds many items; when its estimated
+  signal-to-noise ratio falls below :data:`MIN_SNR`, the bank is split: each fact
+  is scored on its own and the per-fact similarities are summed (``path`` says
+  "exact per-fact").
+- ``reason(entities)``: facts that bind *all* the entities: a fact's score is its
+  smallest per-entity similarity, and every entity must clear the threshold.
+- ``contradict()``: pairs of current facts about the same thing — the same
+  subject, or entity sets that overlap by at least :data:`MIN_OVERLAP` (Jaccard) —
+  that say different things (HRR content similarity at most
+  :data:`MAX_CONTENT_SIMILARITY`: not duplicates) and are not versions of each
+  other (no supersession chain joins them). Score: overlap x (1 - similarity). Every response counts
+  the facts and pairs compared; ``max_pairs`` bounds a call, and when it is hit
+  the response says so and returns a cursor to continue. Nothing is cut silently.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from holomem.api import validate
+from holomem.api.documents import _State
+from holomem.api.types import (
+    ContradictionPair,
+    ContradictResult,
+    ProbeHit,
+    ProbeResult,
+    ReasonHit,
+    ReasonResult,
+    RelatedHit,
+    RelatedResult,
+)
+from holomem.errors import InvalidError
+from holomem.projections import hrr
+from holomem.projections.facts import CURRENT
+
+if TYPE_CHECKING:
+    from holomem.api.memory import Memory
+
+#: Membership: a similarity at least this many noise standard deviations.
+THRESHOLD_SDS = 5.0
+THRESHOLD = THRESHOLD_SDS * float(hrr.NOISE_SD)
+#: A bundle is trusted when its estimated signal-to-noise ratio is at least this.
+MIN_SNR = THRESHOLD_SDS
+MAX_K = 1000
+MAX_PAIRS = 100_000
+#: Contradiction: subject/entity overlap at least this, content similarity at most this.
+MIN_OVERLAP = 0.6
+MAX_CONTENT_SIMILARITY = 0.9
+
+
+def _ready(memory: Memory, st: _State) -> hrr.HRRIndex:
+    return memory.store._hrr_ready(st)
+
+
+def _entity(value: object, field: str = "entity") -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidError(f"{field} must be a non-empty string")
+    return validate.entities([value], field)[0]
+
+
+def _members(memory: Memory, st: _State, entity: str
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(slots, entity-role similarity, is member, facts checked exactly) over live docs."""
+    index = _ready(memory, st)
+    slots, sims = index.probe(entity)
+    items = index.items.view()[slots]
+    member = sims >= THRESHOLD
+    # Bundles too full for the threshold to be trusted: decide membership exactly.
+    weak = np.flatnonzero(np.array([hrr.snr(int(m)) < MIN_SNR for m in items], dtype=bool))
+    if len(weak):
+        carriers = set(st.entities.slots(entity).tolist())
+        for i in weak:
+            member[i] = int(slots[i]) in carriers
+    return slots, sims, member, len(weak)
+
+
+def probe(memory: Memory, entity: str, k: int = 10) -> ProbeResult:
+    ent = _entity(entity)
+    k = validate.positive_int(k, "k", MAX_K)
+    with memory.store.reading() as st:
+        index = _ready(memory, st)
+        slots, sims, member, exact = _members(memory, st, ent)
+        roles = np.stack([index.probe(ent, role)[1] for role in hrr.ROLE_ORDER]) \
+            if len(slots) else np.zeros((len(hrr.ROLE_ORDER), 0))
+        idx = np.flatnonzero(member)
+        order = idx[np.lexsort((slots[idx], -sims[idx]))][:k]
+        hits = []
+        for i in order:
+            best = int(np.argmax(roles[:, i]))
+            clear = roles[best, i] >= THRESHOLD
+            slot = int(slots[i])
+            hits.append(ProbeHit(id=st.catalog.ids[slot] or "", score=float(sims[i]),
+                                 role=best if clear else None,
+                                 role_score=float(roles[best, i]),
+                                 text=memory.store._record(st, slot).text))
+        return ProbeResult(entity=ent, results=hits, compared=len(slots), threshold=THRESHOLD,
+                           path="algebra+exact" if exact else "algebra", exact_checked=exact)
+
+
+def related(memory: Memory, entity: str, k: int = 10) -> RelatedResult:
+    ent = _entity(entity)
+    k = validate.positive_int(k, "k", MAX_K)
+    with memory.store.reading() as st:
+        index = _ready(memory, st)
+        slots, _, member, _ = _members(memory, st, ent)
+        facts = slots[member]
+        candidates = [e for e in st.entities.names() if e != ent]
+        if not len(facts) or not candidates:
+            return RelatedResult(entity=ent, results=[], facts_bundled=len(facts), snr=0.0,
+                                 path="algebra", compared=len(candidates))
+        items = int(index.items.view()[facts].sum())
+        ratio = hrr.snr(items)
+        queries = np.stack([hrr.pack(hrr.bind(hrr.ROLE_ENTITY, hrr.atom(c, "entity")))
+                            for c in candidates])
+        rows = index.structure.view()[facts]
+        if ratio >= MIN_SNR:
+            # One bank: bundle the facts, then compare every candidate with it.
+            bank = hrr.pack(hrr.unpack(rows).sum(axis=0))
+            scores = hrr.bit_similarity(queries, bank)
+            path = "algebra"
+        else:
+            # Too many items for one bundle: score each fact on its own and sum.
+            scores = np.zeros(len(candidates))
+            for row in rows:
+                sims = hrr.bit_similarity(queries, row)
+                scores += np.where(sims >= THRESHOLD, sims, 0.0)
+            path = "exact per-fact"
+        order = np.lexsort((np.arange(len(candidates)), -scores))
+        hits: list[RelatedHit] = []
+        fact_set = set(facts.tolist())
+        for i in order:
+            if scores[i] < (THRESHOLD if path == "algebra" else 1e-12) or len(hits) >= k:
+                break
+            c = candidates[i]
+            n = len(fact_set & set(st.entities.slots(c).tolist()))
+            hits.append(RelatedHit(entity=c, score=float(scores[i]), facts=n))
+        return RelatedResult(entity=ent, results=hits, facts_bundled=len(facts), snr=ratio,
+                             path=path, compared=len(candidates))
+
+
+def reason(memory: Memory, entities: Sequence[str], k: int = 10) -> ReasonResult:
+    if isinstance(entities, str) or not isinstance(entities, Sequence) or not entities:
+        raise InvalidError("entities must be a non-empty list of strings")
+    ents = [_entity(e, "entities") for e in entities]
+    k = validate.positive_int(k, "k", MAX_K)
+    with memory.store.reading() as st:
+        per = [_members(memory, st, e) for e in ents]
+        slots = per[0][0]
+        sims = np.stack([p[1] for p in per])
+        member = np.logical_and.reduce([p[2] for p in per])
+        score = sims.min(axis=0)
+        idx = np.flatnonzero(member)
+        order = idx[np.lexsort((slots[idx], -score[idx]))][:k]
+        exact = sum(p[3] for p in per)
+        return ReasonResult(
+            entities=ents,
+            results=[ReasonHit(id=st.catalog.ids[int(slots[i])] or "", score=float(score[i]),
+                               scores=[float(x) for x in sims[:, i]],
+                               text=memory.store._record(st, int(slots[i])).text)
+                     for i in order],
+            compared=len(slots), threshold=THRESHOLD,
+            path="algebra+exact" if exact else "algebra")
+
+
+def _cursor(value: str | None) -> tuple[int, int]:
+    if value is None:
+        return 0, 0
+    try:
+        data = json.loads(base64.urlsafe_b64decode(value.encode()))
+        return int(data["g"]), int(data["i"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidError("not a cursor this call gave out") from exc
+
+
+def contradict(memory: Memory, *, subject: str | None = None, entity: str | None = None,
+               k: int = 10, max_pairs: int = MAX_PAIRS, cursor: str | None = None
+               ) -> ContradictResult:
+    """Pairs of current facts that likely contradict each other, most likely first."""
+    k = validate.positive_int(k, "k", MAX_K)
+    max_pairs = validate.positive_int(max_pairs, "max_pairs", 10_000_000)
+    gen, start = _cursor(cursor)
+    now = memory.clock.now_ms()
+    with memory.store.reading() as st:
+        if cursor is not None and gen != memory.store.generation:
+            raise InvalidError("the store was compacted since this cursor; start again")
+        facts = st.facts
+        index = _ready(memory, st)
+        live = np.flatnonzero(facts.is_fact.view() & st.catalog.alive.view())
+        current = [int(s) for s in live if facts.status(int(s), now) == CURRENT]
+        if subject is not None:
+            wanted = {facts.slot(i) for i in facts.subject_members(validate.doc_id(subject))}
+            current = [s for s in current if s in wanted]
+        if entity is not None:
+            carriers = set(st.entities.slots(_entity(entity)).tolist())
+            current = [s for s in current if s in carriers]
+        # Candidate pairs share a subject or an entity: group, then pair within groups.
+        groups: dict[str, list[int]] = {}
+        subj = facts.subject.view()
+        ents: dict[int, tuple[str, ...]] = {}
+        for s in current:
+            if subj[s] >= 0:
+                groups.setdefault("s:" + facts.subject_names[int(subj[s])], []).append(s)
+            ents[s] = memory.store._record(st, s).entities
+            for e in ents[s]:
+                groups.setdefault("e:" + e, []).append(s)
+        pairs: dict[tuple[int, int], list[str]] = {}
+        for key in sorted(groups):
+            members = groups[key]
+            for i in range(len(members)):
+                for j in range(i + 1, len(members)):
+                    pairs.setdefault((members[i], members[j]), []).append(key[2:])
+        keys = sorted(pairs)
+        chunk = keys[start : start + max_pairs]
+        content = index.content.view()
+        found = []
+        for a, b in chunk:
+            if (st.catalog.ids[b] or "") in facts.chain(st.catalog.ids[a] or ""):
+                continue  # one supersession chain: versions, not a contradiction
+            # A shared subject slot is full overlap; otherwise the entity sets' Jaccard.
+            if subj[a] >= 0 and subj[a] == subj[b]:
+                overlap = 1.0
+            else:
+                ea, eb = set(ents[a]), set(ents[b])
+                overlap = len(ea & eb) / len(ea | eb)
+            sim = float(hrr.bit_similarity(content[a][None, :], content[b])[0])
+            if overlap < MIN_OVERLAP or sim > MAX_CONTENT_SIMILARITY:
+                continue
+            found.append(ContradictionPair(
+                a=st.catalog.ids[a] or "", b=st.catalog.ids[b] or "",
+                score=overlap * (1.0 - max(sim, 0.0)), overlap=overlap,
+                content_similarity=sim, shared=pairs[(a, b)]))
+        found.sort(key=lambda p: (-p.score, p.a, p.b))
+        done = start + len(chunk)
+        more = done < len(keys)
+        next_cursor = base64.urlsafe_b64encode(json.dumps(
+            {"g": memory.store.generation, "i": done}).encode()).decode() if more else None
+        return ContradictResult(pairs=found[:k], compared_facts=len(current),
+                                compared_pairs=len(chunk), bound_hit=more,
+                                next_cursor=next_cursor)

@@ -25,11 +25,15 @@ How each one works, and how it stays honest:
   smallest per-entity similarity, and every entity must clear the threshold.
 - ``contradict()``: pairs of current facts about the same thing — the same
   subject, or entity sets that overlap by at least :data:`MIN_OVERLAP` (Jaccard) —
-  that say different things (HRR content similarity at most
-  :data:`MAX_CONTENT_SIMILARITY`: not duplicates) and are not versions of each
-  other (no supersession chain joins them). Score: overlap x (1 - similarity). Every response counts
-  the facts and pairs compared; ``max_pairs`` bounds a call, and when it is hit
-  the response says so and returns a cursor to continue. Nothing is cut silently.
+  that say different things in the same frame — HRR content similarity between
+  :data:`MIN_CONTENT_SIMILARITY` (below it, two facts about Alice simply talk of
+  different things) and :data:`MAX_CONTENT_SIMILARITY` (above it, they are
+  duplicates) — and are not versions of each other (no supersession chain joins
+  them). Score: overlap x 4 s (1 - s) for content similarity s, highest for facts
+  that share half their content: "Alice lives in Paris" against "... in Berlin".
+  Every response counts the facts and pairs compared; ``max_pairs`` bounds a
+  call, and when it is hit the response says so and returns a cursor to
+  continue. Nothing is cut silently.
 """
 
 from __future__ import annotations
@@ -67,8 +71,11 @@ THRESHOLD = THRESHOLD_SDS * float(hrr.NOISE_SD)
 MIN_SNR = THRESHOLD_SDS
 MAX_K = 1000
 MAX_PAIRS = 100_000
-#: Contradiction: subject/entity overlap at least this, content similarity at most this.
+#: Contradiction: subject/entity overlap at least this, and content similarity within
+#: [MIN_CONTENT_SIMILARITY, MAX_CONTENT_SIMILARITY]: the same frame ("Alice lives in
+#: ..."), not the same statement.
 MIN_OVERLAP = 0.6
+MIN_CONTENT_SIMILARITY = 0.2
 MAX_CONTENT_SIMILARITY = 0.9
 
 
@@ -247,11 +254,12 @@ def contradict(memory: Memory, *, subject: str | None = None, entity: str | None
                 ea, eb = set(ents[a]), set(ents[b])
                 overlap = len(ea & eb) / len(ea | eb)
             sim = float(hrr.bit_similarity(content[a][None, :], content[b])[0])
-            if overlap < MIN_OVERLAP or sim > MAX_CONTENT_SIMILARITY:
+            if overlap < MIN_OVERLAP or not (
+                    MIN_CONTENT_SIMILARITY <= sim <= MAX_CONTENT_SIMILARITY):
                 continue
             found.append(ContradictionPair(
                 a=st.catalog.ids[a] or "", b=st.catalog.ids[b] or "",
-                score=overlap * (1.0 - max(sim, 0.0)), overlap=overlap,
+                score=overlap * 4.0 * sim * (1.0 - sim), overlap=overlap,
                 content_similarity=sim, shared=pairs[(a, b)]))
         found.sort(key=lambda p: (-p.score, p.a, p.b))
         done = start + len(chunk)

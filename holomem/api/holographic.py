@@ -39,6 +39,7 @@ How each one works, and how it stays honest:
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -59,7 +60,6 @@ from holomem.api.types import (
 )
 from holomem.errors import InvalidError
 from holomem.projections import hrr
-from holomem.projections.facts import CURRENT
 
 if TYPE_CHECKING:
     from holomem.api.memory import Memory
@@ -69,6 +69,8 @@ THRESHOLD_SDS = 5.0
 THRESHOLD = THRESHOLD_SDS * float(hrr.NOISE_SD)
 #: A bundle is trusted when its estimated signal-to-noise ratio is at least this.
 MIN_SNR = THRESHOLD_SDS
+#: The most items a fact's structure bundle may hold and still be trusted.
+MAX_ITEMS = max(m for m in range(1, 4096) if hrr.snr(m) >= MIN_SNR)
 MAX_K = 1000
 MAX_PAIRS = 100_000
 #: Contradiction: subject/entity overlap at least this, and content similarity within
@@ -95,13 +97,11 @@ def _members(memory: Memory, st: _State, entity: str
     index = _ready(memory, st)
     slots, sims = index.probe(entity)
     items = index.items.view()[slots]
-    member = sims >= THRESHOLD
+    member = (sims >= THRESHOLD) & (items > 0)
     # Bundles too full for the threshold to be trusted: decide membership exactly.
-    weak = np.flatnonzero(np.array([hrr.snr(int(m)) < MIN_SNR for m in items], dtype=bool))
+    weak = np.flatnonzero(items > MAX_ITEMS)
     if len(weak):
-        carriers = set(st.entities.slots(entity).tolist())
-        for i in weak:
-            member[i] = int(slots[i]) in carriers
+        member[weak] = np.isin(slots[weak], st.entities.slots(entity))
     return slots, sims, member, len(weak)
 
 
@@ -111,18 +111,20 @@ def probe(memory: Memory, entity: str, k: int = 10) -> ProbeResult:
     with memory.store.reading() as st:
         index = _ready(memory, st)
         slots, sims, member, exact = _members(memory, st, ent)
-        roles = np.stack([index.probe(ent, role)[1] for role in hrr.ROLE_ORDER]) \
-            if len(slots) else np.zeros((len(hrr.ROLE_ORDER), 0))
         idx = np.flatnonzero(member)
         order = idx[np.lexsort((slots[idx], -sims[idx]))][:k]
+        chosen = slots[order]
+        # Which position the entity holds: unbind each order role from the chosen facts.
+        rows = index.structure.view()[chosen]
+        roles = np.stack([hrr.bit_similarity(rows, hrr.probe_key(ent, j))
+                          for j in range(hrr.ORDER_ROLES)]) if len(chosen) else np.zeros((0, 0))
         hits = []
-        for i in order:
-            best = int(np.argmax(roles[:, i]))
-            clear = roles[best, i] >= THRESHOLD
+        for j, i in enumerate(order):
+            best = int(np.argmax(roles[:, j]))
             slot = int(slots[i])
             hits.append(ProbeHit(id=st.catalog.ids[slot] or "", score=float(sims[i]),
-                                 role=best if clear else None,
-                                 role_score=float(roles[best, i]),
+                                 role=best if roles[best, j] >= THRESHOLD else None,
+                                 role_score=float(roles[best, j]),
                                  text=memory.store._record(st, slot).text))
         return ProbeResult(entity=ent, results=hits, compared=len(slots), threshold=THRESHOLD,
                            path="algebra+exact" if exact else "algebra", exact_checked=exact)
@@ -141,8 +143,7 @@ def related(memory: Memory, entity: str, k: int = 10) -> RelatedResult:
                                  path="algebra", compared=len(candidates))
         items = int(index.items.view()[facts].sum())
         ratio = hrr.snr(items)
-        queries = np.stack([hrr.pack(hrr.bind(hrr.ROLE_ENTITY, hrr.atom(c, "entity")))
-                            for c in candidates])
+        queries = np.stack([hrr.probe_key(c) for c in candidates])
         rows = index.structure.view()[facts]
         if ratio >= MIN_SNR:
             # One bank: bundle the facts, then compare every candidate with it.
@@ -203,6 +204,30 @@ def _cursor(value: str | None) -> tuple[int, int]:
         raise InvalidError("not a cursor this call gave out") from exc
 
 
+def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values of a sorted array and how often each occurs (a sort-based unique)."""
+    if not len(sorted_keys):
+        return sorted_keys, np.zeros(0, dtype=np.int64)
+    start = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
+    return sorted_keys[start], np.diff(np.append(start, len(sorted_keys)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _upper(n: int) -> tuple[np.ndarray, np.ndarray]:
+    i, j = np.triu_indices(n, 1)
+    return i, j
+
+
+def _pairs_within(groups: list[np.ndarray]) -> np.ndarray:
+    """Every unordered pair (as a < b) inside each group, as an (n, 2) array."""
+    parts = []
+    for g in groups:
+        if len(g) > 1:
+            i, j = _upper(len(g))
+            parts.append(np.stack([g[i], g[j]], axis=1))
+    return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
+
+
 def contradict(memory: Memory, *, subject: str | None = None, entity: str | None = None,
                k: int = 10, max_pairs: int = MAX_PAIRS, cursor: str | None = None
                ) -> ContradictResult:
@@ -216,56 +241,67 @@ def contradict(memory: Memory, *, subject: str | None = None, entity: str | None
             raise InvalidError("the store was compacted since this cursor; start again")
         facts = st.facts
         index = _ready(memory, st)
-        live = np.flatnonzero(facts.is_fact.view() & st.catalog.alive.view())
-        current = [int(s) for s in live if facts.status(int(s), now) == CURRENT]
+        current = facts.current_mask(now)
         if subject is not None:
-            wanted = {facts.slot(i) for i in facts.subject_members(validate.doc_id(subject))}
-            current = [s for s in current if s in wanted]
+            keep = np.zeros_like(current)
+            keep[[facts.slot(i) for i in facts.subject_members(validate.doc_id(subject))]] = True
+            current &= keep
         if entity is not None:
-            carriers = set(st.entities.slots(_entity(entity)).tolist())
-            current = [s for s in current if s in carriers]
-        # Candidate pairs share a subject or an entity: group, then pair within groups.
-        groups: dict[str, list[int]] = {}
+            keep = np.zeros_like(current)
+            keep[st.entities.slots(_entity(entity))] = True
+            current &= keep
+        # Candidate pairs share a subject slot or an entity.
         subj = facts.subject.view()
-        ents: dict[int, tuple[str, ...]] = {}
-        for s in current:
-            if subj[s] >= 0:
-                groups.setdefault("s:" + facts.subject_names[int(subj[s])], []).append(s)
-            ents[s] = memory.store._record(st, s).entities
-            for e in ents[s]:
-                groups.setdefault("e:" + e, []).append(s)
-        pairs: dict[tuple[int, int], list[str]] = {}
-        for key in sorted(groups):
-            members = groups[key]
-            for i in range(len(members)):
-                for j in range(i + 1, len(members)):
-                    pairs.setdefault((members[i], members[j]), []).append(key[2:])
-        keys = sorted(pairs)
-        chunk = keys[start : start + max_pairs]
+        cur = np.flatnonzero(current)
+        with_subject = cur[subj[cur] >= 0]
+        order = with_subject[np.argsort(subj[with_subject], kind="stable")]
+        cuts = np.flatnonzero(np.diff(subj[order])) + 1
+        subject_pairs = _pairs_within(np.split(order, cuts))
+        ent_groups = []
+        counts = np.zeros(st.catalog.slots, dtype=np.int64)
+        for name in st.entities.names():
+            g = st.entities.slots(name)
+            counts[g] += 1
+            ent_groups.append(g[current[g]])
+        entity_pairs = _pairs_within(ent_groups)
+        n = max(1, st.catalog.slots)
+        keys, shared = _runs(np.sort(entity_pairs[:, 0] * n + entity_pairs[:, 1]))
+        all_keys, _ = _runs(np.sort(np.concatenate(
+            (keys, subject_pairs[:, 0] * n + subject_pairs[:, 1]))))
+        chunk = all_keys[start : start + max_pairs]
+        a, b = chunk // n, chunk % n
+        # Overlap: 1 for one subject slot, else the Jaccard of the entity sets.
+        inter = np.zeros(len(chunk))
+        pos = np.searchsorted(keys, chunk)
+        found_e = (pos < len(keys)) & (keys[np.minimum(pos, len(keys) - 1)] == chunk)
+        inter[found_e] = shared[pos[found_e]]
+        union = counts[a] + counts[b] - inter
+        overlap = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
+        overlap = np.where((subj[a] >= 0) & (subj[a] == subj[b]), 1.0, overlap)
         content = index.content.view()
-        found = []
-        for a, b in chunk:
-            if (st.catalog.ids[b] or "") in facts.chain(st.catalog.ids[a] or ""):
-                continue  # one supersession chain: versions, not a contradiction
-            # A shared subject slot is full overlap; otherwise the entity sets' Jaccard.
-            if subj[a] >= 0 and subj[a] == subj[b]:
-                overlap = 1.0
-            else:
-                ea, eb = set(ents[a]), set(ents[b])
-                overlap = len(ea & eb) / len(ea | eb)
-            sim = float(hrr.bit_similarity(content[a][None, :], content[b])[0])
-            if overlap < MIN_OVERLAP or not (
-                    MIN_CONTENT_SIMILARITY <= sim <= MAX_CONTENT_SIMILARITY):
-                continue
-            found.append(ContradictionPair(
-                a=st.catalog.ids[a] or "", b=st.catalog.ids[b] or "",
-                score=overlap * 4.0 * sim * (1.0 - sim), overlap=overlap,
-                content_similarity=sim, shared=pairs[(a, b)]))
-        found.sort(key=lambda p: (-p.score, p.a, p.b))
+        x = np.bitwise_xor(content[a].view(np.uint64), content[b].view(np.uint64))
+        sim = 1.0 - 2.0 * np.bitwise_count(x).sum(axis=1) / hrr.D
+        comp = facts.components()
+        keep = ((overlap >= MIN_OVERLAP) & (sim >= MIN_CONTENT_SIMILARITY)
+                & (sim <= MAX_CONTENT_SIMILARITY) & (comp[a] != comp[b]))
+        score = overlap * 4.0 * sim * (1.0 - sim)
+        idx = np.flatnonzero(keep)
+        best = idx[np.lexsort((chunk[idx], -score[idx]))][:k]
+        pairs = []
+        for i in best:
+            sa, sb = int(a[i]), int(b[i])
+            ea = set(memory.store._record(st, sa).entities)
+            eb = set(memory.store._record(st, sb).entities)
+            why = sorted(ea & eb)
+            if subj[sa] >= 0 and subj[sa] == subj[sb]:
+                why.insert(0, facts.subject_names[int(subj[sa])])
+            pairs.append(ContradictionPair(
+                a=st.catalog.ids[sa] or "", b=st.catalog.ids[sb] or "", score=float(score[i]),
+                overlap=float(overlap[i]), content_similarity=float(sim[i]), shared=why))
         done = start + len(chunk)
-        more = done < len(keys)
+        more = done < len(all_keys)
         next_cursor = base64.urlsafe_b64encode(json.dumps(
             {"g": memory.store.generation, "i": done}).encode()).decode() if more else None
-        return ContradictResult(pairs=found[:k], compared_facts=len(current),
+        return ContradictResult(pairs=pairs, compared_facts=len(cur),
                                 compared_pairs=len(chunk), bound_hit=more,
                                 next_cursor=next_cursor)

@@ -73,6 +73,13 @@ class FactTimes(NamedTuple):
     digest: bytes
 
 
+def _root(parent: np.ndarray, i: int) -> int:
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = int(parent[i])
+    return i
+
+
 class FactIndex:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
@@ -291,6 +298,33 @@ class FactIndex:
         if vto != UNSET and at >= vto:
             return EXPIRED
         return CURRENT
+
+    def current_mask(self, at: int) -> np.ndarray:
+        """Which slots hold a stored fact that is current at ``at`` (vectorised status)."""
+        is_fact = self.is_fact.view() & self.catalog.alive.view()
+        vto = self.valid_to.view()
+        mask: np.ndarray = is_fact & (self.eff.view() <= at) & ((vto == UNSET) | (at < vto))
+        for pred, links in self.superseded_by.items():
+            slot = self.slot(pred)
+            if slot >= 0 and mask[slot] and any(
+                    int(self.eff[self.slot(link.other)]) <= at for link in links
+                    if self.slot(link.other) >= 0):
+                mask[slot] = False
+        return mask
+
+    def components(self) -> np.ndarray:
+        """A chain id per slot: slots joined by supersession share one (else their own)."""
+        comp = np.arange(self.catalog.slots)
+        for succ, links in self.supersedes.items():
+            a = self.slot(succ)
+            for link in links:
+                b = self.slot(link.other)
+                if a >= 0 and b >= 0:
+                    ra, rb = _root(comp, a), _root(comp, b)
+                    comp[max(ra, rb)] = min(ra, rb)
+        out: np.ndarray = np.array([_root(comp, i) for i in range(len(comp))], dtype=np.int64) \
+            if self.links else comp
+        return out
 
     def superseded_since(self, slot: int, known_at: int | None = None) -> int | None:
         """When the fact in ``slot`` became superseded (earliest successor's start), or None."""

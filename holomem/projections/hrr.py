@@ -47,6 +47,7 @@ documents are written.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 
@@ -241,6 +242,18 @@ def bit_similarity(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     return out
 
 
+@functools.lru_cache(maxsize=65536)
+def _probe_key(entity: str, role: int) -> bytes:
+    r = ROLE_ENTITY if role < 0 else ROLE_ORDER[role]
+    return bytes(pack(bind(r, atom(entity, "entity"))))
+
+
+def probe_key(entity: str, role: int = -1) -> np.ndarray:
+    """The packed sign pattern of bind(role, atom(entity)): the entity role (-1) or an
+    order role (0, 1, ...). Cached: computing one costs an FFT."""
+    return np.frombuffer(_probe_key(entity, role), dtype=np.uint8)
+
+
 #: (words, entities) of each requested slot, read back by the API layer.
 Source = Callable[[Sequence[int]], list[tuple[str, tuple[str, ...]]]]
 
@@ -309,9 +322,10 @@ class HRRIndex:
         """Cosine of every live document's content vector with the text's (slots, scores)."""
         return self._scores(self.content, encode_text(words), allowed)
 
-    def probe(self, entity: str, role: np.ndarray = ROLE_ENTITY,
+    def probe(self, entity: str, role: int = -1,
               allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """How strongly each live document binds ``entity`` under ``role``: (slots, similarity).
+        """How strongly each live document binds ``entity`` under ``role`` (-1: the entity
+        role; j: order role j): (slots, similarity).
 
         Algebra, not lookup: the query is ``bind(role, atom(entity))`` and each
         document's score is the similarity of its structure pattern with the
@@ -321,8 +335,7 @@ class HRRIndex:
         if allowed is not None:
             mask = mask & allowed
         slots = np.flatnonzero(mask)
-        query = pack(bind(role, atom(entity, "entity")))
-        return slots, bit_similarity(self.structure.view()[slots], query)
+        return slots, bit_similarity(self.structure.view()[slots], probe_key(entity, role))
 
     def memory_bytes(self) -> int:
         return self.content.nbytes + self.structure.nbytes

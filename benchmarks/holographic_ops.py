@@ -1,0 +1,260 @@
+"""probe, related, reason and contradict against planted ground truth, beside the Hermes
+holographic plugin.
+
+    python benchmarks/holographic_ops.py [--sizes 1000,10000] [--queries 50] [--no-peer]
+
+A seeded synthetic corpus with known structure:
+
+- every fact names one or two entities (invented capitalised names), given to
+  holomem as the fact's entities, in the order they appear in the text;
+- pair facts ("Kavo owes Lumi ...") plant known multi-entity facts and known
+  co-occurrences;
+- contradiction pairs: two current facts of one subject slot with different values
+  ("Kavo lives in Varo" / "Kavo lives in Tessa"), no supersession between them;
+- distractors: facts that share an entity but say unrelated things.
+
+Measured per operation: precision@10 and recall@10 against the planted truth, and
+the median latency. The peer is Hermes Agent's holographic memory plugin
+(``hermes-agent`` 0.19.0, an optional benchmark dependency): its ``MemoryStore``
+and ``FactRetriever`` are imported from the installed package and fed the same
+fact texts. Saves benchmarks/results/holographic_ops.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import random
+import sys
+import tempfile
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks._common import machine, median, save
+from holomem import Memory, Store
+
+VERBS = ["likes", "visits", "paints", "studies", "collects", "repairs", "sells", "writes about"]
+OBJECTS = ["old maps", "red bicycles", "jazz records", "mountain trails", "glass jars",
+           "wooden boats", "silver coins", "green tea", "night trains", "paper kites",
+           "stone bridges", "small gardens", "loud radios", "quiet libraries", "fresh bread"]
+PAIR_VERBS = ["owes", "trusts", "teaches", "visits", "calls", "helps"]
+PLACES = ["Varo", "Tessa", "Mirel", "Oskan", "Pellin", "Qorra", "Rundel", "Sava"]
+
+
+def _name(i: int) -> str:
+    cons = "bdfgklmnprstvz"
+    vows = "aeiou"
+    s = ""
+    n = i + 31
+    while n:
+        s += cons[n % len(cons)] + vows[(n // len(cons)) % len(vows)]
+        n //= len(cons) * len(vows)
+    return s.capitalize() + "x"
+
+
+def corpus(n: int, seed: int = 7) -> dict[str, Any]:
+    rng = random.Random(seed)
+    n_ent = max(40, n // 20)
+    names = [_name(i) for i in range(n_ent)]
+    facts: list[dict[str, Any]] = []
+    contradictions: list[tuple[str, str]] = []
+    n_contra = max(10, n // 50)
+    for c in range(n_contra):
+        who = names[c % n_ent]
+        a, b = rng.sample(PLACES, 2)
+        ia, ib = f"x{len(facts)}", f"x{len(facts) + 1}"
+        facts.append({"id": ia, "text": f"{who} lives in {a}", "entities": [who],
+                      "subject": f"{who.lower()}/home{c}"})
+        facts.append({"id": ib, "text": f"{who} lives in {b}", "entities": [who],
+                      "subject": f"{who.lower()}/home{c}"})
+        contradictions.append((ia, ib))
+    while len(facts) < n:
+        fid = f"x{len(facts)}"
+        if rng.random() < 0.35:
+            a, b = rng.sample(names, 2)
+            facts.append({"id": fid, "entities": [a, b],
+                          "text": f"{a} {rng.choice(PAIR_VERBS)} {b} {rng.choice(OBJECTS)}"})
+        else:
+            a = rng.choice(names)
+            facts.append({"id": fid, "entities": [a],
+                          "text": f"{a} {rng.choice(VERBS)} {rng.choice(OBJECTS)}"})
+    return {"names": names, "facts": facts, "contradictions": contradictions}
+
+
+def truth(data: dict[str, Any]) -> dict[str, Any]:
+    by_entity: dict[str, set[str]] = {}
+    co: dict[str, set[str]] = {}
+    for f in data["facts"]:
+        for e in f["entities"]:
+            by_entity.setdefault(e, set()).add(f["id"])
+            co.setdefault(e, set()).update(x for x in f["entities"] if x != e)
+    return {"by_entity": by_entity, "co": co}
+
+
+def _prec_recall(got: list[str], relevant: set[str]) -> tuple[float, float]:
+    top = got[:10]
+    if not top:
+        return 0.0, 0.0
+    hit = sum(1 for g in top if g in relevant)
+    return hit / len(top), hit / min(10, len(relevant)) if relevant else 0.0
+
+
+def run_holomem(data: dict[str, Any], t: dict[str, Any], queries: list[str],
+                pairs: list[tuple[str, str]], workdir: str) -> dict[str, Any]:
+    store = Store.open(os.path.join(workdir, "holomem"), sync="none")
+    m = Memory(store)
+    for i in range(0, len(data["facts"]), 5000):
+        m.remember_many(data["facts"][i : i + 5000])
+    t0 = time.perf_counter()
+    m.probe(queries[0])  # builds the HRR vectors once
+    build = time.perf_counter() - t0
+    out: dict[str, Any] = {"hrr_build_s": round(build, 3)}
+    results: dict[str, list[tuple[float, float, float]]] = {"probe": [], "related": [],
+                                                            "reason": []}
+    for e in queries:
+        s = time.perf_counter()
+        got = [h.id for h in m.probe(e, 10).results]
+        results["probe"].append((*_prec_recall(got, t["by_entity"][e]), time.perf_counter() - s))
+        s = time.perf_counter()
+        rel = [h.entity for h in m.related(e, 10).results]
+        results["related"].append((*_prec_recall(rel, t["co"].get(e, set())),
+                                   time.perf_counter() - s))
+    for a, b in pairs:
+        both = t["by_entity"][a] & t["by_entity"][b]
+        s = time.perf_counter()
+        got = [h.id for h in m.reason([a, b], 10).results]
+        results["reason"].append((*_prec_recall(got, both), time.perf_counter() - s))
+    planted = {tuple(sorted(p)) for p in data["contradictions"]}
+    s = time.perf_counter()
+    # Page through every pair (the default bound stops a call at 100,000 pairs), keep
+    # the best-scoring candidates overall.
+    candidates, compared, pages, cursor = [], 0, 0, None
+    while True:
+        res = m.contradict(k=len(planted), cursor=cursor)
+        candidates.extend(res.pairs)
+        compared += res.compared_pairs
+        pages += 1
+        cursor = res.next_cursor
+        if cursor is None:
+            break
+    lat = time.perf_counter() - s
+    candidates.sort(key=lambda p: -p.score)
+    found = {tuple(sorted((p.a, p.b))) for p in candidates[: len(planted)]}
+    out["contradict"] = {
+        "recall": round(len(found & planted) / len(planted), 4),
+        "precision": round(len(found & planted) / max(1, len(found)), 4),
+        "latency_ms": round(lat * 1e3, 2), "compared_pairs": compared,
+        "compared_facts": res.compared_facts, "pages": pages}
+    for op, rows in results.items():
+        out[op] = {"precision@10": round(sum(r[0] for r in rows) / len(rows), 4),
+                   "recall@10": round(sum(r[1] for r in rows) / len(rows), 4),
+                   "latency_p50_ms": round(median([r[2] for r in rows]) * 1e3, 3)}
+    store.close()
+    return out
+
+
+def _peer_modules() -> tuple[Any, Any] | None:
+    spec = importlib.util.find_spec("plugins.memory.holographic")
+    if spec is None:
+        return None
+    store_mod = importlib.import_module("plugins.memory.holographic.store")
+    retr_mod = importlib.import_module("plugins.memory.holographic.retrieval")
+    return store_mod, retr_mod
+
+
+def run_peer(data: dict[str, Any], t: dict[str, Any], queries: list[str],
+             pairs: list[tuple[str, str]], workdir: str) -> dict[str, Any]:
+    mods = _peer_modules()
+    if mods is None:
+        return {"skipped": "hermes-agent is not installed (pip install hermes-agent==0.19.0)"}
+    store_mod, retr_mod = mods
+    store = store_mod.MemoryStore(db_path=os.path.join(workdir, "peer.db"))
+    retriever = retr_mod.FactRetriever(store)
+    by_content: dict[str, str] = {}
+    for f in data["facts"]:
+        fid = store.add_fact(f["text"])
+        by_content[str(fid)] = f["id"]
+
+    def ids(rows: list[dict[str, Any]]) -> list[str]:
+        return [by_content.get(str(r.get("fact_id")), "") for r in rows]
+
+    results: dict[str, list[tuple[float, float, float]]] = {"probe": [], "related": [],
+                                                            "reason": []}
+    for e in queries:
+        s = time.perf_counter()
+        got = ids(retriever.probe(e, limit=10))
+        results["probe"].append((*_prec_recall(got, t["by_entity"][e]), time.perf_counter() - s))
+        s = time.perf_counter()
+        rows = retriever.related(e, limit=10)
+        # The peer's related returns facts; score it by the entities those facts name.
+        names = []
+        for fid in ids(rows):
+            f = next((x for x in data["facts"] if x["id"] == fid), None)
+            names.extend(x for x in (f["entities"] if f else []) if x != e)
+        results["related"].append((*_prec_recall(list(dict.fromkeys(names)),
+                                                 t["co"].get(e, set())),
+                                   time.perf_counter() - s))
+    for a, b in pairs:
+        both = t["by_entity"][a] & t["by_entity"][b]
+        s = time.perf_counter()
+        got = ids(retriever.reason([a, b], limit=10))
+        results["reason"].append((*_prec_recall(got, both), time.perf_counter() - s))
+    planted = {tuple(sorted(p)) for p in data["contradictions"]}
+    s = time.perf_counter()
+    rows = retriever.contradict(limit=len(planted))
+    lat = time.perf_counter() - s
+    found = set()
+    for r in rows:
+        a = by_content.get(str((r.get("fact_a") or {}).get("fact_id")), "")
+        b = by_content.get(str((r.get("fact_b") or {}).get("fact_id")), "")
+        found.add(tuple(sorted((a, b))))
+    out: dict[str, Any] = {"contradict": {
+        "recall": round(len(found & planted) / len(planted), 4),
+        "precision": round(len(found & planted) / max(1, len(found)), 4),
+        "latency_ms": round(lat * 1e3, 2)}}
+    for op, rs in results.items():
+        out[op] = {"precision@10": round(sum(r[0] for r in rs) / len(rs), 4),
+                   "recall@10": round(sum(r[1] for r in rs) / len(rs), 4),
+                   "latency_p50_ms": round(median([r[2] for r in rs]) * 1e3, 3)}
+    store.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000,10000")
+    ap.add_argument("--queries", type=int, default=50)
+    ap.add_argument("--no-peer", action="store_true")
+    args = ap.parse_args()
+    runs: dict[str, Any] = {}
+    for n in (int(x) for x in args.sizes.split(",")):
+        data = corpus(n)
+        t = truth(data)
+        rng = random.Random(n)
+        frequent = [e for e, ids in t["by_entity"].items() if len(ids) >= 10]
+        queries = rng.sample(frequent, min(args.queries, len(frequent)))
+        pair_facts = [f for f in data["facts"] if len(f["entities"]) == 2]
+        pairs = [tuple(f["entities"]) for f in rng.sample(pair_facts,
+                                                           min(args.queries, len(pair_facts)))]
+        with tempfile.TemporaryDirectory() as d:
+            runs[str(n)] = {"holomem": run_holomem(data, t, queries, pairs, d)}
+            if not args.no_peer:
+                runs[str(n)]["hermes_holographic"] = run_peer(data, t, queries, pairs, d)
+    save("holographic_ops", {
+        "benchmark": "holographic_ops", "machine": machine(tempfile.gettempdir()),
+        "conditions": {"queries_per_op": args.queries, "seed": 7,
+                       "entities": "n/20 invented names; 35% of facts name two",
+                       "contradictions": "n/50 planted pairs (same subject, other value)"},
+        "runs": runs,
+        "targets_at_10000": {"probe_precision@10": ">= 0.9", "reason_precision@10": ">= 0.9",
+                             "contradict": "recall >= 0.9 at precision >= 0.8",
+                             "latency": "< 10 ms per operation"},
+    })
+
+
+if __name__ == "__main__":
+    main()

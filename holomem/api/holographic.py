@@ -29,8 +29,10 @@ How each one works, and how it stays honest:
   :data:`MIN_CONTENT_SIMILARITY` (below it, two facts about Alice simply talk of
   different things) and :data:`MAX_CONTENT_SIMILARITY` (above it, they are
   duplicates) — and are not versions of each other (no supersession chain joins
-  them). Score: overlap x 4 s (1 - s) for content similarity s, highest for facts
-  that share half their content: "Alice lives in Paris" against "... in Berlin".
+  them). Score: w x 4 s (1 - s) for content similarity s, highest for facts that
+  share half their content ("Alice lives in Paris" against "... in Berlin"); w is
+  1 for one subject slot (single-valued: two current facts in it contradict by
+  definition) and half the Jaccard overlap for pairs that share only entities.
   Every response counts the facts and pairs compared; ``max_pairs`` bounds a
   call, and when it is hit the response says so and returns a cursor to
   continue. Nothing is cut silently.
@@ -79,6 +81,7 @@ MAX_PAIRS = 100_000
 MIN_OVERLAP = 0.6
 MIN_CONTENT_SIMILARITY = 0.2
 MAX_CONTENT_SIMILARITY = 0.9
+ENTITY_ONLY_WEIGHT = 0.5
 
 
 def _ready(memory: Memory, st: _State) -> hrr.HRRIndex:
@@ -277,14 +280,19 @@ def contradict(memory: Memory, *, subject: str | None = None, entity: str | None
         inter[found_e] = shared[pos[found_e]]
         union = counts[a] + counts[b] - inter
         overlap = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
-        overlap = np.where((subj[a] >= 0) & (subj[a] == subj[b]), 1.0, overlap)
+        overlap = np.where((subj[a] >= 0) & (subj[a] == subj[b]), 1.0,
+                           np.minimum(overlap, 0.999))
         content = index.content.view()
         x = np.bitwise_xor(content[a].view(np.uint64), content[b].view(np.uint64))
         sim = 1.0 - 2.0 * np.bitwise_count(x).sum(axis=1) / hrr.D
         comp = facts.components()
         keep = ((overlap >= MIN_OVERLAP) & (sim >= MIN_CONTENT_SIMILARITY)
                 & (sim <= MAX_CONTENT_SIMILARITY) & (comp[a] != comp[b]))
-        score = overlap * 4.0 * sim * (1.0 - sim)
+        # One subject is a single-valued slot (SPEC §3): two current facts in it
+        # contradict by definition. Sharing only entities is weaker evidence (one can
+        # like two things), so such pairs weigh half.
+        weight = np.where(overlap >= 1.0, 1.0, ENTITY_ONLY_WEIGHT * overlap)
+        score = weight * 4.0 * sim * (1.0 - sim)
         idx = np.flatnonzero(keep)
         best = idx[np.lexsort((chunk[idx], -score[idx]))][:k]
         pairs = []

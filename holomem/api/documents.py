@@ -482,10 +482,11 @@ class Store:
     def _live_events(self, st: _State, slot: int) -> list[Event]:
         """Events that re-create the document (and fact) in ``slot`` as it is now."""
         rec = self._record(st, slot)
-        vec = st.embeddings.vector(slot)
+        # The caller's vector as written, not the unit vector the projection holds:
+        # normalising that again on replay would move it by an ulp per compaction.
+        emb = self._fetch(st, slot).embedding if st.embeddings.vector(slot) is not None else b""
         out: list[Event] = [DocumentAdded(
-            id=rec.id, text=rec.text, metadata=rec.metadata,
-            embedding=vec.astype("<f4").tobytes() if vec is not None else b"",
+            id=rec.id, text=rec.text, metadata=rec.metadata, embedding=emb,
             entities=rec.entities)]
         facts = st.facts
         if facts.is_fact[slot]:
@@ -577,7 +578,7 @@ class Store:
                          ids: Iterable[str] | None = None) -> list[Hit]:
         """The ``k`` best documents for ``query``, best first (SPEC §2).
 
-        Lexical scoring is BM25 (k1 = 1.2, b = 0.75). With ``embedding``, cosine
+        Lexical scoring is BM25 (k1 = 1.2, b = 0.4). With ``embedding``, cosine
         similarity is fused in (see :mod:`holomem.projections.fusion`). ``ids``
         restricts the search to those documents. Ties are broken by the order in
         which the documents were written. Errors: ``invalid``, ``closed``.

@@ -115,6 +115,16 @@ class ConfidenceSet(_Event, tag="fact.confidence", frozen=True, kw_only=True):
     time: int
 
 
+class StoreSettings(_Event, tag="store.settings", frozen=True, kw_only=True):
+    """Settings the live state implies but no live document may carry any more.
+
+    Written first by compaction: the embedding dimension stays fixed (SPEC §2) even
+    when no document with an embedding survives.
+    """
+
+    embedding_dim: int = 0
+
+
 class PurgeRequested(_Event, tag="store.purge", frozen=True, kw_only=True):
     """A compaction that erases removed text must run; finished on the next open if cut."""
 
@@ -130,6 +140,7 @@ Event = (
     | FactLinks
     | FeedbackGiven
     | ConfidenceSet
+    | StoreSettings
     | PurgeRequested
 )
 

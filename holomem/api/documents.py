@@ -36,6 +36,7 @@ from holomem.events import (
     FactLinks,
     FeedbackGiven,
     PurgeRequested,
+    StoreSettings,
 )
 from holomem.log import Journal
 from holomem.log import crashpoints as cp
@@ -135,6 +136,8 @@ class _State:
             self.embeddings.apply(seq, event, change)
             self.entities.apply(seq, event, change)
             # The HRR index needs no call: it encodes new slots lazily.
+        elif isinstance(event, StoreSettings):
+            self.embeddings.apply(seq, event, change)
         self.facts.apply(seq, event, change)
         if isinstance(event, PurgeRequested):
             self.purge_pending = True
@@ -457,6 +460,8 @@ class Store:
         state.bm25.deferred = True
         old = self._state
         batch: list[Event] = []
+        if old.embeddings.dim:
+            batch.append(StoreSettings(embedding_dim=old.embeddings.dim))
 
         def flush() -> None:
             if batch:

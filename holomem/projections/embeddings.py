@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from holomem.errors import CorruptError
-from holomem.events import DocumentAdded, DocumentReplaced, Event
+from holomem.events import DocumentAdded, DocumentReplaced, Event, StoreSettings
 from holomem.projections.base import Change, GrowArray
 from holomem.projections.catalog import Catalog
 
@@ -31,6 +31,10 @@ class Embeddings:
         self.has = GrowArray(np.bool_)
 
     def apply(self, seq: int, event: Event, change: Change) -> None:
+        if isinstance(event, StoreSettings):
+            if event.embedding_dim and not self.dim:
+                self._fix_dim(event.embedding_dim, self.has.n)
+            return
         if change.new < 0 or not isinstance(event, (DocumentAdded, DocumentReplaced)):
             return
         assert self.has.n == change.new
@@ -52,6 +56,12 @@ class Embeddings:
         assert self._mat is not None
         self._mat.append(unit(vec))
         self.has.append(True)
+
+    def _fix_dim(self, dim: int, rows: int) -> None:
+        self.dim = dim
+        self._mat = GrowArray(np.float32, width=dim)
+        if rows:
+            self._mat.extend(np.zeros((rows, dim), dtype=np.float32))
 
     def vector(self, slot: int) -> np.ndarray | None:
         if self._mat is None or slot >= self.has.n or not self.has.view()[slot]:

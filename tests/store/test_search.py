@@ -166,10 +166,6 @@ def test_an_embedding_of_another_dimension_is_refused(tmp_path: Path) -> None:
             store.add_document("c", "apple", embedding=[1.0, 0.0])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known bug: a compaction that keeps no document with an embedding forgets the "
-    "store's dimension (no event carries it), so a new dimension is accepted and a "
-    "fused search turns purely lexical; fixing it needs a format decision"))
 def test_compaction_keeps_the_embedding_dimension_and_fused_answers(tmp_path: Path) -> None:
     with Store.open(tmp_path / "store", sync="none") as store:
         store.add_document("a", "apple", embedding=[1.0, 0.0])

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from holomem.api.documents import Store
-from holomem.api.memory import Memory
+from holomem.api.memory import Memory, to_ms
 from holomem.api.types import MemoryConfig, config_from_json
 from holomem.errors import HolomemError, MemoryError
 

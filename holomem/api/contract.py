@@ -207,6 +207,9 @@ def _decode(request: dict[str, Any], cls: type[Any]) -> Any:
         return msgspec.convert(request, cls, strict=True)
     except msgspec.ValidationError as exc:
         raise MemoryError("invalid_request", str(exc)) from exc
+    except UnicodeEncodeError as exc:  # msgspec cannot even name a lone surrogate
+        raise MemoryError("invalid_request", "the request holds text that is not valid "
+                          "Unicode (a lone surrogate)") from exc
 
 
 def call(memory: Memory, op: object, request: object) -> dict[str, Any]:

@@ -73,6 +73,7 @@ from holomem.projections.fusion import W_LEXICAL, W_SEMANTIC, Fusion, top_k
 MAX_CANDIDATES = 1000
 MAX_RECALL_K = 1000
 TIME_LIMIT = 2**62
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def to_ms(value: object, field: str) -> int | None:
@@ -80,9 +81,11 @@ def to_ms(value: object, field: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
+        if value.utcoffset() is None:
             raise InvalidError(f"{field}: a datetime must be timezone-aware")
-        return int(value.timestamp() * 1000)
+        # Exact integer arithmetic: timestamp() * 1000 is a float, and rounds some
+        # whole-millisecond times one millisecond down (e.g. in 2039).
+        return (value - _EPOCH) // dt.timedelta(milliseconds=1)
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidError(f"{field} must be milliseconds (int) or an aware datetime")
     if not -TIME_LIMIT < value < TIME_LIMIT:
@@ -165,6 +168,10 @@ class Memory:
         self.config = config if config is not None else MemoryConfig()
         if not isinstance(self.config, MemoryConfig):
             raise InvalidError("config must be a MemoryConfig")
+        try:  # Struct constructors do not check types; a round trip through builtins does.
+            msgspec.convert(msgspec.to_builtins(self.config), MemoryConfig)
+        except (msgspec.ValidationError, TypeError) as exc:
+            raise InvalidError(f"config: {exc}") from exc
         self.clock: Clock = clock if clock is not None else SystemClock()
         self._supersession: SupersessionPolicy = SUPERSESSION[self.config.supersession]
         self._recency: RecencyPolicy | None = None

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from holomem.errors import InvalidError
+
 History = Literal["current", "all", "historical"]
 Status = Literal["current", "superseded", "expired", "not-yet-valid"]
 
@@ -360,8 +362,14 @@ class MemoryConfig(_Config, frozen=True):
 
 
 def config_from_json(data: bytes | str) -> MemoryConfig:
-    """Parse a MemoryConfig from JSON (camelCase); unknown fields are errors."""
-    return msgspec.json.decode(data, type=MemoryConfig)
+    """Parse a MemoryConfig from JSON (camelCase); unknown fields are errors.
+
+    Errors: ``invalid``.
+    """
+    try:
+        return msgspec.json.decode(data, type=MemoryConfig)
+    except (msgspec.DecodeError, UnicodeEncodeError) as exc:  # ValidationError included
+        raise InvalidError(f"config: {exc}") from exc
 
 
 def config_to_json(config: MemoryConfig) -> bytes:

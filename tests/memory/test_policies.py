@@ -1,0 +1,402 @@
+"""Policies (SPEC §4): recency, the regex entity extractor, the built-in forgetting
+and consolidation policies (maintenance never runs by itself: dry run by default),
+observers, the ``with_*`` copies, and MemoryConfig's camelCase JSON form.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from holomem import (
+    ConsolidateOptions,
+    InvalidError,
+    MaintenanceOptions,
+    ManualClock,
+    Memory,
+    MemoryConfig,
+    Observation,
+    Store,
+)
+from holomem.api.policies import Links, regex_entities
+from holomem.api.types import (
+    ConsolidationConfig,
+    Duplicates,
+    Exponential,
+    ForgettingConfig,
+    RecencyConfig,
+    config_from_json,
+    config_to_json,
+)
+
+HOUR = 3_600_000
+DAY = 24 * HOUR
+
+
+# -- recency ------------------------------------------------------------------------------
+def test_exponential_recency_halves_the_score_at_one_half_life(store: Store,
+                                                               clock: ManualClock) -> None:
+    config = MemoryConfig(recency=RecencyConfig(exponential=Exponential(half_life_ms=DAY)))
+    memory = Memory(store, config, clock=clock)
+    clock.set(10 * DAY)
+    memory.remember(id="now", text="olga bakes bread", event_time=10 * DAY)
+    memory.remember(id="day", text="olga bakes bread daily", event_time=9 * DAY)
+    memory.remember(id="two", text="olga bakes bread weekly", event_time=8 * DAY)
+    base = {h.id: h.score for h in store.search_documents("olga bakes bread")}
+    results = {r.id: r for r in memory.recall("olga bakes bread", explain=True)}
+    for fid, factor in (("now", 1.0), ("day", 0.5), ("two", 0.25)):
+        r = results[fid]
+        assert r.explanation is not None
+        assert r.explanation.recency_multiplier == factor
+        assert r.score == base[fid] * factor
+    # Evaluated as of one half-life later, every factor halves again.
+    later = {r.id: r for r in memory.recall("olga bakes bread", explain=True, as_of=11 * DAY)}
+    assert later["now"].explanation is not None
+    assert later["now"].explanation.recency_multiplier == 0.5
+    # The recency knob changes the ranking: the newest fact now comes first.
+    assert memory.recall("olga bakes bread")[0].id == "now"
+
+
+def test_recency_policy_through_with_recency(store: Store, clock: ManualClock) -> None:
+    memory = Memory(store, clock=clock)
+    clock.set(100 * HOUR)
+    memory.remember(id="a", text="pablo sails", event_time=99 * HOUR)
+    plain = memory.recall("pablo sails")[0].score
+    halved = memory.with_recency(lambda age: 0.5 ** (age / HOUR)).recall("pablo sails")[0]
+    assert halved.score == plain * 0.5
+    assert memory.recall("pablo sails")[0].score == plain  # the original is unchanged
+
+
+def test_recency_half_life_must_be_positive(store: Store) -> None:
+    with pytest.raises(InvalidError):
+        Memory(store, MemoryConfig(recency=RecencyConfig(exponential=Exponential(
+            half_life_ms=0))))
+
+
+# -- entity extraction ----------------------------------------------------------------------
+@pytest.mark.parametrize(("text", "want"), [
+    ("Alice Smith met Bob in New York", ["Alice Smith", "Bob", "New York"]),
+    ("Alice and Bob", ["Alice", "Bob"]),
+    ("Alice, Bob", ["Alice", "Bob"]),
+    ("The Eiffel Tower is in Paris.", ["Eiffel Tower", "Paris"]),
+    ("When Carol called, I answered", ["Carol"]),
+    ("Dave's dog met Dave", ["Dave"]),
+    ("no names here at all", []),
+    ("Erin\nFrank", ["Erin", "Frank"]),
+])
+def test_regex_extractor(text: str, want: list[str]) -> None:
+    assert regex_entities(text) == want
+
+
+def test_alice_and_bob_are_never_merged() -> None:
+    for text in ("Alice and Bob", "Alice  Bob", "Alice. Bob", "Alice\tBob", "Alice - Bob",
+                 "alice Alice and Bob went"):
+        got = regex_entities(text)
+        assert "Alice" in got and "Bob" in got, text
+        assert not any("Alice" in e and "Bob" in e for e in got), text
+
+
+def test_extractor_fills_entities_when_none_are_given(store: Store, clock: ManualClock) -> None:
+    memory = Memory(store, MemoryConfig(entity_extractor="regex"), clock=clock)
+    memory.remember(id="e1", text="Alice Smith met Bob in New York")
+    memory.remember(id="e2", text="Alice Smith likes tea", entities=["tea"])
+    rec = memory.get("e1")
+    assert rec is not None and rec.entities == ["Alice Smith", "Bob", "New York"]
+    rec = memory.get("e2")
+    assert rec is not None and rec.entities == ["tea"]  # the caller's own win
+    assert [r.id for r in memory.recall("met", entities=["New York"])] == ["e1"]
+    # The default extractor extracts nothing.
+    plain = Memory(store, clock=clock)
+    plain.remember(id="e3", text="Carol met Dave")
+    rec = plain.get("e3")
+    assert rec is not None and rec.entities == []
+    assert memory.with_entity_extractor("none").remember(id="e4", text="Erin").created
+    rec = memory.get("e4")
+    assert rec is not None and rec.entities == []
+
+
+# -- forgetting -------------------------------------------------------------------------------
+def test_apply_forgetting_expired_for_longer_than(store: Store, clock: ManualClock) -> None:
+    config = MemoryConfig(forgetting=ForgettingConfig(expired_for_longer_than_ms=DAY))
+    memory = Memory(store, config, clock=clock)
+    clock.set(10 * DAY)
+    memory.remember(id="long", text="old promo", valid_from=0, valid_to=8 * DAY)
+    memory.remember(id="edge", text="edge promo", valid_from=0, valid_to=9 * DAY)
+    memory.remember(id="short", text="recent promo", valid_from=0, valid_to=9 * DAY + 1)
+    memory.remember(id="live", text="running promo", valid_from=0, valid_to=20 * DAY)
+    memory.remember(id="open", text="open promo")
+    revision = store.revision
+    report = memory.apply_forgetting()  # dry run by default
+    assert report.dry_run and report.removed == ["long"]
+    assert store.revision == revision and memory.get("long") is not None
+    assert memory.apply_forgetting(MaintenanceOptions()).removed == ["long"]
+    assert store.revision == revision
+    report = memory.apply_forgetting(dry_run=False)
+    assert not report.dry_run and report.removed == ["long"]
+    assert memory.get("long") is None and memory.get("edge") is not None
+    clock.advance(2)
+    assert memory.apply_forgetting(dry_run=False).removed == ["edge", "short"]
+
+
+def test_apply_forgetting_superseded_for_longer_than(store: Store, clock: ManualClock) -> None:
+    config = MemoryConfig(supersession="latest-by-subject",
+                          forgetting=ForgettingConfig(superseded_for_longer_than_ms=DAY))
+    memory = Memory(store, config, clock=clock)
+    clock.set(10 * DAY)
+    memory.remember(id="v1", text="quinn lives in york", subject="quinn/city", valid_from=0)
+    memory.remember(id="v2", text="quinn lives in leeds", subject="quinn/city",
+                    valid_from=5 * DAY)
+    memory.remember(id="v3", text="quinn lives in hull", subject="quinn/city",
+                    valid_from=9 * DAY + HOUR)
+    memory.remember(id="v4", text="quinn lives in bath", subject="quinn/city",
+                    valid_from=30 * DAY)  # not begun: v3 is not superseded yet
+    # v1 superseded since 5 days, v2 since 23 hours: only v1 goes.
+    assert memory.apply_forgetting().removed == ["v1"]
+    clock.advance(2 * HOUR)
+    assert memory.apply_forgetting().removed == ["v1", "v2"]
+    report = memory.apply_forgetting(dry_run=False)
+    assert report.removed == ["v1", "v2"] and not report.dry_run
+    assert [h.id for h in memory.history("v3")] == ["v3", "v4"]
+    assert memory.apply_forgetting().removed == []
+
+
+def test_default_forgetting_and_consolidation_select_nothing(memory: Memory,
+                                                             store: Store) -> None:
+    memory.remember(id="d1", text="same words", valid_to=1)
+    memory.remember(id="d2", text="same words")
+    revision = store.revision
+    assert memory.apply_forgetting(dry_run=False).removed == []
+    report = memory.consolidate(dry_run=False)
+    assert report.groups == [] and report.added == []
+    assert store.revision == revision
+
+
+def test_custom_forgetting_policy(memory: Memory) -> None:
+    memory.remember(id="c1", text="x")
+    memory.remember(id="c2", text="y")
+    seen: list[int] = []
+
+    def policy(m: Memory, now: int) -> list[str]:
+        seen.append(now)
+        return ["c2"]
+
+    custom = memory.with_forgetting(policy)
+    assert custom.apply_forgetting().removed == ["c2"]
+    assert memory.apply_forgetting().removed == []  # the original is unchanged
+    assert custom.apply_forgetting(dry_run=False).removed == ["c2"]
+    assert memory.get("c2") is None and seen == [memory.clock.now_ms()] * 2
+
+
+# -- consolidation ------------------------------------------------------------------------------
+def test_consolidate_duplicates(store: Store, clock: ManualClock) -> None:
+    config = MemoryConfig(consolidation=ConsolidationConfig(duplicates=Duplicates()))
+    memory = Memory(store, config, clock=clock)
+    memory.remember(id="u1", text="Rita likes green tea", subject="rita/drink")
+    clock.advance(10)
+    memory.remember(id="u2", text="rita likes green tea!", subject="rita/drink")
+    clock.advance(10)
+    memory.remember(id="u3", text="Rita likes green tea", subject="rita/drink")
+    memory.remember(id="u4", text="Rita likes green tea", subject="other/subject")
+    memory.remember(id="u5", text="Rita likes black tea", subject="rita/drink")
+    revision = store.revision
+
+    report = memory.consolidate()  # dry run by default
+    assert report.dry_run and report.added == [] and report.removed == []
+    assert len(report.groups) == 1
+    group = report.groups[0]
+    assert group.sources == ["u1", "u2", "u3"]
+    assert store.revision == revision
+    assert memory.consolidate(ConsolidateOptions()).groups == report.groups
+
+    report = memory.consolidate(dry_run=False)
+    assert not report.dry_run
+    assert report.added == [group.summary_id] and report.removed == []
+    summary = memory.get(group.summary_id)
+    assert summary is not None
+    assert summary.status == "current" and summary.subject == "rita/drink"
+    assert sorted(summary.supersedes) == ["u1", "u2", "u3"]
+    for fid in ("u1", "u2", "u3"):  # the sources stay, as history
+        rec = memory.get(fid)
+        assert rec is not None and rec.status == "superseded"
+        assert rec.superseded_by == [group.summary_id]
+    assert {r.id for r in memory.recall("rita green tea")} == {group.summary_id, "u4", "u5"}
+
+    revision = store.revision
+    again = memory.consolidate(dry_run=False)
+    assert again.added == [] and again.groups == []
+    assert store.revision == revision
+
+
+def test_consolidation_summary_ids_derive_from_sources(tmp_path: Path) -> None:
+    ids: list[list[str]] = []
+    for n in range(2):
+        with Store.open(tmp_path / f"s{n}", sync="none") as store:
+            config = MemoryConfig(consolidation=ConsolidationConfig(duplicates=Duplicates()))
+            memory = Memory(store, config, clock=ManualClock(1_000 + n * 777))
+            memory.remember(id="a", text="sam rows")
+            memory.remember(id="b", text="Sam rows.")
+            ids.append(memory.consolidate(dry_run=False).added)
+    assert ids[0] == ids[1] and len(ids[0]) == 1
+
+
+# -- observers ------------------------------------------------------------------------------
+def test_observers_are_called_after_each_committed_change(memory: Memory, store: Store,
+                                                          clock: ManualClock) -> None:
+    seen: list[tuple[Observation, int, bool]] = []
+
+    def observer(o: Observation) -> None:
+        # Called after the commit: the change is visible, the revision is the store's.
+        seen.append((o, store.revision, all(store.has_document(i) for i in o.ids)))
+
+    watched = memory.with_observer(observer)
+    r = watched.remember(id="o1", text="trudy hikes")
+    assert seen == [(Observation("remember", ["o1"], store.revision), store.revision, True)]
+    watched.remember(id="o1", text="trudy hikes")  # a retry: nothing committed
+    watched.remember_many([{"id": "o2", "text": "a"}, {"id": "o1", "text": "trudy hikes"},
+                           {"id": "o3", "text": "b"}])
+    assert [s[0].ids for s in seen] == [["o1"], ["o2", "o3"]]
+    assert seen[-1][0].revision == store.revision
+    watched.forget({"ids": ["o2"]}, dry_run=True)  # nothing committed
+    assert len(seen) == 2
+    watched.forget({"ids": ["o2", "nope"]})
+    assert seen[-1][0] == Observation("forget", ["o2"], store.revision)
+    assert seen[-1][2] is False  # visible: already gone
+    memory.remember(id="o4", text="unwatched")  # the original has no observer
+    assert len(seen) == 3
+    assert r.created
+
+
+# -- with_* --------------------------------------------------------------------------------
+def test_with_methods_return_new_memories_and_leave_the_original_unchanged(
+        store: Store, clock: ManualClock) -> None:
+    memory = Memory(store, clock=clock)
+    calls: list[Observation] = []
+    other_clock = ManualClock(5)
+    variants = [
+        memory.with_supersession("latest-by-subject"),
+        memory.with_supersession(lambda eff, members: Links([], [])),
+        memory.with_recency(lambda age: 1.0),
+        memory.with_forgetting(lambda m, now: []),
+        memory.with_consolidation(lambda m, now: []),
+        memory.with_entity_extractor("regex"),
+        memory.with_observer(calls.append),
+        memory.with_clock(other_clock),
+    ]
+    for v in variants:
+        assert isinstance(v, Memory) and v is not memory and v.store is store
+    assert variants[-1].clock is other_clock and memory.clock is clock
+    # The original: no supersession, no extractor, no observer.
+    memory.remember(id="w1", text="Uma lives in Oslo", subject="uma/city", valid_from=1)
+    memory.remember(id="w2", text="Uma lives in Rome", subject="uma/city", valid_from=2)
+    w1 = memory.get("w1")
+    assert w1 is not None and w1.status == "current" and w1.entities == []
+    assert calls == []
+    # The copies do what they say.
+    variants[5].remember(id="w3", text="Victor met Wendy")
+    w3 = memory.get("w3")
+    assert w3 is not None and w3.entities == ["Victor", "Wendy"]
+    r = variants[0].remember(id="w4", text="Uma lives in Lima", subject="uma/city",
+                             valid_from=3)
+    assert sorted(r.superseded) == ["w1", "w2"]
+    variants[6].remember(id="w5", text="x")
+    assert [c.ids for c in calls] == [["w5"]]
+    assert variants[7].remember(id="w6", text="y").ingest_time == 5
+    # Observers added to a copy do not leak into a further copy of the original.
+    assert memory.with_observer(lambda o: None)._observers != variants[6]._observers
+
+
+def test_with_methods_reject_bad_policies(memory: Memory) -> None:
+    calls: list[Callable[[], object]] = [
+        lambda: memory.with_supersession("newest"),
+                 lambda: memory.with_supersession(3),  # type: ignore[arg-type]
+                 lambda: memory.with_entity_extractor("spacy"),
+                 lambda: memory.with_recency(2.0),  # type: ignore[arg-type]
+                 lambda: memory.with_observer(None),  # type: ignore[arg-type]
+                 lambda: memory.with_clock(object())]  # type: ignore[arg-type]
+    for call in calls:
+        with pytest.raises(InvalidError):
+            call()
+
+
+# -- MemoryConfig JSON -----------------------------------------------------------------------
+CONFIGS = [
+    MemoryConfig(),
+    MemoryConfig(supersession="latest-by-subject", entity_extractor="regex",
+                 historical_weight=0.5),
+    MemoryConfig(recency=RecencyConfig(exponential=Exponential(half_life_ms=86_400_000)),
+                 forgetting=ForgettingConfig(expired_for_longer_than_ms=1,
+                                             superseded_for_longer_than_ms=2),
+                 consolidation=ConsolidationConfig(duplicates=Duplicates(near_threshold=0.8),
+                                                   remove_sources=True)),
+]
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_memory_config_round_trips_through_camel_case_json(config: MemoryConfig) -> None:
+    raw = config_to_json(config)
+    assert config_from_json(raw) == config
+    assert config_from_json(raw.decode()) == config
+    data = json.loads(raw)
+    keys: set[str] = set()
+
+    def walk(v: object) -> None:
+        if isinstance(v, dict):
+            keys.update(v)
+            for x in v.values():
+                walk(x)
+
+    walk(data)
+    assert all("_" not in k for k in keys), keys
+
+
+def test_memory_config_json_names_are_camel_case() -> None:
+    config = config_from_json(json.dumps({
+        "supersession": "latest-by-subject",
+        "recency": {"exponential": {"halfLifeMs": 1000}},
+        "forgetting": {"expiredForLongerThanMs": 5, "supersededForLongerThanMs": 6},
+        "consolidation": {"duplicates": {"nearThreshold": 0.9}, "removeSources": False},
+        "entityExtractor": "regex",
+        "historicalWeight": 0.5,
+    }))
+    assert config.supersession == "latest-by-subject"
+    assert isinstance(config.recency, RecencyConfig)
+    assert config.recency.exponential.half_life_ms == 1000
+    assert isinstance(config.forgetting, ForgettingConfig)
+    assert config.forgetting.superseded_for_longer_than_ms == 6
+    assert config.entity_extractor == "regex" and config.historical_weight == 0.5
+    assert config_from_json("{}") == MemoryConfig()
+
+
+@pytest.mark.parametrize("raw", [
+    '{"supersesion": "none"}',
+    '{"entity_extractor": "regex"}',  # snake_case is not the JSON form
+    '{"recency": {"exponential": {"halfLifeMs": 1, "extra": 2}}}',
+    '{"forgetting": {"expiredForLongerThan": 5}}',
+    '{"supersession": "newest"}',
+    '{"recency": "exponential"}',
+    '[]',
+    'not json',
+    '{"recency": {"exponential": {"halfLifeMs": 1.5}}}',
+])
+def test_memory_config_rejects_unknown_fields_and_values(raw: str) -> None:
+    with pytest.raises(InvalidError):
+        config_from_json(raw)
+
+
+@pytest.mark.parametrize("config", [
+    MemoryConfig(supersession="newest"),  # type: ignore[arg-type]
+    MemoryConfig(entity_extractor="spacy"),  # type: ignore[arg-type]
+    MemoryConfig(recency=RecencyConfig(exponential=Exponential(
+        half_life_ms="1h"))),  # type: ignore[arg-type]
+    MemoryConfig(historical_weight="half"),  # type: ignore[arg-type]
+    MemoryConfig(recency="exponential"),  # type: ignore[arg-type]
+])
+def test_memory_rejects_an_ill_typed_config(store: Store, config: MemoryConfig) -> None:
+    """Regression: a MemoryConfig built in Python is not type-checked by its
+    constructor; Memory used to raise KeyError or TypeError, or accept it and fail
+    later inside recall."""
+    with pytest.raises(InvalidError):
+        Memory(store, config)

@@ -44,9 +44,9 @@ def _when(text: str) -> int:
         value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not a time: {text!r}") from exc
-    if value.tzinfo is None:
+    if value.utcoffset() is None:
         value = value.replace(tzinfo=dt.UTC)
-    return int(value.timestamp() * 1000)
+    return to_ms(value, "time") or 0
 
 
 def _iso(ms: int | None) -> str:

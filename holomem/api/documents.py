@@ -307,8 +307,10 @@ class Store:
         """Append the events ``build()`` returns as one transaction and apply them.
 
         ``build`` runs under the write lock, so it sees every earlier write and no
-        later one: validation done inside it cannot race. Returns (seq, events);
-        seq is 0 and nothing is written when ``build`` returns no event.
+        later one: validation done inside it cannot race. The events are applied as
+        soon as the transaction has its place in the journal, and the call returns
+        once it is durable. Returns (seq, events); seq is 0 and nothing is written
+        when ``build`` returns no event.
         """
         self._check(write=True)
         with self._write_lock:
@@ -317,14 +319,18 @@ class Store:
             if not events:
                 return 0, []
             payloads = [ev.encode(e) for e in events]
-            seq = self._journal.append(payloads)
+            seq = self._journal.enqueue(payloads)
             with self._state_lock:
                 for e in events:
                     self._state.apply(seq, e)
                 self._revision = seq
-            for listener in list(self._listeners):
-                listener(seq, events)
-            return seq, events
+        # Outside the write lock: in batch mode, the writers that queued meanwhile
+        # share this fsync (group commit). Readers see the change now but do not
+        # return it before it is durable (see reading()).
+        self._journal.wait(seq)
+        for listener in list(self._listeners):
+            listener(seq, events)
+        return seq, events
 
     def add_document(self, id: str, text: str, *, metadata: Mapping[str, Any] | None = None,
                      embedding: Sequence[float] | None = None,
@@ -507,18 +513,17 @@ class Store:
 
     # -- reading ----------------------------------------------------------------------
     def has_document(self, id: str) -> bool:
-        self._check()
-        return validate.doc_id(id) in self._state.catalog
+        doc_id = validate.doc_id(id)
+        with self.reading() as state:
+            return doc_id in state.catalog
 
     def get_document(self, id: str) -> Document | None:
         """The document stored under ``id``, or None.
 
         Errors: ``invalid``, ``closed``, ``corrupt``.
         """
-        self._check()
         doc_id = validate.doc_id(id)
-        with self._state_lock:
-            state = self._state
+        with self.reading() as state:
             slot = state.catalog.slot(doc_id)
             if slot < 0:
                 return None
@@ -570,9 +575,8 @@ class Store:
         q = validate.query(text)
         k = validate.positive_int(k, "k", validate.MAX_K)
         wanted = validate.id_list(ids) if ids is not None else None
-        state = self._state
-        index = self._hrr_ready(state)
-        with self._state_lock:
+        with self.reading() as state:
+            index = self._hrr_ready(state)
             slots, scores = index.similar(tokenize(q), self._allowed(state, wanted))
             order = top_k(slots, scores, k)
             return [Hit(id=state.catalog.ids[int(slots[i])] or "", score=float(scores[i]),
@@ -595,8 +599,8 @@ class Store:
         if emb and not self.embedding_dim:
             emb = b""  # no document has an embedding: cosine has nothing to compare
         wanted = validate.id_list(ids) if ids is not None else None
-        with self._state_lock:
-            return self._search(self._state, q, k, emb, wanted)
+        with self.reading() as state:
+            return self._search(state, q, k, emb, wanted)
 
     def _allowed(self, state: _State, ids: list[str] | None) -> np.ndarray | None:
         if ids is None:
@@ -629,23 +633,28 @@ class Store:
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[_State]:
-        """The current projections, held still (no write applies) for the block."""
+        """The current projections, held still (no write applies) for the block.
+
+        On leaving, it waits until every write the block could see is durable (at
+        most one group commit), so no answer ever reflects a write that a crash could
+        still take back; if that write's fsync fails, the read fails too.
+        """
         self._check()
         with self._state_lock:
+            revision = self._revision
             yield self._state
+        if revision > self._journal.durable_seq:
+            self._journal.wait(revision)
 
     def ids_with_entity(self, entity: str) -> list[str]:
         """Ids of live documents that carry ``entity`` exactly, in write order."""
-        self._check()
-        with self._state_lock:
-            state = self._state
+        with self.reading() as state:
             return [state.catalog.ids[int(s)] or "" for s in state.entities.slots(entity)]
 
     def ids(self) -> list[str]:
         """Ids of every live document, in write order."""
-        self._check()
-        with self._state_lock:
-            return self._state.catalog.live_ids()
+        with self.reading() as state:
+            return state.catalog.live_ids()
 
     def events(self, from_seq: int = 0) -> Iterator[tuple[int, list[Event]]]:
         """Decoded transactions from ``from_seq`` up to the current revision."""

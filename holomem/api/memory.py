@@ -654,7 +654,8 @@ class Memory:
               ids: list[str] | None) -> tuple[list[_Candidate], list[_Candidate]]:
         """(the k results, every evaluated candidate ranked with history included)."""
         fused = self._fused(st, q, emb, ids)
-        order = top_k(fused.slots, fused.score, o.candidate_limit)
+        # Never examine fewer candidates than results asked for.
+        order = top_k(fused.slots, fused.score, max(o.candidate_limit, o.k))
         evaluated = []
         for rank, i in enumerate(order, start=1):
             c = self._evaluate(st, o, at, fused, int(i), rank)

@@ -417,9 +417,18 @@ class Journal:
 
         In ``full`` and ``batch`` mode the call returns only after an fsync covering
         the transaction returned. The transaction is atomic: after any crash it is
-        wholly present or wholly absent.
+        wholly present or wholly absent. (``enqueue`` then ``wait``.)
 
         Errors: ``invalid``, ``closed``, ``read_only``, ``io.fsync``, ``io.failed``, ``io``.
+        """
+        seq = self.enqueue(payloads)
+        self.wait(seq)
+        return seq
+
+    def enqueue(self, payloads: Sequence[bytes]) -> int:
+        """Give a transaction its sequence number, in order, without waiting for batch mode's
+        group sync (``full`` mode still syncs here). Call :meth:`wait` before telling
+        anyone it is durable. Errors: as :meth:`append`.
         """
         self._check_open()
         if self._appender is None:
@@ -440,9 +449,23 @@ class Journal:
         if not items:
             raise InvalidError("a transaction needs at least one payload")
         try:
-            return self._appender.append(items)
+            return self._appender.enqueue(items)
         except ValueError as exc:  # the frame codec's size limits
             raise InvalidError(str(exc)) from exc
+
+    def wait(self, seq: int) -> None:
+        """Return once transaction ``seq`` is durable; in batch mode, share a group sync.
+
+        Errors: ``io.fsync``, ``io.failed`` (then nothing at or after the failed group is
+        durable, and the journal must be reopened).
+        """
+        if self._appender is not None:
+            self._appender.wait(seq)
+
+    @property
+    def durable_seq(self) -> int:
+        """The last transaction known durable (in ``none`` mode: written)."""
+        return self._appender.durable_seq if self._appender is not None else self.last_seq
 
     def sync(self) -> None:
         """fsync everything appended so far (whatever the sync mode)."""

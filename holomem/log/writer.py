@@ -113,7 +113,7 @@ class Appender:
         self._pending: list[bytes] = []
         self._pending_last = cur.last_seq
         self._flushing = False
-        self._inflight = 0  # batch appenders inside append() right now
+        self._inflight = 0  # batch appenders waiting for their group right now
         self._peak = 1  # most of them seen at once since the last group started
         self._target = 1  # frames a leader waits for (briefly) before syncing
         self._gathering = False  # a leader is waiting for company
@@ -148,6 +148,16 @@ class Appender:
     # -- append -----------------------------------------------------------------------
     def append(self, payloads: Sequence[bytes]) -> int:
         """Append one transaction; return its sequence number once durable per the mode."""
+        seq = self.enqueue(payloads)
+        self.wait(seq)
+        return seq
+
+    def enqueue(self, payloads: Sequence[bytes]) -> int:
+        """Give the transaction its sequence number and frame, in order; return the number.
+
+        ``full``: written and synced before this returns; ``none``: written;
+        ``batch``: queued for the next group commit, durable only after :meth:`wait`.
+        """
         with self._cond:
             if self._closed:
                 raise JournalFailedError("the journal is closed")
@@ -156,17 +166,23 @@ class Appender:
             self._pending.append(frame)
             self._pending_last = seq
             if self.sync_mode == "batch":
-                self._inflight += 1
-                self._peak = max(self._peak, self._inflight)
                 if len(self._pending) >= self._target:
                     self._gather.notify()
-                try:
-                    self._await_group(seq)
-                finally:
-                    self._inflight -= 1
             else:
                 self._flush(release=False, sync=self.sync_mode == "full")
             return seq
+
+    def wait(self, seq: int) -> None:
+        """Return once transaction ``seq`` is durable (batch mode: share a group's sync)."""
+        with self._cond:
+            if self._durable >= seq:
+                return
+            self._inflight += 1
+            self._peak = max(self._peak, self._inflight)
+            try:
+                self._await_group(seq)
+            finally:
+                self._inflight -= 1
 
     def _await_group(self, seq: int) -> None:
         while self._durable < seq:

@@ -325,14 +325,18 @@ def _check_frames_and_text(report: Report, gen_dir: str, segments: list[Segment]
 
 
 def _backup_and_cut(f: Finding, store: str, backup_dir: str | None) -> str:
-    target = backup_dir or store.rstrip("/") + ".fsck-backup"
+    target = os.path.abspath(backup_dir or store.rstrip("/") + ".fsck-backup")
     os.makedirs(target, mode=0o700, exist_ok=True)
+    fs.sync_dir(os.path.dirname(target))  # the new directory's entry, too, must persist
     with open(f.path, "rb") as src:
         src.seek(f.offset)
         cut = src.read()
-    name = f"{os.path.basename(f.path)}.{f.offset}.{int(time.time())}.bin"
-    out = os.path.join(target, name)
-    with open(out, "wb") as dst:
+    stem = os.path.join(target, f"{os.path.basename(f.path)}.{f.offset}.{int(time.time())}")
+    out, n = stem + ".bin", 0
+    while os.path.lexists(out):  # never overwrite an earlier repair's backup
+        n += 1
+        out = f"{stem}.{n}.bin"
+    with open(out, "xb") as dst:
         dst.write(cut)
         dst.flush()
         os.fsync(dst.fileno())

@@ -24,7 +24,7 @@ from holomem.errors import (
     SequenceError,
     TruncatedError,
 )
-from holomem.log.format import SEGMENT_HEADER_SIZE
+from holomem.log.format import SEGMENT_HEADER_SIZE, segment_name
 from holomem.log.segment import (
     Scan,
     ScanProblem,
@@ -93,7 +93,7 @@ def scan_generation(gen_dir: str, generation: int, report: Reporter) -> list[Seg
         last = index == len(files) - 1
         if number != expected_number:
             report(Problem(
-                "corrupt.missing", os.path.join(gen_dir, f"seg-{expected_number:08d}"), 0, 0,
+                "corrupt.missing", os.path.join(gen_dir, segment_name(expected_number)), 0, 0,
                 f"segments {expected_number} to {number - 1} are missing", False))
         expected_number = number + 1
         data = read_file(path)

@@ -80,6 +80,8 @@ class HolomemError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+        #: The HTTP status this error maps to (HTTP_STATUS; 500 if unlisted).
+        self.status = HTTP_STATUS.get(self.code, 500)
 
 
 class InvalidError(HolomemError):

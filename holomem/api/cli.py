@@ -9,6 +9,8 @@ contract (``Memory.call``), so the CLI answers exactly what HTTP and Python do.
     holomem explain STORE QUERY ID
     holomem get STORE ID
     holomem history STORE ID
+    holomem mcp --data DIR [--key-file F] [--memory-config F.json]
+    holomem hermes install [--hermes-home DIR]
 
 W is milliseconds since the epoch or an ISO 8601 date/time (UTC unless it says
 otherwise). ``--json`` prints the contract's response; ``--key-file`` opens an
@@ -174,6 +176,64 @@ def _demo(args: argparse.Namespace) -> int:
     return run(os.path.join(base, "store"))
 
 
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        from holomem.api.http import serve
+    except ImportError as exc:
+        print(f"error: serving needs the serve extra (pip install 'holomem[serve]'): {exc}",
+              file=sys.stderr)
+        return 2
+    try:
+        api_key = _read(args.api_key_file).decode().strip() if args.api_key_file else None
+        key = _read(args.key_file) if args.key_file else None
+        config = config_from_json(_read(args.memory_config)) if args.memory_config \
+            else MemoryConfig()
+    except (OSError, UnicodeDecodeError, HolomemError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    serve(args.data, host=args.host, port=args.port, api_key=api_key, config=config, key=key,
+          max_tenants=args.max_tenants)
+    return 0
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    """Options and the store first (fast, clear errors), then the MCP SDK (slow to import)."""
+    try:
+        key = _read(args.key_file) if args.key_file else None
+        config = config_from_json(_read(args.memory_config)) if args.memory_config \
+            else MemoryConfig()
+    except (OSError, HolomemError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        store = Store.open(args.data, key=key, sync="batch")
+    except (OSError, HolomemError) as exc:
+        print(f"error: {args.data}: {exc}", file=sys.stderr)
+        return 3
+    try:
+        memory = Memory(store, config)
+        from holomem.api.mcp import serve
+    except (HolomemError, ImportError) as exc:
+        store.close()
+        extra = "the MCP server needs the serve extra (pip install 'holomem[serve]'): " \
+            if isinstance(exc, ImportError) else ""
+        print(f"error: {extra}{exc}", file=sys.stderr)
+        return 2
+    serve(memory)
+    return 0
+
+
+def _hermes(args: argparse.Namespace) -> int:
+    from holomem.integrations.hermes_plugin import main as hermes_main
+
+    return hermes_main(args)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="holomem",
                                      description="holomem: agent memory you can trust")
@@ -181,6 +241,18 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the whole story on an embedded store")
     demo.add_argument("--dir", help="where to put the demo store (default: a new temp dir)")
     demo.set_defaults(func=_demo)
+    mcp = sub.add_parser("mcp", help="serve one store to an MCP client over stdio")
+    mcp.add_argument("--data", required=True, help="the store directory (created if missing)")
+    mcp.add_argument("--key-file", help="file holding the 32-byte encryption key")
+    mcp.add_argument("--memory-config", help="a MemoryConfig JSON file (camelCase)")
+    mcp.set_defaults(func=_mcp)
+    hermes = sub.add_parser("hermes", help="Hermes Agent integration")
+    hermes_sub = hermes.add_subparsers(dest="hermes_command", required=True)
+    install = hermes_sub.add_parser(
+        "install", help="write the holomem memory-provider plugin into $HERMES_HOME/plugins/")
+    install.add_argument("--hermes-home", help="Hermes' home (default: $HERMES_HOME, else "
+                         "~/.hermes)")
+    install.set_defaults(func=_hermes)
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("store", help="the store directory")
@@ -213,6 +285,15 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--known-at", type=_when)
         p.add_argument("--subject")
         p.add_argument("--history", choices=("current", "all", "historical"), default="current")
+    srv = sub.add_parser("serve", help="serve the JSON contract over HTTP, with tenants")
+    srv.add_argument("--data", required=True, help="directory holding the tenants' stores")
+    srv.add_argument("--host", default="127.0.0.1")
+    srv.add_argument("--port", type=int, default=8080)
+    srv.add_argument("--api-key-file", help="file holding the API key clients must send")
+    srv.add_argument("--memory-config", help="a MemoryConfig JSON file (validated at start)")
+    srv.add_argument("--key-file", help="file holding the 32-byte encryption key")
+    srv.add_argument("--max-tenants", type=int, default=64, help="stores kept open at once")
+    srv.set_defaults(func=_serve)
     for name in ("get", "history"):
         p = sub.add_parser(name, help=f"{name} of one fact")
         common(p)

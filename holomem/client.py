@@ -1,0 +1,313 @@
+"""The Python client of ``holomem serve``: the same methods and types as ``holomem.Memory``.
+
+Owns: turning memory calls into contract requests over HTTP and responses back
+into the library's types. Code written against ``Memory`` runs against a server by
+changing one line::
+
+    memory = Memory(Store.open("store"))                   # embedded
+    memory = Client("http://127.0.0.1:8080").memory        # served
+
+Arguments are checked and converted exactly as ``Memory`` does (same types,
+datetimes accepted) before anything is sent. Errors the server answers with raise
+:class:`~holomem.errors.MemoryError` carrying ``code`` and the HTTP ``status`` —
+each also an instance of the error ``Memory`` raises for the same mistake
+(``InvalidError``, ``NotFoundError``, ``ConflictError``), so ``except`` clauses
+written for the embedded library keep working;
+an authentication failure, an oversized body and server faults raise
+:class:`RemoteError`. ``AsyncClient`` is the same over asyncio. Needs httpx (the
+``serve`` extra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import httpx
+import msgspec
+
+from holomem.api.memory import _RECALL_TIME_FIELDS, _TIME_FIELDS, _struct
+from holomem.api.types import (
+    ConsolidateOptions,
+    ConsolidationReport,
+    ContradictResult,
+    Explanation,
+    FactRecord,
+    FeedbackReport,
+    ForgetOptions,
+    ForgetReport,
+    ForgetScope,
+    ListPage,
+    MaintenanceOptions,
+    ProbeResult,
+    ReasonResult,
+    Recalled,
+    RecallOptions,
+    RelatedResult,
+    Remembered,
+    RememberInput,
+)
+from holomem.errors import ConflictError, HolomemError, InvalidError, MemoryError, NotFoundError
+
+T = TypeVar("T")
+
+
+class RemoteError(HolomemError):
+    """The server refused or failed for a reason outside the contract's three codes."""
+
+    def __init__(self, code: str, message: str, status: int) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.code = code
+        self.status = status
+
+
+class RemoteInvalidError(MemoryError, InvalidError):
+    """``invalid_request`` from the server: catch it as MemoryError or InvalidError."""
+
+
+class RemoteNotFoundError(MemoryError, NotFoundError):
+    """``not_found`` from the server: catch it as MemoryError or NotFoundError."""
+
+
+class RemoteConflictError(MemoryError, ConflictError):
+    """``conflict`` from the server: catch it as MemoryError or ConflictError."""
+
+
+_REMOTE = {"invalid_request": RemoteInvalidError, "not_found": RemoteNotFoundError,
+           "conflict": RemoteConflictError}
+
+
+def _raise_for(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    try:
+        err = response.json()["error"]
+        code, message = str(err["code"]), str(err["message"])
+    except (ValueError, KeyError, TypeError):
+        code, message = "http", response.text[:500]
+    if code in _REMOTE:
+        raise _REMOTE[code](code, message)
+    raise RemoteError(code, message, response.status_code)
+
+
+def _as(cls: type[T], value: Any) -> T:
+    out: T = msgspec.convert(value, cls)
+    return out
+
+
+# -- requests: built and checked like Memory's own arguments --------------------------------
+def _builtins(struct: Any) -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.to_builtins(struct)
+    return out
+
+
+def _recall_request(query: str, options: Any, fields: Mapping[str, Any],
+                    **extra: Any) -> dict[str, Any]:
+    if not isinstance(query, str):
+        raise InvalidError("query must be a string")
+    o = _struct(RecallOptions, options, fields, "recall options", _RECALL_TIME_FIELDS)
+    return {"query": query, **extra, **_builtins(o)}
+
+
+class _Ops:
+    """Every memory call as (op, request, decoder); shared by the sync and async clients."""
+
+    @staticmethod
+    def remember(input: Any = None, /, **fields: Any
+                 ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        x = _struct(RememberInput, input, fields, "remember input", _TIME_FIELDS)
+        return "remember", _builtins(x), lambda r: _as(list[Remembered], r["remembered"])[0]
+
+    @staticmethod
+    def remember_many(inputs: Iterable[Any]) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Iterable):
+            raise InvalidError("remember_many takes a list of inputs")
+        facts = [_builtins(_struct(RememberInput, x, {}, f"input {i}", _TIME_FIELDS))
+                 for i, x in enumerate(inputs)]
+        return "remember", {"facts": facts}, lambda r: _as(list[Remembered], r["remembered"])
+
+    @staticmethod
+    def recall(query: str, options: Any = None, **fields: Any
+               ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        return ("recall", _recall_request(query, options, fields),
+                lambda r: _as(list[Recalled], r["results"]))
+
+    @staticmethod
+    def explain(query: str, id: str, options: Any = None, **fields: Any
+                ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        return ("explain", _recall_request(query, options, fields, id=id),
+                lambda r: _as(Explanation, r["explanation"]))
+
+    @staticmethod
+    def forget(scope: Any, options: Any = None, **fields: Any
+               ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        sc = _struct(ForgetScope, scope, {}, "forget scope", ("ingested_before", "event_before"))
+        o = _struct(ForgetOptions, options, fields, "forget options", ())
+        return ("forget", {"scope": _builtins(sc), **_builtins(o)},
+                lambda r: _as(ForgetReport, r))
+
+    @staticmethod
+    def get(id: str) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        return "get", {"id": id}, lambda r: None if r["fact"] is None else _as(FactRecord,
+                                                                               r["fact"])
+
+    @staticmethod
+    def history(id: str) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        return "history", {"id": id}, lambda r: _as(list[FactRecord], r["history"])
+
+    @staticmethod
+    def apply_forgetting(options: Any = None, **fields: Any
+                         ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        o = _struct(MaintenanceOptions, options, fields, "apply_forgetting options", ())
+        return "applyForgetting", _builtins(o), lambda r: _as(ForgetReport, r)
+
+    @staticmethod
+    def consolidate(options: Any = None, **fields: Any
+                    ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        o = _struct(ConsolidateOptions, options, fields, "consolidate options", ())
+        return "consolidate", _builtins(o), lambda r: _as(ConsolidationReport, r)
+
+    @staticmethod
+    def probe(entity: str, k: int = 10) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        return "probe", {"entity": entity, "k": k}, lambda r: _as(ProbeResult, r)
+
+    @staticmethod
+    def related(entity: str, k: int = 10) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        return "related", {"entity": entity, "k": k}, lambda r: _as(RelatedResult, r)
+
+    @staticmethod
+    def reason(entities: Sequence[str], k: int = 10
+               ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        return ("reason", {"entities": list(entities), "k": k},
+                lambda r: _as(ReasonResult, r))
+
+    @staticmethod
+    def contradict(*, subject: str | None = None, entity: str | None = None, k: int = 10,
+                   max_pairs: int = 100_000, cursor: str | None = None
+                   ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        req = {"subject": subject, "entity": entity, "k": k, "maxPairs": max_pairs,
+               "cursor": cursor}
+        return "contradict", req, lambda r: _as(ContradictResult, r)
+
+    @staticmethod
+    def feedback(id: str, helpful: bool, note: str | None = None
+                 ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        return ("feedback", {"id": id, "helpful": helpful, "note": note},
+                lambda r: _as(FeedbackReport, r))
+
+    @staticmethod
+    def list(cursor: str | None = None, limit: int = 100, filter: Any = None,
+             history: str = "all") -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        return ("list", {"cursor": cursor, "limit": limit, "filter": filter,
+                         "history": history}, lambda r: _as(ListPage, r))
+
+
+_METHODS = [name for name in vars(_Ops) if not name.startswith("_")]
+
+
+class RemoteMemory:
+    """``Memory``'s methods, answered by a server (see :class:`Client`)."""
+
+    def __init__(self, http: httpx.Client) -> None:
+        self._http = http
+
+    def _do(self, spec: tuple[str, dict[str, Any], Callable[[Any], Any]]) -> Any:
+        op, request, decode = spec
+        response = self._http.post(f"/api/v1/memory/{op}", content=msgspec.json.encode(request))
+        _raise_for(response)
+        return decode(response.json())
+
+
+class AsyncRemoteMemory:
+    """``Memory``'s methods as coroutines (see :class:`AsyncClient`)."""
+
+    def __init__(self, http: httpx.AsyncClient) -> None:
+        self._http = http
+
+    async def _do(self, spec: tuple[str, dict[str, Any], Callable[[Any], Any]]) -> Any:
+        op, request, decode = spec
+        response = await self._http.post(f"/api/v1/memory/{op}",
+                                         content=msgspec.json.encode(request))
+        _raise_for(response)
+        return decode(response.json())
+
+
+def _sync_method(name: str) -> Callable[..., Any]:
+    build = getattr(_Ops, name)
+
+    def method(self: RemoteMemory, *args: Any, **kwargs: Any) -> Any:
+        return self._do(build(*args, **kwargs))
+
+    method.__name__ = name
+    method.__doc__ = f"Like ``Memory.{name}``, answered by the server."
+    return method
+
+
+def _async_method(name: str) -> Callable[..., Any]:
+    build = getattr(_Ops, name)
+
+    async def method(self: AsyncRemoteMemory, *args: Any, **kwargs: Any) -> Any:
+        return await self._do(build(*args, **kwargs))
+
+    method.__name__ = name
+    method.__doc__ = f"Like ``Memory.{name}``, answered by the server."
+    return method
+
+
+for _name in _METHODS:
+    setattr(RemoteMemory, _name, _sync_method(_name))
+    setattr(AsyncRemoteMemory, _name, _async_method(_name))
+
+
+def _headers(api_key: str | None, tenant: str | None) -> dict[str, str]:
+    headers = {"content-type": "application/json"}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    if tenant:
+        headers["x-tenant-id"] = tenant
+    return headers
+
+
+class Client:
+    """A connection to ``holomem serve``; ``.memory`` has ``Memory``'s methods."""
+
+    def __init__(self, url: str, api_key: str | None = None, tenant: str | None = None, *,
+                 timeout: float = 30.0, transport: httpx.BaseTransport | None = None) -> None:
+        self._http = httpx.Client(base_url=url, headers=_headers(api_key, tenant),
+                                  timeout=timeout, transport=transport)
+        self.memory = RemoteMemory(self._http)
+
+    def healthz(self) -> dict[str, Any]:
+        response = self._http.get("/healthz")
+        _raise_for(response)
+        out: dict[str, Any] = response.json()
+        return out
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncClient:
+    """``Client`` over asyncio: ``await client.memory.recall(...)``."""
+
+    def __init__(self, url: str, api_key: str | None = None, tenant: str | None = None, *,
+                 timeout: float = 30.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self._http = httpx.AsyncClient(base_url=url, headers=_headers(api_key, tenant),
+                                       timeout=timeout, transport=transport)
+        self.memory = AsyncRemoteMemory(self._http)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

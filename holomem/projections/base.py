@@ -76,8 +76,15 @@ class GrowArray:
         return self._data[: self.n]
 
     def __getitem__(self, i: int) -> Any:
-        self._flush()
+        if self._tail:
+            self._flush()
         return self._data[i]
+
+    def item(self, i: int) -> Any:
+        """Element ``i`` as a Python scalar (the fast way to read one value)."""
+        if self._tail:
+            self._flush()
+        return self._data.item(i)
 
     def __setitem__(self, i: int, value: object) -> None:
         self._flush()

@@ -241,18 +241,18 @@ class FactIndex:
     def slot(self, fact_id: str) -> int:
         """The slot of a stored fact, or -1 (also for documents that are not facts)."""
         slot = self.catalog.slot(fact_id)
-        return slot if slot >= 0 and self.is_fact[slot] else -1
+        return slot if slot >= 0 and self.is_fact.item(slot) else -1
 
     def times(self, slot: int) -> FactTimes:
-        sid = int(self.subject[slot])
+        sid = self.subject.item(slot)
         return FactTimes(
-            int(self.ingest[slot]),
-            _opt(self.event[slot]),
-            _opt(self.valid_from[slot]),
-            _opt(self.valid_to[slot]),
-            int(self.eff[slot]),
+            self.ingest.item(slot),
+            _opt(self.event.item(slot)),
+            _opt(self.valid_from.item(slot)),
+            _opt(self.valid_to.item(slot)),
+            self.eff.item(slot),
             self.subject_names[sid] if sid >= 0 else None,
-            int(self.digest[slot]).to_bytes(8, "little"),
+            self.digest.item(slot).to_bytes(8, "little"),
         )
 
     def subject_members(self, subject: str) -> list[str]:
@@ -285,16 +285,16 @@ class FactIndex:
 
     def status(self, slot: int, at: int, known_at: int | None = None) -> str:
         """The status of the fact in ``slot`` at ``at`` (see the module docstring)."""
-        if not self.is_fact[slot]:
+        if not self.is_fact.item(slot):
             return CURRENT  # a plain document: no time, no links
-        if at < int(self.eff[slot]):
+        if at < self.eff.item(slot):
             return NOT_YET_VALID
         fid = self.catalog.ids[slot]
         assert fid is not None
         for succ in self.successors(fid, known_at):
             if int(self.eff[self.slot(succ)]) <= at:
                 return SUPERSEDED
-        vto = int(self.valid_to[slot])
+        vto = self.valid_to.item(slot)
         if vto != UNSET and at >= vto:
             return EXPIRED
         return CURRENT

@@ -1,0 +1,147 @@
+"""What the memory API costs on top of document search, and what the fact index weighs.
+
+    python benchmarks/memory_overhead.py [--sizes 1000,10000,100000] [--queries 300]
+
+For each size, in one process, on the same store:
+
+- ``search``: ``Store.search_documents(q, k=10)``;
+- ``recall``: ``Memory.recall(q)`` with the default configuration on a store with
+  no validity windows and no links (the identity rule: document search's answer,
+  plus each fact's record);
+- on a *history* store of the same size — a fifth of the facts superseded
+  (latest-by-subject), a fifth expired (a valid_to in the past) — ``search`` and a
+  filtering ``recall`` (candidate_limit 100, status filter).
+
+Latencies are medians over the queries, measured interleaved (search, recall,
+search, recall, ...). Also the fact index's memory per fact: the bytes of its
+arrays and dicts, measured as the growth of the process's heap (tracemalloc)
+while it is built by replay. Saves benchmarks/results/memory_overhead.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import random
+import sys
+import tempfile
+import time
+import tracemalloc
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks._common import machine, median, save
+from benchmarks.search_bench import corpus, queries
+from holomem import ManualClock, Memory, MemoryConfig, Store
+from holomem.projections.catalog import Catalog
+from holomem.projections.facts import FactIndex
+
+YEAR = 365 * 86_400_000
+NOW = 1_800_000_000_000
+
+
+def build(path: str, n: int, history: bool) -> None:
+    texts = corpus(n, seed=11)
+    rng = random.Random(n)
+    clock = ManualClock(NOW - YEAR)
+    with Store.open(path, sync="none") as store:
+        memory = Memory(store, MemoryConfig(supersession="latest-by-subject"), clock=clock)
+        batch: list[dict[str, Any]] = []
+        for i, text in enumerate(texts):
+            fact: dict[str, Any] = {"id": f"f{i}", "text": text}
+            if history:
+                roll = rng.random()
+                if roll < 0.4:
+                    # Pairs of facts in one subject: the later supersedes the earlier.
+                    fact["subject"] = f"s{i // 2}"
+                    fact["valid_from"] = NOW - YEAR + i
+                elif roll < 0.6:
+                    fact["valid_to"] = NOW - YEAR // 2
+            batch.append(fact)
+            if len(batch) == 5000:
+                memory.remember_many(batch)
+                batch = []
+        if batch:
+            memory.remember_many(batch)
+
+
+def fact_index_bytes(path: str) -> tuple[int, int]:
+    """Heap growth while replaying only the catalog and the fact index (bytes, facts)."""
+    from holomem import events as ev
+    from holomem.log import Journal
+
+    with Journal.open(path, read_only=True) as j:
+        decoded = [(seq, [ev.decode(p) for p in payloads]) for seq, payloads in j.replay()]
+    gc.collect()
+    catalog = Catalog()
+    tracemalloc.start()
+    facts = FactIndex(catalog)
+    base_catalog = 0
+    for seq, events in decoded:
+        for e in events:
+            before = tracemalloc.get_traced_memory()[0]
+            change = catalog.apply(seq, e)
+            base_catalog += tracemalloc.get_traced_memory()[0] - before
+            facts.apply(seq, e, change)
+    for col in facts._columns():
+        col.view()  # flush queued appends into the arrays
+    total = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return total - base_catalog, facts.facts
+
+
+def timed(fn: Any, qs: list[str]) -> list[float]:
+    out = []
+    for q in qs:
+        t = time.perf_counter()
+        fn(q)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--queries", type=int, default=300)
+    args = ap.parse_args()
+    qs = queries(args.queries)["heavy"][: args.queries // 2] + \
+        queries(args.queries)["light"][: args.queries // 2]
+    runs: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as d:
+        for n in (int(x) for x in args.sizes.split(",")):
+            row: dict[str, Any] = {}
+            for kind in ("plain", "history"):
+                path = os.path.join(d, f"{kind}-{n}")
+                build(path, n, kind == "history")
+                with Store.open(path, read_only=True) as store:
+                    memory = Memory(store, clock=ManualClock(NOW))
+                    for q in qs[:20]:
+                        store.search_documents(q, 10)
+                        memory.recall(q)
+                    search: list[float] = []
+                    recall: list[float] = []
+                    for q in qs:  # interleaved, so noise hits both alike
+                        search += timed(lambda x: store.search_documents(x, 10), [q])
+                        recall += timed(memory.recall, [q])
+                    ratios = [r / s for r, s in zip(recall, search, strict=True)]
+                row[kind] = {"search_p50_ms": round(median(search) * 1e3, 4),
+                             "recall_p50_ms": round(median(recall) * 1e3, 4),
+                             "recall_over_search_median": round(median(ratios), 3)}
+                if kind == "history":
+                    size, facts = fact_index_bytes(path)
+                    row["fact_index_bytes_per_fact"] = round(size / max(1, facts), 1)
+            runs[str(n)] = row
+    save("memory_overhead", {
+        "benchmark": "memory_overhead", "machine": machine(tempfile.gettempdir()),
+        "conditions": {"queries": len(qs), "k": 10, "history_store": "a fifth superseded, "
+                       "a fifth expired", "texts": "24 Zipf words, as in search_bench"},
+        "runs": runs,
+        "targets": {"plain recall_over_search": "<= 1.1", "history recall_over_search": "<= 3",
+                    "fact_index_bytes_per_fact": "<= 200"},
+    })
+
+
+if __name__ == "__main__":
+    main()

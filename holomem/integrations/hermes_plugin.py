@@ -1,0 +1,107 @@
+"""``holomem hermes install``: write the Hermes Agent plugin directory for holomem.
+
+Owns: the two files of ``$HERMES_HOME/plugins/holomem/`` and where that is. Needs
+no Hermes to run (it only writes files); Hermes needs holomem importable in its
+own Python to load the plugin.
+
+What Hermes 0.19.0 expects, from its loaders (``plugins/memory/__init__.py`` picks
+memory providers; ``hermes_cli/plugins.py`` lists every plugin):
+
+- a directory ``$HERMES_HOME/plugins/<name>/``; the directory name is the provider
+  name that ``memory.provider`` selects (bundled providers win a name clash);
+- ``__init__.py`` whose first 8 KiB mention ``register_memory_provider`` (a text
+  scan decides whether the directory is a memory provider at all), with
+  ``register(ctx)`` calling ``ctx.register_memory_provider(provider)``;
+- ``plugin.yaml`` (or ``plugin.yml``): ``name``, ``version``, ``description``;
+  ``kind: exclusive`` (one active provider per category; the general plugin loader
+  records it and leaves loading to the memory loader); ``pip_dependencies``, bare
+  package names — ``hermes memory setup`` imports each name as written (a version
+  specifier would never import, so it would reinstall every time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+PLUGIN_NAME = "holomem"
+
+INIT_PY = '''"""holomem as a Hermes Agent memory provider (written by `holomem hermes install`).
+
+Activate it with `hermes config set memory.provider holomem`. The provider itself
+lives in the holomem package (holomem.integrations.hermes); this file registers it.
+"""
+
+from holomem.integrations.hermes import HolomemMemoryProvider
+
+
+def register(ctx):
+    ctx.register_memory_provider(HolomemMemoryProvider())
+'''
+
+DESCRIPTION = ("holomem: event-sourced memory of facts over time; supersession instead of "
+               "overwriting, explainable recall, forgetting that removes the bytes.")
+
+
+def manifest(version: str) -> str:
+    """plugin.yaml (JSON-quoted scalars are valid YAML: no YAML library needed)."""
+    return "\n".join([
+        f"name: {PLUGIN_NAME}",
+        f"version: {json.dumps(version)}",
+        f"description: {json.dumps(DESCRIPTION)}",
+        "kind: exclusive",
+        "pip_dependencies:",
+        "  - holomem",
+        "",
+    ])
+
+
+def hermes_home(explicit: str | None = None) -> Path:
+    """Hermes' home: ``explicit``, else what Hermes itself would use."""
+    if explicit:
+        return Path(explicit).expanduser()
+    try:
+        from hermes_constants import get_hermes_home
+    except ImportError:
+        pass
+    else:
+        return Path(get_hermes_home())
+    env = os.environ.get("HERMES_HOME", "").strip()
+    if env:
+        return Path(env).expanduser()
+    if sys.platform == "win32":
+        local = os.environ.get("LOCALAPPDATA", "").strip()
+        return (Path(local) if local else Path.home() / "AppData" / "Local") / "hermes"
+    return Path.home() / ".hermes"
+
+
+def install(home: Path) -> Path:
+    """Write (or refresh) ``<home>/plugins/holomem/``; returns the directory."""
+    target = home / "plugins" / PLUGIN_NAME
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "plugin.yaml").write_text(manifest(_version()), encoding="utf-8")
+    (target / "__init__.py").write_text(INIT_PY, encoding="utf-8")
+    return target
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("holomem")
+    except PackageNotFoundError:
+        return "0"
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        path = install(hermes_home(args.hermes_home))
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    print(f"installed the holomem memory provider for Hermes in {path}")
+    print("activate it:  hermes config set memory.provider holomem")
+    return 0

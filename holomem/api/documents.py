@@ -464,6 +464,7 @@ class Store:
                                 read_only=False)
         state = _State(text_store)
         state.bm25.deferred = True
+        state.text.start_buffer()
         old = self._state
         batch: list[Event] = []
         if old.embeddings.dim:
@@ -474,6 +475,7 @@ class Store:
                 seq = rewrite.append([ev.encode(e) for e in batch])
                 for e in batch:
                     state.apply(seq, e)
+                state.text.flush()
                 batch.clear()
 
         for slot in np.flatnonzero(old.catalog.alive.view()):
@@ -486,6 +488,7 @@ class Store:
         flush()
         state.bm25.merge()
         state.bm25.deferred = False
+        state.text.buffer = None
         cp.hit(P_COMPACT_WRITTEN)
         text_store.seal(rewrite.last_seq)
         return state

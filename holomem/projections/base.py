@@ -87,7 +87,11 @@ class GrowArray:
         return self._data.item(i)
 
     def __setitem__(self, i: int, value: object) -> None:
-        self._flush()
+        if i < 0:
+            i += self.n
+        if i >= self._filled:  # still queued: change it in the queue
+            self._tail[i - self._filled] = value
+            return
         self._data[i] = value
 
     def __len__(self) -> int:

@@ -59,6 +59,10 @@ class TextSegment:
         #: While replaying, placement is computed but nothing is written; the caller
         #: then runs reconcile() once.
         self.deferred = False
+        #: When a list, records are collected here instead of written one by one
+        #: (a compaction writes the new file sequentially); see flush().
+        self.buffer: list[bytes] | None = None
+        self._buffer_start = self.end
 
     def apply(self, seq: int, event: Event, change: Change) -> None:
         if change.old >= 0 and self.store is not None and not self.deferred:
@@ -71,8 +75,23 @@ class TextSegment:
         self.offset.append(self.end)
         self.size.append(size)
         if self.store is not None and not self.deferred:
-            self.store.write(self.end, self.store.encode(self.end, seq, body))
+            record = self.store.encode(self.end, seq, body)
+            if self.buffer is not None:
+                self.buffer.append(record)
+            else:
+                self.store.write(self.end, record)
         self.end += size
+
+    def start_buffer(self) -> None:
+        self.buffer = []
+        self._buffer_start = self.end
+
+    def flush(self) -> None:
+        """Write the buffered records, back to back, with large sequential writes."""
+        if self.buffer and self.store is not None:
+            self.store.write(self._buffer_start, b"".join(self.buffer))
+        self.buffer = [] if self.buffer is not None else None
+        self._buffer_start = self.end
 
     def read(self, slot: int, seq: int) -> TextRecord | None:
         """The record of ``slot`` (written by event ``seq``), or None if not intact."""

@@ -1,0 +1,107 @@
+"""What forgetting one fact costs, with and without purge, beside copying the journal.
+
+    python benchmarks/purge_bench.py [--sizes 10000,100000] [--rounds 3]
+
+For each size: a store of that many facts (24-word texts, sync="full" for the
+measured calls), then, round by round:
+
+- ``forget``: ``Memory.forget({"ids": [one]})`` — the fact is gone from every index,
+  its text-segment record zeroed and synced, one journal transaction;
+- ``forget_purge``: the same with ``purge=True`` — the journal is rewritten into a
+  new generation without it, switched in, and the old generation overwritten with
+  zeros, synced and unlinked;
+- ``copy``: ``shutil.copyfile`` of every journal segment, then fsync of each copy —
+  what merely rewriting the journal's bytes costs on this disk.
+
+Reports median times, the bytes a purge rewrote and zeroed, and purge / copy.
+Saves benchmarks/results/purge_bench.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks._common import machine, median, save
+from benchmarks.search_bench import corpus
+from holomem import Memory, Store
+
+
+def journal_files(path: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(path, "gen-*", "seg-*.hlj")))
+
+
+def copy_journal(path: str, dest: str) -> float:
+    os.makedirs(dest, exist_ok=True)
+    t = time.perf_counter()
+    for f in journal_files(path):
+        target = os.path.join(dest, os.path.basename(f))
+        shutil.copyfile(f, target)
+        fd = os.open(target, os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
+    elapsed = time.perf_counter() - t
+    shutil.rmtree(dest)
+    return elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    runs: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as d:
+        for n in (int(x) for x in args.sizes.split(",")):
+            path = os.path.join(d, f"store-{n}")
+            with Store.open(path, sync="none") as store:
+                memory = Memory(store)
+                texts = corpus(n, seed=5)
+                for i in range(0, n, 5000):
+                    memory.remember_many([{"id": f"f{j}", "text": texts[j]}
+                                          for j in range(i, min(n, i + 5000))])
+            rows = []
+            with Store.open(path, sync="full") as store:
+                memory = Memory(store)
+                for r in range(args.rounds):
+                    t = time.perf_counter()
+                    memory.forget({"ids": [f"f{2 * r}"]})
+                    forget_s = time.perf_counter() - t
+                    copy_s = copy_journal(path, os.path.join(d, "copy"))
+                    journal_bytes = sum(os.path.getsize(f) for f in journal_files(path))
+                    text_bytes = sum(os.path.getsize(f) for f in
+                                     glob.glob(os.path.join(path, "gen-*", "text.seg")))
+                    t = time.perf_counter()
+                    memory.forget({"ids": [f"f{2 * r + 1}"]}, purge=True)
+                    purge_s = time.perf_counter() - t
+                    new_bytes = sum(os.path.getsize(f) for f in journal_files(path))
+                    rows.append({"forget_ms": forget_s * 1e3, "purge_s": purge_s,
+                                 "copy_s": copy_s, "zeroed_bytes": journal_bytes + text_bytes,
+                                 "rewritten_bytes": new_bytes, "purge_over_copy":
+                                 purge_s / copy_s})
+            runs[str(n)] = {
+                "forget_p50_ms": round(median([r["forget_ms"] for r in rows]), 3),
+                "purge_p50_s": round(median([r["purge_s"] for r in rows]), 3),
+                "copy_journal_p50_s": round(median([r["copy_s"] for r in rows]), 4),
+                "purge_over_copy_median": round(median([r["purge_over_copy"] for r in rows]), 2),
+                "bytes_zeroed": rows[-1]["zeroed_bytes"],
+                "bytes_rewritten": rows[-1]["rewritten_bytes"],
+            }
+    save("purge_bench", {
+        "benchmark": "purge_bench", "machine": machine(tempfile.gettempdir()),
+        "conditions": {"rounds": args.rounds, "sync": "full", "texts": "24 Zipf words"},
+        "runs": runs,
+        "targets_at_100000": {"forget_p50_ms": "< 5", "purge_over_copy": "<= 3"},
+    })
+
+
+if __name__ == "__main__":
+    main()

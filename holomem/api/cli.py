@@ -66,7 +66,10 @@ def _open(args: argparse.Namespace) -> Memory:
     if getattr(args, "config", None):
         with open(args.config, "rb") as f:
             config = config_from_json(f.read())
-    store = Store.open(args.store, key=key, create=args.command == "remember")
+    # Only remember writes: the read commands open a follower, so they work while a
+    # server, an MCP client or an agent holds the store's writer lock.
+    writes = args.command == "remember"
+    store = Store.open(args.store, key=key, create=writes, read_only=not writes)
     return Memory(store, config)
 
 

@@ -27,6 +27,7 @@ from holomem.api.policies import (
     Clock,
     EntityExtractor,
     Links,
+    NewFact,
     Observation,
     Observer,
     RecencyPolicy,
@@ -113,6 +114,15 @@ def _struct(cls: type[Any], value: object, fields: Mapping[str, Any], what: str,
     for name in times:
         if name in raw:
             raw[name] = to_ms(raw[name], name)
+    for name, value in raw.items():
+        if isinstance(value, (set, frozenset)):
+            # A set has no order; a sorted list gives the same payload (and content id)
+            # in every process.
+            try:
+                raw[name] = sorted(value)
+            except TypeError as exc:
+                raise InvalidError(f"{what}: {name} mixes values that cannot be ordered") \
+                    from exc
     known = set(cls.__struct_fields__)
     unknown = [k for k in raw if k not in known]
     if unknown:
@@ -358,7 +368,7 @@ class Memory:
                         else validate.entities(self._extractor(x.text)))
             eff = x.valid_from if x.valid_from is not None else (
                 x.event_time if x.event_time is not None else now)
-            links = (self._policy_links(st, x.subject, eff, now, pending)
+            links = (self._policy_links(st, x.subject, NewFact(eff, x.valid_to), now, pending)
                      if x.subject is not None else Links([], []))
             supersedes = tuple(dict.fromkeys([*requested, *links.supersedes]))
             superseded_by = tuple(s for s in dict.fromkeys(links.superseded_by)
@@ -377,10 +387,11 @@ class Memory:
                                       superseded=list(supersedes)))
         return events
 
-    def _policy_links(self, st: _State, subject: str, eff: int, now: int,
+    def _policy_links(self, st: _State, subject: str, new: NewFact, now: int,
                       pending: dict[str, _Pending]) -> Links:
         """Ask the supersession policy, showing it the subject's other facts."""
         facts = st.facts
+        eff = new.effective_time
         new_key = (eff, now, 1 << 62)
         extra_succ: dict[str, list[str]] = {}
         for p in pending.values():
@@ -417,7 +428,7 @@ class Memory:
                 members.append((key, SubjectMember(p.id, p.eff, p.ingest, key < new_key,
                                                    current_at(p.id, eff))))
         members.sort(key=lambda m: m[0])
-        links = self._supersession(eff, [m for _, m in members])
+        links = self._supersession(new, [m for _, m in members])
         known = {m.id for _, m in members}
         return Links([i for i in links.supersedes if i in known],
                      [i for i in links.superseded_by if i in known])

@@ -68,31 +68,43 @@ class SubjectMember(NamedTuple):
     current_at_start: bool
 
 
+class NewFact(NamedTuple):
+    """The fact being remembered, as a supersession policy sees it."""
+
+    effective_time: int  # when it begins: valid_from, else event_time, else now
+    valid_to: int | None
+
+
 class Links(NamedTuple):
     supersedes: list[str]
     superseded_by: list[str]
 
 
-#: (effective time of the new fact, the other facts of its subject in effect order)
+#: (the new fact, the other facts of its subject in effect order)
 #: -> the links to write on the new fact.
-SupersessionPolicy = Callable[[int, Sequence[SubjectMember]], Links]
+SupersessionPolicy = Callable[[NewFact, Sequence[SubjectMember]], Links]
 
 
-def no_supersession(effective: int, members: Sequence[SubjectMember]) -> Links:
+def no_supersession(fact: NewFact, members: Sequence[SubjectMember]) -> Links:
     return Links([], [])
 
 
-def latest_by_subject(effective: int, members: Sequence[SubjectMember]) -> Links:
+def latest_by_subject(fact: NewFact, members: Sequence[SubjectMember]) -> Links:
     """A fact supersedes the facts of its subject that began earlier and are current
     when it begins; if a later-beginning fact of the subject is already stored (the
-    facts arrived out of order), the first of those supersedes the new one.
+    facts arrived out of order), the first of those supersedes the new one — unless
+    the new fact has expired by then, exactly as it would not have been superseded
+    had it arrived first.
 
     Written this way, the current fact of a subject at any time t is the latest one
-    that had begun by t, whatever order the facts arrived in.
+    that had begun by t, and each fact's status is the same whatever order the facts
+    arrived in.
     """
     supersedes = [m.id for m in members if m.before and m.current_at_start]
     after = [m for m in members if not m.before]
-    return Links(supersedes, [after[0].id] if after else [])
+    if after and (fact.valid_to is None or after[0].effective_time < fact.valid_to):
+        return Links(supersedes, [after[0].id])
+    return Links(supersedes, [])
 
 
 SUPERSESSION: dict[str, SupersessionPolicy] = {

@@ -277,7 +277,7 @@ def test_with_methods_return_new_memories_and_leave_the_original_unchanged(
     other_clock = ManualClock(5)
     variants = [
         memory.with_supersession("latest-by-subject"),
-        memory.with_supersession(lambda eff, members: Links([], [])),
+        memory.with_supersession(lambda fact, members: Links([], [])),
         memory.with_recency(lambda age: 1.0),
         memory.with_forgetting(lambda m, now: []),
         memory.with_consolidation(lambda m, now: []),

@@ -273,3 +273,37 @@ def test_no_supersession_policy_means_no_links(store: Store, clock: ManualClock)
                         valid_from=2)
     assert r.superseded == []
     assert {x.id for x in memory.recall("olivia lives")} == {"o1", "o2"}
+
+
+def test_issue4_an_expired_fact_reads_the_same_whatever_the_arrival_order(tmp_path: Path) -> None:
+    """An older fact that ended before its successor began is 'expired', not 'superseded',
+    whether it arrives before or after that successor."""
+    from holomem import ManualClock, Memory, MemoryConfig, Store
+
+    old = {"id": "old", "text": "Ann works at Acme", "subject": "ann/job", "valid_from": 10,
+           "valid_to": 20}
+    new = {"id": "new", "text": "Ann works at Initech", "subject": "ann/job", "valid_from": 30}
+    statuses = []
+    for order in ((old, new), (new, old)):
+        store = Store.open(tmp_path / f"s{len(statuses)}", sync="none")
+        m = Memory(store, MemoryConfig(supersession="latest-by-subject"), clock=ManualClock(100))
+        for fact in order:
+            m.remember(**fact)
+        statuses.append([(r.id, r.status) for r in m.recall("Ann works", history="all")])
+        store.close()
+    assert sorted(statuses[0]) == sorted(statuses[1]) == [("new", "current"), ("old", "expired")]
+
+
+def test_issue4_entities_given_as_a_set_give_the_same_content_id_everywhere(
+        tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("from holomem import Memory, Store; import sys;"
+            "m = Memory(Store.open(sys.argv[1], sync='none'));"
+            "print(m.remember(text='x', entities={'Zed', 'Amy', 'Bob', 'Kim'}).id)")
+    ids = {subprocess.run([sys.executable, "-c", code, str(tmp_path / f"p{i}")],
+                          capture_output=True, text=True, check=True,
+                          env={**__import__("os").environ, "PYTHONHASHSEED": str(i)}
+                          ).stdout.strip() for i in range(3)}
+    assert len(ids) == 1

@@ -115,7 +115,9 @@ def _struct(cls: type[Any], value: object, fields: Mapping[str, Any], what: str,
         if name in raw:
             raw[name] = to_ms(raw[name], name)
     for name, value in raw.items():
-        if isinstance(value, (set, frozenset)):
+        if isinstance(value, np.ndarray):
+            raw[name] = value.tolist()  # an embedding as a numpy array
+        elif isinstance(value, (set, frozenset)):
             # A set has no order; a sorted list gives the same payload (and content id)
             # in every process.
             try:
@@ -123,16 +125,27 @@ def _struct(cls: type[Any], value: object, fields: Mapping[str, Any], what: str,
             except TypeError as exc:
                 raise InvalidError(f"{what}: {name} mixes values that cannot be ordered") \
                     from exc
-    known = set(cls.__struct_fields__)
-    unknown = [k for k in raw if k not in known]
+    names = _encoded_names(cls)
+    unknown = [k for k in raw if k not in names]
     if unknown:
         raise InvalidError(f"{what}: unknown fields {sorted(map(str, unknown))}")
     try:
-        built = cls(**raw)
-        # Struct constructors do not check types; a round trip through builtins does.
-        return msgspec.convert(msgspec.to_builtins(built), cls)
+        # Struct constructors do not check types; converting the fields under their
+        # encoded (camelCase) names does, exactly as a JSON request is checked.
+        return msgspec.convert({names[k]: v for k, v in raw.items()}, cls)
     except (msgspec.ValidationError, TypeError, ValueError, OverflowError) as exc:
         raise InvalidError(f"{what}: {exc}") from exc
+
+
+_NAMES: dict[type[Any], dict[str, str]] = {}
+
+
+def _encoded_names(cls: type[Any]) -> dict[str, str]:
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = dict(zip(cls.__struct_fields__, cls.__struct_encode_fields__,
+                                       strict=True))
+    return names
 
 
 def _confidence(value: object) -> float:

@@ -284,7 +284,26 @@ class Journal:
         self.generation = live[-1]
         self.gen_dir = os.path.join(self.path, generation_name(self.generation))
         truncated = self._load()
+        if not self.read_only:
+            self._settle()
         self.recovery = Recovery(tuple(truncated), tuple(erased))
+
+    def _settle(self) -> None:
+        """Make durable what a crashed writer may have left unsynced, before anything is
+        acknowledged on top of it: the bytes at the end of the last segment, and the
+        names of the segments, of the live generation and of the store directory.
+
+        Without this, a writer that crashed after creating a segment (or renaming a
+        generation into place, or creating the store directory) but before syncing
+        the directory leaves a name that only the page cache holds; the next writer
+        appends to it, fsyncs the file and acknowledges, and a power cut then takes
+        the name away with every acknowledged write in it.
+        """
+        assert self._appender is not None
+        self._appender.sync()
+        fs.sync_dir(self.gen_dir)
+        fs.sync_dir(self.path)
+        fs.sync_dir(os.path.dirname(self.path))
 
     def _refuse_non_empty(self) -> None:
         entries = [e for e in os.listdir(self.path) if e != LOCK_NAME]

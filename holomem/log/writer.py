@@ -32,6 +32,8 @@ from holomem.log.segment import SegmentHeader
 
 P_FRAME_WRITE_BEFORE = cp.point("journal.frame.write.before", "a frame is about to be written")
 P_FRAME_WRITE_AFTER = cp.point("journal.frame.write.after", "a frame was written, not synced")
+P_SEGMENT_ROTATE = cp.point(
+    "journal.segment.rotate", "the full segment is synced, its successor not yet created")
 P_SEGMENT_CREATE = cp.point("journal.segment.create", "a new segment file exists, header unwritten")
 P_SEGMENT_HEADER = cp.point("journal.segment.header", "a new segment's header is written, unsynced")
 P_SEGMENT_READY = cp.point("journal.segment.ready", "a new segment is durable, no frame in it yet")
@@ -297,6 +299,7 @@ class Appender:
         # that only the last segment can ever lose an unsynced tail.
         try:
             fs.sync(self._fd, cur.path)
+            cp.hit(P_SEGMENT_ROTATE)
             new = create_segment(self.gen_dir, next_header(cur.header, self._next_seq))
             fd = fs.open_rw(new.path)
         except HolomemError as exc:

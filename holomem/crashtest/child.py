@@ -1,0 +1,90 @@
+"""The child process: the command line the parent starts it with, and what it runs.
+
+Owns: both sides of ``python -m holomem.crashtest --child ...``: the parent starts a
+child (:func:`_spawn`, with an environment of its own: ``HOLOMEM_CRASH_AT``,
+``HOLOMEM_CRASH_TRACE``, ``HOLOMEM_FAULT_LOG``), and the child parses that command line
+and runs the workload, the recovery alone (``--recover``) or the writes after a restart
+(``--resume``), with the power-loss shim installed if asked (:func:`main`). Imports
+the workload and the shim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import resource
+import subprocess
+import sys
+from collections.abc import Sequence
+
+import holomem
+from holomem import Store
+from holomem.crashtest.shim import _Shim
+from holomem.crashtest.workload import SEGMENT_SIZE, resume_workload, run_workload
+
+CHILD_TIMEOUT = 120.0
+
+
+def _child_env(extra: dict[str, str]) -> dict[str, str]:
+    """The parent's environment without its ``HOLOMEM_`` variables, with this checkout
+    on ``PYTHONPATH``, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOLOMEM_")}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(holomem.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    env.update(extra)
+    return env
+
+
+def _spawn(run_dir: str, key: bytes | None, sync: str, env: dict[str, str], shim: bool,
+           recover: bool = False, create: bool = False, resume: bool = False
+           ) -> subprocess.CompletedProcess[str]:
+    """Run a child on the store in ``run_dir`` and wait for it to end (or abort)."""
+    acks = "acks-resumed.jsonl" if resume else "acks.jsonl"
+    cmd = [sys.executable, "-m", "holomem.crashtest", "--child",
+           os.path.join(run_dir, "store"), os.path.join(run_dir, acks), "--sync", sync]
+    if recover:
+        cmd.append("--recover")
+    if resume:
+        cmd.append("--resume")
+    if create:
+        cmd.append("--create")
+    if key is not None:
+        cmd += ["--key-hex", key.hex()]
+    if shim:
+        cmd += ["--shim", os.path.join(run_dir, "fault.data")]
+    return subprocess.run(cmd, env=_child_env(env), cwd=run_dir, capture_output=True,
+                          text=True, timeout=CHILD_TIMEOUT, check=False)
+
+
+def main(argv: Sequence[str]) -> int:
+    """The child's entry: parse ``argv`` (as :func:`_spawn` builds it) and run."""
+    ap = argparse.ArgumentParser(prog="python -m holomem.crashtest --child")
+    ap.add_argument("--child", action="store_true")
+    ap.add_argument("store")
+    ap.add_argument("acks")
+    ap.add_argument("--key-hex", default="")
+    ap.add_argument("--shim", default="")
+    ap.add_argument("--sync", default="full")
+    ap.add_argument("--recover", action="store_true",
+                    help="only open the store (its recovery) and close it")
+    ap.add_argument("--resume", action="store_true",
+                    help="open the store, remember a few facts, abort (see RESUMED)")
+    ap.add_argument("--create", action="store_true",
+                    help="with --recover or --resume: the creation of the store was not "
+                    "acknowledged")
+    args = ap.parse_args(argv)
+    # os.abort() must not write a core file per run.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if args.shim:
+        _Shim(args.shim).install()
+    key = bytes.fromhex(args.key_hex) or None
+    if args.recover:
+        Store.open(args.store, key=key, segment_size=SEGMENT_SIZE, sync=args.sync,
+                   create=args.create).close()
+        return 0
+    if args.resume:
+        resume_workload(args.store, args.acks, key, args.sync, args.create)
+    run_workload(args.store, args.acks, key, args.sync)
+    return 0

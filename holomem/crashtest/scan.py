@@ -1,0 +1,114 @@
+"""Finding bytes in a store's files, wherever they hide: raw, compressed or sealed.
+
+Owns: the search behind the harness's "in no file" checks (purged markers, plaintext in
+an encrypted store, the text of forgotten facts): in each file, the raw bytes, every
+zstd frame starting anywhere, and, with the key, every journal frame and text-segment
+record that opens under it, at any offset. Imports the log's formats and envelope; the
+layouts searched are in FORMAT.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+
+import zstandard
+
+from holomem.log.envelope import Envelope, OpenFailed
+from holomem.log.format import (
+    AAD,
+    FRAME_FLAG_ENCRYPTED,
+    FRAME_HEADER,
+    FRAME_HEADER_SIZE,
+    FRAME_KIND_TRANSACTION,
+    SEGMENT_HEADER_SIZE,
+    SEGMENT_MAGIC,
+)
+from holomem.log.recordfile import FLAG_SEALED, RECORD, RECORD_AAD, RECORD_SIZE
+from holomem.log.recordfile import HEADER_SIZE as RECORD_HEADER_SIZE
+from holomem.log.recordfile import MAGIC as RECORD_MAGIC
+
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: bytes [4, 8) of a sealed journal frame's header (flags, kind, reserved), by flags.
+_SEALED_FRAMES = [FRAME_HEADER.pack(0, flags, FRAME_KIND_TRANSACTION, 0, 0, 0)[4:8]
+                  for flags in (FRAME_FLAG_ENCRYPTED, FRAME_FLAG_ENCRYPTED | 1)]
+#: bytes [4, 8) of a sealed text-segment record's header (flags, reserved).
+_SEALED_RECORD = RECORD.pack(0, FLAG_SEALED, 0, 0, 0)[4:8]
+
+
+def _zstd_contents(data: bytes) -> list[bytes]:
+    """What every zstd frame starting anywhere in ``data`` decompresses to."""
+    out = []
+    at = data.find(_ZSTD_MAGIC)
+    while at >= 0:
+        with contextlib.suppress(zstandard.ZstdError):
+            out.append(zstandard.ZstdDecompressor().decompressobj().decompress(data[at:]))
+        at = data.find(_ZSTD_MAGIC, at + 1)
+    return out
+
+
+def _sealed_contents(data: bytes, key: bytes) -> list[bytes]:
+    """Every journal frame and text-segment record in ``data`` that opens under ``key``,
+    at any offset (a leftover or damaged file must not hide one behind bad bytes)."""
+    env = Envelope(key)
+    out: list[bytes] = []
+    if len(data) >= SEGMENT_HEADER_SIZE and data[:8] == SEGMENT_MAGIC:
+        store_id = data[16:32]
+        generation, number = struct.unpack_from("<QQ", data, 32)
+        for pattern in _SEALED_FRAMES:
+            at = data.find(pattern, 4)
+            while at >= 0:
+                off = at - 4
+                length = struct.unpack_from("<I", data, off)[0]
+                end = off + FRAME_HEADER_SIZE + length
+                if end <= len(data):
+                    aad = AAD.pack(store_id, generation, number, data[off : off + 16])
+                    with contextlib.suppress(OpenFailed):
+                        out.append(env.open(data[off + FRAME_HEADER_SIZE : end], aad))
+                at = data.find(pattern, at + 1)
+    if len(data) >= RECORD_HEADER_SIZE and data[:8] == RECORD_MAGIC:
+        store_id = data[16:32]
+        generation = struct.unpack_from("<Q", data, 32)[0]
+        at = data.find(_SEALED_RECORD, RECORD_HEADER_SIZE + 4)
+        while at >= 0:
+            off = at - 4
+            if off + RECORD_SIZE <= len(data):
+                length, _flags, _res, seq, _ck = RECORD.unpack_from(data, off)
+                end = off + RECORD_SIZE + length
+                if end <= len(data):
+                    aad = RECORD_AAD.pack(store_id, generation, off, seq)
+                    with contextlib.suppress(OpenFailed):
+                        out.append(env.open(data[off + RECORD_SIZE : end], aad))
+            at = data.find(_SEALED_RECORD, at + 1)
+    return out
+
+
+def _contents(data: bytes, key: bytes | None) -> list[bytes]:
+    """The raw bytes of a file and everything readable inside them: zstd frames and,
+    with the key, sealed frames and records (and the zstd frames inside those)."""
+    out = [data, *_zstd_contents(data)]
+    if key is not None:
+        for plain in _sealed_contents(data, key):
+            out += [plain, *_zstd_contents(plain)]
+    return out
+
+
+def _scan_files(top: str, needles: dict[str, bytes], only: str | None = None,
+                key: bytes | None = None) -> list[str]:
+    """Where each needle is in a file under ``top``: raw, in a zstd frame, or (with the
+    key) inside a sealed frame or record."""
+    out = []
+    for root, _dirs, files in os.walk(top):
+        for name in files:
+            if only is not None and name != only:
+                continue
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                data = f.read()
+            contents = _contents(data, key) if needles else []
+            for what, needle in needles.items():
+                if any(needle in c for c in contents):
+                    how = "raw" if needle in data else "compressed or sealed"
+                    out.append(f"{what} found in {os.path.relpath(path, top)} ({how})")
+    return out

@@ -175,9 +175,11 @@ def run_peer(data: dict[str, Any], t: dict[str, Any], queries: list[str],
     store = store_mod.MemoryStore(db_path=os.path.join(workdir, "peer.db"))
     retriever = retr_mod.FactRetriever(store)
     by_content: dict[str, str] = {}
+    t0 = time.perf_counter()
     for f in data["facts"]:
         fid = store.add_fact(f["text"])
         by_content[str(fid)] = f["id"]
+    ingest_s = time.perf_counter() - t0
 
     def ids(rows: list[dict[str, Any]]) -> list[str]:
         return [by_content.get(str(r.get("fact_id")), "") for r in rows]
@@ -212,7 +214,7 @@ def run_peer(data: dict[str, Any], t: dict[str, Any], queries: list[str],
         a = by_content.get(str((r.get("fact_a") or {}).get("fact_id")), "")
         b = by_content.get(str((r.get("fact_b") or {}).get("fact_id")), "")
         found.add(tuple(sorted((a, b))))
-    out: dict[str, Any] = {"contradict": {
+    out: dict[str, Any] = {"ingest_s": round(ingest_s, 1), "contradict": {
         "recall": round(len(found & planted) / len(planted), 4),
         "precision": round(len(found & planted) / max(1, len(found)), 4),
         "latency_ms": round(lat * 1e3, 2)}}
@@ -229,6 +231,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,10000")
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--peer-queries", type=int, default=10,
+                    help="queries per op for the peer (it scans every fact in Python: slow)")
     args = ap.parse_args()
     runs: dict[str, Any] = {}
     for n in (int(x) for x in args.sizes.split(",")):
@@ -243,10 +247,12 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as d:
             runs[str(n)] = {"holomem": run_holomem(data, t, queries, pairs, d)}
             if not args.no_peer:
-                runs[str(n)]["hermes_holographic"] = run_peer(data, t, queries, pairs, d)
+                runs[str(n)]["hermes_holographic"] = run_peer(
+                    data, t, queries[: args.peer_queries], pairs[: args.peer_queries], d)
     save("holographic_ops", {
         "benchmark": "holographic_ops", "machine": machine(tempfile.gettempdir()),
-        "conditions": {"queries_per_op": args.queries, "seed": 7,
+        "conditions": {"queries_per_op": args.queries, "peer_queries_per_op": args.peer_queries,
+                       "seed": 7,
                        "entities": "n/20 invented names; 35% of facts name two",
                        "contradictions": "n/50 planted pairs (same subject, other value)"},
         "runs": runs,

@@ -21,6 +21,7 @@ from holomem.api.types import (
     History,
     ListFilter,
     MaintenanceOptions,
+    RecallOptions,
     RememberInput,
 )
 from holomem.errors import ConflictError, InvalidError, MemoryError, NotFoundError, ReadOnlyError
@@ -38,17 +39,10 @@ class RememberMany(_Req, frozen=True, kw_only=True):
     facts: list[RememberInput]
 
 
-class RecallRequest(_Req, frozen=True, kw_only=True):
+class RecallRequest(RecallOptions, frozen=True, kw_only=True):
+    """A query and every RecallOptions field (one flat object, as SPEC §5 shows)."""
+
     query: str
-    k: int = 10
-    as_of: int | None = None
-    known_at: int | None = None
-    history: History = "current"
-    subject: str | None = None
-    entities: list[str] | None = None
-    embedding: list[float] | None = None
-    explain: bool = False
-    candidate_limit: int = 100
 
 
 class ExplainRequest(RecallRequest, frozen=True, kw_only=True):
@@ -103,7 +97,7 @@ class ListRequest(_Req, frozen=True, kw_only=True):
 
 
 def _options(req: RecallRequest) -> dict[str, Any]:
-    return {f: getattr(req, f) for f in req.__struct_fields__ if f not in ("query", "id")}
+    return {f: getattr(req, f) for f in RecallOptions.__struct_fields__}
 
 
 def _remember(m: Memory, request: dict[str, Any]) -> Any:

@@ -14,7 +14,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 import numpy as np
@@ -148,6 +148,20 @@ def _encoded_names(cls: type[Any]) -> dict[str, str]:
     return names
 
 
+P = TypeVar("P")
+
+
+def _named(value: str | P, builtins: Mapping[str, P], what: str) -> P:
+    """A built-in policy by name, or the caller's own callable."""
+    if isinstance(value, str):
+        if value not in builtins:
+            raise InvalidError(f"unknown {what} {value!r}")
+        return builtins[value]
+    if callable(value):
+        return value
+    raise InvalidError(f"{what} must be a name or a callable")
+
+
 def _confidence(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
         raise InvalidError("confidence must be a number between 0 and 1")
@@ -227,14 +241,7 @@ class Memory:
     def with_supersession(self, policy: str | SupersessionPolicy) -> Memory:
         """A Memory with another supersession policy: a built-in name or a callable."""
         clone = self._copy()
-        if isinstance(policy, str):
-            if policy not in SUPERSESSION:
-                raise InvalidError(f"unknown supersession policy {policy!r}")
-            clone._supersession = SUPERSESSION[policy]
-        elif callable(policy):
-            clone._supersession = policy
-        else:
-            raise InvalidError("supersession policy must be a name or a callable")
+        clone._supersession = _named(policy, SUPERSESSION, "supersession policy")
         return clone
 
     def with_recency(self, policy: RecencyPolicy | None) -> Memory:
@@ -246,15 +253,9 @@ class Memory:
         return clone
 
     def with_entity_extractor(self, extractor: str | EntityExtractor) -> Memory:
+        """A Memory with another entity extractor: a built-in name or a callable."""
         clone = self._copy()
-        if isinstance(extractor, str):
-            if extractor not in EXTRACTORS:
-                raise InvalidError(f"unknown entity extractor {extractor!r}")
-            clone._extractor = EXTRACTORS[extractor]
-        elif callable(extractor):
-            clone._extractor = extractor
-        else:
-            raise InvalidError("entity extractor must be a name or a callable")
+        clone._extractor = _named(extractor, EXTRACTORS, "entity extractor")
         return clone
 
     def with_forgetting(self, policy: Callable[[Memory, int], list[str]] | None) -> Memory:

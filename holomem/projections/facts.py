@@ -264,18 +264,16 @@ class FactIndex:
 
     def successors(self, fact_id: str, known_at: int | None = None) -> list[str]:
         """Stored facts that supersede ``fact_id`` through links known at ``known_at``."""
-        out = []
-        for link in self.superseded_by.get(fact_id, ()):
-            if known_at is not None and link.known_at > known_at:
-                continue
-            slot = self.slot(link.other)
-            if slot >= 0 and self.known(slot, known_at):
-                out.append(link.other)
-        return out
+        return self._linked(self.superseded_by, fact_id, known_at)
 
     def predecessors(self, fact_id: str, known_at: int | None = None) -> list[str]:
+        """Stored facts that ``fact_id`` supersedes through links known at ``known_at``."""
+        return self._linked(self.supersedes, fact_id, known_at)
+
+    def _linked(self, table: dict[str, list[Link]], fact_id: str,
+                known_at: int | None) -> list[str]:
         out = []
-        for link in self.supersedes.get(fact_id, ()):
+        for link in table.get(fact_id, ()):
             if known_at is not None and link.known_at > known_at:
                 continue
             slot = self.slot(link.other)

@@ -65,6 +65,7 @@ from holomem.log.format import (
     GEN_RE,
     GEN_TMP_RE,
     SEGMENT_FLAG_ENCRYPTED,
+    TEXT_FILE,
     generation_name,
 )
 from holomem.log.frame import BadBody, FrameCodec, parse_header
@@ -76,7 +77,6 @@ from holomem.log.writer import Segment
 from holomem.projections.catalog import Catalog
 from holomem.projections.text import TextSegment
 
-TEXT_FILE = "text.seg"
 EXIT_CLEAN, EXIT_CORRECTED, EXIT_UNCORRECTED, EXIT_OPERATIONAL = 0, 1, 4, 8
 
 

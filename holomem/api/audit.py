@@ -31,14 +31,26 @@ if TYPE_CHECKING:
 MAX_LIMIT = 1000
 
 
-def _encode(generation: int, slot: int, fact_id: str) -> str:
-    raw = json.dumps({"g": generation, "s": slot, "id": fact_id}, separators=(",", ":"))
+def encode_cursor(**fields: int | str) -> str:
+    """An opaque pagination cursor (URL-safe base64 of compact JSON)."""
+    raw = json.dumps(fields, separators=(",", ":"))
     return base64.urlsafe_b64encode(raw.encode()).decode()
 
 
-def _decode(cursor: str) -> tuple[int, int, str]:
+def decode_cursor(cursor: str, what: str) -> dict[str, Any]:
+    """The fields of a cursor :func:`encode_cursor` made; ``invalid`` for anything else."""
     try:
         data = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, TypeError) as exc:
+        raise InvalidError(f"not a cursor {what} gave out") from exc
+    if not isinstance(data, dict):
+        raise InvalidError(f"not a cursor {what} gave out")
+    return data
+
+
+def _decode(cursor: str) -> tuple[int, int, str]:
+    data = decode_cursor(cursor, "list()")
+    try:
         return int(data["g"]), int(data["s"]), str(data["id"])
     except (ValueError, KeyError, TypeError) as exc:
         raise InvalidError("not a cursor list() gave out") from exc
@@ -96,7 +108,8 @@ def list_facts(memory: Memory, cursor: str | None, limit: int,
                 break
         more = bool(len(live)) and last < int(live[-1])
         last_id = st.catalog.ids[last] if last >= 0 else None
-        next_cursor = _encode(memory.store.generation, last, last_id or "") if more else None
+        next_cursor = (encode_cursor(g=memory.store.generation, s=last, id=last_id or "")
+                       if more else None)
         return ListPage(facts=out, next_cursor=next_cursor, scanned=scanned)
 
 

@@ -40,7 +40,7 @@ from holomem.events import (
 )
 from holomem.log import Journal
 from holomem.log import crashpoints as cp
-from holomem.log.format import DEFAULT_SEGMENT_SIZE
+from holomem.log.format import DEFAULT_SEGMENT_SIZE, TEXT_FILE
 from holomem.log.journal import Rewrite
 from holomem.log.recordfile import RecordFile
 from holomem.projections.base import Change
@@ -56,7 +56,6 @@ from holomem.projections.tokenize import tokenize
 
 log = logging.getLogger("holomem")
 
-TEXT_FILE = "text.seg"
 #: Events per transaction when compaction writes a new generation.
 COMPACT_BATCH = 2048
 

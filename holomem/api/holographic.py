@@ -40,15 +40,14 @@ How each one works, and how it stays honest:
 
 from __future__ import annotations
 
-import base64
 import functools
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from holomem.api import validate
+from holomem.api.audit import decode_cursor, encode_cursor
 from holomem.api.documents import _State
 from holomem.api.types import (
     ContradictionPair,
@@ -200,11 +199,11 @@ def reason(memory: Memory, entities: Sequence[str], k: int = 10) -> ReasonResult
 def _cursor(value: str | None) -> tuple[int, int]:
     if value is None:
         return 0, 0
+    data = decode_cursor(value, "contradict()")
     try:
-        data = json.loads(base64.urlsafe_b64decode(value.encode()))
         return int(data["g"]), int(data["i"])
     except (ValueError, KeyError, TypeError) as exc:
-        raise InvalidError("not a cursor this call gave out") from exc
+        raise InvalidError("not a cursor contradict() gave out") from exc
 
 
 def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -308,8 +307,7 @@ def contradict(memory: Memory, *, subject: str | None = None, entity: str | None
                 overlap=float(overlap[i]), content_similarity=float(sim[i]), shared=why))
         done = start + len(chunk)
         more = done < len(all_keys)
-        next_cursor = base64.urlsafe_b64encode(json.dumps(
-            {"g": memory.store.generation, "i": done}).encode()).decode() if more else None
+        next_cursor = encode_cursor(g=memory.store.generation, i=done) if more else None
         return ContradictResult(pairs=pairs, compared_facts=len(cur),
                                 compared_pairs=len(chunk), bound_hit=more,
                                 next_cursor=next_cursor)

@@ -29,12 +29,12 @@ from typing import Any
 import holomem
 from holomem import ForgetScope, ManualClock, Memory, Store
 from holomem import fsck as fsck_mod
-from holomem.api.documents import TEXT_FILE
 from holomem.crashtest.scan import _scan_files
 from holomem.crashtest.workload import BASE_MS, CONFIG, SEGMENT_SIZE
 from holomem.events import DocumentAdded, DocumentReplaced, PurgeRequested
 from holomem.events import decode as decode_event
 from holomem.log import Journal
+from holomem.log.format import TEXT_FILE
 
 #: The checker's clock: long after every step, so that every link is in effect.
 CHECK_MS = BASE_MS + 10**9

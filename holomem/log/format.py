@@ -28,6 +28,8 @@ SEGMENT_SUFFIX = ".hlj"
 GEN_RE = re.compile(r"^gen-(\d{8})$")
 GEN_TMP_RE = re.compile(r"^gen-(\d{8})\.tmp$")
 SEGMENT_RE = re.compile(r"^seg-(\d{8})\.hlj$")
+#: The text segment, the one derived file (in the generation directory; FORMAT.md §9).
+TEXT_FILE = "text.seg"
 
 
 def generation_name(generation: int) -> str:

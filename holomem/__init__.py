@@ -27,9 +27,10 @@ from holomem.errors import (
     CorruptError,
     HolomemError,
     InvalidError,
-    MemoryError,
+    LimitError,
     NotFoundError,
     StoreLockedError,
+    UnavailableError,
     WrongKeyError,
 )
 from holomem.log import Journal
@@ -51,12 +52,12 @@ __all__ = [
     "Hit",
     "HolomemError",
     "InvalidError",
+    "LimitError",
     "Journal",
     "MaintenanceOptions",
     "ManualClock",
     "Memory",
     "MemoryConfig",
-    "MemoryError",
     "NotFoundError",
     "Observation",
     "RecallOptions",
@@ -67,6 +68,15 @@ __all__ = [
     "StoreLockedError",
     "StoreStats",
     "SystemClock",
+    "UnavailableError",
     "WrongKeyError",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    if name == "MemoryError":  # the first release's contract error; deprecated
+        from holomem import errors
+
+        return errors.__getattr__(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

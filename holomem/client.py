@@ -8,14 +8,14 @@ changing one line::
     memory = Client("http://127.0.0.1:8080").memory        # served
 
 Arguments are checked and converted exactly as ``Memory`` does (same types,
-datetimes accepted) before anything is sent. Errors the server answers with raise
-:class:`~holomem.errors.MemoryError` carrying ``code`` and the HTTP ``status`` —
-each also an instance of the error ``Memory`` raises for the same mistake
-(``InvalidError``, ``NotFoundError``, ``ConflictError``), so ``except`` clauses
-written for the embedded library keep working;
-an authentication failure, an oversized body and server faults raise
-:class:`RemoteError`. ``AsyncClient`` is the same over asyncio. Needs httpx (the
-``serve`` extra).
+datetimes accepted) before anything is sent. An error the server answers with
+raises exactly the class the embedded library raises for the same code
+(:func:`holomem.errors.from_code`: ``InvalidError``, ``LimitError``,
+``NotFoundError``, ``ConflictError``, ...), so ``except`` clauses written for the
+embedded library keep working; codes the library has no class for (an
+authentication failure, a server fault) raise a ``HolomemError`` carrying that
+code. ``status`` is the HTTP status the server sent. ``AsyncClient`` is the same
+over asyncio. Needs httpx (the ``serve`` extra).
 """
 
 from __future__ import annotations
@@ -47,34 +47,9 @@ from holomem.api.types import (
     Remembered,
     RememberInput,
 )
-from holomem.errors import ConflictError, HolomemError, InvalidError, MemoryError, NotFoundError
+from holomem.errors import InvalidError, from_code
 
 T = TypeVar("T")
-
-
-class RemoteError(HolomemError):
-    """The server refused or failed for a reason outside the contract's three codes."""
-
-    def __init__(self, code: str, message: str, status: int) -> None:
-        super().__init__(f"{status} {code}: {message}")
-        self.code = code
-        self.status = status
-
-
-class RemoteInvalidError(MemoryError, InvalidError):
-    """``invalid_request`` from the server: catch it as MemoryError or InvalidError."""
-
-
-class RemoteNotFoundError(MemoryError, NotFoundError):
-    """``not_found`` from the server: catch it as MemoryError or NotFoundError."""
-
-
-class RemoteConflictError(MemoryError, ConflictError):
-    """``conflict`` from the server: catch it as MemoryError or ConflictError."""
-
-
-_REMOTE = {"invalid_request": RemoteInvalidError, "not_found": RemoteNotFoundError,
-           "conflict": RemoteConflictError}
 
 
 def _raise_for(response: httpx.Response) -> None:
@@ -85,9 +60,9 @@ def _raise_for(response: httpx.Response) -> None:
         code, message = str(err["code"]), str(err["message"])
     except (ValueError, KeyError, TypeError):
         code, message = "http", response.text[:500]
-    if code in _REMOTE:
-        raise _REMOTE[code](code, message)
-    raise RemoteError(code, message, response.status_code)
+    err = from_code(code, message)
+    err.status = response.status_code
+    raise err
 
 
 def _as(cls: type[T], value: Any) -> T:

@@ -7,8 +7,8 @@ extend the primary ones, so ``err.code.startswith("corrupt")`` catches every
 kind of damage. Codes are part of the contract: never reused, never renamed.
 
     HolomemError                 "error"
-    ├── InvalidError             "invalid"           the caller passed something wrong
-    │   └── LimitError           "invalid.limit"     a documented limit was exceeded
+    ├── InvalidError             "invalid_request"   the caller passed something wrong
+    │   └── LimitError           "limit"             a documented limit was exceeded
     ├── NotFoundError            "not_found"
     ├── ConflictError            "conflict"
     ├── ClosedError              "closed"            the handle was closed
@@ -31,15 +31,23 @@ kind of damage. Codes are part of the contract: never reused, never renamed.
     │   ├── FsyncError           "io.fsync"          fsync failed: the journal stopped
     │   └── JournalFailedError   "io.failed"         the journal stopped after an earlier failure
     ├── PurgedError              "purged"            the data was erased on purpose
-    └── MemoryError              (contract codes)    the JSON contract's caller errors
+    └── UnavailableError         "unavailable"       a server or backend cannot be reached
 
-Caller errors (``invalid``, ``closed``, ``read_only``, ``locked``, ``key``) are kept
-apart from disk failures (``corrupt``, ``io``). ``MemoryError`` is the error of the
-JSON contract (SPEC §5); its ``code`` is one of ``invalid_request``, ``not_found`` or
-``conflict``, and :data:`HTTP_STATUS` maps every code to an HTTP status.
+Caller errors (``invalid_request``, ``limit``, ``not_found``, ``conflict``,
+``closed``, ``read_only``, ``locked``, ``key``) are kept apart from disk failures
+(``corrupt``, ``io``). The library, the JSON contract, HTTP and the client share
+this one vocabulary: :data:`HTTP_STATUS` maps every code to an HTTP status, and
+:func:`from_code` turns a code received over the wire back into the class the
+library raises. ``LimitError`` is an ``InvalidError`` (catch either), with its own
+code so that a client can tell "too much" from "wrong".
+
+``MemoryError`` (the contract error of the first release) is a deprecated alias of
+:class:`HolomemError`; no name here shadows a Python builtin when imported with ``*``.
 """
 
 from __future__ import annotations
+
+import warnings
 
 __all__ = [
     "HTTP_STATUS",
@@ -58,7 +66,6 @@ __all__ = [
     "KeyError_",
     "KeyRequiredError",
     "LimitError",
-    "MemoryError",
     "MissingSegmentError",
     "NotFoundError",
     "PurgedError",
@@ -67,8 +74,10 @@ __all__ = [
     "StorageIOError",
     "StoreLockedError",
     "TruncatedError",
+    "UnavailableError",
     "UnexpectedKeyError",
     "WrongKeyError",
+    "from_code",
 ]
 
 
@@ -87,13 +96,13 @@ class HolomemError(Exception):
 class InvalidError(HolomemError):
     """The caller passed an argument that cannot be accepted."""
 
-    code = "invalid"
+    code = "invalid_request"
 
 
 class LimitError(InvalidError):
     """A documented limit (text size, word count, metadata size, ...) was exceeded."""
 
-    code = "invalid.limit"
+    code = "limit"
 
 
 class NotFoundError(HolomemError):
@@ -204,33 +213,49 @@ class PurgedError(HolomemError):
     code = "purged"
 
 
-class MemoryError(HolomemError):
-    """A caller-fixable error of the JSON contract.
+class UnavailableError(HolomemError):
+    """A server or a journal backend did not answer (names what was tried)."""
 
-    ``code`` is one of ``invalid_request``, ``not_found``, ``conflict``; ``status``
-    is the matching HTTP status.
-    """
+    code = "unavailable"
 
-    code = "invalid_request"
-
-    def __init__(self, code: str, message: str) -> None:
-        if code not in _CONTRACT_CODES:
-            raise ValueError(f"not a contract error code: {code!r}")
-        super().__init__(message)
-        self.code = code
-        self.status = HTTP_STATUS[code]
-
-
-_CONTRACT_CODES = ("invalid_request", "not_found", "conflict")
 
 #: The one table from error code to HTTP status. Codes not listed map to 500.
 HTTP_STATUS: dict[str, int] = {
     "invalid_request": 422,
+    "limit": 422,
     "not_found": 404,
     "conflict": 409,
-    "invalid": 422,
-    "invalid.limit": 422,
     "read_only": 403,
     "locked": 423,
     "closed": 503,
+    "unavailable": 503,
 }
+
+_BY_CODE: dict[str, type[HolomemError]] = {
+    cls.code: cls for cls in (
+        InvalidError, LimitError, NotFoundError, ConflictError, ClosedError, ReadOnlyError,
+        StoreLockedError, KeyError_, WrongKeyError, KeyRequiredError, UnexpectedKeyError,
+        FormatVersionError, StorageIOError, FsyncError, JournalFailedError, PurgedError,
+        UnavailableError)
+}
+
+
+def from_code(code: str, message: str) -> HolomemError:
+    """The error the library raises for ``code`` (a ``HolomemError`` carrying the code
+    when no class owns it), e.g. to re-raise what a server answered."""
+    cls = _BY_CODE.get(code)
+    if cls is not None:
+        return cls(message)
+    err = HolomemError(message)
+    err.code = code
+    err.status = HTTP_STATUS.get(code, 500)
+    return err
+
+
+def __getattr__(name: str) -> object:
+    if name == "MemoryError":
+        warnings.warn("holomem.errors.MemoryError is deprecated: catch HolomemError (or "
+                      "InvalidError, NotFoundError, ConflictError)", DeprecationWarning,
+                      stacklevel=2)
+        return HolomemError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

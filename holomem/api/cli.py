@@ -33,7 +33,7 @@ from typing import Any
 from holomem.api.documents import Store
 from holomem.api.memory import Memory, to_ms
 from holomem.api.types import MemoryConfig, config_from_json
-from holomem.errors import HolomemError, MemoryError
+from holomem.errors import HolomemError, InvalidError, NotFoundError
 
 
 def _when(text: str) -> int:
@@ -160,9 +160,12 @@ def _memory_command(args: argparse.Namespace) -> int:
         return 3
     try:
         response = memory.call(args.command, request)
-    except MemoryError as exc:
+    except InvalidError as exc:
         print(f"error: {exc.code}: {exc.message}", file=sys.stderr)
-        return 2 if exc.code == "invalid_request" else 1
+        return 2
+    except HolomemError as exc:
+        print(f"error: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1 if isinstance(exc, NotFoundError) or exc.status < 500 else 3
     finally:
         memory.store.close()
     if args.json:

@@ -3,9 +3,9 @@
 Owns: the request and response shapes of every op, their decoding (camelCase,
 unknown fields rejected) and the mapping of errors to the contract's three codes.
 Every door — HTTP, CLI, MCP — goes through :func:`call`, so they all speak the same
-contract. A client's input can only ever produce a response or a
-:class:`~holomem.errors.MemoryError` with code ``invalid_request``, ``not_found`` or
-``conflict``.
+contract. A client's input can only ever produce a response or a caller error of
+the library's one vocabulary (:mod:`holomem.errors`): ``invalid_request``,
+``limit``, ``not_found``, ``conflict``, and ``read_only`` on a follower.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from holomem.api.types import (
     RecallOptions,
     RememberInput,
 )
-from holomem.errors import ConflictError, InvalidError, MemoryError, NotFoundError, ReadOnlyError
+from holomem.errors import InvalidError
 
 if TYPE_CHECKING:
     from holomem.api.memory import Memory
@@ -200,31 +200,21 @@ def _decode(request: dict[str, Any], cls: type[Any]) -> Any:
     try:
         return msgspec.convert(request, cls, strict=True)
     except msgspec.ValidationError as exc:
-        raise MemoryError("invalid_request", str(exc)) from exc
+        raise InvalidError(str(exc)) from exc
     except UnicodeEncodeError as exc:  # msgspec cannot even name a lone surrogate
-        raise MemoryError("invalid_request", "the request holds text that is not valid "
-                          "Unicode (a lone surrogate)") from exc
+        raise InvalidError("the request holds text that is not valid Unicode (a lone "
+                           "surrogate)") from exc
 
 
 def call(memory: Memory, op: object, request: object) -> dict[str, Any]:
     """Run one op of the contract; the response is plain JSON-ready data (camelCase).
 
-    Errors: :class:`MemoryError` with ``invalid_request`` (HTTP 422), ``not_found``
-    (404) or ``conflict`` (409).
+    Errors: ``invalid_request`` (HTTP 422), ``limit`` (422), ``not_found`` (404),
+    ``conflict`` (409), ``read_only`` (403) — the library's own classes.
     """
     if not isinstance(op, str) or op not in OPS:
-        raise MemoryError("invalid_request", f"unknown op {op!r}; ops are {', '.join(OPS)}")
+        raise InvalidError(f"unknown op {op!r}; ops are {', '.join(OPS)}")
     if not isinstance(request, dict) or not all(isinstance(k, str) for k in request):
-        raise MemoryError("invalid_request", "the request must be a JSON object")
-    try:
-        result = OPS[op](memory, request)
-        out: dict[str, Any] = msgspec.to_builtins(result)
-        return out
-    except MemoryError:
-        raise
-    except NotFoundError as exc:
-        raise MemoryError("not_found", exc.message) from exc
-    except ConflictError as exc:
-        raise MemoryError("conflict", exc.message) from exc
-    except (InvalidError, ReadOnlyError) as exc:
-        raise MemoryError("invalid_request", exc.message) from exc
+        raise InvalidError("the request must be a JSON object")
+    out: dict[str, Any] = msgspec.to_builtins(OPS[op](memory, request))
+    return out

@@ -337,7 +337,7 @@ class Store:
         """Store a document, replacing any document with the same id.
 
         Returns the revision (sequence number) that holds it. Errors: ``invalid``,
-        ``invalid.limit``, ``closed``, ``read_only``, ``io``.
+        ``limit``, ``closed``, ``read_only``, ``io``.
         """
         return self._add([(id, text, metadata, embedding, entities)])
 

@@ -48,7 +48,7 @@ from starlette.routing import Route
 from holomem.api.documents import DocumentInput, Store
 from holomem.api.memory import Memory
 from holomem.api.types import MemoryConfig
-from holomem.errors import HTTP_STATUS, HolomemError, InvalidError, MemoryError
+from holomem.errors import HolomemError, InvalidError, LimitError, NotFoundError
 
 TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 DEFAULT_TENANT = "default"
@@ -124,13 +124,13 @@ async def _body(request: Request, limit: int) -> dict[str, Any] | JSONResponse:
     """The request's JSON object, or the error response to send instead."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        return _error(413, "too_large", f"the request body is over {limit} bytes")
+        return _error(413, "limit", f"the request body is over {limit} bytes")
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            return _error(413, "too_large", f"the request body is over {limit} bytes")
+            return _error(413, "limit", f"the request body is over {limit} bytes")
         chunks.append(chunk)
     raw = b"".join(chunks) or b"{}"
     try:
@@ -181,12 +181,8 @@ def create_app(data_dir: str, *, api_key: str | None = None,
             return _error(422, "invalid_request", exc.message)
         try:
             return _json(await run_in_threadpool(work, tenant, data))
-        except MemoryError as exc:
-            return _error(exc.status, exc.code, exc.message)
         except HolomemError as exc:
-            status = HTTP_STATUS.get(exc.code, 500)
-            code = "invalid_request" if status == 422 else exc.code
-            return _error(status, code, exc.message)
+            return _error(exc.status, exc.code, exc.message)
         finally:
             pool.release(tenant)
 
@@ -196,7 +192,7 @@ def create_app(data_dir: str, *, api_key: str | None = None,
         def work(t: _Tenant, data: dict[str, Any]) -> Any:
             facts = data.get("facts") if op == "remember" else None
             if isinstance(facts, list) and len(facts) > max_batch:
-                raise MemoryError("invalid_request", f"at most {max_batch} facts per request")
+                raise LimitError(f"at most {max_batch} facts per request")
             return t.memory.call(op, data)
 
         return await with_tenant(request, work)
@@ -205,12 +201,11 @@ def create_app(data_dir: str, *, api_key: str | None = None,
         def work(t: _Tenant, data: dict[str, Any]) -> Any:
             docs = data.get("documents", [data])
             if not isinstance(docs, list) or len(docs) > max_batch:
-                raise MemoryError("invalid_request",
-                                  f"documents must be a list of at most {max_batch}")
+                raise InvalidError(f"documents must be a list of at most {max_batch}")
             try:
                 items = msgspec.convert(docs, list[DocumentInput], strict=True)
             except msgspec.ValidationError as exc:
-                raise MemoryError("invalid_request", str(exc)) from exc
+                raise InvalidError(str(exc)) from exc
             return {"revision": t.store.add_documents(items)}
 
         return await with_tenant(request, work)
@@ -221,7 +216,7 @@ def create_app(data_dir: str, *, api_key: str | None = None,
         def work(t: _Tenant, _: dict[str, Any]) -> Any:
             doc = t.store.get_document(doc_id)
             if doc is None:
-                raise MemoryError("not_found", f"no document {doc_id!r}")
+                raise NotFoundError(f"no document {doc_id!r}")
             return {"document": msgspec.to_builtins(doc)}
 
         return await with_tenant(request, work, body=False)
@@ -239,8 +234,7 @@ def create_app(data_dir: str, *, api_key: str | None = None,
         def work(t: _Tenant, data: dict[str, Any]) -> Any:
             unknown = set(data) - {"query", "k", "embedding", "ids"}
             if unknown or "query" not in data:
-                raise MemoryError("invalid_request",
-                                  "search takes query (required), k, embedding and ids")
+                raise InvalidError("search takes query (required), k, embedding and ids")
             hits = t.store.search_documents(data["query"], data.get("k", 10),
                                             embedding=data.get("embedding"),
                                             ids=data.get("ids"))

@@ -52,7 +52,7 @@ from holomem.api.audit import render_context
 from holomem.api.memory import Memory
 from holomem.api.toolschema import TOOLS, input_schema
 from holomem.api.types import FactRecord, Recalled
-from holomem.errors import HolomemError, MemoryError
+from holomem.errors import HolomemError
 
 log = logging.getLogger("holomem.mcp")
 
@@ -119,10 +119,9 @@ def call_tool(memory: Memory, tool: str, arguments: dict[str, Any] | None) -> ty
     try:
         response = memory.call(spec.op, arguments if arguments is not None else {})
         return _result(render(tool, response))
-    except MemoryError as exc:
-        return _result([error_body(exc.code, exc.message)], error=True)
-    except HolomemError as exc:  # not the caller's doing: a full disk, a closed store ...
-        log.error("tool %s failed: %s: %s", tool, exc.code, exc)
+    except HolomemError as exc:
+        if exc.status >= 500:  # not the caller's doing: a full disk, a closed store ...
+            log.error("tool %s failed: %s: %s", tool, exc.code, exc)
         return _result([error_body(exc.code, exc.message)], error=True)
     except Exception:
         log.exception("tool %s failed", tool)

@@ -694,8 +694,9 @@ class Memory:
     def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
         """SPEC §5: run ``op`` with a camelCase JSON request; return a camelCase response.
 
-        Errors: :class:`~holomem.errors.MemoryError` with code ``invalid_request``,
-        ``not_found`` or ``conflict``, and nothing else for any request.
+        Errors: ``invalid_request``, ``limit``, ``not_found``, ``conflict``,
+        ``read_only`` (see :func:`holomem.api.contract.call`), and nothing else for
+        any request.
         """
         return contract.call(self, op, request)
 

@@ -50,7 +50,7 @@ from holomem.api.documents import Store
 from holomem.api.memory import Memory
 from holomem.api.toolschema import TOOLS, input_schema
 from holomem.api.types import FactRecord, MemoryConfig, Recalled
-from holomem.errors import HolomemError, LimitError, MemoryError, StoreLockedError
+from holomem.errors import HolomemError, LimitError, StoreLockedError
 
 log = logging.getLogger("holomem.hermes")
 
@@ -328,10 +328,9 @@ class HolomemMemoryProvider(MemoryProvider):  # type: ignore[misc]
         try:
             memory = self._readable()
             response = memory.call(TOOLS[tool].op, args if args is not None else {})
-        except MemoryError as exc:
-            return _error(exc.code, exc.message)
         except HolomemError as exc:
-            log.warning("holomem tool %s failed: %s", tool_name, exc)
+            if exc.status >= 500:
+                log.warning("holomem tool %s failed: %s", tool_name, exc)
             return _error(exc.code, exc.message)
         self._prefetched = None
         if tool == "recall":

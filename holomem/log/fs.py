@@ -143,6 +143,31 @@ def mkdir(path: str) -> None:
     _record("mkdir", path)
 
 
+def make_dirs(path: str) -> None:
+    """Create ``path`` and every missing parent, each durable before this returns.
+
+    Every new directory's entry lives in its parent, so each parent of a created
+    directory is synced, up to and including the first one that already existed.
+    """
+    path = os.path.abspath(path)
+    missing: list[str] = []
+    while not os.path.isdir(path):
+        if os.path.lexists(path):
+            raise StorageIOError(f"creating directory {path!r} failed: a file is in the way")
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for new in reversed(missing):
+        try:
+            mkdir(new)
+        except StorageIOError:
+            if not os.path.isdir(new):  # another process may have made it meanwhile
+                raise
+        sync_dir(os.path.dirname(new))
+
+
 def rename(src: str, dst: str) -> None:
     """Rename ``src`` to ``dst`` (atomic on POSIX). Durable after :func:`sync_dir`."""
     cp.hit(P_RENAME_BEFORE)

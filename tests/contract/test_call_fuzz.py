@@ -4,8 +4,8 @@
 strings, ints of any size, floats including NaN and infinity, booleans, None),
 requests made of each op's real field names with wrong-typed or edge values, and
 arbitrary op names. It may only answer, with a JSON-serialisable response, or
-raise :class:`holomem.errors.MemoryError` with code ``invalid_request``,
-``not_found`` or ``conflict``: never anything else.
+raise a caller error of the library's vocabulary (``invalid_request``, ``limit``,
+``not_found``, ``conflict``): never anything else.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from holomem.api.types import (
     ForgettingConfig,
     RecencyConfig,
 )
-from holomem.errors import MemoryError
+from holomem.errors import HolomemError
 
-CODES = {"invalid_request", "not_found", "conflict"}
+CODES = {"invalid_request", "limit", "not_found", "conflict"}
 IDS = ["k1", "k2", "k3", "k4", "plain", "nope"]
 
 FIELDS: dict[str, list[str]] = {
@@ -131,7 +131,7 @@ def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
 def call(memory: Memory, op: Any, request: Any) -> None:
     try:
         response = memory.call(op, request)
-    except MemoryError as exc:
+    except HolomemError as exc:
         assert exc.code in CODES, exc.code
         assert exc.status in (422, 404, 409)
         return
@@ -162,7 +162,7 @@ def test_any_request_gives_a_response_or_a_contract_error(memory: Memory, op: st
 def test_unknown_ops_are_invalid_requests(memory: Memory, op: Any, request: Any) -> None:
     if isinstance(op, str) and op in OPS:
         return
-    with pytest.raises(MemoryError) as info:
+    with pytest.raises(HolomemError) as info:
         memory.call(op, request)
     assert info.value.code == "invalid_request"
 
@@ -172,7 +172,7 @@ def test_unknown_ops_are_invalid_requests(memory: Memory, op: Any, request: Any)
     lambda r: not isinstance(r, dict)) | st.dictionaries(st.integers(), scalars, min_size=1))
 def test_a_request_that_is_not_an_object_is_invalid(memory: Memory, op: str,
                                                     request: Any) -> None:
-    with pytest.raises(MemoryError) as info:
+    with pytest.raises(HolomemError) as info:
         memory.call(op, request)
     assert info.value.code == "invalid_request"
 

@@ -20,7 +20,7 @@ import pytest
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
 from holomem.api.types import config_from_json
-from holomem.errors import MemoryError
+from holomem.errors import HolomemError
 
 T0 = 1_700_000_000_000  # the clock when the first fact is remembered
 SECOND = 1_000
@@ -81,7 +81,7 @@ def call(memory: Memory, op: str, request: dict[str, Any]) -> Any:
 
 
 def error(memory: Memory, op: str, request: Any) -> str:
-    with pytest.raises(MemoryError) as info:
+    with pytest.raises(HolomemError) as info:
         memory.call(op, request)
     return info.value.code
 

@@ -3,6 +3,8 @@ or removed is a deliberate change to this list, never an accident."""
 
 from __future__ import annotations
 
+import pytest
+
 import holomem
 
 PUBLIC = [
@@ -23,11 +25,11 @@ PUBLIC = [
     "HolomemError",
     "InvalidError",
     "Journal",
+    "LimitError",
     "MaintenanceOptions",
     "ManualClock",
     "Memory",
     "MemoryConfig",
-    "MemoryError",
     "NotFoundError",
     "Observation",
     "RecallOptions",
@@ -38,6 +40,7 @@ PUBLIC = [
     "StoreLockedError",
     "StoreStats",
     "SystemClock",
+    "UnavailableError",
     "WrongKeyError",
 ]
 
@@ -54,7 +57,8 @@ def test_every_exported_name_exists_and_is_the_defining_object() -> None:
     for name in holomem.__all__:
         assert hasattr(holomem, name), name
     homes = {"Memory": memory, "Store": documents, "ManualClock": policies,
-             "MemoryConfig": types, "RememberInput": types, "MemoryError": errors,
+             "MemoryConfig": types, "RememberInput": types, "LimitError": errors,
+             "UnavailableError": errors,
              "NotFoundError": errors, "ConflictError": errors, "InvalidError": errors}
     for name, module in homes.items():
         assert getattr(holomem, name) is getattr(module, name), name
@@ -66,10 +70,24 @@ def test_star_import_gives_exactly_all() -> None:
     assert sorted(k for k in namespace if k != "__builtins__") == PUBLIC
 
 
-def test_contract_errors_are_memory_errors_with_http_statuses() -> None:
-    from holomem.errors import HTTP_STATUS
+def test_one_error_vocabulary_from_library_to_http() -> None:
+    from holomem.errors import HTTP_STATUS, from_code
 
-    for code, status in (("invalid_request", 422), ("not_found", 404), ("conflict", 409)):
-        err = holomem.MemoryError(code, "m")
-        assert isinstance(err, holomem.HolomemError)
+    for cls, code, status in ((holomem.InvalidError, "invalid_request", 422),
+                              (holomem.LimitError, "limit", 422),
+                              (holomem.NotFoundError, "not_found", 404),
+                              (holomem.ConflictError, "conflict", 409),
+                              (holomem.StoreLockedError, "locked", 423),
+                              (holomem.UnavailableError, "unavailable", 503)):
+        err = cls("m")
         assert (err.code, err.status, HTTP_STATUS[code]) == (code, status, status)
+        assert type(from_code(code, "m")) is cls
+    assert issubclass(holomem.LimitError, holomem.InvalidError)
+
+
+def test_no_public_name_shadows_a_builtin() -> None:
+    import builtins
+
+    assert not [n for n in holomem.__all__ if hasattr(builtins, n)]
+    with pytest.warns(DeprecationWarning):
+        assert holomem.MemoryError is holomem.HolomemError

@@ -40,7 +40,7 @@ def test_append_of_a_malformed_transaction_is_invalid_and_writes_nothing(
         before = surgery.snapshot(store)
         with pytest.raises(InvalidError) as info:
             j.append(payloads)  # type: ignore[arg-type]
-        assert info.value.code == "invalid"
+        assert info.value.code == "invalid_request"
         assert j.last_seq == 1
         assert surgery.snapshot(store) == before
         assert j.append([b"after"]) == 2  # the journal is not harmed

@@ -23,7 +23,7 @@ def test_a_non_empty_directory_that_is_not_a_store_is_refused_and_left_untouched
         with pytest.raises((InvalidError, NotFoundError)) as info:
             Journal.open(home, **kwargs)
         if kwargs.get("create", True):
-            assert info.value.code == "invalid"
+            assert info.value.code == "invalid_request"
         assert surgery.snapshot(home) == before
     with pytest.raises(NotFoundError):
         Journal.open(home, read_only=True)

@@ -15,7 +15,6 @@ from holomem import (
     InvalidError,
     Memory,
     MemoryConfig,
-    MemoryError,
     NotFoundError,
     Store,
 )
@@ -48,8 +47,8 @@ def test_remember_is_idempotent_and_conflicts_have_the_same_code(memory: Any) ->
     with pytest.raises(ConflictError) as info:
         memory.remember(id="a", text="Alice lives in Rome")
     assert info.value.code == "conflict" and info.value.status == 409
-    if not isinstance(memory, Memory):
-        assert isinstance(info.value, MemoryError)
+    # The client raises exactly the library's class for the code, nothing of its own.
+    assert type(info.value) is ConflictError
 
 
 def test_recall_explain_history_get_and_forget_agree_locally_and_remotely(memory: Any) -> None:
@@ -94,8 +93,9 @@ def test_the_async_client_speaks_the_same_contract(tmp_path: Path) -> None:
             assert got is not None and got.text == "Bob owes Alice ten euros"
             hits = await client.memory.recall("Bob owes")
             assert [h.id for h in hits] == [r.id]
-            with pytest.raises(MemoryError):
+            with pytest.raises(NotFoundError) as info:
                 await client.memory.history("nope")
+            assert type(info.value) is NotFoundError and info.value.status == 404
 
     try:
         asyncio.run(main())

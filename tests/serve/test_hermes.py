@@ -304,6 +304,6 @@ def test_a_store_with_another_writer_is_read_not_written(home: Path) -> None:
         manager.sync_all("hello", "hi", session_id="s1")
         assert manager.flush_pending(timeout=30)
         refused = call(manager, "holomem_remember", {"text": "x"})
-        assert refused["code"] == "invalid_request" and "read" in refused["error"]
+        assert refused["code"] == "read_only" and "read" in refused["error"]
         manager.shutdown_all()
         assert [f.id for f in writer.list(None, 100).facts] == ["w", "w2"]  # nothing written

@@ -89,7 +89,7 @@ def test_an_api_key_is_required_and_compared_exactly(server: Server) -> None:
 def test_limits_refuse_oversized_bodies_and_batches(server: Server) -> None:
     big = {"text": "x" * (2 << 20)}
     r = post(server, "/api/v1/memory/remember", big)
-    assert r.status_code == 413 and r.json()["error"]["code"] == "too_large"
+    assert r.status_code == 413 and r.json()["error"]["code"] == "limit"
     batch = {"facts": [{"text": f"fact {i}"} for i in range(1001)]}
     r = post(server, "/api/v1/memory/remember", batch)
     assert r.status_code == 422

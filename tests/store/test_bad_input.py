@@ -6,10 +6,11 @@ bare ValueError (or TypeError, or warning) leaves a public call.
 
 Hypothesis generates wrong types, empty ids, over-limit text, metadata that is not
 JSON (or too deep, too big, NaN), embeddings with NaN, zeros or the wrong dimension,
-lone surrogates, and k out of range, for every document call. Each must raise a
-HolomemError whose code starts with "invalid" (pytest's filterwarnings=error also
-turns any warning into a failure), and neither the store's revision, the journal's
-last sequence number, nor any byte of the journal or text segment may change.
+lone surrogates, and k out of range, for every document call. Each must raise
+an InvalidError (code "invalid_request", or "limit" for a LimitError;
+pytest's filterwarnings=error also turns any warning into a failure), and neither
+the store's revision, the journal's last sequence number, nor any byte of the
+journal or text segment may change.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 
 from holomem import DocumentInput, Journal, Store
 from holomem.api import validate
-from holomem.errors import HolomemError
+from holomem.errors import HolomemError, InvalidError
 from tests.store._util import all_files
 
 DIM = 4
@@ -180,7 +181,7 @@ def _expect_invalid(store: Store, call: Call) -> None:
     stats, dim = store.stats(), store.embedding_dim
     with pytest.raises(HolomemError) as info:
         method(*args, **kwargs)
-    assert info.value.code.startswith("invalid"), info.value
+    assert isinstance(info.value, InvalidError), info.value
     assert store.revision == revision
     assert _journal_state(store) == last
     after = store.stats()

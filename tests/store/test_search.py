@@ -147,7 +147,7 @@ def test_an_embedding_of_another_dimension_is_refused(tmp_path: Path) -> None:
         revision = store.revision
         with pytest.raises(InvalidError) as info:
             store.add_document("c", "apple", embedding=[1.0, 0.0])
-        assert info.value.code == "invalid"
+        assert info.value.code == "invalid_request"
         with pytest.raises(InvalidError):
             store.add_documents([{"id": "c", "text": "apple", "embedding": [1.0, 0.0, 0.0]},
                                  {"id": "d", "text": "apple", "embedding": [1.0] * 4}])

@@ -202,21 +202,13 @@ class Memory:
         if not isinstance(store, Store):
             raise InvalidError("Memory needs a holomem.Store")
         self.store = store
-        self.config = config if config is not None else MemoryConfig()
-        if not isinstance(self.config, MemoryConfig):
-            raise InvalidError("config must be a MemoryConfig")
-        try:  # Struct constructors do not check types; a round trip through builtins does.
-            msgspec.convert(msgspec.to_builtins(self.config), MemoryConfig)
-        except (msgspec.ValidationError, TypeError) as exc:
-            raise InvalidError(f"config: {exc}") from exc
+        #: The configuration, checked whole (types and every number's range).
+        self.config = validate.memory_config(config if config is not None else MemoryConfig())
         self.clock: Clock = clock if clock is not None else SystemClock()
         self._supersession: SupersessionPolicy = SUPERSESSION[self.config.supersession]
         self._recency: RecencyPolicy | None = None
         if isinstance(self.config.recency, RecencyConfig):
-            half = self.config.recency.exponential.half_life_ms
-            if half <= 0:
-                raise InvalidError("recency halfLifeMs must be positive")
-            self._recency = exponential_recency(half)
+            self._recency = exponential_recency(self.config.recency.exponential.half_life_ms)
         self._extractor: EntityExtractor = EXTRACTORS[self.config.entity_extractor]
         self._observers: list[Observer] = []
         # Filled in by holomem.api.forgetting (policies that need the whole memory).
@@ -227,8 +219,6 @@ class Memory:
         self._context: Neighbors | None = (self.config.context.neighbors
                                            if isinstance(self.config.context, ContextConfig)
                                            else None)
-        if self._context is not None and (self._context.weight < 0 or self._context.window < 1):
-            raise InvalidError("context neighbors need weight >= 0 and window >= 1")
 
 
     # -- policies -------------------------------------------------------------------------

@@ -9,7 +9,7 @@ are integer milliseconds since the epoch (Python calls also accept aware
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -297,13 +297,30 @@ class ListPage(_Response, frozen=True):
 
 
 # -- configuration ------------------------------------------------------------------------
+# Every number of the configuration carries its documented range (README "Policies"), as
+# msgspec constraints: decoding JSON (config_from_json) and converting a Struct built in
+# Python (validate.memory_config, which Memory uses) check exactly the same rules.
+#: The largest duration or time in milliseconds (times are kept below 2**62).
+MAX_MS = 2**62
+#: The widest context window (neighbours on each side): a recall does window passes.
+MAX_CONTEXT_WINDOW = 100
+
+HalfLifeMs = Annotated[int, msgspec.Meta(gt=0, le=MAX_MS, description="> 0 ms")]
+DurationMs = Annotated[int, msgspec.Meta(ge=0, le=MAX_MS, description=">= 0 ms")]
+Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0, description="in [0, 1]")]
+Window = Annotated[int, msgspec.Meta(ge=1, le=MAX_CONTEXT_WINDOW,
+                                     description=f"1 to {MAX_CONTEXT_WINDOW}")]
+
+
 class _Config(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
               forbid_unknown_fields=True):
     pass
 
 
 class Exponential(_Config, frozen=True):
-    half_life_ms: int
+    """Recency multiplier 0.5 ** (age / half_life_ms); ``half_life_ms`` > 0."""
+
+    half_life_ms: HalfLifeMs
 
 
 class RecencyConfig(_Config, frozen=True):
@@ -311,34 +328,42 @@ class RecencyConfig(_Config, frozen=True):
 
 
 class ForgettingConfig(_Config, frozen=True):
-    """Built-in forgetting: facts expired, or superseded, for longer than a duration."""
+    """Built-in forgetting: facts expired, or superseded, for longer than a duration (>= 0)."""
 
-    expired_for_longer_than_ms: int | None = None
-    superseded_for_longer_than_ms: int | None = None
+    expired_for_longer_than_ms: DurationMs | None = None
+    superseded_for_longer_than_ms: DurationMs | None = None
 
 
 class Duplicates(_Config, frozen=True):
-    """Exact duplicates (same words) always; near ones at this word-set Jaccard or above."""
+    """Exact duplicates (same words) always; near ones at this word-set Jaccard or above
+    (``near_threshold`` in [0, 1]; 1 means exact duplicates only)."""
 
-    near_threshold: float = 1.0
+    near_threshold: Fraction = 1.0
 
 
 class ConsolidationConfig(_Config, frozen=True):
     duplicates: Duplicates
+    #: Remove the sources once their summary is written; only a call that also passes
+    #: ``allow_destructive=True`` does so (the report says when sources were kept).
     remove_sources: bool = False
 
 
 class FeedbackConfig(_Config, frozen=True):
-    """Usefulness from feedback: multiplier = 1 + weight * (helpful - unhelpful) / (n + 2)."""
+    """Usefulness from feedback: multiplier = 1 + weight * (helpful - unhelpful) / (n + 2).
 
-    weight: float = 0.5
+    ``weight`` in [0, 1]: the multiplier stays within (1 - weight, 1 + weight), above
+    zero, so feedback reorders facts but never hides one.
+    """
+
+    weight: Fraction = 0.5
 
 
 class Neighbors(_Config, frozen=True):
-    """Facts written next to each other lend each other ``weight`` times their score."""
+    """Facts written next to each other lend each other ``weight`` (in [0, 1]) times their
+    score, up to ``window`` (1 to :data:`MAX_CONTEXT_WINDOW`) facts on each side."""
 
-    weight: float = 0.3
-    window: int = 1
+    weight: Fraction = 0.3
+    window: Window = 1
 
 
 class ContextConfig(_Config, frozen=True):
@@ -346,15 +371,20 @@ class ContextConfig(_Config, frozen=True):
 
 
 class MemoryConfig(_Config, frozen=True):
-    """Every policy, with a default that changes nothing (SPEC §4)."""
+    """Every policy, with a default that changes nothing (SPEC §4).
+
+    The constructor checks nothing (msgspec Structs never do); ``Memory`` and
+    :func:`holomem.api.validate.memory_config` check every field's type and range.
+    """
 
     supersession: Literal["none", "latest-by-subject"] = "none"
     recency: Literal["none"] | RecencyConfig = "none"
     forgetting: Literal["none"] | ForgettingConfig = "none"
     consolidation: Literal["none"] | ConsolidationConfig = "none"
     entity_extractor: Literal["none", "regex"] = "none"
-    #: Multiplier for facts that are not current (only matters with history="all").
-    historical_weight: float = 1.0
+    #: Multiplier in [0, 1] for facts that are not current (only matters with
+    #: history="all" or "historical").
+    historical_weight: Fraction = 1.0
     feedback: Literal["none"] | FeedbackConfig = "none"
     #: Conversation context: a fact's score borrows from the facts written just
     #: before and after it (useful when facts are consecutive turns of a dialogue).
@@ -362,13 +392,17 @@ class MemoryConfig(_Config, frozen=True):
 
 
 def config_from_json(data: bytes | str) -> MemoryConfig:
-    """Parse a MemoryConfig from JSON (camelCase); unknown fields are errors.
+    """Parse a MemoryConfig from JSON (camelCase); unknown fields are errors, and so is
+    any number outside its documented range (the same checks as ``Memory(...)``).
 
-    Errors: ``invalid``.
+    Errors: ``invalid_request``, naming the field (e.g. ``$.recency.exponential.halfLifeMs``).
     """
+    if not isinstance(data, (bytes, str)):
+        raise InvalidError(f"config: expected JSON text, got {type(data).__name__}")
     try:
         return msgspec.json.decode(data, type=MemoryConfig)
-    except (msgspec.DecodeError, UnicodeEncodeError) as exc:  # ValidationError included
+    except (msgspec.DecodeError, UnicodeEncodeError, RecursionError) as exc:
+        # DecodeError includes ValidationError (a wrong type or a number out of range).
         raise InvalidError(f"config: {exc}") from exc
 
 

@@ -13,8 +13,10 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import msgspec
 import numpy as np
 
+from holomem.api.types import MemoryConfig
 from holomem.errors import InvalidError, LimitError
 from holomem.projections.tokenize import tokenize
 
@@ -189,3 +191,35 @@ def id_list(value: object, field: str = "ids") -> list[str]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise InvalidError(f"{field} must be a list of ids")
     return [doc_id(v, field) for v in value]
+
+
+def memory_config(value: object) -> MemoryConfig:
+    """A whole :class:`MemoryConfig`, checked: every field's type and every number's range.
+
+    ``value`` is a MemoryConfig (whose constructor checks nothing) or its JSON form as
+    a dict (camelCase). The ranges are the msgspec constraints declared on the config
+    Structs (:mod:`holomem.api.types`), so this rejects exactly what
+    :func:`~holomem.api.types.config_from_json` rejects: recency ``halfLifeMs`` > 0;
+    forgetting durations >= 0; ``nearThreshold``, feedback ``weight``, context
+    ``weight`` and ``historicalWeight`` in [0, 1]; context ``window`` from 1 to
+    :data:`~holomem.api.types.MAX_CONTEXT_WINDOW`; durations at most 2**62 ms.
+
+    Errors: ``invalid_request``, naming the field (``config: ... - at
+    `$.recency.exponential.halfLifeMs```).
+    """
+    if isinstance(value, MemoryConfig):
+        try:
+            raw: object = msgspec.to_builtins(value)
+        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+            raise InvalidError(f"config: {exc}") from exc
+    elif isinstance(value, Mapping):
+        raw = dict(value)
+    else:
+        raise InvalidError(f"config must be a MemoryConfig, got {type(value).__name__}")
+    try:
+        # Converting the builtins form checks types and constraints, exactly as
+        # decoding JSON does (a Struct built in Python was never checked).
+        return msgspec.convert(raw, MemoryConfig)
+    except (msgspec.ValidationError, TypeError, ValueError, OverflowError,
+            RecursionError) as exc:
+        raise InvalidError(f"config: {exc}") from exc

@@ -11,10 +11,14 @@ measured calls), then, round by round:
 - ``forget_purge``: the same with ``purge=True`` — the journal is rewritten into a
   new generation without it, switched in, and the old generation overwritten with
   zeros, synced and unlinked;
+- ``compact``: ``Store.compact()`` without purge — also writes a new generation, and
+  (since issue 11) overwrites the replaced one with zeros and syncs it before
+  unlinking it, so removed text never survives in freed blocks;
 - ``copy``: ``shutil.copyfile`` of every journal segment, then fsync of each copy —
   what merely rewriting the journal's bytes costs on this disk.
 
-Reports median times, the bytes a purge rewrote and zeroed, and purge / copy.
+Reports median times, the bytes a purge rewrote and zeroed, purge / copy and
+compact / copy.
 Saves benchmarks/results/purge_bench.json.
 """
 
@@ -34,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks._common import machine, median, save
 from benchmarks.search_bench import corpus
 from holomem import Memory, Store
+from holomem.log import fs
 
 
 def journal_files(path: str) -> list[str]:
@@ -52,6 +57,20 @@ def copy_journal(path: str, dest: str) -> float:
     elapsed = time.perf_counter() - t
     shutil.rmtree(dest)
     return elapsed
+
+
+def erase_cost(path: str, scratch: str) -> tuple[float, float]:
+    """Seconds to remove a copy of the live generation by zeroing, syncing and unlinking
+    it (what every compaction now does) and by merely unlinking it."""
+    gen = sorted(glob.glob(os.path.join(path, "gen-*")))[-1]
+    times = []
+    for remove in (fs.erase_tree, fs.remove_tree):
+        shutil.copytree(gen, scratch)
+        os.sync()
+        t = time.perf_counter()
+        remove(scratch)
+        times.append(time.perf_counter() - t)
+    return times[0], times[1]
 
 
 def main() -> None:
@@ -85,6 +104,10 @@ def main() -> None:
                     journal_bytes = sum(os.path.getsize(f) for f in journal_files(path))
                     text_bytes = sum(os.path.getsize(f) for f in
                                      glob.glob(os.path.join(path, "gen-*", "text.seg")))
+                    zero_s, unlink_s = erase_cost(path, os.path.join(d, "scratch"))
+                    t = time.perf_counter()
+                    store.compact()
+                    compact_s = time.perf_counter() - t
                     t = time.perf_counter()
                     memory.forget({"ids": [f"f{2 * r + 1}"]}, purge=True)
                     purge_s = time.perf_counter() - t
@@ -92,12 +115,20 @@ def main() -> None:
                     rows.append({"forget_ms": forget_s * 1e3, "purge_s": purge_s,
                                  "copy_s": copy_s, "zeroed_bytes": journal_bytes + text_bytes,
                                  "rewritten_bytes": new_bytes, "purge_over_copy":
-                                 purge_s / copy_s})
+                                 purge_s / copy_s, "compact_s": compact_s,
+                                 "zero_s": zero_s, "unlink_s": unlink_s})
             runs[str(n)] = {
                 "forget_p50_ms": round(median([r["forget_ms"] for r in rows]), 3),
                 "purge_p50_s": round(median([r["purge_s"] for r in rows]), 3),
                 "copy_journal_p50_s": round(median([r["copy_s"] for r in rows]), 4),
                 "purge_over_copy_median": round(median([r["purge_over_copy"] for r in rows]), 2),
+                "compact_zeroing_p50_s": round(median([r["compact_s"] for r in rows]), 3),
+                "compact_over_copy_median": round(
+                    median([r["compact_s"] / r["copy_s"] for r in rows]), 2),
+                "erase_generation_zeroed_p50_ms": round(median([r["zero_s"] for r in rows]) * 1e3,
+                                                        2),
+                "erase_generation_unlinked_p50_ms": round(
+                    median([r["unlink_s"] for r in rows]) * 1e3, 2),
                 "bytes_zeroed": rows[-1]["zeroed_bytes"],
                 "bytes_rewritten": rows[-1]["rewritten_bytes"],
             }

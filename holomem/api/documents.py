@@ -184,7 +184,7 @@ class Store:
                 # A purge was acknowledged but its compaction did not finish.
                 log.warning("finishing an interrupted purge of %s", self.path)
                 with self._write_lock:
-                    self._compact(zero=True)
+                    self._compact()
         except BaseException:
             self._close_quietly()
             raise
@@ -405,8 +405,13 @@ class Store:
         (see :meth:`compact`). Errors: ``invalid``, ``closed``, ``read_only``, ``io``.
         """
         doc_id = validate.doc_id(id)
-        seq, _ = self.commit(
-            lambda: [DocumentDeleted(id=doc_id)] if doc_id in self._state.catalog else [])
+
+        def build() -> list[Event]:
+            if doc_id not in self._state.catalog:
+                return []
+            return [DocumentDeleted(id=doc_id), *(self.purge_request() if purge else ())]
+
+        seq, _ = self.commit(build)
         if seq:
             self.sync_text()
         if purge:
@@ -414,11 +419,29 @@ class Store:
         return bool(seq)
 
     def sync_text(self) -> None:
-        """Sync the text segment (zeroed records reach the disk)."""
-        store = self._state.text_store
-        if store is not None and not self.read_only:
-            with self._write_lock:
+        """Sync the live text segment (zeroed records reach the disk).
+
+        The text segment is looked up under the write lock: a compaction that ran
+        since the caller's commit has switched generations and closed the old file
+        (after overwriting it with zeros and syncing it), so the live one is the only
+        one left to sync. After close, :meth:`close` has sealed it already.
+        """
+        if self.read_only:
+            return
+        with self._write_lock:
+            store = self._state.text_store
+            if store is not None and not self._closed:
                 store.sync()
+
+    def purge_request(self) -> list[Event]:
+        """The event that records a purge request, for a ``commit`` build to add to the
+        removal it belongs with (empty when a purge is already pending). Call it
+        inside the build, under the write lock.
+
+        Recorded in the removal's own transaction, the request survives every crash
+        that the removal survives, so the next open finishes the purge.
+        """
+        return [] if self._state.purge_pending else [PurgeRequested()]
 
     def compact(self, *, purge: bool = False) -> None:
         """Rewrite the journal into a new generation holding only the live state (SPEC §6).
@@ -426,20 +449,22 @@ class Store:
         Deleted and replaced documents, forgotten facts and their events are left
         behind. The new generation is written beside the old one, synced, and
         switched in by one rename; readers keep answering from the old state until
-        that switch. Then the old generation's files are unlinked — with ``purge``,
-        first overwritten with zeros and synced. A purge is recorded in the journal
-        before it starts, so a crash at any point is finished by the next open.
+        that switch. Then the old generation's files are overwritten with zeros,
+        synced and unlinked (every compaction, so that no freed block keeps text a
+        later purge could not reach). A purge is recorded in the journal before it
+        starts — by the removal's own transaction when it follows a forget — so a
+        crash at any point is finished by the next open.
         Errors: ``closed``, ``read_only``, ``io``.
         """
         self._check(write=True)
         with self._write_lock:
             self._check(write=True)
-            if purge and not self._state.purge_pending:
-                self.commit(lambda: [PurgeRequested()])
+            if purge:
+                self.commit(self.purge_request)
             cp.hit(P_COMPACT_BEGIN)
-            self._compact(zero=purge)
+            self._compact()
 
-    def _compact(self, *, zero: bool) -> None:
+    def _compact(self) -> None:
         rewrite = self._journal.begin_rewrite()
         try:
             state = self._rewrite(rewrite)
@@ -452,7 +477,10 @@ class Store:
             self._revision = self._journal.last_seq
         if old.text_store is not None:
             old.text_store.close()
-        self._journal.erase_generation(old_dir, zero=zero)
+        # Every replaced generation is overwritten with zeros before it is unlinked,
+        # purge or not: its journal and text segment may hold text that was removed
+        # (or that a later forget removes), and freed blocks would keep it.
+        self._journal.erase_generation(old_dir, zero=True)
         cp.hit(P_COMPACT_DONE)
 
     def _rewrite(self, rewrite: Rewrite) -> _State:

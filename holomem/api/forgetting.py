@@ -191,6 +191,8 @@ def remove(memory: Memory, ids: list[str], *, purge: bool) -> ForgetReport:
             events: list[Event] = [DocumentDeleted(id=i) for i in done]
             events.append(FactsForgotten(ids=tuple(done), time=memory.clock.now_ms(),
                                          relinks=tuple(links)))
+            if purge:  # in the removal's own transaction: a crash cannot split them
+                events.extend(store.purge_request())
             return events
 
         seq, _ = store.commit(build)

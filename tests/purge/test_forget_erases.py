@@ -216,3 +216,30 @@ def test_delete_document_erases_like_forget(tmp_path: Path, key: bytes | None,
     else:
         _only_in_journal(hits)
     assert check(path, key=key).exit_code == 0
+
+
+def test_every_compaction_zeroes_what_it_unlinks_so_a_later_purge_leaves_no_copy(
+        tmp_path: Path, key: bytes | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 11, item 6: remember, ``compact()`` without purge, then
+    ``forget(purge=True)``. Each file the store unlinks is read at the moment of its
+    unlink: a file still holding the marker would leave it in freed disk blocks,
+    where no later purge can reach it. Every one must already be zeros."""
+    path = str(tmp_path / "s")
+    unlinked: dict[str, list[str]] = {}
+    real_unlink = os.unlink
+
+    def unlink(target: str | os.PathLike[str], *args: Any, **kwargs: Any) -> None:
+        name = os.fspath(target)
+        if name.startswith(path) and os.path.isfile(name):
+            unlinked[os.path.relpath(name, path)] = markers.found_in(name, w.MARKER_BYTES, key)
+        real_unlink(target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    store, memory = w.open_memory(path, key)
+    w.remember_all(memory)
+    store.compact()  # the marker is live: the old generation holds it, and so does the new
+    w.forget_marked(memory, purge=True)
+    store.close()
+    assert any(n.startswith("gen-00000001") for n in unlinked), unlinked
+    assert {n: how for n, how in unlinked.items() if how} == {}
+    assert markers.files_with(path, w.MARKER_BYTES, key) == {}

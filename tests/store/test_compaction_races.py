@@ -42,7 +42,7 @@ def test_forget_racing_compaction_raises_nothing_and_loses_nothing(tmp_path: Pat
         def run() -> None:
             try:
                 work()
-            except BaseException as exc:  # noqa: BLE001 - every exception is the failure
+            except BaseException as exc:  # every exception is the failure
                 errors.append(exc)
         return run
 

@@ -17,7 +17,15 @@ problem                     meaning                                repair
                             completed                              saved to a backup first)
 ``corrupt.*``               damage before the tail: a bad frame,   none: reported, exit 4
                             a sequence gap, a bad header, a
-                            missing segment, failed authentication
+                            missing segment, failed authentication;
+                            or damage in the last frames of a
+                            journal whose watermark says they
+                            were durable (acknowledged)
+``corrupt.header`` on       the watermark is unreadable            remove it (saved to a
+the watermark                                                      backup first), if nothing
+                                                                   else is wrong with the
+                                                                   journal; the writer's open
+                                                                   writes a new one
 ``event.undecodable``       a frame holding something that is not  none: reported, exit 4
                             a holomem event
 ``text.header``             the text segment is missing, or its    rebuild it from the journal
@@ -58,6 +66,8 @@ from holomem.errors import (
 from holomem.events import PurgeRequested
 from holomem.events import decode as decode_event
 from holomem.log import fs
+from holomem.log.backup import backup_dir as default_backup_dir
+from holomem.log.backup import cut_tail
 from holomem.log.envelope import Envelope, key_check, validate_key
 from holomem.log.format import (
     FRAME_CHECKSUMMED,
@@ -66,6 +76,7 @@ from holomem.log.format import (
     GEN_TMP_RE,
     SEGMENT_FLAG_ENCRYPTED,
     TEXT_FILE,
+    WATERMARK_FILE,
     generation_name,
 )
 from holomem.log.frame import BadBody, FrameCodec, parse_header
@@ -140,7 +151,7 @@ class _Progress:
 def _generations(path: str) -> tuple[list[int], list[str]]:
     live: list[int] = []
     tmp: list[str] = []
-    for name in sorted(os.listdir(path)):
+    for name in sorted(fs.listdir(path)):
         m = GEN_RE.match(name)
         if m and os.path.isdir(os.path.join(path, name)):
             live.append(int(m.group(1)))
@@ -183,8 +194,9 @@ def _check(report: Report, key: bytes | None, repair: bool, backup_dir: str | No
             for f in report.findings:
                 if f.code == "leftover":
                     fs.erase_tree(f.path)
-                elif f.code == "journal.torn":
-                    f.backup = _backup_and_cut(f, path, backup_dir)
+                elif f.code == "journal.torn" or _is_watermark(f.path):
+                    f.backup = cut_tail(f.path, f.offset if f.code == "journal.torn" else 0,
+                                        os.path.abspath(backup_dir or default_backup_dir(path)))
             for f in report.findings:
                 if f.code.startswith("text."):
                     fs.erase(f.path)  # it may hold stale text: zeroed, synced, unlinked
@@ -222,20 +234,41 @@ def _scan(report: Report, path: str, key: bytes | None) -> None:
     problems: list[LogProblem] = []
     segments = scan_generation(gen_dir, live[-1], problems.append)
     report.segments = len(segments)
+    # A damaged watermark alone loses nothing; beside any other problem of the journal,
+    # it leaves unknown whether a torn-looking tail was acknowledged.
+    alone = all(_is_watermark(p.path) for p in problems)
     for p in problems:
         report.findings.append(Finding(
             "journal.torn" if p.tail else p.code, p.path, p.offset, p.length,
-            _explain_log(p), p.tail))
+            _explain_log(p, alone), p.tail or (alone and _is_watermark(p.path))))
     if segments:
         _check_key(segments[0], key)
         journal_ok = not any(not p.tail for p in problems)
         _check_frames_and_text(report, gen_dir, segments, key, journal_ok)
 
 
-def _explain_log(p: LogProblem) -> str:
+def _is_watermark(path: str) -> bool:
+    return os.path.basename(path) == WATERMARK_FILE
+
+
+def _explain_log(p: LogProblem, alone: bool) -> str:
     if p.tail:
         return (f"torn tail: {p.reason}. The last write never completed (a crash or power "
                 "loss); it was never acknowledged")
+    if _is_watermark(p.path):
+        if alone:
+            return (f"{p.reason}. The journal itself is intact: --repair removes the "
+                    "watermark (keeping a copy) and the next open writes a new one")
+        return (f"{p.reason}. With the watermark unreadable it is unknown whether the "
+                "damage reported beside it hides acknowledged transactions: restore the "
+                "store from a backup, or, to accept losing them, delete this file and run "
+                "--repair again")
+    if p.durable:
+        return (f"{p.reason}. These transactions were acknowledged: the store refuses to "
+                "open rather than lose them silently. Restore the store from a backup; "
+                "or, to give up everything from this offset on, delete the watermark "
+                f"({os.path.join(os.path.dirname(p.path), WATERMARK_FILE)}) and run "
+                "--repair, which cuts it off and saves the cut bytes")
     return p.reason
 
 
@@ -324,36 +357,6 @@ def _check_frames_and_text(report: Report, gen_dir: str, segments: list[Segment]
             "bytes past the last record (an unacknowledged write?)", True))
 
 
-def _backup_and_cut(f: Finding, store: str, backup_dir: str | None) -> str:
-    target = os.path.abspath(backup_dir or store.rstrip("/") + ".fsck-backup")
-    os.makedirs(target, mode=0o700, exist_ok=True)
-    fs.sync_dir(os.path.dirname(target))  # the new directory's entry, too, must persist
-    with open(f.path, "rb") as src:
-        src.seek(f.offset)
-        cut = src.read()
-    stem = os.path.join(target, f"{os.path.basename(f.path)}.{f.offset}.{int(time.time())}")
-    out, n = stem + ".bin", 0
-    while os.path.lexists(out):  # never overwrite an earlier repair's backup
-        n += 1
-        out = f"{stem}.{n}.bin"
-    with open(out, "xb") as dst:
-        dst.write(cut)
-        dst.flush()
-        os.fsync(dst.fileno())
-    fs.sync_dir(target)
-    if f.offset == 0:
-        fs.erase(f.path)
-        fs.sync_dir(os.path.dirname(f.path))
-    else:
-        fd = fs.open_rw(f.path)
-        try:
-            fs.truncate(fd, f.offset, f.path)
-            fs.sync(fd, f.path)
-        finally:
-            fs.close(fd)
-    return out
-
-
 def _text(report: Report) -> str:
     lines = [f"holomem fsck {report.store}"]
     if report.error:
@@ -387,9 +390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     key = None
     if args.key_file:
         try:
-            with open(args.key_file, "rb") as f:
-                key = f.read()
-        except OSError as exc:
+            key = fs.read_file(args.key_file)
+        except HolomemError as exc:
             print(f"cannot read the key file: {exc}", file=sys.stderr)
             return EXIT_OPERATIONAL
     report = check(args.store, key=key, repair=args.repair, backup_dir=args.backup_dir)

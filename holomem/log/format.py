@@ -30,6 +30,10 @@ GEN_TMP_RE = re.compile(r"^gen-(\d{8})\.tmp$")
 SEGMENT_RE = re.compile(r"^seg-(\d{8})\.hlj$")
 #: The text segment, the one derived file (in the generation directory; FORMAT.md §9).
 TEXT_FILE = "text.seg"
+#: The watermark: the last transaction known durable (in the generation directory; §7.1).
+WATERMARK_FILE = "watermark"
+#: Beside the store directory: where bytes cut by recovery or fsck are kept (§7).
+BACKUP_SUFFIX = ".fsck-backup"
 
 
 def generation_name(generation: int) -> str:
@@ -65,6 +69,15 @@ FRAME_FLAGS_KNOWN = FRAME_FLAG_COMPRESSED | FRAME_FLAG_ENCRYPTED
 #: Largest body a frame may carry (after compression and encryption).
 MAX_FRAME_BODY = 1 << 30
 
+# -- watermark ----------------------------------------------------------------------
+WATERMARK_MAGIC = b"HOLOWMK\x00"
+#: magic, write version, read version, flags, reserved, store id, generation,
+#: segment number, sequence number, end offset, checksum.
+WATERMARK = struct.Struct("<8sBBH4s16sQQQQQ")
+WATERMARK_SIZE = 72
+#: The watermark checksum covers bytes [0, WATERMARK_CHECKSUMMED).
+WATERMARK_CHECKSUMMED = 64
+
 # -- transaction body (after decryption and decompression) --------------------------
 TX_COUNT = struct.Struct("<I")
 TX_LENGTH = struct.Struct("<I")
@@ -93,5 +106,6 @@ MIN_SEGMENT_SIZE = 4096
 
 assert SEGMENT_HEADER.size == SEGMENT_HEADER_SIZE, SEGMENT_HEADER.size
 assert FRAME_HEADER.size == FRAME_HEADER_SIZE, FRAME_HEADER.size
+assert WATERMARK.size == WATERMARK_SIZE, WATERMARK.size
 assert AAD.size == 48
 assert NONCE.size == NONCE_SIZE

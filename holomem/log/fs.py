@@ -75,6 +75,53 @@ def open_rw(path: str) -> int:
         raise _io_error("opening", path, exc) from exc
 
 
+def open_ro(path: str) -> int:
+    """Open ``path`` for reading only; return the fd."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _io_error("opening", path, exc) from exc
+
+
+def size(fd: int, path: str) -> int:
+    """The size of the open file ``fd`` in bytes."""
+    try:
+        return os.fstat(fd).st_size
+    except OSError as exc:
+        raise _io_error("examining", path, exc) from exc
+
+
+def read_file(path: str) -> bytes:
+    """The whole content of the file at ``path``."""
+    fd = open_ro(path)
+    try:
+        return read_at(fd, size(fd, path), 0, path)
+    finally:
+        close(fd)
+
+
+def read_file_or_none(path: str) -> bytes | None:
+    """The whole content of the file at ``path``, or None if there is no such file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _io_error("opening", path, exc) from exc
+    try:
+        return read_at(fd, size(fd, path), 0, path)
+    finally:
+        close(fd)
+
+
+def listdir(path: str) -> list[str]:
+    """The names in directory ``path``."""
+    try:
+        return os.listdir(path)
+    except OSError as exc:
+        raise _io_error("listing directory", path, exc) from exc
+
+
 def write_at(fd: int, data: bytes | memoryview, offset: int, path: str) -> None:
     """Write all of ``data`` at ``offset`` (no sync)."""
     view = memoryview(data)
@@ -88,10 +135,17 @@ def write_at(fd: int, data: bytes | memoryview, offset: int, path: str) -> None:
 
 
 def read_at(fd: int, length: int, offset: int, path: str) -> bytes:
+    """Read up to ``length`` bytes at ``offset`` (fewer at the end of the file)."""
+    out = b""
     try:
-        return os.pread(fd, length, offset)
+        while len(out) < length:
+            chunk = os.pread(fd, length - len(out), offset + len(out))
+            if not chunk:
+                break
+            out += chunk
     except OSError as exc:
         raise _io_error("reading", path, exc) from exc
+    return out
 
 
 def truncate(fd: int, length: int, path: str) -> None:

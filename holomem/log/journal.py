@@ -5,6 +5,14 @@ by sequence number, follower refresh, and the writer's public calls. Imports the
 standard library and the other ``holomem.log`` modules; it stores opaque payloads
 and knows nothing of what they mean. FORMAT.md documents every file.
 
+A follower (read-only) keeps every segment of its generation open, so that a
+compaction that unlinks them does not take them away mid-read; when it moves to a
+new generation (:meth:`Journal.refresh`), the old one's segments stay readable by
+sequence number until :meth:`Journal.release_retired`. A read that fails because the
+generation was replaced under it (a purge zeroes the old files before unlinking
+them) is ``unavailable``, never ``corrupt``: the store is healthy, and the next
+refresh moves to the new generation.
+
     with Journal.open(path) as j:
         seq = j.append([b"one payload", b"another, same transaction"])
         for seq, payloads in j.replay():
@@ -16,7 +24,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from holomem.errors import (
@@ -30,11 +38,13 @@ from holomem.errors import (
     NotFoundError,
     ReadOnlyError,
     StorageIOError,
+    UnavailableError,
     UnexpectedKeyError,
     WrongKeyError,
 )
 from holomem.log import crashpoints as cp
 from holomem.log import fs
+from holomem.log.backup import backup_dir, cut_tail
 from holomem.log.envelope import Envelope, key_check, validate_key
 from holomem.log.format import (
     DEFAULT_SEGMENT_SIZE,
@@ -56,10 +66,10 @@ from holomem.log.reader import Problem, scan_generation
 from holomem.log.segment import (
     SegmentHeader,
     list_segments,
-    read_file,
     scan_frames,
     unpack_header,
 )
+from holomem.log.watermark import Watermark, read_watermark, write_watermark
 from holomem.log.writer import SYNC_MODES, Appender, Segment, create_segment
 
 log = logging.getLogger("holomem.log")
@@ -70,12 +80,21 @@ P_GEN_SWITCHED = cp.point(
     "journal.generation.switched", "a generation was renamed into place, the store dir synced")
 P_TAIL_TRUNCATED = cp.point("journal.recovery.truncated", "a torn tail was truncated and synced")
 
+#: How many generations in a row a follower gives up because a compaction replaced
+#: them while it read them, before it reports the store unavailable.
+GENERATION_RACES = 64
+
 
 class Recovery(NamedTuple):
-    """What opening the journal had to repair (nothing, for a clean store)."""
+    """What opening the journal had to repair (nothing, for a clean store).
+
+    ``backups`` holds, for each truncated tail, the file its cut bytes were saved to
+    (FORMAT.md §7), or None when nothing was cut.
+    """
 
     truncated: tuple[Problem, ...]
     erased_leftovers: tuple[str, ...]
+    backups: tuple[str | None, ...] = ()
 
 
 class Refreshed(NamedTuple):
@@ -98,7 +117,7 @@ class JournalStats(NamedTuple):
 def _list_generations(path: str) -> tuple[list[int], list[int]]:
     live: list[int] = []
     tmp: list[int] = []
-    for name in os.listdir(path):
+    for name in fs.listdir(path):
         m = GEN_RE.match(name)
         if m and os.path.isdir(os.path.join(path, name)):
             live.append(int(m.group(1)))
@@ -212,7 +231,13 @@ class Journal:
         self._create = create
         self._lock_fd: int | None = None
         self._appender: Appender | None = None
-        self._read_fds: dict[int, int] = {}
+        #: open segment files by path: a follower's pinned ones (every segment of its
+        #: generation, and of the generations it retired), the writer's opened on demand
+        self._read_fds: dict[str, int] = {}
+        #: follower: segments of generations it moved away from, still readable
+        self._retired: list[Segment] = []
+        #: writer: the watermark as last read or written (FORMAT.md §7.1)
+        self._watermark: Watermark | None = None
         self._closed = False
         self.recovery = Recovery((), ())
         self.generation = 0
@@ -250,8 +275,9 @@ class Journal:
                 raise InvalidError(f"{self.path!r} is not a directory")
             if self.read_only or not self._create:
                 raise NotFoundError(f"no holomem store at {self.path!r}")
-            os.makedirs(self.path, mode=0o700, exist_ok=True)
-            fs.sync_dir(os.path.dirname(self.path))
+            # Every directory created here is durable (its parent synced, up to one
+            # that existed) before anything is acknowledged in it.
+            fs.make_dirs(self.path)
         if not self.read_only:
             lock_path = os.path.join(self.path, LOCK_NAME)
             if not os.path.exists(lock_path) and not any(_list_generations(self.path)):
@@ -281,12 +307,19 @@ class Journal:
                 raise NotFoundError(f"no holomem store at {self.path!r}")
             self._initialize()
             live = [1]
-        self.generation = live[-1]
-        self.gen_dir = os.path.join(self.path, generation_name(self.generation))
-        truncated = self._load()
-        if not self.read_only:
+        self._set_generation(live[-1])
+        backups: list[str | None] = []
+        if self.read_only:
+            truncated = self._load_newest()
+        else:
+            truncated, backups = self._load()
             self._settle()
-        self.recovery = Recovery(tuple(truncated), tuple(erased))
+            self._mark_durable()
+        self.recovery = Recovery(tuple(truncated), tuple(erased), tuple(backups))
+
+    def _set_generation(self, generation: int) -> None:
+        self.generation = generation
+        self.gen_dir = os.path.join(self.path, generation_name(generation))
 
     def _settle(self) -> None:
         """Make durable what a crashed writer may have left unsynced, before anything is
@@ -306,7 +339,7 @@ class Journal:
         fs.sync_dir(os.path.dirname(self.path))
 
     def _refuse_non_empty(self) -> None:
-        entries = [e for e in os.listdir(self.path) if e != LOCK_NAME]
+        entries = [e for e in fs.listdir(self.path) if e != LOCK_NAME]
         if entries:
             raise InvalidError(
                 f"{self.path!r} is not empty and holds no holomem store; refusing to create "
@@ -319,7 +352,9 @@ class Journal:
         tmp = begin_generation(self.path, 1, store_id, 1, self._key)
         commit_generation(self.path, tmp)
 
-    def _load(self) -> list[Problem]:
+    def _load(self) -> tuple[list[Problem], list[str | None]]:
+        """Scan the live generation and take it as the journal's state; return the torn
+        tails found and, for the writer, where each one's cut bytes were saved."""
         problems: list[Problem] = []
         segments = scan_generation(self.gen_dir, self.generation, problems.append)
         for p in problems:
@@ -335,6 +370,7 @@ class Journal:
                 f"writes version {WRITE_VERSION} and may only open it read-only"
             )
         self._check_key(head)
+        pinned = self._pin(segments) if self.read_only else {}
         self.store_id = head.store_id
         self.encrypted = bool(head.flags & SEGMENT_FLAG_ENCRYPTED)
         envelope = Envelope(self._key) if self._key is not None else None
@@ -342,13 +378,51 @@ class Journal:
                                  compress=self._compress)
         self._envelope = envelope
         self.segments = segments
-        if problems and not self.read_only:
-            self._repair_tail(problems)
+        self._read_fds.update(pinned)
+        backups: list[str | None] = []
         if not self.read_only:
+            self._watermark = read_watermark(self.gen_dir)
+            if problems:
+                backups = self._repair_tail(problems)
             self._appender = Appender(gen_dir=self.gen_dir, segments=self.segments,
                                       codec=self._codec, sync=self.sync_mode,
                                       segment_size=self.segment_size)
-        return problems
+        return problems, backups
+
+    def _pin(self, segments: list[Segment]) -> dict[str, int]:
+        """Follower: open every segment, so that an unlink cannot take one away mid-read."""
+        pinned: dict[str, int] = {}
+        try:
+            for seg in segments:
+                pinned[seg.path] = fs.open_ro(seg.path)
+        except BaseException:
+            for fd in pinned.values():
+                fs.close(fd)
+            raise
+        return pinned
+
+    def _load_newest(self) -> list[Problem]:
+        """Follower: load the live generation; if a compaction replaces it while it is
+        being read (its files unlinked, or zeroed by a purge), load the new one instead.
+        Damage is reported only when the generation it was found in is still live."""
+        for _ in range(GENERATION_RACES):
+            try:
+                problems, _ = self._load()
+                return problems
+            except (CorruptError, StorageIOError):
+                newest = self._newest_generation()
+                if newest == self.generation and os.path.isdir(self.gen_dir):
+                    raise
+                self._set_generation(newest)
+        raise UnavailableError(
+            f"the store at {self.path!r} changed generation {GENERATION_RACES} times while a "
+            "follower was reading it (compactions); try again")
+
+    def _newest_generation(self) -> int:
+        live, _ = _list_generations(self.path)
+        if not live:
+            raise NotFoundError(f"the store at {self.path!r} disappeared")
+        return live[-1]
 
     def _check_key(self, head: SegmentHeader) -> None:
         encrypted = bool(head.flags & SEGMENT_FLAG_ENCRYPTED)
@@ -361,29 +435,45 @@ class Journal:
         if self._key is not None and key_check(self._key, head.store_id) != head.key_check:
             raise WrongKeyError(f"the key does not open the store at {self.path!r}")
 
-    def _repair_tail(self, problems: list[Problem]) -> None:
-        """Truncate a torn tail (the writer's open only)."""
+    def _repair_tail(self, problems: list[Problem]) -> list[str | None]:
+        """Cut a torn tail (the writer's open only), keeping the cut bytes in a backup
+        file beside the store; return the backups' paths."""
+        saved: list[str | None] = []
+        target = backup_dir(self.path)
         for p in problems:
             assert p.tail  # anything else refused the open
-            log.warning("truncating a torn tail: %s at offset %d: %s", p.path, p.offset, p.reason)
             last = self.segments[-1] if self.segments else None
-            if last is not None and last.path == p.path:
-                fd = fs.open_rw(p.path)
-                try:
-                    fs.truncate(fd, p.offset, p.path)
-                    fs.sync(fd, p.path)
-                finally:
-                    fs.close(fd)
-            else:
-                # A rotated-in segment whose header never reached the disk.
-                fs.erase(p.path)
-                fs.sync_dir(self.gen_dir)
+            # A torn frame is cut off; a rotated-in segment whose header never reached
+            # the disk is removed whole.
+            at = p.offset if last is not None and last.path == p.path else 0
+            backup = cut_tail(p.path, at, target)
+            saved.append(backup)
+            log.warning(
+                "truncated a torn tail (a write that never completed, never acknowledged): "
+                "%s at offset %d: %s; %s", p.path, at, p.reason,
+                f"the cut bytes are saved in {backup}" if backup else "no bytes were cut")
             cp.hit(P_TAIL_TRUNCATED)
+        return saved
+
+    def _mark_durable(self) -> None:
+        """Writer: record in the watermark that every transaction in the journal is on
+        disk (FORMAT.md §7.1). Call only when that is true: after the open's settling,
+        and at close once the last sync returned."""
+        seg = self.segments[-1]
+        mark = Watermark(self.store_id, self.generation, seg.number, seg.last_seq, seg.end)
+        if mark != self._watermark:
+            write_watermark(self.gen_dir, mark)
+            self._watermark = mark
+
+    def _close_fds(self, paths: Iterable[str] | None = None) -> None:
+        for path in list(self._read_fds) if paths is None else list(paths):
+            fd = self._read_fds.pop(path, None)
+            if fd is not None:
+                fs.close(fd)
 
     def _release(self) -> None:
-        for fd in self._read_fds.values():
-            fs.close(fd)
-        self._read_fds.clear()
+        self._close_fds()
+        self._retired.clear()
         if self._lock_fd is not None:
             fs.unlock(self._lock_fd)
             self._lock_fd = None
@@ -520,24 +610,24 @@ class Journal:
     def switch(self, rewrite: Rewrite) -> str:
         """Make ``rewrite`` the live generation, atomically; return the old one's directory.
 
-        Sync every segment, sync the directory, rename ``gen-N.tmp`` to ``gen-N``,
-        sync the store directory. A crash before the rename leaves the old
-        generation live (and the ``.tmp`` a leftover the next open erases); after
-        it, the new one. The old generation's files are left for
-        :meth:`erase_generation`.
+        Sync every segment, write the new generation's watermark (all of it is durable),
+        sync the directory, rename ``gen-N.tmp`` to ``gen-N``, sync the store directory.
+        A crash before the rename leaves the old generation live (and the ``.tmp`` a
+        leftover the next open erases); after it, the new one. The old generation's
+        files are left for :meth:`erase_generation`.
         """
         self._check_open()
         rewrite._appender.close()  # drains and fsyncs the last segment
-        final = commit_generation(self.path, rewrite.dir)
+        seg = rewrite._appender.segments[-1]
+        write_watermark(rewrite.dir, Watermark(self.store_id, rewrite.generation, seg.number,
+                                               seg.last_seq, seg.end))
+        commit_generation(self.path, rewrite.dir)
         old = self.gen_dir
         if self._appender is not None:
             self._appender.close()
             self._appender = None
-        for fd in self._read_fds.values():
-            fs.close(fd)
-        self._read_fds.clear()
-        self.generation = rewrite.generation
-        self.gen_dir = final
+        self._close_fds()
+        self._set_generation(rewrite.generation)
         self._load()
         return old
 
@@ -553,41 +643,89 @@ class Journal:
     def replay(self, from_seq: int = 0) -> Iterator[tuple[int, list[bytes]]]:
         """Yield ``(seq, payloads)`` for every transaction with ``seq >= from_seq``.
 
-        Errors: ``corrupt.auth`` (a frame fails authentication), ``corrupt``, ``closed``.
+        Errors: ``corrupt.auth`` (a frame fails authentication), ``corrupt``, ``closed``;
+        on a follower, ``unavailable`` if a compaction replaced the generation while it
+        was being read (refresh, then replay the new one).
         """
         self._check_open()
         last = self.last_seq
         for seg in list(self.segments):
             if seg.last_seq < from_seq or seg.first_seq > last:
                 continue
-            data = read_file(seg.path)
+            try:
+                data = fs.read_at(self._segment_fd(seg), seg.end, 0, seg.path)
+            except StorageIOError as exc:
+                raise self._unreadable(seg, exc) from exc
             binding = seg.binding()
             start = max(0, from_seq - seg.first_seq)
             count = min(len(seg.offsets), last - seg.first_seq + 1)
             for i in range(start, count):
-                off = seg.offsets[i]
-                yield seg.first_seq + i, self._decode(data, off, seg, binding, verify=True)
+                try:
+                    payloads = self._decode(data, seg.offsets[i], seg, binding, verify=True)
+                except CorruptError as exc:
+                    raise self._unreadable(seg, exc) from exc
+                yield seg.first_seq + i, payloads
 
     def read(self, seq: int) -> list[bytes]:
-        """The payloads of transaction ``seq``. Errors: ``not_found``, ``corrupt``."""
+        """The payloads of transaction ``seq``.
+
+        On a follower that moved to a new generation, the transactions of the ones it
+        left stay readable until :meth:`release_retired`. Errors: ``not_found``,
+        ``corrupt``, ``io``; on a follower, ``unavailable`` (as :meth:`replay`).
+        """
         self._check_open()
         segs = self.segments
+        if self._retired and seq < self.first_seq:
+            segs = self._retired
+        elif seq > self.last_seq:
+            segs = []
         idx = bisect.bisect_right([s.first_seq for s in segs], seq) - 1
-        if idx < 0 or seq > segs[idx].last_seq or seq < 1 or seq > self.last_seq:
+        if idx < 0 or seq > segs[idx].last_seq or seq < 1:
             raise NotFoundError(f"no transaction {seq} in the journal")
         seg = segs[idx]
         off = seg.offsets[seq - seg.first_seq]
-        fd = self._read_fds.get(seg.number)
+        try:
+            fd = self._segment_fd(seg)
+            head = fs.read_at(fd, FRAME_HEADER_SIZE, off, seg.path)
+            if len(head) < FRAME_HEADER_SIZE:
+                raise CorruptError("frame cut short on re-read (the file changed under us)",
+                                   path=seg.path, offset=off, length=FRAME_HEADER_SIZE)
+            length = parse_header(head, 0).length
+            data = head + fs.read_at(fd, length, off + FRAME_HEADER_SIZE, seg.path)
+            return self._decode(data, 0, seg, seg.binding(), verify=True, where=off)
+        except (CorruptError, StorageIOError) as exc:
+            raise self._unreadable(seg, exc) from exc
+
+    def _segment_fd(self, seg: Segment) -> int:
+        fd = self._read_fds.get(seg.path)
         if fd is None:
-            try:
-                fd = os.open(seg.path, os.O_RDONLY | os.O_CLOEXEC)
-            except OSError as exc:
-                raise StorageIOError(f"opening {seg.path!r} failed: {exc}") from exc
-            self._read_fds[seg.number] = fd
-        head = fs.read_at(fd, FRAME_HEADER_SIZE, off, seg.path)
-        length = parse_header(head, 0).length
-        data = head + fs.read_at(fd, length, off + FRAME_HEADER_SIZE, seg.path)
-        return self._decode(data, 0, seg, seg.binding(), verify=True, where=off)
+            fd = self._read_fds[seg.path] = fs.open_ro(seg.path)
+        return fd
+
+    def _unreadable(self, seg: Segment, exc: HolomemError) -> HolomemError:
+        """The error for a segment that did not read back: on a follower whose generation
+        was replaced (the writer unlinks or zeroes the old files), not damage but
+        ``unavailable``; otherwise ``exc`` itself."""
+        if self.read_only and (seg.header.generation != self.generation or self.replaced()):
+            return UnavailableError(
+                f"generation {seg.header.generation} of the store at {self.path!r} was "
+                f"replaced by a compaction while it was being read ({exc.message}); "
+                "refresh, and read again from the new generation")
+        return exc
+
+    def replaced(self) -> bool:
+        """Follower: True once the writer switched to a newer generation than the one
+        loaded (a compaction), so :meth:`refresh` would reset. Two ``stat`` calls."""
+        if not self.read_only:
+            return False
+        successor = os.path.join(self.path, generation_name(self.generation + 1))
+        return os.path.isdir(successor) or not os.path.isdir(self.gen_dir)
+
+    def release_retired(self) -> None:
+        """Follower: close the generations :meth:`refresh` moved away from; their
+        transactions are no longer readable."""
+        self._close_fds(s.path for s in self._retired)
+        self._retired.clear()
 
     def _decode(self, data: bytes, off: int, seg: Segment, binding: Binding, *, verify: bool,
                 where: int | None = None) -> list[bytes]:
@@ -611,31 +749,47 @@ class Journal:
 
         Returns ``Refreshed(reset, from_seq)``: replay from ``from_seq`` to catch up;
         if ``reset`` is True the writer switched to a new generation (compaction) and
-        everything must be rebuilt by replaying from ``from_seq`` (the new first).
+        everything must be rebuilt by replaying from ``from_seq`` (the new first). The
+        generation left behind stays readable (:meth:`read`) until
+        :meth:`release_retired`. Errors: ``not_found``, ``corrupt``, ``io``,
+        ``unavailable`` (compactions kept replacing the generation while it was read).
         """
         self._check_open()
         if not self.read_only:
             return Refreshed(False, self.last_seq + 1)
-        live, _ = _list_generations(self.path)
-        if not live:
-            raise NotFoundError(f"the store at {self.path!r} disappeared")
-        if live[-1] != self.generation:
-            for fd in self._read_fds.values():
-                fs.close(fd)
-            self._read_fds.clear()
-            self.generation = live[-1]
-            self.gen_dir = os.path.join(self.path, generation_name(self.generation))
-            self._load()
-            return Refreshed(True, self.first_seq)
+        if self._newest_generation() != self.generation:
+            return self._reset()
         before = self.last_seq + 1
         last = self.segments[-1]
-        data = read_file(last.path)
-        scan = scan_frames(data, last.header, last.end, last.last_seq + 1)
-        last.offsets.extend(scan.offsets)
-        last.end = scan.end
-        if scan.problem is None or scan.problem.code in ("corrupt.truncated", "corrupt.frame"):
-            self._refresh_new_segments()
+        try:
+            fd = self._segment_fd(last)
+            data = fs.read_at(fd, fs.size(fd, last.path), 0, last.path)
+            scan = scan_frames(data, last.header, last.end, last.last_seq + 1)
+            last.offsets.extend(scan.offsets)
+            last.end = scan.end
+            if scan.problem is None or scan.problem.code in ("corrupt.truncated",
+                                                              "corrupt.frame"):
+                self._refresh_new_segments()
+        except (CorruptError, StorageIOError):
+            if not self.replaced():
+                raise
+            return self._reset()
         return Refreshed(False, before)
+
+    def _reset(self) -> Refreshed:
+        """Follower: retire the loaded generation and load the live one (if that fails,
+        the loaded one stays as it was)."""
+        old, generation, retired = self.segments, self.generation, len(self._retired)
+        self._retired.extend(old)
+        try:
+            self._set_generation(self._newest_generation())
+            self._load_newest()
+        except BaseException:
+            del self._retired[retired:]
+            self.segments = old
+            self._set_generation(generation)
+            raise
+        return Refreshed(True, self.first_seq)
 
     def _refresh_new_segments(self) -> None:
         known = self.segments[-1].number
@@ -644,24 +798,40 @@ class Journal:
                 continue
             if number != self.segments[-1].number + 1:
                 break
-            data = read_file(path)
-            if len(data) < SEGMENT_HEADER_SIZE:
-                break  # being created right now
-            header = unpack_header(data, path)
-            if header.first_seq != self.last_seq + 1:
+            fd = fs.open_ro(path)
+            try:
+                seg = self._new_segment(fd, number, path)
+            except BaseException:
+                fs.close(fd)
+                raise
+            if seg is None:
+                fs.close(fd)
                 break
-            scan = scan_frames(data, header)
-            self.segments.append(Segment(number, path, header, scan.offsets, scan.end))
+            self._read_fds[path] = fd  # pinned, like the others
+            self.segments.append(seg)
+
+    def _new_segment(self, fd: int, number: int, path: str) -> Segment | None:
+        """A segment the writer rotated to, or None if it is not complete yet."""
+        data = fs.read_at(fd, fs.size(fd, path), 0, path)
+        if len(data) < SEGMENT_HEADER_SIZE:
+            return None  # being created right now
+        header = unpack_header(data, path)
+        if header.first_seq != self.last_seq + 1:
+            return None
+        scan = scan_frames(data, header)
+        return Segment(number, path, header, scan.offsets, scan.end)
 
     # -- closing ----------------------------------------------------------------------
     def close(self) -> None:
-        """Sync and close. Idempotent."""
+        """Sync and close (the writer records its watermark). Idempotent."""
         if self._closed:
             return
         self._closed = True
         try:
             if self._appender is not None:
                 self._appender.close()
+                if self._appender.failed is None:
+                    self._mark_durable()  # the close's fsync returned: all of it is durable
         finally:
             self._release()
 

@@ -12,6 +12,7 @@ from array import array
 from typing import NamedTuple
 
 from holomem.errors import FormatVersionError, HeaderError
+from holomem.log import fs
 from holomem.log.checksum import checksum
 from holomem.log.format import (
     FRAME_FLAGS_KNOWN,
@@ -172,14 +173,14 @@ def valid_frame_after(data: bytes | memoryview, header: SegmentHeader, bad: int,
 
 
 def read_file(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
+    """The whole file. Errors: ``io``."""
+    return fs.read_file(path)
 
 
 def list_segments(gen_dir: str) -> list[tuple[int, str]]:
     """(number, path) of every segment file in a generation directory, by number."""
     found: list[tuple[int, str]] = []
-    for name in os.listdir(gen_dir):
+    for name in fs.listdir(gen_dir):
         m = SEGMENT_RE.match(name)
         if m:
             found.append((int(m.group(1)), os.path.join(gen_dir, name)))

@@ -22,6 +22,10 @@ FRAME_HEADER_SIZE = 24
 TEXT_HEADER_SIZE = 64
 RECORD_HEADER = struct.Struct("<IHHQQ")  # body length, flags, reserved, seq, checksum
 RECORD_HEADER_SIZE = 24
+#: The watermark (FORMAT.md §7.1): magic, write version, read version, flags, reserved,
+#: store id, generation, segment number, sequence number, end offset, checksum.
+WATERMARK = struct.Struct("<8sBBH4s16sQQQQQ")
+WATERMARK_CHECKSUMMED = 64
 CLOCK_START = 1_700_000_000_000
 #: The fact removed by the builder's forget (its text record is zeroed).
 FORGOTTEN = "fact-05"
@@ -119,6 +123,25 @@ def segments(store: str) -> list[str]:
 
 def text_segment(store: str) -> str:
     return os.path.join(live_generation(store), "text.seg")
+
+
+def watermark(store: str) -> str:
+    return os.path.join(live_generation(store), "watermark")
+
+
+def crash_after_last_frame(store: str) -> None:
+    """Rewrite the watermark of a closed store as a writer leaves it that opened the
+    store after every transaction but the last and died right after appending that
+    one: the last frame becomes one that may have been torn (FORMAT.md §7.1)."""
+    seg = segments(store)[-1]
+    last = frames(seg)[-1]
+    fields = list(WATERMARK.unpack(read(watermark(store))))
+    fields[7] = int(os.path.basename(seg)[4:12])  # segment number
+    fields[8], fields[9], fields[10] = last.seq - 1, last.offset, 0
+    raw = WATERMARK.pack(*fields)
+    head = raw[:WATERMARK_CHECKSUMMED]
+    overwrite(watermark(store), 0,
+              head + xxhash.xxh3_64_intdigest(head).to_bytes(8, "little"))
 
 
 def frames(path: str) -> list[Frame]:

@@ -15,6 +15,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _tear_last_frame(path: str) -> tuple[int, bytes]:
+    """Tear the last frame as a crash during its append would (not acknowledged)."""
+    c.crash_after_last_frame(path)
     seg = c.segments(path)[-1]
     frame = c.frames(seg)[-1]
     cut_at = frame.offset + c.FRAME_HEADER_SIZE + frame.length // 2

@@ -46,6 +46,8 @@ def _copy(base: c.Built, dst: Path) -> str:
 
 
 def _tear(path: str) -> tuple[str, int]:
+    """Tear the last frame as a crash during its append would (not acknowledged)."""
+    c.crash_after_last_frame(path)
     seg = c.segments(path)[-1]
     frame = c.frames(seg)[-1]
     os.truncate(seg, frame.offset + c.FRAME_HEADER_SIZE + 3)

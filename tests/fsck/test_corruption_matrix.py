@@ -20,8 +20,9 @@ Checkpoints: holomem writes no checkpoint or snapshot file (the only derived fil
 is the text segment, FORMAT.md §9), so the "flipped bit in a checkpoint" case of
 issue 6 does not apply; the text segment's cases stand in for derived files.
 
-Not in the matrix because it cannot be detected (FORMAT.md §7): the loss of the
-entire last segment.
+The last frames of a cleanly closed store were acknowledged: the watermark written
+at close says so (FORMAT.md §7.1), so damage there, a cut, or the loss of the whole
+last segment is uncorrectable corruption, never a torn tail (issue 11, item 1).
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ class Damage(NamedTuple):
 
 # -- the damage ------------------------------------------------------------------------------
 def torn_tail(path: str) -> Damage:
+    """The last frame torn by a crash during its append (the watermark predates it)."""
+    c.crash_after_last_frame(path)
     seg = c.segments(path)[-1]
     frame = c.frames(seg)[-1]
     cut_at = frame.offset + c.FRAME_HEADER_SIZE + frame.length // 2
@@ -128,6 +131,36 @@ def truncated_middle_segment(path: str) -> Damage:
     return Damage([Expected("corrupt.truncated", seg, frame.offset, 30)], False)
 
 
+def acknowledged_last_frame_bit(path: str) -> Damage:
+    """A bit flipped in the last frame of the closed store: the forget-then-batch
+    transaction the watermark says was durable."""
+    seg = c.segments(path)[-1]
+    frame = c.frames(seg)[-1]
+    c.flip_bit(seg, frame.offset + c.FRAME_HEADER_SIZE + frame.length // 2)
+    return Damage([Expected("corrupt.checksum", seg, frame.offset,
+                            c.FRAME_HEADER_SIZE + frame.length)], False)
+
+
+def acknowledged_tail_cut(path: str) -> Damage:
+    """The torn-tail cut of the matrix, but in the closed store: acknowledged bytes."""
+    seg = c.segments(path)[-1]
+    frame = c.frames(seg)[-1]
+    os.truncate(seg, frame.offset + c.FRAME_HEADER_SIZE + frame.length // 2)
+    return Damage([Expected("corrupt.truncated", seg, frame.offset)], False)
+
+
+def missing_last_segment(path: str) -> Damage:
+    seg = c.segments(path)[-1]
+    os.unlink(seg)
+    return Damage([Expected("corrupt.missing", seg, 0)], False)
+
+
+def watermark_bit(path: str) -> Damage:
+    wm = c.watermark(path)
+    c.flip_bit(wm, 20)  # inside the store id: its checksum fails
+    return Damage([Expected("corrupt.header", wm, 0, 72)], True, cut=c.read(wm))
+
+
 def leftover_generations(path: str, key: bytes | None) -> Damage:
     """An old generation (holding the forgotten fact's text) and a ``gen-N.tmp``, as a
     compaction cut short between its steps would leave them."""
@@ -181,12 +214,18 @@ CASES: dict[str, Callable[[c.Built], Damage]] = {
     "leftover-generations": lambda b: leftover_generations(b.path, b.key),
     "stale-text": lambda b: stale_text(b.path, b.text_before_forget),
     "pending-purge": lambda b: pending_purge(b.path, b.key),
+    "acknowledged-last-frame-bit": lambda b: acknowledged_last_frame_bit(b.path),
+    "acknowledged-tail-cut": lambda b: acknowledged_tail_cut(b.path),
+    "missing-last-segment": lambda b: missing_last_segment(b.path),
+    "watermark-bit": lambda b: watermark_bit(b.path),
 }
 REPAIRABLE = {"torn-tail", "text-record-bit", "text-header-bit", "leftover-generations",
-              "stale-text", "pending-purge"}
+              "stale-text", "pending-purge", "watermark-bit"}
 UNCORRECTABLE = {"first-segment-header-bit", "middle-segment-header-bit",
                  "last-segment-header-bit", "frame-body-bit", "frame-body-bit-in-last-segment",
-                 "forged-frame", "missing-segment", "truncated-middle-segment"}
+                 "forged-frame", "missing-segment", "truncated-middle-segment",
+                 "acknowledged-last-frame-bit", "acknowledged-tail-cut",
+                 "missing-last-segment"}
 
 
 def _params(names: set[str]) -> list[object]:

@@ -7,11 +7,16 @@ not rely on the code it is testing to find where to damage it.
 
 from __future__ import annotations
 
+import json
 import os
 import struct
+import subprocess
+import sys
 from typing import NamedTuple
 
 import xxhash
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 SEGMENT_HEADER_SIZE = 96
 #: u32 body length, u16 flags, u8 kind, u8 reserved, u64 seq, u64 checksum.
@@ -21,6 +26,10 @@ FRAME_FLAG_COMPRESSED = 0x0001
 FRAME_FLAG_ENCRYPTED = 0x0002
 SALT_OFFSET = 56  # u64 checksum salt in the segment header
 FIRST_SEQ_OFFSET = 48  # u64 first sequence number in the segment header
+#: The watermark (FORMAT.md §7.1), in the generation directory: magic, write version,
+#: read version, flags, reserved, store id, generation, segment, seq, end, checksum.
+WATERMARK_NAME = "watermark"
+WATERMARK = struct.Struct("<8sBBH4s16sQQQQQ")
 
 
 class Frame(NamedTuple):
@@ -162,3 +171,56 @@ def reseal_checksum(frame: bytes, salt_value: int) -> bytes:
 def with_seq(frame: bytes, seq: int) -> bytes:
     """``frame`` with its header's sequence number rewritten (checksum left stale)."""
     return frame[:8] + seq.to_bytes(8, "little") + frame[16:]
+
+
+# -- the watermark and crashes -----------------------------------------------------------
+def watermark_path(store: str) -> str:
+    return os.path.join(generation_dirs(store)[-1], WATERMARK_NAME)
+
+
+def watermark(store: str) -> tuple[int, int, int] | None:
+    """(segment, seq, end) of the live generation's watermark, or None without one."""
+    path = watermark_path(store)
+    if not os.path.exists(path):
+        return None
+    fields = WATERMARK.unpack(read(path))
+    return fields[7], fields[8], fields[9]
+
+
+def crashed_append(store: str, txs: list[list[bytes]], key: bytes | None = None,
+                   segment_size: int = 64 * 1024 * 1024) -> None:
+    """Open the journal in a child process, append ``txs`` (each synced before it
+    returns) and die without closing: the state a crash right after those appends
+    were acknowledged leaves on disk."""
+    code = (
+        "import json, os, sys\n"
+        "from holomem.log import Journal\n"
+        "args = json.loads(sys.argv[1])\n"
+        "key = bytes.fromhex(args['key']) if args['key'] else None\n"
+        "j = Journal.open(args['store'], key=key, sync='full',"
+        " segment_size=args['segment_size'])\n"
+        "for tx in args['txs']:\n"
+        "    j.append([bytes.fromhex(p) for p in tx])\n"
+        "os._exit(0)\n"
+    )
+    args = {"store": store, "key": key.hex() if key else "", "segment_size": segment_size,
+            "txs": [[p.hex() for p in tx] for tx in txs]}
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    subprocess.run([sys.executable, "-c", code, json.dumps(args)], check=True, env=env,
+                   cwd=ROOT, capture_output=True, timeout=120)
+
+
+def save_generation(store: str) -> dict[str, bytes]:
+    """Every file of the live generation (segments, watermark, ...) by path."""
+    gen = generation_dirs(store)[-1]
+    return {os.path.join(gen, n): read(os.path.join(gen, n)) for n in sorted(os.listdir(gen))}
+
+
+def restore_generation(store: str, saved: dict[str, bytes]) -> None:
+    """Put the live generation's files back as :func:`save_generation` found them."""
+    gen = generation_dirs(store)[-1]
+    for name in os.listdir(gen):
+        if os.path.join(gen, name) not in saved:
+            os.unlink(os.path.join(gen, name))
+    for path, data in saved.items():
+        write(path, data)

@@ -1,8 +1,11 @@
 """A single flipped bit anywhere in a journal is detected; it never changes what is read.
 
 SPEC §6: corruption that is not a torn tail is never silently skipped: open fails
-with an error naming the segment and the offset. Only damage in the last frame of
-the last segment is indistinguishable from a torn write, and is dropped as one.
+with an error naming the segment and the offset. In a cleanly closed journal that
+holds for every byte, the last frame's included: the watermark written at close says
+every transaction was durable (issue 11, item 1). Only when the writer crashed after
+its last append (the watermark predates the last frame) is damage in the last frame
+of the last segment indistinguishable from a torn write, and dropped as one.
 """
 
 from __future__ import annotations
@@ -21,7 +24,12 @@ SEED = 7031
 KEY = bytes(range(32))
 
 
-def _build(store: str, key: bytes | None) -> list[tuple[int, list[bytes]]]:
+#: closed: the journal was closed cleanly after its last append; crashed: the writer
+#: died right after its last append returned (the state a crash leaves).
+STATES = ["closed", "crashed"]
+
+
+def _build(store: str, key: bytes | None, state: str) -> list[tuple[int, list[bytes]]]:
     rng = random.Random(SEED)
     print(f"seed {SEED}")
     with Journal.open(store, key=key, sync="none", segment_size=4096) as j:
@@ -30,10 +38,20 @@ def _build(store: str, key: bytes | None) -> list[tuple[int, list[bytes]]]:
             j.append([rng.randbytes(rng.randrange(0, 700)) for _ in range(n)])
         # A few frames in the last segment too, so that damage before its tail
         # is distinguishable from a torn tail there.
-        for _ in range(3):
+        for _ in range(2):
             j.append([rng.randbytes(rng.randrange(1, 200))])
+    last = [rng.randbytes(rng.randrange(1, 200))]
+    if state == "crashed":
+        surgery.crashed_append(store, [last], key, segment_size=4096)
+    else:
+        with Journal.open(store, key=key, sync="none", segment_size=4096) as j:
+            j.append(last)
     with Journal.open(store, key=key, read_only=True) as j:
-        return list(j.replay())
+        replayed = list(j.replay())
+    assert replayed[-1] == (len(replayed), last)
+    segment, durable, _ = surgery.watermark(store) or (0, 0, 0)
+    assert (segment, durable) == (3, len(replayed) if state == "closed" else len(replayed) - 1)
+    return replayed
 
 
 def _damaged_structure(seg: str, data: bytes, offset: int) -> int:
@@ -63,12 +81,13 @@ def _observe(store: str, key: bytes | None,
         return exc
 
 
+@pytest.mark.parametrize("state", STATES)
 @pytest.mark.parametrize("key", [None, KEY], ids=["plain", "encrypted"])
 def test_a_flipped_bit_in_any_byte_of_any_segment_is_detected_and_located(
-    tmp_path: object, key: bytes | None
+    tmp_path: object, key: bytes | None, state: str
 ) -> None:
     store = os.path.join(str(tmp_path), "store")
-    expected = _build(store, key)
+    expected = _build(store, key, state)
     segments = surgery.segment_paths(store)
     assert len(segments) == 3
     last_seg = segments[-1]
@@ -82,7 +101,8 @@ def test_a_flipped_bit_in_any_byte_of_any_segment_is_detected_and_located(
             bit = (offset * 5 + len(original)) % 8
             surgery.write(seg, surgery.flipped(original, offset, bit))
             start = _damaged_structure(seg, original, offset)
-            in_tail = seg == last_seg and start == last_frame.offset
+            # Only where the writer may have died mid-append: never in a closed journal.
+            in_tail = state == "crashed" and seg == last_seg and start == last_frame.offset
             outcome = _observe(store, key, expected)
             where = f"{os.path.basename(seg)} byte {offset} bit {bit}"
             if isinstance(outcome, CorruptError):
@@ -98,33 +118,49 @@ def test_a_flipped_bit_in_any_byte_of_any_segment_is_detected_and_located(
                     (seg, start, True)], where
                 tolerated += 1
         surgery.write(seg, original)
-    assert tolerated == last_frame.size
-    assert refused == sum(os.path.getsize(s) for s in segments) - last_frame.size
+    torn = last_frame.size if state == "crashed" else 0
+    assert tolerated == torn
+    assert refused == sum(os.path.getsize(s) for s in segments) - torn
     with Journal.open(store, key=key, read_only=True) as j:
         assert list(j.replay()) == expected
 
 
+@pytest.mark.parametrize("state", STATES)
 @pytest.mark.parametrize("key", [None, KEY], ids=["plain", "encrypted"])
 def test_every_bit_of_the_last_frame_and_the_headers_is_checked_and_the_writer_truncates(
-    tmp_path: object, key: bytes | None
+    tmp_path: object, key: bytes | None, state: str
 ) -> None:
     store = os.path.join(str(tmp_path), "store")
-    expected = _build(store, key)
+    expected = _build(store, key, state)
     segments = surgery.segment_paths(store)
     last_seg = segments[-1]
     original = surgery.read(last_seg)
+    saved = surgery.save_generation(store)
     last_frame = surgery.frames(original)[-1]
-    # Every bit of the last frame: the writer drops it as a torn tail, truncates the
-    # file there, and the next transaction takes its sequence number.
+    # Every bit of the last frame. After a crash, the writer drops it as a torn tail,
+    # truncates the file there (the cut bytes saved beside the store), and the next
+    # transaction takes its sequence number. After a clean close, it was durable: the
+    # writer refuses the open, at the frame, and changes nothing.
     for offset in range(last_frame.offset, last_frame.end):
         for bit in range(8):
-            surgery.write(last_seg, surgery.flipped(original, offset, bit))
+            surgery.restore_generation(store, saved)
+            damaged = surgery.flipped(original, offset, bit)
+            surgery.write(last_seg, damaged)
+            if state == "closed":
+                with pytest.raises(CorruptError) as info:
+                    Journal.open(store, key=key, sync="none")
+                assert (info.value.path, info.value.offset) == (last_seg, last_frame.offset)
+                assert "durable" in info.value.message
+                assert surgery.read(last_seg) == damaged
+                continue
             with Journal.open(store, key=key, sync="none") as j:
                 assert [p.offset for p in j.recovery.truncated] == [last_frame.offset]
+                (backup,) = j.recovery.backups
+                assert backup is not None and surgery.read(backup) == damaged[last_frame.offset:]
                 assert os.path.getsize(last_seg) == last_frame.offset
                 assert list(j.replay()) == expected[:-1]
                 assert j.append([b"replacement"]) == len(expected)
-    surgery.write(last_seg, original)
+    surgery.restore_generation(store, saved)
     # Every bit of every segment header and of every frame header: refused, and
     # nothing is truncated or rewritten. In the last segment, where the writer
     # would truncate a torn tail, the opens are the writer's.

@@ -179,18 +179,22 @@ def test_a_segment_header_from_another_store_is_refused(tmp_path: object, which:
         assert (info.value.path, info.value.offset) == (seg, expected)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap, reported: in a one-segment store nothing else names the store id, so "
-    "frames that all fail their checksum under a foreign header's salt look like a "
-    "torn tail, and the writer truncates them"))
 def test_a_foreign_segment_header_in_a_one_segment_store_is_refused(tmp_path: object) -> None:
+    """Once a gap: in a one-segment store nothing but the header names the store, so
+    frames that all fail their checksum under a foreign header's salt looked like a
+    torn tail, and the writer truncated them. The watermark written at close says they
+    were durable (and names the store): refused, read-only or not."""
     ours = _equal_frames_store(tmp_path, "ours")
     theirs = _equal_frames_store(tmp_path, "them")
     (seg,) = surgery.segment_paths(ours)
     (their_seg,) = surgery.segment_paths(theirs)
     surgery.overwrite(seg, 0, surgery.read(their_seg)[: surgery.SEGMENT_HEADER_SIZE])
-    with pytest.raises(CorruptError):
-        Journal.open(ours, key=KEY, read_only=True)
+    damaged = surgery.read(seg)
+    for read_only in (True, False):
+        with pytest.raises(CorruptError) as info:
+            Journal.open(ours, key=KEY, read_only=read_only)
+        assert (info.value.path, info.value.offset) == (seg, surgery.SEGMENT_HEADER_SIZE)
+        assert surgery.read(seg) == damaged
 
 
 def _assert_auth_failure_at(store: str, seg: str, offset: int, seq: int) -> None:

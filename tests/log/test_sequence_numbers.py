@@ -47,10 +47,13 @@ def test_sequence_numbers_strictly_increase_across_rotation_and_many_reopens(
 def test_reopening_an_empty_rotated_segment_continues_the_sequence(tmp_path: object) -> None:
     store = os.path.join(str(tmp_path), "store")
     with Journal.open(store, sync="none", segment_size=4096) as j:
-        while j.stats().segments < 2:
+        while j.stats().bytes + 1100 <= 4096:
             j.append([os.urandom(1000)])
-        last = j.last_seq
-    # Drop the frames of the new segment, leaving its header: an empty last segment.
+        last = j.last_seq + 1
+    # The next append rotates; its writer dies, and its frame never reaches the new
+    # segment (a crash after the rotation): an empty last segment.
+    surgery.crashed_append(store, [[os.urandom(1000)]], segment_size=4096)
+    assert len(surgery.segment_paths(store)) == 2
     surgery.truncate(surgery.segment_paths(store)[-1], surgery.SEGMENT_HEADER_SIZE)
     with Journal.open(store, sync="none", segment_size=4096) as j:
         assert j.last_seq == last - 1

@@ -1,7 +1,12 @@
-"""A torn tail is not an error: opening drops it, says so, and the journal goes on.
+"""A torn tail is not an error: opening drops it, says so, keeps the cut bytes, and the
+journal goes on.
 
 SPEC §6: "A torn tail (power cut mid-append) is detected by checksum and dropped on
-open, with a warning."
+open, with a warning." A tail is torn only if its append never returned: each case
+here is what a writer that died during (or right after) its last append leaves, so
+the watermark does not cover the last transaction (see test_acknowledged_tail.py for
+the cleanly closed journal, where the same damage refuses the open). Whatever the
+writer cuts is first saved beside the store, and the warning says where (issue 11).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ CASES = {
 
 
 def _build(store: str, key: bytes | None, last: list[bytes], rotated: bool) -> list[list[bytes]]:
+    """Transactions in a closed journal, then ``last`` appended by a writer that died
+    right after: the state a crash during the last append leaves, once torn."""
     rng = random.Random(SEED)
     txs = [[rng.randbytes(rng.randrange(1, 200))] for _ in range(6)]
     txs.append(last)
@@ -42,9 +49,15 @@ def _build(store: str, key: bytes | None, last: list[bytes], rotated: bool) -> l
                 j.append(filler)
                 txs.insert(-1, filler)
             assert j.stats().segments == 1
-        j.append(txs[-1])
-        assert j.stats().segments == (2 if rotated else 1)
+    end = os.path.getsize(surgery.segment_paths(store)[0])
+    surgery.crashed_append(store, [txs[-1]], key, segment_size)
+    assert len(surgery.segment_paths(store)) == (2 if rotated else 1)
+    assert surgery.watermark(store) == (1, len(txs) - 1, end)  # it predates the last
     return txs
+
+
+def _backup_dir(store: str) -> str:
+    return store + ".fsck-backup"
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -65,7 +78,9 @@ def test_torn_tail_at_every_offset_recovers_previous_transaction(
     if case == "encrypted":
         assert frame.flags & surgery.FRAME_FLAG_ENCRYPTED
     earlier = list(enumerate(txs[:-1], start=1))
+    crashed = surgery.save_generation(store)
     for cut in range(frame.offset + 1, frame.end):
+        surgery.restore_generation(store, crashed)
         surgery.write(seg, original[:cut])
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="holomem.log"):
@@ -74,7 +89,13 @@ def test_torn_tail_at_every_offset_recovers_previous_transaction(
             (problem,) = j.recovery.truncated
             assert (problem.path, problem.offset, problem.tail) == (seg, frame.offset, True)
             assert problem.code.startswith("corrupt")
-            assert any("torn tail" in r.getMessage() for r in caplog.records), cut
+            # The cut bytes are kept, in a new file each time, and the warning says where.
+            (backup,) = j.recovery.backups
+            assert backup is not None and os.path.dirname(backup) == _backup_dir(store)
+            assert surgery.read(backup) == original[frame.offset : cut]
+            assert len(os.listdir(_backup_dir(store))) == cut - frame.offset
+            (warning,) = [r.getMessage() for r in caplog.records if "torn tail" in r.getMessage()]
+            assert backup in warning and seg in warning, warning
             assert os.path.getsize(seg) == frame.offset  # truncated on disk
             assert j.last_seq == len(txs) - 1
             assert list(j.replay()) == earlier
@@ -82,12 +103,13 @@ def test_torn_tail_at_every_offset_recovers_previous_transaction(
         with Journal.open(store, key=key, read_only=True) as j:
             assert j.recovery.truncated == ()
             assert list(j.replay()) == [*earlier, (len(txs), [b"after recovery"])]
-    surgery.write(seg, original)
+    surgery.restore_generation(store, crashed)
     with Journal.open(store, key=key, read_only=True) as j:
         assert list(j.replay()) == list(enumerate(txs, start=1))
 
 
-def test_cut_exactly_at_a_frame_boundary_is_a_clean_shorter_journal(tmp_path: object) -> None:
+def test_cut_exactly_at_a_frame_boundary_after_a_crash_is_a_clean_shorter_journal(
+        tmp_path: object) -> None:
     store = os.path.join(str(tmp_path), "store")
     txs = _build(store, None, [b"last"], False)
     (seg,) = surgery.segment_paths(store)
@@ -141,8 +163,10 @@ def test_a_rotated_segment_with_a_torn_header_is_removed_on_open(tmp_path: objec
     _, last, rotated = CASES["alone-in-a-rotated-segment"]
     txs = _build(store, None, last, rotated)
     first, second = surgery.segment_paths(store)
+    crashed = surgery.save_generation(store)
     # Rotation synced the first segment and then died while writing the second's header.
     for cut in (0, 1, 50, 95):
+        surgery.restore_generation(store, crashed)
         surgery.write(second, surgery.read(second)[:cut])
         with Journal.open(store, sync="none", segment_size=4096) as j:
             assert [p.path for p in j.recovery.truncated] == [second]

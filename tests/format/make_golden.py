@@ -21,6 +21,7 @@ from holomem.log.format import (
 )
 from holomem.log.frame import Binding, FrameCodec
 from holomem.log.segment import SegmentHeader
+from holomem.log.watermark import Watermark
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
 STORE_ID = bytes(range(16))
@@ -48,11 +49,20 @@ def build(encrypted: bool) -> bytes:
     return header.pack() + b"".join(frames)
 
 
+def build_watermark(encrypted: bool) -> bytes:
+    """The watermark a clean close leaves beside the golden segment: both transactions
+    durable, the last one ending at the end of the file."""
+    return Watermark(STORE_ID, 1, 1, len(TRANSACTIONS), len(build(encrypted))).pack()
+
+
 def main() -> None:
     os.makedirs(HERE, exist_ok=True)
     for name, encrypted in (("plain", False), ("encrypted", True)):
         with open(os.path.join(HERE, f"{name}-seg-00000001.hlj"), "wb") as f:
             f.write(build(encrypted))
+    # Added with the watermark (issue 11); the segments above are kept as they were.
+    with open(os.path.join(HERE, "plain-watermark"), "wb") as f:
+        f.write(build_watermark(False))
 
 
 if __name__ == "__main__":

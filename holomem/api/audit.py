@@ -8,7 +8,11 @@ for a prompt). Imports the API layer.
 slot visited, so a walk interleaved with writes visits every fact exactly once:
 new facts are written after every slot already visited. Compaction renumbers
 slots; a cursor from before a compaction resumes after the same fact if it still
-exists, and is refused (``invalid``) if it does not.
+exists, and is refused (``invalid_request``) if it does not.
+
+A page's work is bounded: at most :data:`MAX_LIMIT` facts returned and
+:data:`MAX_SCAN` examined (a subject or entity filter is applied through its index
+first, so only matching facts count).
 """
 
 from __future__ import annotations
@@ -28,7 +32,12 @@ from holomem.errors import InvalidError
 if TYPE_CHECKING:
     from holomem.api.memory import Memory
 
+#: The most facts one list page returns.
 MAX_LIMIT = 1000
+#: The most facts one list page examines: with a status or history filter that few
+#: facts pass, a page may come back with fewer than ``limit`` facts (even none) and a
+#: cursor to continue; ``scanned`` says how many were examined.
+MAX_SCAN = 10_000
 
 
 def encode_cursor(**fields: int | str) -> str:
@@ -64,8 +73,11 @@ def list_facts(memory: Memory, cursor: str | None, limit: int,
     if history not in ("all", "current", "historical"):
         raise InvalidError("history must be all, current or historical")
     flt: ListFilter = _struct(ListFilter, filter, {}, "list filter", ())
-    if cursor is not None and not isinstance(cursor, str):
-        raise InvalidError("cursor must be a string")
+    if flt.subject is not None:
+        validate.doc_id(flt.subject, "filter.subject")
+    if flt.entity is not None:
+        validate.entities([flt.entity], "filter.entity")
+    cursor = validate.cursor(cursor, "list()")
     now = memory.clock.now_ms()
     with memory.store.reading() as st:
         start = 0
@@ -80,22 +92,20 @@ def list_facts(memory: Memory, cursor: str | None, limit: int,
                                        "start the listing again")
                 start = moved + 1
         facts = st.facts
-        wanted = None
-        if flt.subject is not None:
-            wanted = {facts.slot(i) for i in facts.subject_members(flt.subject)}
-        if flt.entity is not None:
-            carriers = set(st.entities.slots(flt.entity).tolist())
-            wanted = carriers if wanted is None else wanted & carriers
         live = np.flatnonzero(facts.is_fact.view() & st.catalog.alive.view())
         live = live[live >= start]
+        if flt.subject is not None:
+            members = np.array([facts.slot(i) for i in facts.subject_members(flt.subject)],
+                               dtype=np.int64)
+            live = live[np.isin(live, members)]
+        if flt.entity is not None:
+            live = live[np.isin(live, st.entities.slots(flt.entity))]
         out: list[FactRecord] = []
         last = start - 1
         scanned = 0
-        for s in live.tolist():
+        for s in live[:MAX_SCAN].tolist():
             scanned += 1
             last = s
-            if wanted is not None and s not in wanted:
-                continue
             status = facts.status(s, now)
             if flt.status is not None and status != flt.status:
                 continue

@@ -24,10 +24,14 @@ from holomem.api.types import (
     RecallOptions,
     RememberInput,
 )
-from holomem.errors import InvalidError
+from holomem.errors import InvalidError, LimitError
 
 if TYPE_CHECKING:
     from holomem.api.memory import Memory
+
+#: How deeply a request may nest (objects and arrays). The deepest legitimate one, a
+#: remember of facts whose metadata nests 32 levels, reaches 36.
+MAX_REQUEST_DEPTH = 64
 
 
 class _Req(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
@@ -206,15 +210,42 @@ def _decode(request: dict[str, Any], cls: type[Any]) -> Any:
                            "surrogate)") from exc
 
 
+def check_depth(request: object, limit: int = MAX_REQUEST_DEPTH) -> None:
+    """``limit`` unless ``request`` nests at most ``limit`` levels of objects and arrays.
+
+    Iterative (an explicit stack), so no nesting, however deep, and no cycle can
+    exhaust Python's recursion limit here; depth first, so a cycle is caught as soon
+    as it has been followed ``limit`` times.
+    """
+    stack: list[tuple[object, int]] = [(request, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, (list, tuple)):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            raise LimitError(f"the request nests deeper than {limit} levels")
+        stack.extend((child, depth + 1) for child in children)
+
+
 def call(memory: Memory, op: object, request: object) -> dict[str, Any]:
     """Run one op of the contract; the response is plain JSON-ready data (camelCase).
 
-    Errors: ``invalid_request`` (HTTP 422), ``limit`` (422), ``not_found`` (404),
-    ``conflict`` (409), ``read_only`` (403) — the library's own classes.
+    A request nesting deeper than :data:`MAX_REQUEST_DEPTH` is refused (``limit``)
+    before it is decoded. Errors: ``invalid_request`` (HTTP 422), ``limit`` (422),
+    ``not_found`` (404), ``conflict`` (409), ``read_only`` (403) — the library's own
+    classes.
     """
     if not isinstance(op, str) or op not in OPS:
         raise InvalidError(f"unknown op {op!r}; ops are {', '.join(OPS)}")
     if not isinstance(request, dict) or not all(isinstance(k, str) for k in request):
         raise InvalidError("the request must be a JSON object")
-    out: dict[str, Any] = msgspec.to_builtins(OPS[op](memory, request))
+    check_depth(request)
+    try:
+        out: dict[str, Any] = msgspec.to_builtins(OPS[op](memory, request))
+    except RecursionError as exc:  # a last guard: check_depth should make this unreachable
+        raise InvalidError("the request nests too deeply") from exc
     return out

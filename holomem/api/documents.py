@@ -604,7 +604,7 @@ class Store:
         self._check()
         q = validate.query(text)
         k = validate.positive_int(k, "k", validate.MAX_K)
-        wanted = validate.id_list(ids) if ids is not None else None
+        wanted = validate.id_list(ids, "ids", validate.MAX_IDS) if ids is not None else None
         with self.reading() as state:
             index = self._hrr_ready(state)
             slots, scores = index.similar(tokenize(q), self._allowed(state, wanted))
@@ -628,7 +628,7 @@ class Store:
         emb = validate.embedding(embedding, self.embedding_dim) if embedding is not None else b""
         if emb and not self.embedding_dim:
             emb = b""  # no document has an embedding: cosine has nothing to compare
-        wanted = validate.id_list(ids) if ids is not None else None
+        wanted = validate.id_list(ids, "ids", validate.MAX_IDS) if ids is not None else None
         with self.reading() as state:
             return self._search(state, q, k, emb, wanted)
 

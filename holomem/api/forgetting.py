@@ -16,6 +16,7 @@ finishes it. The text segment is synced before ``forget`` returns.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -276,13 +277,8 @@ def duplicate_groups(memory: Memory, near_threshold: float) -> list[tuple[list[s
             j = exact.setdefault((subject, words), i)
             parent[find(i)] = find(j)
         if near_threshold < 1.0:
-            for i in range(len(items)):
-                for j in range(i + 1, len(items)):
-                    a, b = items[i], items[j]
-                    if a[1] != b[1] or not a[2] or not b[2]:
-                        continue
-                    if len(a[2] & b[2]) / len(a[2] | b[2]) >= near_threshold:
-                        parent[find(i)] = find(j)
+            for i, j in _near_pairs([(it[1], it[2]) for it in items], near_threshold):
+                parent[find(i)] = find(j)
         groups: dict[int, list[int]] = {}
         for i in range(len(items)):
             groups.setdefault(find(i), []).append(i)
@@ -295,13 +291,83 @@ def duplicate_groups(memory: Memory, near_threshold: float) -> list[tuple[list[s
         return sorted(out)
 
 
+def _near_pairs(sets: list[tuple[str | None, frozenset[str]]], threshold: float
+                ) -> list[tuple[int, int]]:
+    """Pairs (i, j) of the same subject whose non-empty word sets have a Jaccard of at
+    least ``threshold`` — exactly the pairs an all-pairs comparison finds, without
+    comparing every pair (a prefix-filtered set-similarity join).
+
+    Each set's words are ordered rarest first; two sets with a Jaccard of at least t
+    share a word among the first ``|x| - floor(t |x|) + 1`` of each (otherwise more
+    than (1 - t) of one set would lie outside the other). Only pairs that share such
+    a word are compared, exactly.
+    """
+    if threshold <= 0.0:  # every pair of non-empty sets of one subject qualifies
+        firsts: dict[str | None, int] = {}
+        out = []
+        for i, (subject, words) in enumerate(sets):
+            if words:
+                j = firsts.setdefault(subject, i)
+                if j != i:
+                    out.append((j, i))
+        return out
+    freq: dict[str, int] = {}
+    for _, words in sets:
+        for w in words:
+            freq[w] = freq.get(w, 0) + 1
+    index: dict[tuple[str | None, str], list[int]] = {}
+    out = []
+    for i, (subject, words) in enumerate(sets):
+        if not words:
+            continue
+        ordered = sorted(words, key=lambda w: (freq[w], w))
+        # floor(t * |x|), nudged down against rounding: a longer prefix is always safe.
+        prefix = min(len(ordered), len(ordered) - math.floor(threshold * len(ordered) - 1e-9)
+                     + 1)
+        seen: set[int] = set()
+        for w in ordered[:prefix]:
+            for j in index.get((subject, w), ()):
+                if j in seen:
+                    continue
+                seen.add(j)
+                other = sets[j][1]
+                if len(words & other) / len(words | other) >= threshold:
+                    out.append((j, i))
+            index.setdefault((subject, w), []).append(i)
+    return out
+
+
 def summary_id(sources: list[str]) -> str:
     return "c-" + hashlib.sha256("\n".join(sorted(sources)).encode()).hexdigest()[:32]
 
 
+#: Why a consolidation whose policy asks to remove its sources kept them
+#: (ConsolidationReport.sources_kept).
+KEPT_NOT_ALLOWED = ("removeSources is set, but the call did not pass allow_destructive=True "
+                    "(JSON allowDestructive: true): the sources stay, superseded by their "
+                    "summaries")
+
+
+def _split(plan: list[tuple[list[str], str]]) -> list[tuple[list[str], str]]:
+    """Groups of at most validate.MAX_IDS sources (the most one fact may supersede)."""
+    out = []
+    for sources, text in plan:
+        for i in range(0, len(sources), validate.MAX_IDS):
+            out.append((sources[i : i + validate.MAX_IDS], text))
+    return out
+
+
 def consolidate(memory: Memory, options: ConsolidateOptions | Mapping[str, Any] | None,
                 fields: Mapping[str, Any]) -> ConsolidationReport:
-    from holomem.api.memory import _struct
+    """Plan (and with ``dry_run=False`` write) one summary fact per group of sources.
+
+    Summaries are written in transactions of at most ``MAX_FACTS`` facts; their ids
+    derive from their sources, so a run cut short is finished by running it again.
+    Sources are removed only when the configuration says ``removeSources`` *and* the
+    call passes ``allow_destructive=True``; otherwise ``sources_kept`` says why they
+    stayed.
+    """
+    from holomem.api.memory import MAX_FACTS, _struct
 
     opts: ConsolidateOptions = _struct(ConsolidateOptions, options, fields,
                                        "consolidate options", ())
@@ -315,7 +381,7 @@ def consolidate(memory: Memory, options: ConsolidateOptions | Mapping[str, Any] 
     groups = []
     inputs = []
     with memory.store.reading() as st:
-        for sources, text in plan:
+        for sources, text in _split(plan):
             sid = summary_id(sources)
             if st.facts.slot(sid) >= 0 or sid in st.catalog:
                 continue  # made by an earlier run: nothing to add
@@ -324,19 +390,24 @@ def consolidate(memory: Memory, options: ConsolidateOptions | Mapping[str, Any] 
             entities: dict[str, None] = {}
             for s in sources:
                 slot = st.catalog.slot(s)
-                if slot >= 0:
+                if slot >= 0 and len(entities) < validate.MAX_ENTITIES:
                     entities.update(dict.fromkeys(memory.store._record(st, slot).entities))
             groups.append(ConsolidationGroup(sources=sources, summary_id=sid, text=text))
             inputs.append(RememberInput(
                 id=sid, text=text, subject=subjects.pop() if len(subjects) == 1 else None,
-                entities=list(entities) or None, supersedes=sources))
+                entities=list(entities)[: validate.MAX_ENTITIES] or None, supersedes=sources))
     added: list[str] = []
     removed: list[str] = []
+    remove_sources = isinstance(cfg, ConsolidationConfig) and cfg.remove_sources
     if not opts.dry_run and inputs:
-        added = [r.id for r in memory.remember_many(inputs) if r.created]
-        remove_sources = isinstance(cfg, ConsolidationConfig) and cfg.remove_sources
+        for i in range(0, len(inputs), MAX_FACTS):
+            added += [r.id for r in memory.remember_many(inputs[i : i + MAX_FACTS])
+                      if r.created]
         if opts.allow_destructive and remove_sources:
             gone = [s for g in groups for s in g.sources]
             removed = remove(memory, gone, purge=False).removed
+    # Said in a dry run too: it tells the caller the real run needs the flag.
+    kept = KEPT_NOT_ALLOWED if groups and remove_sources and not opts.allow_destructive \
+        else None
     return ConsolidationReport(dry_run=opts.dry_run, groups=groups, added=added,
-                               removed=removed)
+                               removed=removed, sources_kept=kept)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from typing import Any, NamedTuple, TypeVar
 
 import msgspec
@@ -35,6 +35,8 @@ from holomem.api.policies import (
     SupersessionPolicy,
     SystemClock,
     exponential_recency,
+    feedback_balance,
+    usefulness_multiplier,
 )
 from holomem.api.types import (
     ChainEntry,
@@ -71,8 +73,13 @@ from holomem.events import ConfidenceSet, DocumentAdded, Event, FactAdded, Feedb
 from holomem.projections.facts import CURRENT
 from holomem.projections.fusion import W_LEXICAL, W_SEMANTIC, Fusion, top_k
 
+#: Limits of the memory API's calls (README "Limits"); the others are in validate.
 MAX_CANDIDATES = 1000
 MAX_RECALL_K = 1000
+#: Facts in one remember_many call (one transaction; the plan is linear in it).
+MAX_FACTS = 10_000
+#: Ids in one forget scope.
+MAX_FORGET_IDS = validate.MAX_IDS
 TIME_LIMIT = 2**62
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
@@ -287,22 +294,31 @@ class Memory:
         """Store one fact (``remember(text=..., subject=..., ...)`` or a RememberInput).
 
         Same id and same payload again: ``created=False`` and nothing is written.
-        Same id, another payload: ``conflict``. Errors: ``invalid``, ``conflict``.
+        Same id, another payload: ``conflict``. The text must hold something other
+        than whitespace. Limits: text <= 64 KiB and 4096 words, metadata <= 64 KiB
+        of JSON nested <= 32 deep, ids and subject <= 512 characters, <= 256
+        entities, embedding <= 8192 numbers, ``supersedes`` <= ``validate.MAX_IDS``
+        ids. Errors: ``invalid_request``, ``limit``, ``conflict``.
         """
         return self.remember_many([_struct(RememberInput, input, fields, "remember input",
                                            _TIME_FIELDS)])[0]
 
     def remember_many(self, inputs: Iterable[RememberInput | Mapping[str, Any]]
                       ) -> list[Remembered]:
-        """Store several facts in one transaction: all or none; later inputs see earlier ones."""
+        """Store several facts in one transaction: all or none; later inputs see earlier ones.
+
+        Limits: at most :data:`MAX_FACTS` facts; each as :meth:`remember`.
+        Errors: ``invalid_request``, ``limit``, ``conflict``.
+        """
         if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Iterable):
             raise InvalidError("remember_many takes a list of inputs")
-        items = [_struct(RememberInput, x, {}, f"input {i}", _TIME_FIELDS)
-                 for i, x in enumerate(inputs)]
+        items = []
+        for i, x in enumerate(inputs):
+            if i >= MAX_FACTS:  # counted while reading: an endless iterable stops here
+                raise LimitError(f"more than {MAX_FACTS} facts in one call")
+            items.append(_struct(RememberInput, x, {}, f"input {i}", _TIME_FIELDS))
         if not items:
             raise InvalidError("remember_many needs at least one input")
-        if len(items) > validate.MAX_BATCH:
-            raise LimitError(f"more than {validate.MAX_BATCH} facts in one call")
         checked = [self._check_input(x, i) for i, x in enumerate(items)]
         results: list[Remembered] = []
 
@@ -322,6 +338,9 @@ class Memory:
         if x.id is not None:
             validate.doc_id(x.id, f"{where}: id")
         validate.text(x.text, f"{where}: text")
+        if not x.text.strip():
+            # An empty fact matches no query and says nothing: refuse it (issue 11).
+            raise InvalidError(f"{where}: text must not be empty or only whitespace")
         if x.subject is not None:
             validate.doc_id(x.subject, f"{where}: subject")
         validate.entities(x.entities, f"{where}: entities")
@@ -332,7 +351,7 @@ class Memory:
         if x.valid_from is not None and x.valid_to is not None and x.valid_from >= x.valid_to:
             raise InvalidError(f"{where}: valid_from must be before valid_to")
         if x.supersedes is not None:
-            validate.id_list(x.supersedes, f"{where}: supersedes")
+            validate.id_list(x.supersedes, f"{where}: supersedes", validate.MAX_IDS)
         if x.confidence is not None:
             _confidence(x.confidence)
         payload = {k: v for k, v in msgspec.to_builtins(x).items() if k != "id" and v is not None}
@@ -346,6 +365,11 @@ class Memory:
         facts = st.facts
         now = self.clock.now_ms()
         pending: dict[str, _Pending] = {}
+        # Kept up to date as the batch grows, so planning stays linear in the batch:
+        # the successors each batch fact gives an earlier fact, and the batch's facts
+        # by subject.
+        extra_succ: dict[str, list[str]] = {}
+        by_subject: dict[str, list[_Pending]] = {}
         events: list[Event] = []
         dim = st.embeddings.dim
         for n, (x, digest) in enumerate(checked):
@@ -372,7 +396,8 @@ class Memory:
                         else validate.entities(self._extractor(x.text)))
             eff = x.valid_from if x.valid_from is not None else (
                 x.event_time if x.event_time is not None else now)
-            links = (self._policy_links(st, x.subject, NewFact(eff, x.valid_to), now, pending)
+            links = (self._policy_links(st, x.subject, NewFact(eff, x.valid_to), now, pending,
+                                        extra_succ, by_subject.get(x.subject, []))
                      if x.subject is not None else Links([], []))
             supersedes = tuple(dict.fromkeys([*requested, *links.supersedes]))
             superseded_by = tuple(s for s in dict.fromkeys(links.superseded_by)
@@ -385,24 +410,27 @@ class Memory:
                 valid_from=x.valid_from, valid_to=x.valid_to, supersedes=supersedes,
                 superseded_by=superseded_by, requested=requested, digest=digest[:8],
                 confidence=x.confidence))
-            pending[fid] = _Pending(fid, digest[:8], now, x.subject, eff, n, supersedes,
-                                    superseded_by)
+            p = pending[fid] = _Pending(fid, digest[:8], now, x.subject, eff, n, supersedes,
+                                        superseded_by)
+            for pred in supersedes:
+                extra_succ.setdefault(pred, []).append(fid)
+            for succ in superseded_by:
+                extra_succ.setdefault(fid, []).append(succ)
+            if x.subject is not None:
+                by_subject.setdefault(x.subject, []).append(p)
             results.append(Remembered(id=fid, created=True, ingest_time=now,
                                       superseded=list(supersedes)))
         return events
 
     def _policy_links(self, st: _State, subject: str, new: NewFact, now: int,
-                      pending: dict[str, _Pending]) -> Links:
-        """Ask the supersession policy, showing it the subject's other facts."""
+                      pending: dict[str, _Pending], extra_succ: dict[str, list[str]],
+                      same_subject: list[_Pending]) -> Links:
+        """Ask the supersession policy, showing it the subject's other facts (stored,
+        and written earlier in the batch: ``same_subject``; ``extra_succ`` holds the
+        successors the batch gave earlier facts)."""
         facts = st.facts
         eff = new.effective_time
         new_key = (eff, now, 1 << 62)
-        extra_succ: dict[str, list[str]] = {}
-        for p in pending.values():
-            for pred in p.supersedes:
-                extra_succ.setdefault(pred, []).append(p.id)
-            for succ in p.superseded_by:
-                extra_succ.setdefault(p.id, []).append(succ)
 
         def eff_of(fid: str) -> int:
             if fid in pending:
@@ -426,7 +454,7 @@ class Memory:
             key = facts.order_key(fid)
             members.append((key, SubjectMember(fid, key[0], int(facts.ingest[slot]),
                                                key < new_key, current_at(fid, eff))))
-        for p in pending.values():
+        for p in same_subject:
             if p.subject == subject:
                 key = (p.eff, p.ingest, (1 << 61) + p.order)
                 members.append((key, SubjectMember(p.id, p.eff, p.ingest, key < new_key,
@@ -499,15 +527,25 @@ class Memory:
         return o
 
     def _filter_ids(self, st: _State, o: RecallOptions) -> list[str] | None:
-        sets: list[set[str]] = []
-        if o.subject is not None:
-            sets.append(set(st.facts.subject_members(o.subject)))
-        for entity in o.entities or ():
-            sets.append({st.catalog.ids[int(s)] or "" for s in st.entities.slots(entity)})
-        if not sets:
+        """Ids of the facts a subject / entities filter allows (None: no filter).
+
+        Intersected one filter at a time over sorted slot arrays, so memory stays
+        linear in the store however many entities the filter names.
+        """
+        if o.subject is None and not o.entities:
             return None
-        keep = set.intersection(*sets)
-        return [i for i in keep if i]
+        keep: np.ndarray | None = None
+        if o.subject is not None:
+            keep = np.unique(np.array([st.facts.slot(i) for i in
+                                       st.facts.subject_members(o.subject)], dtype=np.int64))
+            keep = keep[keep >= 0]
+        for entity in o.entities or ():
+            slots = st.entities.slots(entity)
+            keep = slots if keep is None else np.intersect1d(keep, slots, assume_unique=True)
+            if not len(keep):
+                break
+        assert keep is not None
+        return [i for i in (st.catalog.ids[int(s)] for s in keep) if i]
 
     def _identity(self, st: _State, o: RecallOptions, at: int) -> bool:
         """SPEC §4's identity rule: nothing can change document search's answer."""
@@ -603,24 +641,23 @@ class Memory:
                           recency, history, usefulness)
 
     def _usefulness(self, st: _State, slot: int) -> float:
-        """1 + w * (helpful - unhelpful) / (n + 2) under a feedback policy, else 1.
-
-        It stays within (1 - w, 1 + w) with w < 1, so feedback reorders facts but
-        never hides one.
-        """
+        """The usefulness multiplier of the fact in ``slot`` (policies.usefulness_multiplier)."""
         if self._feedback_weight is None:
             return 1.0
         fid = st.catalog.ids[slot]
         fb = st.facts.feedback.get(fid or "", ())
-        if not fb:
-            return 1.0
-        good = sum(1 for h, _, _ in fb if h)
-        return 1.0 + self._feedback_weight * (2 * good - len(fb)) / (len(fb) + 2)
+        return usefulness_multiplier(self._feedback_weight, sum(1 for h, _, _ in fb if h),
+                                     len(fb))
 
     # -- feedback and confidence ----------------------------------------------------------
     def feedback(self, id: str, helpful: bool, note: str | None = None) -> FeedbackReport:
         """Record whether a fact helped. It changes the fact's usefulness (used by recall
         only under a feedback policy), never its confidence, and never hides it.
+
+        The report gives the votes, ``usefulness`` (their balance, (helpful -
+        unhelpful) / (n + 2), in (-1, 1): not a multiplier) and ``multiplier``, what
+        recall now multiplies the fact's score by (1 without a feedback policy).
+        Limits: ``note`` as a fact's text.
 
         Errors: ``invalid``, ``not_found``.
         """
@@ -640,8 +677,10 @@ class Memory:
         with self.store.reading() as st:
             fb = st.facts.feedback.get(fid, [])
             good = sum(1 for h, _, _ in fb if h)
-            return FeedbackReport(id=fid, helpful=good, unhelpful=len(fb) - good,
-                                  usefulness=(2 * good - len(fb)) / (len(fb) + 2))
+            return FeedbackReport(
+                id=fid, helpful=good, unhelpful=len(fb) - good,
+                usefulness=feedback_balance(good, len(fb)),
+                multiplier=usefulness_multiplier(self._feedback_weight, good, len(fb)))
 
     def set_confidence(self, id: str, confidence: float) -> FactRecord:
         """Set what the agent believes of a fact, in [0, 1]. Errors: ``invalid``, ``not_found``."""
@@ -724,8 +763,14 @@ class Memory:
         Idempotent. Gone means gone from search, recall, get, history, explain and
         every index at once; the text-segment records are zeroed and synced before
         this returns; with ``purge`` no file keeps their text (SPEC §6).
-        Errors: ``invalid``.
+        Limits: an ``ids`` scope names at most :data:`MAX_FORGET_IDS` ids.
+        Errors: ``invalid_request``, ``limit``.
         """
+        ids = (scope.ids if isinstance(scope, ForgetScope)
+               else scope.get("ids") if isinstance(scope, Mapping) else None)
+        if isinstance(ids, Sized) and len(ids) > MAX_FORGET_IDS:
+            raise LimitError(f"a forget scope names at most {MAX_FORGET_IDS} ids; "
+                             f"got {len(ids)}")
         return forgetting.forget(self, scope, options, fields)
 
     def apply_forgetting(self, options: MaintenanceOptions | Mapping[str, Any] | None = None,
@@ -780,13 +825,17 @@ class Memory:
             plain = self.store._fused(st, q, emb, None)
             own = dict(zip(plain.slots.tolist(), plain.score.tolist(), strict=True))
         method = "bm25+cosine" if emb else "bm25"
+        # Every explained fact's matched terms at once: each term's postings read once.
+        terms = st.bm25.matched_many(q, [int(s) for s in slots])
         out = []
-        for slot in slots:
+        for slot, matched in zip(slots, terms, strict=True):
             fid = st.catalog.ids[slot] or ""
             rank, mine = rank_of.get(slot, (None, None))
-            pos = np.flatnonzero(fused.slots == slot)
-            if mine is None and len(pos):
-                mine = self._evaluate(st, o, at, fused, int(pos[0]), 0)
+            # fused.slots is ascending: a binary search, not a scan per explained fact.
+            at_pos = int(np.searchsorted(fused.slots, slot))
+            pos = [at_pos] if at_pos < len(fused.slots) and fused.slots[at_pos] == slot else []
+            if mine is None and pos:
+                mine = self._evaluate(st, o, at, fused, pos[0], 0)
             status = facts.status(slot, at, o.known_at)
             retrieved = fid in chosen_ids
             # known_at ignores the facts ingested after it, in the chain too.
@@ -802,7 +851,7 @@ class Memory:
                                   semantic_weight=W_SEMANTIC if emb else 0.0,
                                   fused_score=mine.fused if mine else 0.0),
                 matched_terms=[MatchedTerm(term=m.term, tf=m.tf, idf=m.idf, score=m.score)
-                               for m in st.bm25.matched(q, slot)],
+                               for m in matched],
                 recency_multiplier=mine.recency if mine else 1.0,
                 history_multiplier=mine.history if mine else 1.0,
                 status=status if facts.known(slot, o.known_at) else None,  # type: ignore[arg-type]

@@ -1,9 +1,9 @@
 """The memory API's policies and the clock: built-ins, and the shapes of your own.
 
-Owns: supersession, recency, entity extraction, forgetting and consolidation
-policies, observers, and :class:`Clock`. Every built-in is chosen by name in
-:class:`~holomem.api.types.MemoryConfig`; Python code can pass its own callable
-with ``Memory.with_*``. Every default changes nothing (SPEC §4).
+Owns: supersession, recency, feedback (the one usefulness formula), entity
+extraction, forgetting and consolidation policies, observers, and :class:`Clock`.
+Every built-in is chosen by name in :class:`~holomem.api.types.MemoryConfig`; Python
+code can pass its own callable with ``Memory.with_*``. Every default changes nothing (SPEC §4).
 """
 
 from __future__ import annotations
@@ -126,6 +126,27 @@ def exponential_recency(half_life_ms: int) -> RecencyPolicy:
         return math.pow(0.5, max(0, age_ms) / half_life_ms)
 
     return multiplier
+
+
+# -- feedback ---------------------------------------------------------------------------
+
+
+def feedback_balance(helpful: int, total: int) -> float:
+    """(helpful - unhelpful) / (n + 2): the balance of a fact's votes, in (-1, 1).
+
+    0 with no votes; -1/3 after one unhelpful vote. It is not a multiplier: see
+    :func:`usefulness_multiplier`.
+    """
+    return (2 * helpful - total) / (total + 2)
+
+
+def usefulness_multiplier(weight: float | None, helpful: int, total: int) -> float:
+    """What recall multiplies a fact's score by: 1 + weight * balance under a feedback
+    policy (``weight`` in [0, 1], so the multiplier stays within (1 - weight, 1 + weight),
+    above zero: feedback reorders facts but never hides one); 1 without one (None)."""
+    if weight is None or not total:
+        return 1.0
+    return 1.0 + weight * feedback_balance(helpful, total)
 
 
 # -- entity extraction ---------------------------------------------------------------------

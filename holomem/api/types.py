@@ -199,10 +199,20 @@ class ConsolidationGroup(_Response, frozen=True):
 
 
 class ConsolidationReport(_Response, frozen=True):
+    """What a consolidation planned (``groups``), wrote (``added``) and removed.
+
+    ``sources_kept`` (JSON ``sourcesKept``) says why the sources stay when the policy
+    asks to remove them (``removeSources``) and the call did not pass
+    ``allow_destructive=True`` (in a dry run too: the real run will need the flag).
+    None otherwise: the sources were removed (or will be), the policy keeps them as
+    history by design, or nothing was planned.
+    """
+
     dry_run: bool
     groups: list[ConsolidationGroup]
     added: list[str]
     removed: list[str]
+    sources_kept: str | None = None
 
 
 # -- holographic operations, feedback, audit ------------------------------------------
@@ -278,10 +288,18 @@ class ContradictResult(_Response, frozen=True):
 
 
 class FeedbackReport(_Response, frozen=True):
+    """A fact's votes after a feedback call.
+
+    ``usefulness`` is their balance, (helpful - unhelpful) / (n + 2), in (-1, 1) — 0
+    means balanced, not zeroed. ``multiplier`` is what recall multiplies the fact's
+    score by: 1 + weight * usefulness under a feedback policy, 1 without one.
+    """
+
     id: str
     helpful: int
     unhelpful: int
     usefulness: float
+    multiplier: float = 1.0
 
 
 class ListFilter(_Request, frozen=True):

@@ -1,9 +1,15 @@
 """Checks on everything a caller hands to a public call, before anything is written.
 
-Owns: the documented limits (SPEC §2) and the conversion of caller values into
+Owns: the documented limits (SPEC §2, §5) and the conversion of caller values into
 the exact forms events store. Every failure is an :class:`~holomem.errors.InvalidError`
 (or :class:`~holomem.errors.LimitError`) with a message that names the field; no
 caller input can raise anything else from here.
+
+The limits on a request bound the work of every public call (README "Limits"): a
+document or fact (text, words, metadata, ids, entities, embedding), a query (bytes
+and distinct words), the number of ids or facts in one call, ``k``, and a cursor.
+The memory API's own bounds (``k``, candidates, pairs, entities per ``reason``, a
+list page) live beside the calls they bound and are listed in the README too.
 """
 
 from __future__ import annotations
@@ -30,7 +36,14 @@ MAX_ENTITY_CHARS = 256
 MAX_EMBEDDING_DIM = 8192
 MAX_K = 10_000
 MAX_QUERY_BYTES = 64 * 1024
+#: Distinct words in one query: each costs a posting-list scan.
+MAX_QUERY_TERMS = 1024
 MAX_BATCH = 100_000
+#: Ids in one list argument from a caller (a forget scope, ``supersedes``, a search's
+#: ``ids``): as many as one call may write.
+MAX_IDS = 100_000
+#: Characters of a pagination cursor (the ones holomem gives out are far shorter).
+MAX_CURSOR_CHARS = 1024
 
 
 def _utf8(value: str, field: str) -> bytes:
@@ -66,10 +79,26 @@ def text(value: object, field: str = "text") -> str:
 
 
 def query(value: object) -> str:
+    """A query: at most :data:`MAX_QUERY_BYTES` bytes and :data:`MAX_QUERY_TERMS`
+    distinct words (each one is a posting-list scan)."""
     if not isinstance(value, str):
         raise InvalidError(f"query must be a string, got {type(value).__name__}")
     if len(_utf8(value, "query")) > MAX_QUERY_BYTES:
         raise LimitError(f"query is longer than {MAX_QUERY_BYTES} bytes")
+    terms = len(set(tokenize(value)))
+    if terms > MAX_QUERY_TERMS:
+        raise LimitError(f"query has {terms} distinct words; the limit is {MAX_QUERY_TERMS}")
+    return value
+
+
+def cursor(value: object, what: str) -> str | None:
+    """A pagination cursor as the caller handed it back (None: start from the beginning)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidError(f"{what}: cursor must be a string")
+    if len(value) > MAX_CURSOR_CHARS:
+        raise LimitError(f"{what}: cursor is longer than {MAX_CURSOR_CHARS} characters")
     return value
 
 
@@ -187,10 +216,17 @@ def positive_int(value: object, field: str, maximum: int) -> int:
     return value
 
 
-def id_list(value: object, field: str = "ids") -> list[str]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+def id_list(value: object, field: str = "ids", maximum: int | None = None) -> list[str]:
+    """A list of valid ids; at most ``maximum`` of them when given (callers that take
+    ids from a client pass :data:`MAX_IDS`)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise InvalidError(f"{field} must be a list of ids")
-    return [doc_id(v, field) for v in value]
+    out: list[str] = []
+    for v in value:
+        if maximum is not None and len(out) >= maximum:
+            raise LimitError(f"{field} holds more than {maximum} ids")
+        out.append(doc_id(v, field))
+    return out
 
 
 def memory_config(value: object) -> MemoryConfig:

@@ -266,22 +266,30 @@ class BM25:
         Each contribution is computed exactly as :meth:`score` computes it, so they
         add up (in query order) to the document's score bit for bit.
         """
+        return self.matched_many(query, [slot])[0]
+
+    def matched_many(self, query: str, slots: list[int]) -> list[list[MatchedTerm]]:
+        """:meth:`matched` for several documents, reading each term's postings once."""
         n, _ = self._stats()
         all_alive = self.catalog.alive.view()
-        if slot < 0 or slot >= len(all_alive) or not all_alive[slot]:
-            return []
         alive = None if self.catalog.live == self.catalog.slots else all_alive
-        norm = self._norms()[slot]
-        out: list[MatchedTerm] = []
+        norms = self._norms()
+        wanted = np.array([s if 0 <= s < len(all_alive) and all_alive[s] else -1
+                           for s in slots], dtype=np.int64)
+        out: list[list[MatchedTerm]] = [[] for _ in slots]
         for tid in self.query_terms(query):
-            slots, tfs = self._live_postings(tid, alive)
-            hit = np.flatnonzero(slots == slot)
-            if not len(hit):
+            posting, tfs = self._live_postings(tid, alive)  # slots ascending
+            if not len(posting):
                 continue
-            idf = self.idf(n, len(slots))
-            tf = np.float64(tfs[hit[0]])
-            out.append(MatchedTerm(self.terms[tid], int(tf), idf,
-                                   float(idf * (self.k1 + 1.0) * tf / (tf + norm))))
+            at = np.minimum(np.searchsorted(posting, wanted), len(posting) - 1)
+            hits = np.flatnonzero((wanted >= 0) & (posting[at] == wanted))
+            if not len(hits):
+                continue
+            idf = self.idf(n, len(posting))
+            for i in hits.tolist():
+                tf = np.float64(tfs[at[i]])
+                out[i].append(MatchedTerm(self.terms[tid], int(tf), idf, float(
+                    idf * (self.k1 + 1.0) * tf / (tf + norms[int(wanted[i])]))))
         return out
 
     def memory_bytes(self) -> int:

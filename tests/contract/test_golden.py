@@ -311,18 +311,50 @@ def test_apply_forgetting_and_consolidate(tmp_path: Path) -> None:
         assert call(memory, "applyForgetting", {}) == {
             "removed": ["bob-1"], "relinked": [], "dryRun": True, "purged": False}
         plan = {"sources": ["dup-1", "dup-2"], "summaryId": SUMMARY_ID, "text": "dana swims!"}
+        # sourcesKept (added by issue 11): null here, the policy keeps sources by design.
         assert call(memory, "consolidate", {}) == {
-            "dryRun": True, "groups": [plan], "added": [], "removed": []}
+            "dryRun": True, "groups": [plan], "added": [], "removed": [], "sourcesKept": None}
         done = call(memory, "consolidate", {"dryRun": False})
-        assert done == {"dryRun": False, "groups": [plan], "added": [SUMMARY_ID], "removed": []}
+        assert done == {"dryRun": False, "groups": [plan], "added": [SUMMARY_ID], "removed": [],
+                        "sourcesKept": None}
         assert done["added"] == [done["groups"][0]["summaryId"]]
         assert call(memory, "consolidate", {"dryRun": False}) == {
-            "dryRun": False, "groups": [], "added": [], "removed": []}
+            "dryRun": False, "groups": [], "added": [], "removed": [], "sourcesKept": None}
         assert call(memory, "applyForgetting", {"dryRun": False}) == {
             "removed": ["bob-1"], "relinked": [], "dryRun": False, "purged": False}
         for op in ("applyForgetting", "consolidate"):
             assert error(memory, op, {"dry_run": False}) == "invalid_request"
             assert error(memory, op, {"dryRun": "no"}) == "invalid_request"
+
+
+def test_consolidate_says_why_it_kept_the_sources_it_was_asked_to_remove(
+        tmp_path: Path) -> None:
+    """Regression (issue 11): removeSources without allowDestructive removed nothing, silently."""
+    config = json.dumps({"consolidation": {"duplicates": {"nearThreshold": 1.0},
+                                           "removeSources": True}})
+    with Store.open(tmp_path / "store", sync="none") as store:
+        memory = Memory(store, config_from_json(config), clock=ManualClock(T0))
+        call(memory, "remember", {"id": "dup-1", "text": "Dana swims"})
+        call(memory, "remember", {"id": "dup-2", "text": "dana swims!"})
+        plan = {"sources": ["dup-1", "dup-2"], "summaryId": SUMMARY_ID, "text": "dana swims!"}
+        kept = ("removeSources is set, but the call did not pass allow_destructive=True "
+                "(JSON allowDestructive: true): the sources stay, superseded by their summaries")
+        assert call(memory, "consolidate", {}) == {
+            "dryRun": True, "groups": [plan], "added": [], "removed": [], "sourcesKept": kept}
+        assert call(memory, "consolidate", {"dryRun": True, "allowDestructive": True}) == {
+            "dryRun": True, "groups": [plan], "added": [], "removed": [], "sourcesKept": None}
+        assert call(memory, "consolidate", {"dryRun": False}) == {
+            "dryRun": False, "groups": [plan], "added": [SUMMARY_ID], "removed": [],
+            "sourcesKept": kept}
+        assert memory.get("dup-1") is not None and memory.get("dup-2") is not None
+    with Store.open(tmp_path / "store2", sync="none") as store:
+        memory = Memory(store, config_from_json(config), clock=ManualClock(T0))
+        call(memory, "remember", {"id": "dup-1", "text": "Dana swims"})
+        call(memory, "remember", {"id": "dup-2", "text": "dana swims!"})
+        assert call(memory, "consolidate", {"dryRun": False, "allowDestructive": True}) == {
+            "dryRun": False, "groups": [plan], "added": [SUMMARY_ID],
+            "removed": ["dup-1", "dup-2"], "sourcesKept": None}
+        assert memory.get("dup-1") is None and memory.get("dup-2") is None
 
 
 def test_unknown_op_and_bad_request(memory: Memory) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
+from holomem.api import holographic
 from holomem.api.types import FeedbackConfig
 
 
@@ -145,3 +147,65 @@ def test_render_context_fences_stored_text_as_untrusted_data(memory: Memory) -> 
     assert lines[-1] == f"<<<END MEMORY {tag}>>>"
     assert block.count("<<<") == 2 and block.count(">>>") == 2
     assert all(not line.startswith("rm -rf") for line in lines)
+
+
+# -- issue 11 ------------------------------------------------------------------------------
+@pytest.fixture
+def alice(tmp_path: Path) -> Memory:
+    """The new user's case: two versions of Alice's city, and a debt, regex entities."""
+    store = Store.open(tmp_path / "alice", sync="none")
+    m = Memory(store, MemoryConfig(supersession="latest-by-subject", entity_extractor="regex"),
+               clock=ManualClock(1_000_000))
+    m.remember(text="Alice lives in Paris", subject="alice/city")
+    m.clock.advance(1000)  # type: ignore[attr-defined]
+    m.remember(text="Alice lives in Berlin", subject="alice/city")
+    m.remember(text="Bob owes Alice 10 EUR")
+    return m
+
+
+def test_related_falls_back_to_exact_scoring_when_the_algebra_misses_an_association(
+        alice: Memory) -> None:
+    """Regression: the bundle's SNR (5.5) let the algebra answer with Paris alone."""
+    res = alice.related("Alice")
+    assert res.snr >= 5.0  # the capacity estimate alone would have trusted the algebra
+    assert {h.entity for h in res.results} == {"Paris", "Berlin", "Bob", "EUR"}
+    assert res.path == "exact per-fact"
+    assert all(h.facts == 1 and h.score > 0 for h in res.results)
+
+
+def test_related_keeps_the_algebra_when_it_drops_nothing_exact_ranks_in_the_top_k(
+        alice: Memory) -> None:
+    one = alice.related("Alice", k=1)
+    assert [h.entity for h in one.results] == ["Paris"] and one.path == "algebra"
+    bob = alice.related("Bob")
+    assert {h.entity for h in bob.results} == {"Alice", "EUR"} and bob.path == "algebra"
+
+
+def test_contradict_over_one_subject_without_entities_answers(tmp_path: Path) -> None:
+    """Regression: two facts of one subject and no entity at all raised IndexError."""
+    with Store.open(tmp_path / "s", sync="none") as store:
+        m = Memory(store, clock=ManualClock(1_000_000))
+        m.remember(id="p", text="Alice lives in Paris", subject="alice/city")
+        m.remember(id="b", text="Alice lives in Berlin", subject="alice/city")
+        res = m.contradict()
+        assert [(p.a, p.b, p.shared) for p in res.pairs] == [("p", "b", ["alice/city"])]
+        assert (res.compared_facts, res.compared_pairs, res.bound_hit) == (2, 1, False)
+        assert m.call("contradict", {"subject": "alice/city"})["pairs"][0]["a"] == "p"
+        assert m.contradict(entity="Nobody").pairs == []
+
+
+def test_reason_over_many_entities_never_builds_an_entity_by_fact_matrix(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each entity after the first is compared only with the facts still in the AND."""
+    compared: list[int] = []
+    real = holographic._similarity
+
+    def spy(rows: Any, slots: Any, key: Any) -> Any:
+        compared.append(len(slots))
+        return real(rows, slots, key)
+
+    monkeypatch.setattr(holographic, "_similarity", spy)
+    hits = memory.reason(["Alice", "Bob"] + ["Alice"] * 30)
+    assert {h.id for h in hits.results} == {"owe1", "owe2"} and hits.compared == 7
+    assert compared[0] == 7 and max(compared[1:]) <= 3  # the first pass, then only members
+    assert all(len(h.scores) == 32 for h in hits.results)

@@ -30,6 +30,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
+from holomem.api import validate
 from holomem.api.documents import Store
 from holomem.api.memory import Memory, to_ms
 from holomem.api.types import MemoryConfig, config_from_json
@@ -183,8 +184,10 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    """Every option, the key and the whole memory configuration are checked before the
+    server listens; a bad one exits 2 with a message naming it."""
     try:
-        from holomem.api.http import serve
+        from holomem.api.http import create_app, run
     except ImportError as exc:
         print(f"error: serving needs the serve extra (pip install 'holomem[serve]'): {exc}",
               file=sys.stderr)
@@ -192,13 +195,19 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         api_key = _read(args.api_key_file).decode().strip() if args.api_key_file else None
         key = _read(args.key_file) if args.key_file else None
-        config = config_from_json(_read(args.memory_config)) if args.memory_config \
-            else MemoryConfig()
+        config = MemoryConfig()
+        if args.memory_config:
+            try:
+                config = validate.memory_config(config_from_json(_read(args.memory_config)))
+            except HolomemError as exc:
+                raise InvalidError(f"--memory-config {args.memory_config}: {exc}") from exc
+        app = create_app(args.data, host=args.host, port=args.port, api_key=api_key,
+                         config=config, key=key, max_tenants=args.max_tenants,
+                         allowed_hosts=args.allow_host, allowed_origins=args.allow_origin)
     except (OSError, UnicodeDecodeError, HolomemError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    serve(args.data, host=args.host, port=args.port, api_key=api_key, config=config, key=key,
-          max_tenants=args.max_tenants)
+    run(app, host=args.host, port=args.port)
     return 0
 
 
@@ -299,6 +308,12 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--memory-config", help="a MemoryConfig JSON file (validated at start)")
     srv.add_argument("--key-file", help="file holding the 32-byte encryption key")
     srv.add_argument("--max-tenants", type=int, default=64, help="stores kept open at once")
+    srv.add_argument("--allow-host", action="append", default=[], metavar="NAME[:PORT]",
+                     help="another Host name clients may use (repeatable; besides IP "
+                     "addresses, localhost and --host)")
+    srv.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                     help="a browser origin allowed to call the API, e.g. "
+                     "https://app.example (repeatable; none by default)")
     srv.set_defaults(func=_serve)
     for name in ("get", "history"):
         p = sub.add_parser(name, help=f"{name} of one fact")

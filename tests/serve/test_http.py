@@ -69,10 +69,11 @@ def test_errors_have_the_contract_codes_statuses_and_body(server: Server) -> Non
         r = post(server, f"/api/v1/memory/{op}", body)
         assert r.status_code == status, (op, r.text)
         assert r.json()["error"]["code"] == code and r.json()["error"]["message"]
+    as_json = {**headers(), "content-type": "application/json"}
     r = httpx.post(server.url + "/api/v1/memory/recall", content=b"{not json",
-                   headers=headers())
+                   headers=as_json)
     assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_request"
-    r = httpx.post(server.url + "/api/v1/memory/recall", content=b"[1, 2]", headers=headers())
+    r = httpx.post(server.url + "/api/v1/memory/recall", content=b"[1, 2]", headers=as_json)
     assert r.status_code == 422
 
 

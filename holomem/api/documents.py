@@ -19,14 +19,21 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
 
 from holomem import events as ev
 from holomem.api import validate
-from holomem.errors import ClosedError, CorruptError, InvalidError, LimitError, ReadOnlyError
+from holomem.errors import (
+    ClosedError,
+    CorruptError,
+    InvalidError,
+    LimitError,
+    ReadOnlyError,
+    UnavailableError,
+)
 from holomem.events import (
     DocumentAdded,
     DocumentDeleted,
@@ -55,9 +62,24 @@ from holomem.projections.text import TextRecord, TextSegment
 from holomem.projections.tokenize import tokenize
 
 log = logging.getLogger("holomem")
+_T = TypeVar("_T")
 
 #: Events per transaction when compaction writes a new generation.
 COMPACT_BATCH = 2048
+#: How many times in a row a follower rebuilds because the writer replaced the
+#: generation it was reading, before it reports the store unavailable.
+FOLLOW_RETRIES = 64
+
+#: Per thread: how deep in ``Store.reading()`` blocks it is, per store (by id), so that
+#: a follower moves to a new generation only where no block of its holds the old state.
+_READING = threading.local()
+
+
+def _reading_depths() -> dict[int, int]:
+    depths: dict[int, int] | None = getattr(_READING, "depths", None)
+    if depths is None:
+        depths = _READING.depths = {}
+    return depths
 
 P_COMPACT_BEGIN = cp.point("store.compact.begin", "compaction starts (a purge is recorded)")
 P_COMPACT_WRITTEN = cp.point(
@@ -219,18 +241,38 @@ class Store:
                           read_only=self.read_only)
 
     def _build(self) -> tuple[_State, int]:
-        """Replay the whole live generation into fresh projections."""
+        """Replay the whole live generation into fresh projections.
+
+        On a follower, a compaction may replace the generation while it is replayed
+        (its files zeroed and unlinked: ``unavailable`` from the journal); then the
+        journal moves to the live generation and the replay starts again there.
+        """
+        for _ in range(FOLLOW_RETRIES):
+            try:
+                return self._build_once()
+            except UnavailableError:
+                if not self.read_only or not self._journal.replaced():
+                    raise
+                self._journal.refresh()  # resets to the live generation
+        raise UnavailableError(f"the store at {self.path!r} changed generation "
+                               f"{FOLLOW_RETRIES} times while a follower rebuilt; try again")
+
+    def _build_once(self) -> tuple[_State, int]:
         text_store = self._text_store()
-        state = _State(text_store)
-        state.text.deferred = True
-        state.bm25.deferred = True
-        # Not 0: a generation compacted from a store with nothing live holds no event,
-        # yet the revision must not go back to before the events it replaced.
-        last = self._journal.first_seq - 1
-        for seq, payloads in self._journal.replay():
-            for payload in payloads:
-                state.apply(seq, ev.decode(payload, seq=seq))
-            last = seq
+        try:
+            state = _State(text_store)
+            state.text.deferred = True
+            state.bm25.deferred = True
+            # Not 0: a generation compacted from a store with nothing live holds no
+            # event, yet the revision must not go back to before the events it replaced.
+            last = self._journal.first_seq - 1
+            for seq, payloads in self._journal.replay():
+                for payload in payloads:
+                    state.apply(seq, ev.decode(payload, seq=seq))
+                last = seq
+        except BaseException:
+            text_store.close()
+            raise
         state.bm25.merge()
         state.bm25.deferred = False
         # A follower never writes its text segment, not even after refresh(): it keeps
@@ -553,6 +595,20 @@ class Store:
         Errors: ``invalid``, ``closed``, ``corrupt``.
         """
         doc_id = validate.doc_id(id)
+        return self._following(lambda: self._get_document(doc_id))
+
+    def _following(self, read: Callable[[], _T]) -> _T:
+        """``read()``; on a follower, again if the writer replaced (and zeroed) the
+        generation it was answering from (``unavailable``): the next reading block
+        answers from the new one."""
+        for _ in range(FOLLOW_RETRIES if self.read_only else 0):
+            try:
+                return read()
+            except UnavailableError:
+                continue
+        return read()
+
+    def _get_document(self, doc_id: str) -> Document | None:
         with self.reading() as state:
             slot = state.catalog.slot(doc_id)
             if slot < 0:
@@ -566,7 +622,11 @@ class Store:
     def _record(self, state: _State, slot: int) -> TextRecord:
         """The text record of ``slot``, from the text segment or, failing that, the journal.
 
-        A record that does not read back intact is rewritten (writer only).
+        A record that does not read back intact is rewritten (writer only). On a
+        follower, ``state`` may be of a generation the writer has replaced since the
+        block began: its files stay readable (the follower keeps them open) unless the
+        writer zeroed them, and then the read is ``unavailable`` (never ``corrupt``);
+        the next :meth:`reading` block answers from the new generation.
         """
         seq = int(state.catalog.seq.view()[slot])
         rec = state.text.read(slot, seq)
@@ -668,11 +728,26 @@ class Store:
         On leaving, it waits until every write the block could see is durable (at
         most one group commit), so no answer ever reflects a write that a crash could
         still take back; if that write's fsync fails, the read fails too.
+
+        On a follower, a block first checks whether the writer has switched to a new
+        generation (a compaction or purge); if so it rebuilds from that one, as
+        :meth:`refresh` does, and answers from it. (Not inside another block of the
+        same thread, which still holds the old state.)
         """
         self._check()
+        depths = _reading_depths()
+        key = id(self)
+        if self.read_only and not depths.get(key) and self._journal.replaced():
+            self.refresh()
         with self._state_lock:
-            revision = self._revision
-            yield self._state
+            depths[key] = depths.get(key, 0) + 1
+            try:
+                revision = self._revision
+                yield self._state
+            finally:
+                depths[key] -= 1
+                if not depths[key]:
+                    del depths[key]
         if revision > self._journal.durable_seq:
             self._journal.wait(revision)
 
@@ -701,26 +776,43 @@ class Store:
 
     # -- followers ----------------------------------------------------------------------
     def refresh(self) -> int:
-        """Follower only: apply the writer's new transactions; return the new revision."""
+        """Follower only: apply the writer's new transactions; return the new revision.
+
+        If the writer switched to a new generation (compaction, purge), the follower
+        rebuilds from it, and readers keep answering from the old state until the new
+        one is complete. Errors: ``closed``, ``corrupt``, ``io``, ``unavailable`` (the
+        generation kept being replaced while it was read; try again).
+        """
         self._check()
         if not self.read_only:
             return self._revision
         with self._write_lock:
+            self._check()
             result = self._journal.refresh()
-            if result.reset:
-                state, last = self._build()
-                with self._state_lock:
-                    old, self._state, self._revision = self._state, state, last
-                if old.text_store is not None:
-                    old.text_store.close()
-                return last
-            for seq, payloads in self._journal.replay(result.from_seq):
-                events = [ev.decode(p, seq=seq) for p in payloads]
-                with self._state_lock:
-                    for e in events:
-                        self._state.apply(seq, e)
-                    self._revision = seq
-            return self._revision
+            if not result.reset:
+                try:
+                    for seq, payloads in self._journal.replay(result.from_seq):
+                        events = [ev.decode(p, seq=seq) for p in payloads]
+                        with self._state_lock:
+                            for e in events:
+                                self._state.apply(seq, e)
+                            self._revision = seq
+                    return self._revision
+                except UnavailableError:
+                    # Replaced while being read: what was applied is a true prefix;
+                    # rebuild from the live generation instead.
+                    if not self._journal.replaced():
+                        raise
+                    self._journal.refresh()
+            state, last = self._build()
+            with self._state_lock:
+                old, self._state, self._revision = self._state, state, last
+            # No reader holds the old state now (each holds the state lock for its
+            # block): the generations it was read from can go.
+            self._journal.release_retired()
+            if old.text_store is not None:
+                old.text_store.close()
+            return last
 
     # -- housekeeping -----------------------------------------------------------------
     def stats(self) -> StoreStats:

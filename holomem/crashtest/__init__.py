@@ -50,7 +50,7 @@ from holomem.crashtest.cases import (
     run_matrix,
 )
 from holomem.crashtest.checks import CHECK_MS, Verdict
-from holomem.crashtest.child import CHILD_TIMEOUT
+from holomem.crashtest.child import CHILD_TIMEOUT, STORE_IN_RUN, store_path
 from holomem.crashtest.cli import main, summary, table
 from holomem.crashtest.disk import ModelError, power_loss
 from holomem.crashtest.run import (
@@ -87,9 +87,9 @@ from holomem.crashtest.workload import _read_acks as _read_acks  # isort: skip
 
 __all__ = [
     "BASE_MS", "CHECK_MS", "CHILD_TIMEOUT", "CONFIG", "DEFAULT_FAULTS", "FAULTS", "KEY",
-    "MARKERS", "RESUMED", "SEGMENT_SIZE", "STEP_MS", "SYNC_MODES",
+    "MARKERS", "RESUMED", "SEGMENT_SIZE", "STEP_MS", "STORE_IN_RUN", "SYNC_MODES",
     "Case", "ModelError", "Reference", "Result", "Verdict",
     "case_seed", "default_jobs", "hit_counts", "main", "matrix", "plan", "power_loss",
-    "reference_run", "resume_workload", "run_case", "run_matrix", "run_workload", "summary",
-    "table", "variant_name",
+    "reference_run", "resume_workload", "run_case", "run_matrix", "run_workload",
+    "store_path", "summary", "table", "variant_name",
 ]

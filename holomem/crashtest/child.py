@@ -24,6 +24,15 @@ from holomem.crashtest.shim import _Shim
 from holomem.crashtest.workload import SEGMENT_SIZE, resume_workload, run_workload
 
 CHILD_TIMEOUT = 120.0
+#: Where a run's store lives, under its run directory: in directories that do not exist
+#: yet, so that creating the store creates them too, and a power cut may take any of
+#: their entries away unless they were synced (issue 11).
+STORE_IN_RUN = os.path.join("home", "tenant", "store")
+
+
+def store_path(run_dir: str) -> str:
+    """The store of the run in ``run_dir``."""
+    return os.path.join(run_dir, STORE_IN_RUN)
 
 
 def _child_env(extra: dict[str, str]) -> dict[str, str]:
@@ -42,7 +51,7 @@ def _spawn(run_dir: str, key: bytes | None, sync: str, env: dict[str, str], shim
     """Run a child on the store in ``run_dir`` and wait for it to end (or abort)."""
     acks = "acks-resumed.jsonl" if resume else "acks.jsonl"
     cmd = [sys.executable, "-m", "holomem.crashtest", "--child",
-           os.path.join(run_dir, "store"), os.path.join(run_dir, acks), "--sync", sync]
+           store_path(run_dir), os.path.join(run_dir, acks), "--sync", sync]
     if recover:
         cmd.append("--recover")
     if resume:

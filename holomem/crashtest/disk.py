@@ -12,8 +12,13 @@ its last sync, and builds what a power cut could leave (leveldb's
 written since its last fsync are dropped, cut at a random point, or garbled (random
 bytes over some unsynced writes, the others kept or dropped); per directory, the
 creates, renames and unlinks since its last sync are kept, undone, or kept in part (a
-prefix or any subset). A write is assumed not to damage bytes outside its own range
-(SQLite's "powersafe overwrite"). The model is first checked against the real
+prefix or any subset) -- a created directory whose entry is lost takes everything under
+it along, and so does one above the store, up to the run directory. A directory that
+exists on the disk but that the fault log never saw created (made behind the file
+layer's back, e.g. by ``os.makedirs``) is modelled as created just before the first
+operation under it, its entry in its parent unsynced until that parent is synced. A
+write is assumed not to damage bytes outside its own range (SQLite's "powersafe
+overwrite"). The model is first checked against the real
 directory (with every write applied it must equal it byte for byte), and the faults
 are checked to have landed (the files written are the ones intended; which ones differ
 from what the process left is reported, or that nothing was unsynced).
@@ -90,13 +95,19 @@ class _Disk:
         self._epochs: list[dict[bytes, list[tuple[int, int, bytes]]]] = []
         self._epoch = 0
         self._next: dict[bytes, int] = {}
+        #: directories found on the disk that no ``mkdir`` line created
+        self.unlogged: list[str] = []
         self._read_shim(shim_log)
-        with open(fault_log, encoding="utf-8") as f:
-            for n, line in enumerate(f, start=1):
-                try:
-                    self._op(line.rstrip("\n").split("\t"))
-                except (KeyError, IndexError, ValueError, AssertionError) as exc:
-                    raise ModelError(f"fault log line {n} ({line.strip()!r}): {exc!r}") from exc
+        # No log at all: the process died before its first logged operation.
+        lines: list[str] = []
+        if os.path.exists(fault_log):
+            with open(fault_log, encoding="utf-8") as f:
+                lines = f.readlines()
+        for n, line in enumerate(lines, start=1):
+            try:
+                self._op(line.rstrip("\n").split("\t"))
+            except (KeyError, IndexError, ValueError, AssertionError) as exc:
+                raise ModelError(f"fault log line {n} ({line.strip()!r}): {exc!r}") from exc
         self._end_epoch()
         if self._epoch != len(self._epochs):
             raise ModelError("the shim and the fault log count different processes")
@@ -112,8 +123,10 @@ class _Disk:
         self._next = {}
 
     def _read_shim(self, path: str) -> None:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = b""
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                raw = f.read()
         at = 0
         self._epochs.append({})
         while at < len(raw):
@@ -135,16 +148,31 @@ class _Disk:
         assert not rel.startswith(".."), f"{path} is outside the run directory"
         parts = rel.split(os.sep)
         node: _File | _Dir = self.root
-        for part in parts[:-1]:
+        for depth, part in enumerate(parts[:-1]):
             assert isinstance(node, _Dir)
+            if part not in node.entries:
+                self._unlogged_dir(node, part, os.path.join(self.base, *parts[: depth + 1]))
             node = node.entries[part]
         assert isinstance(node, _Dir)
         return node, parts[-1]
+
+    def _unlogged_dir(self, parent: _Dir, name: str, real: str) -> None:
+        """A directory the log never saw created, yet an operation happens under it: it
+        was made behind the file layer's back. As a power cut sees it: created now, its
+        entry in ``parent`` not synced (a later sync of ``parent`` makes it durable)."""
+        if not os.path.isdir(real):
+            raise KeyError(name)  # not on the disk either: the log is wrong
+        new = _Dir()
+        parent.entries[name] = new
+        parent.pending.append(("add", name, new))
+        self.unlogged.append(real)
 
     def _lookup(self, path: str) -> _File | _Dir:
         if os.path.abspath(path) == self.base:
             return self.root
         parent, name = self._parent(path)
+        if name not in parent.entries:
+            self._unlogged_dir(parent, name, os.path.abspath(path))
         return parent.entries[name]
 
     def _op(self, f: list[str]) -> None:
@@ -176,6 +204,8 @@ class _Disk:
             file.durable = bytes(file.cur)
             file.pending.clear()
         elif kind == "dirsync":
+            if os.path.relpath(f[1], self.base).startswith(".."):
+                return  # above the run directory, which the model takes as durable
             d = self._lookup(f[1])
             assert isinstance(d, _Dir)
             d.durable = dict(d.entries)
@@ -201,8 +231,11 @@ class _Disk:
 
     # -- what is on the disk ---------------------------------------------------------
     def current(self, top: str) -> dict[str, bytes | None]:
-        """Every path under ``top`` with all writes applied (None for a directory)."""
+        """Every path under ``top`` with all writes applied (None for a directory);
+        nothing if ``top`` was never created (a crash before the store's directory)."""
         out: dict[str, bytes | None] = {}
+        if not os.path.isdir(top):
+            return out
         node = self._lookup(top)
 
         def walk(d: _Dir, rel: str) -> None:
@@ -223,7 +256,8 @@ class _Disk:
                   ) -> tuple[dict[str, bytes | None] | None, list[str]]:
         """What a power cut could leave under ``top`` (None: not even ``top``), and a
         line per fault injected."""
-        notes: list[str] = []
+        notes: list[str] = [f"{os.path.relpath(d, self.base)}/: created behind the file "
+                            "layer's back (no mkdir in the fault log)" for d in self.unlogged]
         files: dict[int, bytes] = {}
         dirs: dict[int, dict[str, _File | _Dir]] = {}
         out: dict[str, bytes | None] = {}

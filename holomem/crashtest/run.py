@@ -36,7 +36,7 @@ import traceback
 from typing import Any
 
 from holomem.crashtest.checks import _verify
-from holomem.crashtest.child import _spawn
+from holomem.crashtest.child import _spawn, store_path
 from holomem.crashtest.disk import ModelError, power_loss
 from holomem.crashtest.shim import _mark_epoch
 from holomem.crashtest.workload import RESUMED, _read_acks, _read_resumed_acks, plan
@@ -167,7 +167,7 @@ def run_case(case: Case, reference: list[Any], workdir: str | None = None,
             res.violations.append("the workload is not deterministic: acknowledgements "
                                   "differ from the reference run")
             return res
-        store_dir = os.path.join(run_dir, "store")
+        store_dir = store_path(run_dir)
         res.effect = "abort"
         extra: dict[str, str] = {}
         if case.fault == "restart":
@@ -234,11 +234,11 @@ def _recovery_crashes(res: Result, run_dir: str, key: bytes | None, sync: str,
     """Crash the recovery of a crashed store at every point it reaches (the first and
     last time), and check each result like a first crash (SPEC §6; lesson 9: a second
     crash during recovery is survivable too)."""
-    crashed = os.path.join(run_dir, "store")
+    crashed = store_path(run_dir)
 
     def attempt(name: str, env: dict[str, str]) -> tuple[str, subprocess.CompletedProcess[str]]:
         sub = os.path.join(run_dir, name)
-        shutil.copytree(crashed, os.path.join(sub, "store"))
+        shutil.copytree(crashed, store_path(sub))
         return sub, _spawn(sub, key, sync, env, shim=False, recover=True,
                            create=acked == 0)  # step 0 (the open) was not acknowledged
 
@@ -264,7 +264,7 @@ def _recovery_crashes(res: Result, run_dir: str, key: bytes | None, sync: str,
                 res.violations.append(f"recovery crash at {point}:{n}: the child exited "
                                       f"with {proc.returncode}, not SIGABRT")
                 continue
-            verdict = _verify(os.path.join(sub, "store"), key, steps, reference, acked, begun)
+            verdict = _verify(store_path(sub), key, steps, reference, acked, begun)
             res.violations += [f"recovery crash at {point}:{n}: {v}"
                                for v in verdict.violations]
             shutil.rmtree(sub)

@@ -172,7 +172,7 @@ def _torn_tail(store_path: str) -> None:
     last = sorted(glob.glob(os.path.join(store_path, "gen-*[0-9]", "seg-*.hlj")))[-1]
     fd = fs.open_rw(last)
     try:
-        fs.write_at(fd, bytes(40), os.fstat(fd).st_size, last)
+        fs.write_at(fd, bytes(40), fs.size(fd, last), last)
         fs.sync(fd, last)
     finally:
         fs.close(fd)
@@ -197,9 +197,7 @@ def run_workload(store_path: str, acks_path: str, key: bytes | None, sync: str =
         kind = step["kind"]
         result: Any = None
         if kind == "open":
-            parent = os.path.dirname(store_path)
-            fs.mkdir(store_path)  # through the file layer, so the fault log sees it
-            fs.sync_dir(parent)
+            # The store creates its directory, and any missing parent, itself.
             store, memory = reopen()
         else:
             assert store is not None and memory is not None

@@ -201,7 +201,11 @@ def make_dirs(path: str) -> None:
     """Create ``path`` and every missing parent, each durable before this returns.
 
     Every new directory's entry lives in its parent, so each parent of a created
-    directory is synced, up to and including the first one that already existed.
+    directory is synced, up to and including the first one that already existed --
+    and that one's parent too: the directory that exists may be the last one a
+    process created here before it crashed, its own entry never synced. (Each
+    directory is synced into its parent right after it is made, so only that last
+    one can be in doubt.)
     """
     path = os.path.abspath(path)
     missing: list[str] = []
@@ -213,6 +217,8 @@ def make_dirs(path: str) -> None:
         if parent == path:
             break
         path = parent
+    if missing:
+        sync_dir(os.path.dirname(path))  # the existing ancestor's own entry
     for new in reversed(missing):
         try:
             mkdir(new)

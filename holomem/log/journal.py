@@ -115,16 +115,29 @@ class JournalStats(NamedTuple):
 
 
 def _list_generations(path: str) -> tuple[list[int], list[int]]:
-    live: list[int] = []
-    tmp: list[int] = []
-    for name in fs.listdir(path):
-        m = GEN_RE.match(name)
-        if m and os.path.isdir(os.path.join(path, name)):
-            live.append(int(m.group(1)))
-            continue
-        m = GEN_TMP_RE.match(name)
-        if m:
-            tmp.append(int(m.group(1)))
+    """(live, being built) generation numbers in the store directory, ascending.
+
+    A compaction renames ``gen-N+1.tmp`` into place and then removes ``gen-N``; a
+    listing taken between the two can find ``gen-N`` gone by the time it is examined
+    and ``gen-N+1`` still under its old name. Such a listing is taken again.
+    """
+    for _ in range(GENERATION_RACES):
+        live: list[int] = []
+        tmp: list[int] = []
+        raced = False
+        for name in fs.listdir(path):
+            m = GEN_RE.match(name)
+            if m:
+                if os.path.isdir(os.path.join(path, name)):
+                    live.append(int(m.group(1)))
+                else:
+                    raced = True
+                continue
+            m = GEN_TMP_RE.match(name)
+            if m:
+                tmp.append(int(m.group(1)))
+        if live or not raced:
+            break
     return sorted(live), sorted(tmp)
 
 
@@ -699,7 +712,11 @@ class Journal:
     def _segment_fd(self, seg: Segment) -> int:
         fd = self._read_fds.get(seg.path)
         if fd is None:
-            fd = self._read_fds[seg.path] = fs.open_ro(seg.path)
+            fd = fs.open_ro(seg.path)
+            kept = self._read_fds.setdefault(seg.path, fd)  # readers may race to open it
+            if kept != fd:
+                fs.close(fd)
+            fd = kept
         return fd
 
     def _unreadable(self, seg: Segment, exc: HolomemError) -> HolomemError:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import struct
 
-from holomem.errors import ReadOnlyError
+from holomem.errors import ReadOnlyError, StorageIOError
 from holomem.log import crashpoints as cp
 from holomem.log import fs
 from holomem.log.checksum import checksum, checksum_parts
@@ -72,11 +72,11 @@ class RecordFile:
     def _open(self) -> None:
         if self.read_only:
             try:
-                self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                return
+                self._fd = fs.open_ro(self.path)
+            except StorageIOError:
+                return  # missing or unreadable: records are read from the journal
             if not self._read_header():
-                os.close(self._fd)
+                fs.close(self._fd)
                 self._fd = -1
             return
         if os.path.exists(self.path):
@@ -90,7 +90,10 @@ class RecordFile:
         self._create()
 
     def _read_header(self) -> bool:
-        raw = os.pread(self._fd, HEADER_SIZE, 0)
+        try:
+            raw = fs.read_at(self._fd, HEADER_SIZE, 0, self.path)
+        except StorageIOError:
+            return False
         if len(raw) < HEADER_SIZE:
             return False
         (magic, _wver, rver, flags, _res, store_id, generation, salt, synced,
@@ -129,7 +132,7 @@ class RecordFile:
         return RECORD_SIZE + body_length + (OVERHEAD if self._envelope is not None else 0)
 
     def size(self) -> int:
-        return os.fstat(self._fd).st_size if self._fd >= 0 else 0
+        return fs.size(self._fd, self.path) if self._fd >= 0 else 0
 
     # -- records ----------------------------------------------------------------------
     def encode(self, offset: int, seq: int, body: bytes) -> bytes:
@@ -176,8 +179,8 @@ class RecordFile:
         if self._fd < 0:
             return None
         try:
-            raw = os.pread(self._fd, size, offset)
-        except OSError:
+            raw = fs.read_at(self._fd, size, offset, self.path)
+        except StorageIOError:
             return None
         return self.decode(raw, offset, seq)
 

@@ -49,10 +49,16 @@ def test_a_lost_acknowledged_write_is_caught(finished: tuple[str, list[Any]],
                                              tmp_path: Path) -> None:
     store, results = finished
     copy = _copy(store, tmp_path)
-    # Cut the last frame off the journal: an acknowledged remember vanishes.
+    # Cut the last frame off the journal: an acknowledged remember vanishes. The
+    # watermark written at close says it was durable, so the open refuses...
     last = sorted(glob.glob(os.path.join(copy, "gen-*", "seg-*.hlj")))[-1]
     with open(last, "r+b") as f:
         f.truncate(os.path.getsize(last) - 30)
+    verdict = _verify(copy, results)
+    assert any("does not open without manual repair" in v and "durable" in v
+               for v in verdict.violations), verdict.violations
+    # ... and where the journal cannot tell (no watermark), the checks themselves do.
+    os.unlink(glob.glob(os.path.join(copy, "gen-*", "watermark"))[-1])
     verdict = _verify(copy, results)
     assert any("acknowledged fact f050 is missing" in v for v in verdict.violations)
 

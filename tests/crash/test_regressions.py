@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from holomem import Store
+from holomem import crashtest as ct
 from holomem.log import fs
 
 
@@ -38,3 +39,70 @@ def test_issue_6_open_makes_what_a_crashed_writer_left_durable_before_any_write(
     assert ("sync", os.path.join(gen, segment)) in before
     for directory in (gen, str(store), str(tmp_path)):
         assert ("dirsync", directory) in before, directory
+
+
+def _make_dirs_before_issue_11(path: str) -> None:
+    """What the journal's open did before issue 11 to create a store: the directories
+    made behind the file layer's back, only the store's own parent synced."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    fs.sync_dir(os.path.dirname(path))
+
+
+def _power_cuts_after_the_workload(run: Path, monkeypatch: pytest.MonkeyPatch,
+                                   seeds: range) -> list[list[str]]:
+    """The harness's workload, in this process, logged as a power-loss child logs it
+    (fault log and shim), its store in directories that do not exist yet; then a power
+    cut for each seed, each checked like a harness case. The violations of each."""
+    monkeypatch.setattr(fs, "_FAULT_LOG", str(run / "fault.log"))
+    for name, fn in ct._Shim(str(run / "fault.data")).functions().items():
+        monkeypatch.setattr(fs, name, fn)
+    store = ct.store_path(str(run))
+    assert not os.path.exists(os.path.dirname(os.path.dirname(store)))
+    ct.run_workload(store, str(run / "acks.jsonl"), None)
+    _, results, begun, done = ct._read_acks(str(run / "acks.jsonl"))
+    assert done and begun == len(results)
+    monkeypatch.undo()
+    out = []
+    for seed in seeds:
+        target = str(run / f"cut-{seed}")
+        ct.power_loss(str(run), store, target, seed)
+        out.append(ct._verify(target, None, ct.plan(), results, begun, begun).violations)
+    return out
+
+
+def test_issue_11_every_directory_a_store_creates_is_durable_before_it_acknowledges(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Creating a store in a directory that does not exist yet: each new directory's
+    entry is synced into its parent, up to the first that existed, so no power cut can
+    take the store (and every acknowledged write in it) away."""
+    verdicts = _power_cuts_after_the_workload(tmp_path, monkeypatch, range(4))
+    assert verdicts == [[]] * 4
+
+
+def test_issue_11_the_harness_catches_a_store_created_without_syncing_its_new_parents(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same harness run with the old way of creating the store restored: its
+    grandparent is never synced, the power-loss model may drop the new directory, and
+    the harness reports the acknowledged writes lost."""
+    monkeypatch.setattr(fs, "make_dirs", _make_dirs_before_issue_11)
+    verdicts = _power_cuts_after_the_workload(tmp_path, monkeypatch, range(4))
+    caught = [v for v in verdicts if any("does not open" in x for x in v)]
+    assert caught, verdicts
+
+
+def test_issue_11_creating_directories_syncs_the_entry_of_one_a_crash_left_unsynced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the harness (``--fault restart`` at ``fs.dirsync.before:1``): a process
+    died right after making the first new directory of a store's path, before syncing
+    its parent; the next process found it existing, created the rest under it and
+    synced only from there down, and a power cut took the directory, with every write
+    the second process acknowledged. The parent of the first existing directory is
+    synced too now (only the last directory a crashed process made can be in doubt)."""
+    first = tmp_path / "home"
+    os.mkdir(first)  # what the crashed process left: made, its entry never synced
+    log = tmp_path / "fault.log"
+    monkeypatch.setattr(fs, "_FAULT_LOG", str(log))
+    fs.make_dirs(str(first / "tenant" / "store"))
+    ops = _ops(log)
+    assert ("dirsync", str(tmp_path)) in ops, ops
+    assert ops.index(("dirsync", str(tmp_path))) < ops.index(("mkdir", str(first / "tenant")))

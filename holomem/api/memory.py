@@ -566,7 +566,10 @@ class Memory:
                **fields: Any) -> list[Recalled]:
         """Facts relevant to ``query``, best first (SPEC §4 Recall).
 
-        Errors: ``invalid``.
+        Limits: ``query`` <= 64 KiB and ``validate.MAX_QUERY_TERMS`` distinct words,
+        ``k`` <= :data:`MAX_RECALL_K`, ``candidate_limit`` <= :data:`MAX_CANDIDATES`,
+        ``entities`` <= 256, ``embedding`` <= 8192 numbers.
+        Errors: ``invalid_request``, ``limit``.
         """
         q = validate.query(query)
         o = self._options(options, fields)
@@ -723,7 +726,9 @@ class Memory:
     def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
         """SPEC §5: run ``op`` with a camelCase JSON request; return a camelCase response.
 
-        Errors: ``invalid_request``, ``limit``, ``not_found``, ``conflict``,
+        Every op's work is bounded by its request's documented limits (README
+        "Limits"); a request nesting deeper than ``contract.MAX_REQUEST_DEPTH`` is
+        refused. Errors: ``invalid_request``, ``limit``, ``not_found``, ``conflict``,
         ``read_only`` (see :func:`holomem.api.contract.call`), and nothing else for
         any request.
         """
@@ -731,21 +736,33 @@ class Memory:
 
     # -- holographic operations (holomem.api.holographic) and the audit listing ----------
     def probe(self, entity: str, k: int = 10) -> ProbeResult:
-        """Facts whose HRR structure binds ``entity`` (algebra, not keyword lookup)."""
+        """Facts whose HRR structure binds ``entity`` (algebra, not keyword lookup).
+
+        Limits: ``k`` <= ``holographic.MAX_K``; ``entity`` <= 256 characters."""
         return holographic.probe(self, entity, k)
 
     def related(self, entity: str, k: int = 10) -> RelatedResult:
-        """Entities structurally associated with ``entity`` (bound in the same facts)."""
+        """Entities structurally associated with ``entity`` (bound in the same facts).
+
+        The algebra answers only when it keeps every entity the exact per-fact scoring
+        ranks in the top k (else ``path`` is "exact per-fact").
+        Limits: ``k`` <= ``holographic.MAX_K``."""
         return holographic.related(self, entity, k)
 
     def reason(self, entities: Sequence[str], k: int = 10) -> ReasonResult:
-        """Facts that bind every one of ``entities`` (AND)."""
+        """Facts that bind every one of ``entities`` (AND).
+
+        Limits: 1 to ``holographic.MAX_REASON_ENTITIES`` entities, ``k`` <=
+        ``holographic.MAX_K``."""
         return holographic.reason(self, entities, k)
 
     def contradict(self, *, subject: str | None = None, entity: str | None = None,
                    k: int = 10, max_pairs: int = holographic.MAX_PAIRS,
                    cursor: str | None = None) -> ContradictResult:
-        """Pairs of current facts that likely contradict; counts what was compared."""
+        """Pairs of current facts that likely contradict; counts what was compared.
+
+        Limits: ``k`` <= ``holographic.MAX_K``, ``max_pairs`` <=
+        ``holographic.MAX_PAIRS_LIMIT``; a page stops there and gives a cursor."""
         return holographic.contradict(self, subject=subject, entity=entity, k=k,
                                       max_pairs=max_pairs, cursor=cursor)
 
@@ -793,7 +810,7 @@ class Memory:
                 **fields: Any) -> Explanation:
         """Why ``id`` does or does not come back for ``query`` (SPEC §4 Explain).
 
-        Errors: ``invalid``, ``not_found``.
+        Limits: as :meth:`recall`. Errors: ``invalid_request``, ``limit``, ``not_found``.
         """
         q = validate.query(query)
         fid = validate.doc_id(id)
@@ -882,6 +899,8 @@ class Memory:
         """Every stored fact with its status, in write order, a page at a time.
 
         Exhaustive and stable: a walk interleaved with writes sees every fact exactly
-        once. Errors: ``invalid``.
+        once. Limits: ``limit`` <= ``audit.MAX_LIMIT``; a page examines at most
+        ``audit.MAX_SCAN`` facts, so a sparse status filter may give a short page with a
+        cursor. Errors: ``invalid_request``, ``limit``.
         """
         return audit.list_facts(self, cursor, limit, filter, history)

@@ -1,7 +1,8 @@
 """No client input can cause an internal failure (SPEC §5).
 
 ``Memory.call`` is fed arbitrary JSON-like requests (recursive dicts, lists,
-strings, ints of any size, floats including NaN and infinity, booleans, None),
+strings, ints of any size, floats including NaN and infinity, booleans, None,
+values nested far past Python's recursion limit),
 requests made of each op's real field names with wrong-typed or edge values, and
 arbitrary op names. It may only answer, with a JSON-serialisable response, or
 raise a caller error of the library's vocabulary (``invalid_request``, ``limit``,
@@ -84,7 +85,19 @@ good_values = (st.sampled_from(IDS) | plain_text
                | st.dictionaries(st.sampled_from(["subject", "entity", "status"]),
                                  st.sampled_from(["kim/drink", "Kim", "current", "expired"])
                                  | scalars, max_size=2))
-field_value = json_like | good_values
+
+def nest(depth: int, kind: str) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value] if kind == "list" else {"k": value}
+    return value
+
+
+# Nesting around the contract's depth limit, and far past Python's recursion limit
+# (msgspec and recursive checks used to raise RecursionError).
+deep = st.builds(nest, st.integers(1, 80) | st.integers(900, 200_000),
+                 st.sampled_from(["list", "dict"]))
+field_value = json_like | good_values | deep
 
 
 def requests_for(op: str) -> st.SearchStrategy[Any]:
@@ -142,6 +155,7 @@ def call(memory: Memory, op: Any, request: Any) -> None:
 FUZZ = settings(max_examples=120, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow, HealthCheck.filter_too_much])
+FUZZ_DEEP = settings(FUZZ, max_examples=60)
 
 
 @pytest.mark.parametrize("op", sorted(OPS))
@@ -175,6 +189,20 @@ def test_a_request_that_is_not_an_object_is_invalid(memory: Memory, op: str,
     with pytest.raises(HolomemError) as info:
         memory.call(op, request)
     assert info.value.code == "invalid_request"
+
+
+@FUZZ_DEEP
+@given(op=st.sampled_from(sorted(OPS)), depth=st.integers(60, 200_000),
+       kind=st.sampled_from(["list", "dict"]), where=st.sampled_from(
+           [*ALL_FIELDS, "facts", "scope", "filter", "metadata"]))
+def test_deeply_nested_requests_are_contract_errors(memory: Memory, op: str, depth: int,
+                                                    kind: str, where: str) -> None:
+    """Regression (issue 11): deep nesting raised RecursionError from Memory.call."""
+    value = nest(depth, kind)
+    for request in ({where: value}, {"text": "x", "query": "x", "id": "k1", where: value},
+                    {"facts": [{"text": "x", "metadata": {"m": value}}]},
+                    {"scope": {"metadata": {"m": value}}}, {"filter": value}):
+        call(memory, op, request)
 
 
 def test_valid_requests_of_every_op_succeed(tmp_path: Path) -> None:

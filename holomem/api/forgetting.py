@@ -277,7 +277,7 @@ def duplicate_groups(memory: Memory, near_threshold: float) -> list[tuple[list[s
             j = exact.setdefault((subject, words), i)
             parent[find(i)] = find(j)
         if near_threshold < 1.0:
-            for i, j in _near_pairs([(it[1], it[2]) for it in items], near_threshold):
+            for i, j in near_duplicate_pairs([(it[1], it[2]) for it in items], near_threshold):
                 parent[find(i)] = find(j)
         groups: dict[int, list[int]] = {}
         for i in range(len(items)):
@@ -291,7 +291,7 @@ def duplicate_groups(memory: Memory, near_threshold: float) -> list[tuple[list[s
         return sorted(out)
 
 
-def _near_pairs(sets: list[tuple[str | None, frozenset[str]]], threshold: float
+def near_duplicate_pairs(sets: list[tuple[str | None, frozenset[str]]], threshold: float
                 ) -> list[tuple[int, int]]:
     """Pairs (i, j) of the same subject whose non-empty word sets have a Jaccard of at
     least ``threshold`` — exactly the pairs an all-pairs comparison finds, without

@@ -10,7 +10,7 @@ from itertools import combinations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from holomem.api.forgetting import _near_pairs
+from holomem.api.forgetting import near_duplicate_pairs
 
 word_sets = st.lists(st.tuples(st.sampled_from([None, "s1", "s2"]),
                                st.frozensets(st.sampled_from("abcdefgh"), max_size=6)),
@@ -45,7 +45,7 @@ def same_partition(a: list[int], b: list[int]) -> bool:
        | st.floats(0.0, 0.999))
 def test_the_prefix_join_finds_exactly_the_all_pairs_near_duplicates(
         sets: list[tuple[str | None, frozenset[str]]], threshold: float) -> None:
-    found = _near_pairs(sets, threshold)
+    found = near_duplicate_pairs(sets, threshold)
     want = brute_force(sets, threshold)
     # Consolidation only needs the groups (connected components) to agree.
     assert same_partition(components(len(sets), found), components(len(sets), want))

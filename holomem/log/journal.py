@@ -50,18 +50,20 @@ from holomem.log.format import (
     DEFAULT_SEGMENT_SIZE,
     FRAME_CHECKSUMMED,
     FRAME_HEADER_SIZE,
-    GEN_RE,
-    GEN_TMP_RE,
-    KEY_CHECK_SIZE,
     LOCK_NAME,
     MIN_SEGMENT_SIZE,
-    READ_VERSION,
     SEGMENT_FLAG_ENCRYPTED,
     SEGMENT_HEADER_SIZE,
     WRITE_VERSION,
     generation_name,
 )
 from holomem.log.frame import BadBody, Binding, FrameCodec, frame_checksum, parse_header
+from holomem.log.generation import (
+    GENERATION_RACES,
+    begin_generation,
+    commit_generation,
+    list_generations,
+)
 from holomem.log.reader import Problem, scan_generation
 from holomem.log.segment import (
     SegmentHeader,
@@ -70,19 +72,11 @@ from holomem.log.segment import (
     unpack_header,
 )
 from holomem.log.watermark import Watermark, read_watermark, write_watermark
-from holomem.log.writer import SYNC_MODES, Appender, Segment, create_segment
+from holomem.log.writer import SYNC_MODES, Appender, Segment
 
 log = logging.getLogger("holomem.log")
 
-P_GEN_CREATED = cp.point(
-    "journal.generation.created", "a new generation's directory is complete, not yet renamed")
-P_GEN_SWITCHED = cp.point(
-    "journal.generation.switched", "a generation was renamed into place, the store dir synced")
 P_TAIL_TRUNCATED = cp.point("journal.recovery.truncated", "a torn tail was truncated and synced")
-
-#: How many generations in a row a follower gives up because a compaction replaced
-#: them while it read them, before it reports the store unavailable.
-GENERATION_RACES = 64
 
 
 class Recovery(NamedTuple):
@@ -112,68 +106,6 @@ class JournalStats(NamedTuple):
     bytes: int
     encrypted: bool
     sync: str
-
-
-def _list_generations(path: str) -> tuple[list[int], list[int]]:
-    """(live, being built) generation numbers in the store directory, ascending.
-
-    A compaction renames ``gen-N+1.tmp`` into place and then removes ``gen-N``; a
-    listing taken between the two can find ``gen-N`` gone by the time it is examined
-    and ``gen-N+1`` still under its old name. Such a listing is taken again.
-    """
-    for _ in range(GENERATION_RACES):
-        live: list[int] = []
-        tmp: list[int] = []
-        raced = False
-        for name in fs.listdir(path):
-            m = GEN_RE.match(name)
-            if m:
-                if os.path.isdir(os.path.join(path, name)):
-                    live.append(int(m.group(1)))
-                else:
-                    raced = True
-                continue
-            m = GEN_TMP_RE.match(name)
-            if m:
-                tmp.append(int(m.group(1)))
-        if live or not raced:
-            break
-    return sorted(live), sorted(tmp)
-
-
-def _new_segment_header(store_id: bytes, generation: int, first_seq: int,
-                        key: bytes | None) -> SegmentHeader:
-    return SegmentHeader(
-        WRITE_VERSION, READ_VERSION, SEGMENT_FLAG_ENCRYPTED if key else 0, store_id,
-        generation, 1, first_seq, int.from_bytes(os.urandom(8), "little"),
-        key_check(key, store_id) if key else bytes(KEY_CHECK_SIZE),
-    )
-
-
-def begin_generation(store: str, generation: int, store_id: bytes, first_seq: int,
-                     key: bytes | None) -> str:
-    """Create ``gen-N.tmp`` with an empty first segment; return its path."""
-    tmp = os.path.join(store, generation_name(generation) + ".tmp")
-    if os.path.exists(tmp):
-        fs.erase_tree(tmp)
-    fs.mkdir(tmp)
-    fs.sync_dir(store)
-    create_segment(tmp, _new_segment_header(store_id, generation, first_seq, key))
-    return tmp
-
-
-def commit_generation(store: str, tmp: str) -> str:
-    """Make a complete ``gen-N.tmp`` the live generation: sync, rename, sync the store.
-
-    Every file in ``tmp`` must already be synced by whoever wrote it.
-    """
-    fs.sync_dir(tmp)
-    cp.hit(P_GEN_CREATED)
-    final = tmp[: -len(".tmp")]
-    fs.rename(tmp, final)
-    fs.sync_dir(store)
-    cp.hit(P_GEN_SWITCHED)
-    return final
 
 
 class Rewrite:
@@ -293,7 +225,7 @@ class Journal:
             fs.make_dirs(self.path)
         if not self.read_only:
             lock_path = os.path.join(self.path, LOCK_NAME)
-            if not os.path.exists(lock_path) and not any(_list_generations(self.path)):
+            if not os.path.exists(lock_path) and not any(list_generations(self.path)):
                 # Not a store (its LOCK exists before its first generation does):
                 # refuse before creating the lock file, so that a refused open
                 # leaves the directory exactly as it found it.
@@ -301,7 +233,7 @@ class Journal:
                     raise NotFoundError(f"no holomem store at {self.path!r}")
                 self._refuse_non_empty()
             self._lock_fd = fs.lock(lock_path)
-        live, tmp = _list_generations(self.path)
+        live, tmp = list_generations(self.path)
         erased: list[str] = []
         if not self.read_only:
             # Leftovers of an interrupted compaction or purge: a generation that was
@@ -432,7 +364,7 @@ class Journal:
             "follower was reading it (compactions); try again")
 
     def _newest_generation(self) -> int:
-        live, _ = _list_generations(self.path)
+        live, _ = list_generations(self.path)
         if not live:
             raise NotFoundError(f"the store at {self.path!r} disappeared")
         return live[-1]

@@ -67,6 +67,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from holomem.api import validate
+from holomem.api.contract import MAX_REQUEST_DEPTH
 from holomem.api.documents import DocumentInput, Store
 from holomem.api.memory import Memory
 from holomem.api.types import MemoryConfig
@@ -83,9 +84,6 @@ TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 DEFAULT_TENANT = "default"
 MAX_BODY = 1 << 20
 MAX_BATCH = 1000
-#: Arrays and objects nest at most this deep in a request body (the deepest valid
-#: request, a batch of facts with metadata nested MAX_METADATA_DEPTH deep, is ~36).
-MAX_DEPTH = 64
 #: A request's head: at most this many headers, and this many bytes of request line
 #: and headers together.
 MAX_HEADERS = 100
@@ -202,16 +200,17 @@ def nesting_depth(raw: bytes) -> int:
 def decode_body(raw: bytes) -> dict[str, Any]:
     """The JSON object a request body holds (an empty body is ``{}``).
 
-    Errors: ``invalid_request`` — not JSON, not an object, or nested deeper than
-    :data:`MAX_DEPTH`.
+    Errors: ``invalid_request`` — not JSON, or not an object; ``limit`` — nested
+    deeper than the contract's :data:`~holomem.api.contract.MAX_REQUEST_DEPTH`,
+    found before decoding.
     """
     if not raw:
         return {}
-    # Text with at most MAX_DEPTH opening brackets cannot nest deeper: skip the count.
+    # Text with few opening brackets cannot nest deeper than their number: skip the count.
     opens = raw.count(b"[") + raw.count(b"{")
-    if opens > MAX_DEPTH and nesting_depth(raw) > MAX_DEPTH:
-        raise InvalidError(f"the body nests deeper than {MAX_DEPTH} levels of arrays "
-                           "and objects")
+    if opens > MAX_REQUEST_DEPTH and nesting_depth(raw) > MAX_REQUEST_DEPTH:
+        raise LimitError(f"the body nests deeper than {MAX_REQUEST_DEPTH} levels of arrays "
+                         "and objects")
     try:
         data = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError) as exc:

@@ -513,8 +513,11 @@ class Store:
         except BaseException:
             rewrite.abandon()
             raise
-        old_dir = self._journal.switch(rewrite)
+        # The switch and the swap happen together under the state lock: a reader
+        # between them would look up the old state's sequence numbers in the new
+        # generation's journal. Readers wait for one rename and a few fsyncs.
         with self._state_lock:
+            old_dir = self._journal.switch(rewrite)
             old, self._state = self._state, state
             self._revision = self._journal.last_seq
         if old.text_store is not None:

@@ -3,7 +3,7 @@
 The public surface is :data:`__all__` (pinned by tests/contract/test_public_api.py).
 """
 
-from holomem.api.documents import Document, DocumentInput, Hit, Store, StoreStats
+from holomem.api.engine import Document, DocumentInput, Hit, Store, StoreStats
 from holomem.api.memory import Memory
 from holomem.api.policies import Clock, ManualClock, Observation, SystemClock
 from holomem.api.types import (

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
-from holomem.api.memory import _RECALL_TIME_FIELDS, _TIME_FIELDS, _struct
+from holomem.api import validate
 from holomem.api.types import (
     ConsolidateOptions,
     ConsolidationReport,
@@ -80,7 +80,8 @@ def _recall_request(query: str, options: Any, fields: Mapping[str, Any],
                     **extra: Any) -> dict[str, Any]:
     if not isinstance(query, str):
         raise InvalidError("query must be a string")
-    o = _struct(RecallOptions, options, fields, "recall options", _RECALL_TIME_FIELDS)
+    o = validate.to_struct(RecallOptions, options, fields, "recall options",
+                           validate.RECALL_TIME_FIELDS)
     return {"query": query, **extra, **_builtins(o)}
 
 
@@ -90,14 +91,16 @@ class _Ops:
     @staticmethod
     def remember(input: Any = None, /, **fields: Any
                  ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
-        x = _struct(RememberInput, input, fields, "remember input", _TIME_FIELDS)
+        x = validate.to_struct(RememberInput, input, fields, "remember input",
+                               validate.TIME_FIELDS)
         return "remember", _builtins(x), lambda r: _as(list[Remembered], r["remembered"])[0]
 
     @staticmethod
     def remember_many(inputs: Iterable[Any]) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
         if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Iterable):
             raise InvalidError("remember_many takes a list of inputs")
-        facts = [_builtins(_struct(RememberInput, x, {}, f"input {i}", _TIME_FIELDS))
+        facts = [_builtins(validate.to_struct(RememberInput, x, {}, f"input {i}",
+                                                validate.TIME_FIELDS))
                  for i, x in enumerate(inputs)]
         return "remember", {"facts": facts}, lambda r: _as(list[Remembered], r["remembered"])
 
@@ -116,8 +119,9 @@ class _Ops:
     @staticmethod
     def forget(scope: Any, options: Any = None, **fields: Any
                ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
-        sc = _struct(ForgetScope, scope, {}, "forget scope", ("ingested_before", "event_before"))
-        o = _struct(ForgetOptions, options, fields, "forget options", ())
+        sc = validate.to_struct(ForgetScope, scope, {}, "forget scope",
+                                ("ingested_before", "event_before"))
+        o = validate.to_struct(ForgetOptions, options, fields, "forget options")
         return ("forget", {"scope": _builtins(sc), **_builtins(o)},
                 lambda r: _as(ForgetReport, r))
 
@@ -133,13 +137,13 @@ class _Ops:
     @staticmethod
     def apply_forgetting(options: Any = None, **fields: Any
                          ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
-        o = _struct(MaintenanceOptions, options, fields, "apply_forgetting options", ())
+        o = validate.to_struct(MaintenanceOptions, options, fields, "apply_forgetting options")
         return "applyForgetting", _builtins(o), lambda r: _as(ForgetReport, r)
 
     @staticmethod
     def consolidate(options: Any = None, **fields: Any
                     ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
-        o = _struct(ConsolidateOptions, options, fields, "consolidate options", ())
+        o = validate.to_struct(ConsolidateOptions, options, fields, "consolidate options")
         return "consolidate", _builtins(o), lambda r: _as(ConsolidationReport, r)
 
     @staticmethod

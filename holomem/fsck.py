@@ -209,7 +209,7 @@ def _check(report: Report, key: bytes | None, repair: bool, backup_dir: str | No
         return
     # Derived files are rebuilt, and a pending purge finished, by the code that does
     # it on every open: open the store as its writer.
-    from holomem.api.documents import Store
+    from holomem.api.engine import Store
 
     Store.open(path, key=key).close()
     after = Report(store=path)
@@ -291,8 +291,7 @@ def _check_frames_and_text(report: Report, gen_dir: str, segments: list[Segment]
     text_file = RecordFile(text_path, store_id=store_id, generation=report.generation,
                            envelope=envelope, read_only=True)
     catalog = Catalog()
-    text = TextSegment(text_file)
-    text.deferred = True
+    text = TextSegment(text_file, writes=False)  # placements only: fsck never writes
     purge_pending = False
     progress = _Progress(sum(s.end for s in segments))
     for seg in segments:

@@ -1,17 +1,19 @@
 """The JSON contract (SPEC §5): ``Memory.call(op, request) -> response``.
 
-Owns: the request and response shapes of every op, their decoding (camelCase,
-unknown fields rejected) and the mapping of errors to the contract's three codes.
-Every door — HTTP, CLI, MCP — goes through :func:`call`, so they all speak the same
+Owns: the request shapes of every op and their decoding (camelCase, unknown fields
+rejected, depth bounded) into the Memory call they name (:func:`decode`), and the
+encoding of results (:func:`encode`). ``Memory.call`` runs the two around its own
+method; every door — HTTP, CLI, MCP — goes through it, so they all speak the same
 contract. A client's input can only ever produce a response or a caller error of
 the library's one vocabulary (:mod:`holomem.errors`): ``invalid_request``,
-``limit``, ``not_found``, ``conflict``, and ``read_only`` on a follower.
+``limit``, ``not_found``, ``conflict``, and ``read_only`` on a follower. Imports the
+memory API's types only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -23,23 +25,16 @@ from holomem.api.types import (
     MaintenanceOptions,
     RecallOptions,
     RememberInput,
+    Request,
 )
 from holomem.errors import InvalidError, LimitError
-
-if TYPE_CHECKING:
-    from holomem.api.memory import Memory
 
 #: How deeply a request may nest (objects and arrays). The deepest legitimate one, a
 #: remember of facts whose metadata nests 32 levels, reaches 36.
 MAX_REQUEST_DEPTH = 64
 
 
-class _Req(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
-           forbid_unknown_fields=True):
-    pass
-
-
-class RememberMany(_Req, frozen=True, kw_only=True):
+class RememberMany(Request, frozen=True, kw_only=True):
     facts: list[RememberInput]
 
 
@@ -53,28 +48,28 @@ class ExplainRequest(RecallRequest, frozen=True, kw_only=True):
     id: str
 
 
-class ForgetRequest(_Req, frozen=True, kw_only=True):
+class ForgetRequest(Request, frozen=True, kw_only=True):
     scope: ForgetScope
     include_chain: bool = False
     dry_run: bool = False
     purge: bool = False
 
 
-class IdRequest(_Req, frozen=True, kw_only=True):
+class IdRequest(Request, frozen=True, kw_only=True):
     id: str
 
 
-class EntityRequest(_Req, frozen=True, kw_only=True):
+class EntityRequest(Request, frozen=True, kw_only=True):
     entity: str
     k: int = 10
 
 
-class ReasonRequest(_Req, frozen=True, kw_only=True):
+class ReasonRequest(Request, frozen=True, kw_only=True):
     entities: list[str]
     k: int = 10
 
 
-class ContradictRequest(_Req, frozen=True, kw_only=True):
+class ContradictRequest(Request, frozen=True, kw_only=True):
     subject: str | None = None
     entity: str | None = None
     k: int = 10
@@ -82,18 +77,18 @@ class ContradictRequest(_Req, frozen=True, kw_only=True):
     cursor: str | None = None
 
 
-class FeedbackRequest(_Req, frozen=True, kw_only=True):
+class FeedbackRequest(Request, frozen=True, kw_only=True):
     id: str
     helpful: bool
     note: str | None = None
 
 
-class ConfidenceRequest(_Req, frozen=True, kw_only=True):
+class ConfidenceRequest(Request, frozen=True, kw_only=True):
     id: str
     confidence: float
 
 
-class ListRequest(_Req, frozen=True, kw_only=True):
+class ListRequest(Request, frozen=True, kw_only=True):
     cursor: str | None = None
     limit: int = 100
     filter: ListFilter | None = None
@@ -104,84 +99,100 @@ def _options(req: RecallRequest) -> dict[str, Any]:
     return {f: getattr(req, f) for f in RecallOptions.__struct_fields__}
 
 
-def _remember(m: Memory, request: dict[str, Any]) -> Any:
+class Invocation(NamedTuple):
+    """One decoded request: the Memory method to call, its arguments, and how its
+    result becomes the response object."""
+
+    method: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    wrap: Callable[[Any], Any]
+
+
+def _same(result: Any) -> Any:
+    return result
+
+
+def _remember(request: dict[str, Any]) -> Invocation:
     if "facts" in request:
         many = _decode(request, RememberMany)
-        return {"remembered": m.remember_many(many.facts)}
-    return {"remembered": [m.remember(_decode(request, RememberInput))]}
+        return Invocation("remember_many", (many.facts,), {}, lambda r: {"remembered": r})
+    return Invocation("remember", (_decode(request, RememberInput),), {},
+                      lambda r: {"remembered": [r]})
 
 
-def _recall(m: Memory, request: dict[str, Any]) -> Any:
+def _recall(request: dict[str, Any]) -> Invocation:
     req = _decode(request, RecallRequest)
-    return {"results": m.recall(req.query, _options(req))}
+    return Invocation("recall", (req.query, _options(req)), {}, lambda r: {"results": r})
 
 
-def _explain(m: Memory, request: dict[str, Any]) -> Any:
+def _explain(request: dict[str, Any]) -> Invocation:
     req = _decode(request, ExplainRequest)
-    return {"explanation": m.explain(req.query, req.id, _options(req))}
+    return Invocation("explain", (req.query, req.id, _options(req)), {},
+                      lambda r: {"explanation": r})
 
 
-def _forget(m: Memory, request: dict[str, Any]) -> Any:
+def _forget(request: dict[str, Any]) -> Invocation:
     req = _decode(request, ForgetRequest)
-    return m.forget(req.scope, {"include_chain": req.include_chain, "dry_run": req.dry_run,
-                                "purge": req.purge})
+    return Invocation("forget", (req.scope, {"include_chain": req.include_chain,
+                                             "dry_run": req.dry_run, "purge": req.purge}),
+                      {}, _same)
 
 
-def _get(m: Memory, request: dict[str, Any]) -> Any:
-    return {"fact": m.get(_decode(request, IdRequest).id)}
+def _get(request: dict[str, Any]) -> Invocation:
+    return Invocation("get", (_decode(request, IdRequest).id,), {}, lambda r: {"fact": r})
 
 
-def _history(m: Memory, request: dict[str, Any]) -> Any:
-    return {"history": m.history(_decode(request, IdRequest).id)}
+def _history(request: dict[str, Any]) -> Invocation:
+    return Invocation("history", (_decode(request, IdRequest).id,), {},
+                      lambda r: {"history": r})
 
 
-def _apply_forgetting(m: Memory, request: dict[str, Any]) -> Any:
-    return m.apply_forgetting(_decode(request, MaintenanceOptions))
+def _apply_forgetting(request: dict[str, Any]) -> Invocation:
+    return Invocation("apply_forgetting", (_decode(request, MaintenanceOptions),), {}, _same)
 
 
-def _consolidate(m: Memory, request: dict[str, Any]) -> Any:
-    return m.consolidate(_decode(request, ConsolidateOptions))
+def _consolidate(request: dict[str, Any]) -> Invocation:
+    return Invocation("consolidate", (_decode(request, ConsolidateOptions),), {}, _same)
 
 
-def _probe(m: Memory, request: dict[str, Any]) -> Any:
-    req = _decode(request, EntityRequest)
-    return m.probe(req.entity, req.k)
+def _entity_op(method: str) -> Callable[[dict[str, Any]], Invocation]:
+    def decode(request: dict[str, Any]) -> Invocation:
+        req = _decode(request, EntityRequest)
+        return Invocation(method, (req.entity, req.k), {}, _same)
+    return decode
 
 
-def _related(m: Memory, request: dict[str, Any]) -> Any:
-    req = _decode(request, EntityRequest)
-    return m.related(req.entity, req.k)
-
-
-def _reason(m: Memory, request: dict[str, Any]) -> Any:
+def _reason(request: dict[str, Any]) -> Invocation:
     req = _decode(request, ReasonRequest)
-    return m.reason(req.entities, req.k)
+    return Invocation("reason", (req.entities, req.k), {}, _same)
 
 
-def _contradict(m: Memory, request: dict[str, Any]) -> Any:
+def _contradict(request: dict[str, Any]) -> Invocation:
     req = _decode(request, ContradictRequest)
-    return m.contradict(subject=req.subject, entity=req.entity, k=req.k,
-                        max_pairs=req.max_pairs, cursor=req.cursor)
+    return Invocation("contradict", (), {"subject": req.subject, "entity": req.entity,
+                                         "k": req.k, "max_pairs": req.max_pairs,
+                                         "cursor": req.cursor}, _same)
 
 
-def _feedback(m: Memory, request: dict[str, Any]) -> Any:
+def _feedback(request: dict[str, Any]) -> Invocation:
     req = _decode(request, FeedbackRequest)
-    return m.feedback(req.id, req.helpful, req.note)
+    return Invocation("feedback", (req.id, req.helpful, req.note), {}, _same)
 
 
-def _set_confidence(m: Memory, request: dict[str, Any]) -> Any:
+def _set_confidence(request: dict[str, Any]) -> Invocation:
     req = _decode(request, ConfidenceRequest)
-    return {"fact": m.set_confidence(req.id, req.confidence)}
+    return Invocation("set_confidence", (req.id, req.confidence), {}, lambda r: {"fact": r})
 
 
-def _list(m: Memory, request: dict[str, Any]) -> Any:
+def _list(request: dict[str, Any]) -> Invocation:
     req = _decode(request, ListRequest)
-    return m.list(req.cursor, req.limit, req.filter, req.history)
+    return Invocation("list", (req.cursor, req.limit, req.filter, req.history), {}, _same)
 
 
-#: op -> handler. The ops of SPEC §5, then those added by the holographic
+#: op -> decoder. The ops of SPEC §5, then those added by the holographic
 #: operations, feedback and the audit listing (documented in the README).
-OPS: dict[str, Callable[[Memory, dict[str, Any]], Any]] = {
+OPS: dict[str, Callable[[dict[str, Any]], Invocation]] = {
     "remember": _remember,
     "recall": _recall,
     "explain": _explain,
@@ -190,8 +201,8 @@ OPS: dict[str, Callable[[Memory, dict[str, Any]], Any]] = {
     "history": _history,
     "applyForgetting": _apply_forgetting,
     "consolidate": _consolidate,
-    "probe": _probe,
-    "related": _related,
+    "probe": _entity_op("probe"),
+    "related": _entity_op("related"),
     "reason": _reason,
     "contradict": _contradict,
     "feedback": _feedback,
@@ -231,13 +242,11 @@ def check_depth(request: object, limit: int = MAX_REQUEST_DEPTH) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
-def call(memory: Memory, op: object, request: object) -> dict[str, Any]:
-    """Run one op of the contract; the response is plain JSON-ready data (camelCase).
+def decode(op: object, request: object) -> Invocation:
+    """The Memory call a contract request asks for.
 
     A request nesting deeper than :data:`MAX_REQUEST_DEPTH` is refused (``limit``)
-    before it is decoded. Errors: ``invalid_request`` (HTTP 422), ``limit`` (422),
-    ``not_found`` (404), ``conflict`` (409), ``read_only`` (403) — the library's own
-    classes.
+    before it is decoded. Errors: ``invalid_request`` (HTTP 422), ``limit`` (422).
     """
     if not isinstance(op, str) or op not in OPS:
         raise InvalidError(f"unknown op {op!r}; ops are {', '.join(OPS)}")
@@ -245,7 +254,12 @@ def call(memory: Memory, op: object, request: object) -> dict[str, Any]:
         raise InvalidError("the request must be a JSON object")
     check_depth(request)
     try:
-        out: dict[str, Any] = msgspec.to_builtins(OPS[op](memory, request))
+        return OPS[op](request)
     except RecursionError as exc:  # a last guard: check_depth should make this unreachable
         raise InvalidError("the request nests too deeply") from exc
+
+
+def encode(response: object) -> dict[str, Any]:
+    """A response object as plain JSON-ready data (camelCase)."""
+    out: dict[str, Any] = msgspec.to_builtins(response)
     return out

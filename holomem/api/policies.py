@@ -4,6 +4,7 @@ Owns: supersession, recency, feedback (the one usefulness formula), entity
 extraction, forgetting and consolidation policies, observers, and :class:`Clock`.
 Every built-in is chosen by name in :class:`~holomem.api.types.MemoryConfig`; Python
 code can pass its own callable with ``Memory.with_*``. Every default changes nothing (SPEC §4).
+:class:`Policies` is the resolved set a Memory applies. Imports the memory API's types.
 """
 
 from __future__ import annotations
@@ -12,8 +13,17 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import NamedTuple, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple, Protocol, TypeVar
+
+from holomem.api.types import (
+    ContextConfig,
+    FeedbackConfig,
+    MemoryConfig,
+    Neighbors,
+    RecencyConfig,
+)
+from holomem.errors import InvalidError
 
 # -- clock -------------------------------------------------------------------------------
 
@@ -228,3 +238,54 @@ class Observation(NamedTuple):
 
 
 Observer = Callable[[Observation], None]
+
+
+# -- the policies in force -----------------------------------------------------------------
+
+P = TypeVar("P")
+
+
+def resolve(value: str | P, builtins: Mapping[str, P], what: str) -> P:
+    """A built-in policy by name, or the caller's own callable."""
+    if isinstance(value, str):
+        if value not in builtins:
+            raise InvalidError(f"unknown {what} {value!r}")
+        return builtins[value]
+    if callable(value):
+        return value
+    raise InvalidError(f"{what} must be a name or a callable")
+
+
+class Policies(NamedTuple):
+    """Every policy a Memory applies, resolved from its configuration (and replaced
+    one by one by ``Memory.with_*``). The memory API's modules take this, never the
+    Memory."""
+
+    supersession: SupersessionPolicy
+    recency: RecencyPolicy | None
+    extractor: EntityExtractor
+    #: the feedback policy's weight (None: feedback does not change recall)
+    feedback_weight: float | None
+    #: the context policy's neighbour window and weight (None: off)
+    context: Neighbors | None
+    #: multiplier of facts that are not current (only matters with history="all")
+    historical_weight: float
+
+    @classmethod
+    def from_config(cls, config: MemoryConfig) -> Policies:
+        """The built-ins a (checked) configuration names."""
+        recency = (exponential_recency(config.recency.exponential.half_life_ms)
+                   if isinstance(config.recency, RecencyConfig) else None)
+        return cls(
+            supersession=SUPERSESSION[config.supersession], recency=recency,
+            extractor=EXTRACTORS[config.entity_extractor],
+            feedback_weight=(config.feedback.weight
+                             if isinstance(config.feedback, FeedbackConfig) else None),
+            context=(config.context.neighbors if isinstance(config.context, ContextConfig)
+                     else None),
+            historical_weight=config.historical_weight)
+
+    def usefulness(self, feedback: Sequence[tuple[bool, int, str | None]]) -> float:
+        """The usefulness multiplier of a fact with these feedback entries."""
+        return usefulness_multiplier(self.feedback_weight, sum(1 for h, _, _ in feedback if h),
+                                     len(feedback))

@@ -19,9 +19,9 @@ History = Literal["current", "all", "historical"]
 Status = Literal["current", "superseded", "expired", "not-yet-valid"]
 
 
-class _Request(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
-               forbid_unknown_fields=True):
-    pass
+class Request(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
+              forbid_unknown_fields=True):
+    """Every request shape: camelCase in JSON, unknown fields refused."""
 
 
 class _Response(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -29,7 +29,7 @@ class _Response(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 # -- remember ---------------------------------------------------------------------------
-class RememberInput(_Request, frozen=True):
+class RememberInput(Request, frozen=True):
     """One fact to store. Only ``text`` is required; see SPEC §3 for the fields."""
 
     text: str
@@ -87,7 +87,7 @@ class FactRecord(_Response, frozen=True):
     feedback: list[FeedbackEntry] = []
 
 
-class RecallOptions(_Request, frozen=True):
+class RecallOptions(Request, frozen=True):
     k: int = 10
     as_of: int | None = None
     known_at: int | None = None
@@ -150,7 +150,7 @@ class Recalled(_Response, frozen=True, omit_defaults=True):
 
 
 # -- forget -----------------------------------------------------------------------------
-class ForgetScope(_Request, frozen=True, omit_defaults=True):
+class ForgetScope(Request, frozen=True, omit_defaults=True):
     """Exactly one of the fields must be set."""
 
     ids: list[str] | None = None
@@ -161,7 +161,7 @@ class ForgetScope(_Request, frozen=True, omit_defaults=True):
     metadata: dict[str, Any] | None = None
 
 
-class ForgetOptions(_Request, frozen=True):
+class ForgetOptions(Request, frozen=True):
     include_chain: bool = False
     dry_run: bool = False
     purge: bool = False
@@ -179,7 +179,7 @@ class ForgetReport(_Response, frozen=True):
     purged: bool
 
 
-class MaintenanceOptions(_Request, frozen=True):
+class MaintenanceOptions(Request, frozen=True):
     """Options of ``apply_forgetting``: nothing happens unless ``dry_run`` is False."""
 
     dry_run: bool = True
@@ -187,7 +187,7 @@ class MaintenanceOptions(_Request, frozen=True):
     purge: bool = False
 
 
-class ConsolidateOptions(_Request, frozen=True):
+class ConsolidateOptions(Request, frozen=True):
     dry_run: bool = True
     allow_destructive: bool = False
 
@@ -302,7 +302,7 @@ class FeedbackReport(_Response, frozen=True):
     multiplier: float = 1.0
 
 
-class ListFilter(_Request, frozen=True):
+class ListFilter(Request, frozen=True):
     subject: str | None = None
     entity: str | None = None
     status: Status | None = None

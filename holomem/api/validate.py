@@ -5,6 +5,11 @@ the exact forms events store. Every failure is an :class:`~holomem.errors.Invali
 (or :class:`~holomem.errors.LimitError`) with a message that names the field; no
 caller input can raise anything else from here.
 
+Also owns the conversions every tier shares: times (:func:`to_ms`), request Structs
+from Structs, dicts or keywords (:func:`to_struct`), confidence, and pagination
+cursors. Imports :mod:`holomem.api.types`, the tokenizer and the errors; every
+tier above imports it, and it imports none of them.
+
 The limits on a request bound the work of every public call (README "Limits"): a
 document or fact (text, words, metadata, ids, entities, embedding), a query (bytes
 and distinct words), the number of ids or facts in one call, ``k``, and a cursor.
@@ -14,17 +19,21 @@ list page) live beside the calls they bound and are listed in the README too.
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
 import json
 import math
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
 
-from holomem.api.types import MemoryConfig
+from holomem.api.types import ForgetScope, MemoryConfig
 from holomem.errors import InvalidError, LimitError
 from holomem.projections.tokenize import tokenize
+
+S = TypeVar("S", bound=msgspec.Struct)
 
 MAX_TEXT_BYTES = 64 * 1024
 MAX_WORDS = 4096
@@ -259,3 +268,137 @@ def memory_config(value: object) -> MemoryConfig:
     except (msgspec.ValidationError, TypeError, ValueError, OverflowError,
             RecursionError) as exc:
         raise InvalidError(f"config: {exc}") from exc
+
+
+# -- times, request Structs, confidence, cursors ----------------------------------------
+#: Times are milliseconds since the epoch, strictly within +-2**62.
+TIME_LIMIT = 2**62
+#: The time fields of a remember input, and of recall options (converted by to_struct).
+TIME_FIELDS = ("event_time", "valid_from", "valid_to")
+RECALL_TIME_FIELDS = ("as_of", "known_at")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def to_ms(value: object, field: str) -> int | None:
+    """Milliseconds since the epoch from an aware datetime or an int (None stays None)."""
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        if value.utcoffset() is None:
+            raise InvalidError(f"{field}: a datetime must be timezone-aware")
+        # Exact integer arithmetic: timestamp() * 1000 is a float, and rounds some
+        # whole-millisecond times one millisecond down (e.g. in 2039).
+        return (value - _EPOCH) // dt.timedelta(milliseconds=1)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidError(f"{field} must be milliseconds (int) or an aware datetime")
+    if not -TIME_LIMIT < value < TIME_LIMIT:
+        raise InvalidError(f"{field} is out of range")
+    return value
+
+
+def to_struct(cls: type[S], value: object, fields: Mapping[str, Any], what: str,
+              times: Sequence[str] = ()) -> S:
+    """A checked request Struct from a Struct, a snake_case dict, or keyword fields.
+
+    ``times`` name the fields that also take an aware datetime. A numpy array becomes
+    a list (an embedding), a set a sorted list (a set has no order; sorting gives the
+    same payload, and content id, in every process).
+    """
+    if value is None:
+        raw: dict[str, Any] = dict(fields)
+    elif isinstance(value, cls):
+        if fields:
+            raise InvalidError(f"pass {what} either as an object or as keywords, not both")
+        raw = {f: getattr(value, f) for f in value.__struct_fields__}
+    elif isinstance(value, Mapping):
+        raw = {**value, **fields}
+    else:
+        raise InvalidError(f"{what} must be a {cls.__name__}, a dict or keyword fields")
+    for name in times:
+        if name in raw:
+            raw[name] = to_ms(raw[name], name)
+    for name, item in raw.items():
+        if isinstance(item, np.ndarray):
+            raw[name] = item.tolist()
+        elif isinstance(item, (set, frozenset)):
+            try:
+                raw[name] = sorted(item)
+            except TypeError as exc:
+                raise InvalidError(f"{what}: {name} mixes values that cannot be ordered") \
+                    from exc
+    names = _encoded_names(cls)
+    unknown = [k for k in raw if k not in names]
+    if unknown:
+        raise InvalidError(f"{what}: unknown fields {sorted(map(str, unknown))}")
+    try:
+        # Struct constructors do not check types; converting the fields under their
+        # encoded (camelCase) names does, exactly as a JSON request is checked.
+        return msgspec.convert({names[k]: v for k, v in raw.items()}, cls)
+    except (msgspec.ValidationError, TypeError, ValueError, OverflowError,
+            RecursionError) as exc:
+        raise InvalidError(f"{what}: {exc}") from exc
+
+
+_NAMES: dict[type[Any], dict[str, str]] = {}
+
+
+def _encoded_names(cls: type[Any]) -> dict[str, str]:
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = dict(zip(cls.__struct_fields__, cls.__struct_encode_fields__,
+                                       strict=True))
+    return names
+
+
+def confidence(value: object) -> float:
+    """What the agent believes of a fact: a number in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise InvalidError("confidence must be a number between 0 and 1")
+    return float(value)
+
+
+def encode_cursor(**fields: int | str) -> str:
+    """An opaque pagination cursor (URL-safe base64 of compact JSON)."""
+    raw = json.dumps(fields, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode()
+
+
+def decode_cursor(value: str, what: str) -> dict[str, Any]:
+    """The fields of a cursor :func:`encode_cursor` made; ``invalid_request`` for
+    anything else (``what`` names the call that gave it out)."""
+    try:
+        data = json.loads(base64.urlsafe_b64decode(value.encode()))
+    except (ValueError, TypeError) as exc:
+        raise InvalidError(f"not a cursor {what} gave out") from exc
+    if not isinstance(data, dict):
+        raise InvalidError(f"not a cursor {what} gave out")
+    return data
+
+
+# -- request fields of the memory API ----------------------------------------------------
+_SCOPE_FIELDS = ("ids", "subject", "entity", "ingested_before", "event_before", "metadata")
+
+
+def forget_scope(scope: ForgetScope) -> str:
+    """The one scope field that is set; ``invalid`` unless exactly one is."""
+    given = [f for f in _SCOPE_FIELDS if getattr(scope, f) is not None]
+    if len(given) != 1:
+        raise InvalidError(f"a forget scope needs exactly one of {', '.join(_SCOPE_FIELDS)}; "
+                           f"got {', '.join(given) or 'none'}")
+    field = given[0]
+    if field == "ids":
+        id_list(scope.ids)
+    elif field in ("subject", "entity"):
+        doc_id(getattr(scope, field), field)
+    elif field == "metadata":
+        metadata(scope.metadata)
+        if not scope.metadata:
+            raise InvalidError("a metadata scope needs at least one key")
+    return field
+
+
+def entity(value: object, field: str = "entity") -> str:
+    """One entity name: a non-empty string, within the entity limits."""
+    if not isinstance(value, str) or not value:
+        raise InvalidError(f"{field} must be a non-empty string")
+    return entities([value], field)[0]

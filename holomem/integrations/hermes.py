@@ -24,7 +24,7 @@ this module. ``holomem hermes install`` writes the plugin directory that loads i
 - **Turns**: ``sync_turn`` remembers each completed turn (entity ``hermes:turn``,
   no subject), only for the primary agent context, as Hermes asks.
 - **Recall** (``prefetch`` and the recall tool) returns current facts fenced by
-  :func:`~holomem.api.audit.render_context` as untrusted data; Hermes' own
+  :func:`~holomem.api.render.render_context` as untrusted data; Hermes' own
   ``<memory-context>`` tags inside stored text are neutralised as well, so its
   sanitiser never has to strip (or lose) anything. ``prefetch`` is one in-memory
   recall (milliseconds); ``queue_prefetch`` computes it ahead on Hermes' worker.
@@ -45,10 +45,9 @@ from typing import Any
 
 from agent.memory_provider import MemoryProvider
 
-from holomem.api.audit import render_context
-from holomem.api.documents import Store
+from holomem.api.doors.toolschema import TOOLS, input_schema
+from holomem.api.engine import Store
 from holomem.api.memory import Memory
-from holomem.api.toolschema import TOOLS, input_schema
 from holomem.api.types import FactRecord, MemoryConfig, Recalled
 from holomem.errors import HolomemError, LimitError, StoreLockedError
 
@@ -72,7 +71,8 @@ _HERMES_FENCE = re.compile(r"<(\s*/?\s*memory-context\s*)>", re.IGNORECASE)
 
 def fence(results: list[Recalled] | list[FactRecord]) -> str:
     """render_context's fenced block, with Hermes' own context tags neutralised too."""
-    return _HERMES_FENCE.sub(lambda m: "\u2039" + m.group(1) + "\u203a", render_context(results))
+    block = Memory.render_context(results)
+    return _HERMES_FENCE.sub(lambda m: "\u2039" + m.group(1) + "\u203a", block)
 
 
 def entry_entity(target: str) -> str:

@@ -11,6 +11,7 @@ tie-break order.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -33,15 +34,22 @@ class GrowArray:
     ``append`` only queues the value in a list (cheap, which matters during
     replay); the queue is copied into the array, all at once, by the next call
     that reads or writes the array.
+
+    Appends come from one writer at a time, but reads — and so the copy of the queue
+    — come from any thread (a reader holding the store's state lock, a writer's
+    ``commit`` build holding only the write lock), so the copy runs under a lock of
+    its own: two copies racing through a growth would keep one's array without the
+    other's values.
     """
 
-    __slots__ = ("_data", "_filled", "_tail", "n")
+    __slots__ = ("_data", "_filled", "_mu", "_tail", "n")
 
     def __init__(self, dtype: npt.DTypeLike, capacity: int = 1024, width: int = 0) -> None:
         shape = (capacity, width) if width else (capacity,)
         self._data: np.ndarray = np.zeros(shape, dtype=dtype)
         self._filled = 0
         self._tail: list[object] = []
+        self._mu = threading.Lock()
         self.n = 0
 
     def _reserve(self, n: int) -> None:
@@ -54,10 +62,12 @@ class GrowArray:
 
     def _flush(self) -> None:
         if self._tail:
-            self._reserve(self.n)
-            self._data[self._filled : self.n] = self._tail
-            self._tail = []
-            self._filled = self.n
+            with self._mu:
+                if self._tail:
+                    self._reserve(self.n)
+                    self._data[self._filled : self.n] = self._tail
+                    self._tail = []
+                    self._filled = self.n
 
     def append(self, value: object) -> int:
         self._tail.append(value)

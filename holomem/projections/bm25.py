@@ -25,8 +25,10 @@ delta holds ``MERGE_DOCS`` documents, or once at the end of a replay.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from array import array
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -68,7 +70,7 @@ class BM25:
         self._d_start = 0  # first slot of the delta; its documents are slots _d_start..
         self.doclen = GrowArray(np.int32)
         self.total_len = 0
-        self.deferred = False  # set during replay: merge once at the end
+        self._holding = False  # inside bulk(): merge once, at the end
         self._norm_key: tuple[int, int, int] = (-1, -1, -1)
         self._norm_cache = np.zeros(0)
 
@@ -114,8 +116,18 @@ class BM25:
         self.doclen.append(len(tids))
         self.total_len += len(tids)
         self._d_term.extend(tids)
-        if self.doclen.n - self._d_start >= MERGE_DOCS and not self.deferred:
+        if self.doclen.n - self._d_start >= MERGE_DOCS and not self._holding:
             self.merge()
+
+    @contextlib.contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Apply many events with no merge until the block ends, then one (replay)."""
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+        self.merge()
 
     def merge(self) -> None:
         """Fold the delta into the base and drop postings of vacated slots."""

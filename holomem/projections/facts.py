@@ -27,6 +27,7 @@ subjects live in dicts that only linked facts and subjects occupy.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -71,6 +72,33 @@ class FactTimes(NamedTuple):
     effective: int
     subject: str | None
     digest: bytes
+
+
+def effective_time(valid_from: int | None, event_time: int | None, ingest_time: int) -> int:
+    """When a fact begins: ``valid_from ?? event_time ?? ingest_time``."""
+    if valid_from is not None:
+        return valid_from
+    return event_time if event_time is not None else ingest_time
+
+
+def status_at(at: int, effective: int, valid_to: int | None,
+              successor_starts: Iterable[int]) -> str:
+    """The status of a fact at ``at``, given when it begins, when it ends, and when
+    each of its (known, stored) successors begins — rules 1 to 4 of the module
+    docstring. The fact index and remember's planner (for facts earlier in the same
+    batch, not yet in the index) both decide a status here."""
+    if at < effective:
+        return NOT_YET_VALID
+    if any(start <= at for start in successor_starts):
+        return SUPERSEDED
+    if valid_to is not None and at >= valid_to:
+        return EXPIRED
+    return CURRENT
+
+
+#: Effect order of a fact: effective time, then ingest time, then write order
+#: (the transaction's sequence number, then the slot within it).
+OrderKey = tuple[int, int, int, int]
 
 
 def _root(parent: np.ndarray, i: int) -> int:
@@ -155,8 +183,7 @@ class FactIndex:
     def _add(self, e: FactAdded) -> None:
         slot = self.catalog.slot(e.id)
         assert slot >= 0  # the document comes first in the transaction
-        eff = e.valid_from if e.valid_from is not None else (
-            e.event_time if e.event_time is not None else e.ingest_time)
+        eff = effective_time(e.valid_from, e.event_time, e.ingest_time)
         self.is_fact[slot] = True
         self.ingest[slot] = e.ingest_time
         self.event[slot] = _t(e.event_time)
@@ -285,17 +312,18 @@ class FactIndex:
         """The status of the fact in ``slot`` at ``at`` (see the module docstring)."""
         if not self.is_fact.item(slot):
             return CURRENT  # a plain document: no time, no links
-        if at < self.eff.item(slot):
-            return NOT_YET_VALID
+        eff = self.eff.item(slot)
+        if at < eff:
+            return NOT_YET_VALID  # (no need to look at its successors)
         fid = self.catalog.ids[slot]
         assert fid is not None
-        for succ in self.successors(fid, known_at):
-            if int(self.eff[self.slot(succ)]) <= at:
-                return SUPERSEDED
-        vto = self.valid_to.item(slot)
-        if vto != UNSET and at >= vto:
-            return EXPIRED
-        return CURRENT
+        return status_at(at, eff, _opt(self.valid_to.item(slot)), self.successor_starts(fid,
+                                                                                         known_at))
+
+    def successor_starts(self, fact_id: str, known_at: int | None = None) -> Iterator[int]:
+        """When each stored successor of ``fact_id`` (known at ``known_at``) begins."""
+        for succ in self.successors(fact_id, known_at):
+            yield self.eff.item(self.slot(succ))
 
     def current_mask(self, at: int) -> np.ndarray:
         """Which slots hold a stored fact that is current at ``at`` (vectorised status)."""
@@ -347,11 +375,10 @@ class FactIndex:
                         todo.append(link.other)
         return sorted(seen, key=self.order_key)
 
-    def order_key(self, fact_id: str) -> tuple[int, int, int]:
-        """Effect order: effective time, then ingest time, then write order."""
+    def order_key(self, fact_id: str) -> OrderKey:
+        """Effect order (see :data:`OrderKey`)."""
         slot = self.slot(fact_id)
-        return (int(self.eff[slot]), int(self.ingest[slot]),
-                int(self.catalog.seq[slot]))
+        return (int(self.eff[slot]), int(self.ingest[slot]), int(self.catalog.seq[slot]), slot)
 
     def all_links(self) -> list[tuple[str, str, int]]:
         """Every link between stored facts: (successor, predecessor, known_at)."""

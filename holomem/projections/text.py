@@ -15,6 +15,7 @@ the caller (:meth:`TextSegment.reconcile`).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 
 import msgspec
@@ -51,21 +52,49 @@ def decode_body(body: bytes) -> TextRecord | None:
 class TextSegment:
     """Record placement for every slot, and the writes that keep the file in step."""
 
-    def __init__(self, store: RecordStore | None) -> None:
+    def __init__(self, store: RecordStore | None, *, writes: bool = True) -> None:
+        """``writes=False`` (a follower): placements are computed, the file never
+        written; the writer's records are read."""
         self.store = store
         self.offset = GrowArray(np.int64)
         self.size = GrowArray(np.int32)
         self.end = store.first_offset if store is not None else 0
-        #: While replaying, placement is computed but nothing is written; the caller
-        #: then runs reconcile() once.
-        self.deferred = False
-        #: When a list, records are collected here instead of written one by one
+        self._writes = writes
+        #: Inside placing_only(): placement is computed but nothing is written (replay,
+        #: after which the caller runs reconcile() once).
+        self._placing = False
+        #: Inside buffered(): records are collected here instead of written one by one
         #: (a compaction writes the new file sequentially); see flush().
-        self.buffer: list[bytes] | None = None
+        self._buffer: list[bytes] | None = None
         self._buffer_start = self.end
 
+    @property
+    def _writing(self) -> bool:
+        return self.store is not None and self._writes and not self._placing
+
+    @contextlib.contextmanager
+    def placing_only(self) -> Iterator[None]:
+        """Compute placements without writing anything (replay)."""
+        self._placing = True
+        try:
+            yield
+        finally:
+            self._placing = False
+
+    @contextlib.contextmanager
+    def buffered(self) -> Iterator[None]:
+        """Collect new records and write them back to back at each :meth:`flush`."""
+        self._buffer = []
+        self._buffer_start = self.end
+        try:
+            yield
+            self.flush()
+        finally:
+            self._buffer = None
+
     def apply(self, seq: int, event: Event, change: Change) -> None:
-        if change.old >= 0 and self.store is not None and not self.deferred:
+        if change.old >= 0 and self._writing:
+            assert self.store is not None
             self.store.zero(int(self.offset.view()[change.old]), int(self.size.view()[change.old]))
         if change.new < 0 or not isinstance(event, (DocumentAdded, DocumentReplaced)):
             return
@@ -74,23 +103,20 @@ class TextSegment:
         assert self.offset.n == change.new  # one placement per slot, in slot order
         self.offset.append(self.end)
         self.size.append(size)
-        if self.store is not None and not self.deferred:
+        if self.store is not None and self._writing:
             record = self.store.encode(self.end, seq, body)
-            if self.buffer is not None:
-                self.buffer.append(record)
+            if self._buffer is not None:
+                self._buffer.append(record)
             else:
                 self.store.write(self.end, record)
         self.end += size
 
-    def start_buffer(self) -> None:
-        self.buffer = []
-        self._buffer_start = self.end
-
     def flush(self) -> None:
         """Write the buffered records, back to back, with large sequential writes."""
-        if self.buffer and self.store is not None:
-            self.store.write(self._buffer_start, b"".join(self.buffer))
-        self.buffer = [] if self.buffer is not None else None
+        if self._buffer and self.store is not None:
+            self.store.write(self._buffer_start, b"".join(self._buffer))
+        if self._buffer is not None:
+            self._buffer = []
         self._buffer_start = self.end
 
     def read(self, slot: int, seq: int) -> TextRecord | None:

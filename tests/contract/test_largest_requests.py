@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api import audit, contract, holographic, validate
+from holomem.api import contract, contradiction, forgetting, holographic, listing, validate
 from holomem.api import memory as memory_module
+from holomem.api import recall as recall_api
 from holomem.api.contract import OPS
 from holomem.api.types import (
     ConsolidationConfig,
@@ -79,8 +80,8 @@ def build(path: Path, n: int) -> Memory:
 def largest(op: str) -> dict[str, Any]:
     """The largest request each op's limits allow (every size at its maximum)."""
     query = " ".join(VOCABULARY[: validate.MAX_QUERY_TERMS])
-    recall = {"query": query, "k": memory_module.MAX_RECALL_K,
-              "candidateLimit": memory_module.MAX_CANDIDATES, "history": "all",
+    recall = {"query": query, "k": recall_api.MAX_RECALL_K,
+              "candidateLimit": recall_api.MAX_CANDIDATES, "history": "all",
               "explain": True, "embedding": [0.5] * 8}
     requests: dict[str, dict[str, Any]] = {
         # Subjects spread as in a bulk load: supersession planning is linear in the facts
@@ -92,7 +93,7 @@ def largest(op: str) -> dict[str, Any]:
                                for i in range(memory_module.MAX_FACTS)]},
         "recall": recall,
         "explain": {**recall, "id": "f0"},
-        "forget": {"scope": {"ids": [f"f{i}" for i in range(memory_module.MAX_FORGET_IDS)]},
+        "forget": {"scope": {"ids": [f"f{i}" for i in range(forgetting.MAX_IDS)]},
                    "dryRun": True, "includeChain": True},
         "get": {"id": "f0"},
         "history": {"id": "f0"},
@@ -102,10 +103,10 @@ def largest(op: str) -> dict[str, Any]:
         "related": {"entity": "User", "k": holographic.MAX_K},
         "reason": {"entities": ["User"] * holographic.MAX_REASON_ENTITIES,
                    "k": holographic.MAX_K},
-        "contradict": {"k": holographic.MAX_K, "maxPairs": holographic.MAX_PAIRS_LIMIT},
+        "contradict": {"k": holographic.MAX_K, "maxPairs": contradiction.MAX_PAIRS_LIMIT},
         "feedback": {"id": "f1", "helpful": False, "note": "n" * validate.MAX_TEXT_BYTES},
         "setConfidence": {"id": "f1", "confidence": 0.5},
-        "list": {"limit": audit.MAX_LIMIT, "history": "all"},
+        "list": {"limit": listing.MAX_LIMIT, "history": "all"},
     }
     return requests[op]
 
@@ -166,11 +167,11 @@ def test_the_largest_request_just_over_each_limit_is_refused_without_work(
     over: list[tuple[str, dict[str, Any]]] = [
         ("reason", {"entities": ["User"] * (holographic.MAX_REASON_ENTITIES + 1)}),
         ("recall", {"query": " ".join(VOCABULARY[: validate.MAX_QUERY_TERMS + 1])}),
-        ("forget", {"scope": {"ids": ["x"] * (memory_module.MAX_FORGET_IDS + 1)}}),
+        ("forget", {"scope": {"ids": ["x"] * (forgetting.MAX_IDS + 1)}}),
         ("remember", {"facts": [{"text": "x"}] * (memory_module.MAX_FACTS + 1)}),
         ("probe", {"entity": "User", "k": holographic.MAX_K + 1}),
-        ("contradict", {"maxPairs": holographic.MAX_PAIRS_LIMIT + 1}),
-        ("list", {"limit": audit.MAX_LIMIT + 1}),
+        ("contradict", {"maxPairs": contradiction.MAX_PAIRS_LIMIT + 1}),
+        ("list", {"limit": listing.MAX_LIMIT + 1}),
         ("recall", {"query": "w1", "metadata": None,
                     "subject": {"k": _nested(contract.MAX_REQUEST_DEPTH)}}),
     ]

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from holomem import InvalidError, ManualClock, Memory, MemoryConfig, Store
-from holomem.api.forgetting import KEPT_NOT_ALLOWED
+from holomem.api.consolidation import KEPT_NOT_ALLOWED
 from holomem.api.types import ConsolidationConfig, Duplicates, FeedbackConfig
 
 WHITESPACE = st.text(alphabet=st.sampled_from([" ", "\t", "\n", "\r", "\u00a0", "\u2003",

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api import holographic
+from holomem.api import contradiction
 from holomem.projections import hrr
 from holomem.projections.tokenize import tokenize
 
@@ -47,10 +47,10 @@ def reference(m: Memory) -> tuple[int, list[tuple[str, str, float, float, float]
         union = len(ea | eb)
         overlap = 1.0 if same_subject else min(len(ea & eb) / union if union else 0.0, 0.999)
         sim = float(hrr.bit_similarity(content[a.id][None, :], content[b.id])[0])
-        if (overlap < holographic.MIN_OVERLAP or not 0.2 <= sim <= 0.9
+        if (overlap < contradiction.MIN_OVERLAP or not 0.2 <= sim <= 0.9
                 or b.id in chain[a.id]):
             continue
-        weight = 1.0 if overlap >= 1.0 else holographic.ENTITY_ONLY_WEIGHT * overlap
+        weight = 1.0 if overlap >= 1.0 else contradiction.ENTITY_ONLY_WEIGHT * overlap
         out.append((a.id, b.id, weight * 4.0 * sim * (1.0 - sim), overlap, sim))
     out.sort(key=lambda p: -p[2])  # stable: ties keep pair order
     return candidates, out
@@ -68,12 +68,12 @@ def test_contradict_pages_find_exactly_the_pairs_every_pair_comparison_finds(
         max_pairs: int, supersession: bool) -> None:
     path = tmp_path_factory.mktemp("c") / "s"
     with Store.open(path, sync="none") as store, pytest.MonkeyPatch.context() as mp:
-        mp.setattr(holographic, "PAIR_BUDGET", budget)
+        mp.setattr(contradiction, "PAIR_BUDGET", budget)
         m = Memory(store, MemoryConfig(supersession="latest-by-subject" if supersession
                                        else "none"), clock=ManualClock(1_000_000))
         m.remember_many([{**f, "text": f"{f['text']} {i}"} for i, f in enumerate(data)])
         candidates, want = reference(m)
-        whole = m.contradict(k=1000, max_pairs=holographic.MAX_PAIRS_LIMIT)
+        whole = m.contradict(k=1000, max_pairs=contradiction.MAX_PAIRS_LIMIT)
         assert whole.compared_pairs == candidates and not whole.bound_hit
         assert sorted(as_tuples(whole.pairs), key=lambda p: -p[2]) == want
         # Paged: every candidate pair compared exactly once, the same pairs found.
@@ -100,9 +100,9 @@ def test_contradict_holds_a_block_of_pairs_not_every_pair(tmp_path: Path,
         m = Memory(store, clock=ManualClock(1_000_000))
         m.remember_many([{"text": f"User note {i} w{i % 13}", "entities": ["User"]}
                          for i in range(600)])
-        monkeypatch.setattr(holographic, "PAIR_BUDGET", 4096)
+        monkeypatch.setattr(contradiction, "PAIR_BUDGET", 4096)
         largest = 0
-        real = holographic._Groups.pairs
+        real = contradiction._Groups.pairs
 
         def spy(self: Any, i: int, j: int, n: int) -> Any:
             nonlocal largest
@@ -110,8 +110,8 @@ def test_contradict_holds_a_block_of_pairs_not_every_pair(tmp_path: Path,
             largest = max(largest, len(keys))
             return keys, shared
 
-        monkeypatch.setattr(holographic._Groups, "pairs", spy)
-        res = m.contradict(k=5, max_pairs=holographic.MAX_PAIRS_LIMIT)
+        monkeypatch.setattr(contradiction._Groups, "pairs", spy)
+        res = m.contradict(k=5, max_pairs=contradiction.MAX_PAIRS_LIMIT)
         assert res.compared_pairs == 600 * 599 // 2 and not res.bound_hit
         assert largest <= 4096 + 600  # a block's budget, plus at most one fact's partners
         assert np.all(np.diff([p.score for p in res.pairs]) <= 0)

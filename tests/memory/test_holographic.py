@@ -198,13 +198,13 @@ def test_reason_over_many_entities_never_builds_an_entity_by_fact_matrix(
         memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each entity after the first is compared only with the facts still in the AND."""
     compared: list[int] = []
-    real = holographic._similarity
+    real = holographic.similarity
 
     def spy(rows: Any, slots: Any, key: Any) -> Any:
         compared.append(len(slots))
         return real(rows, slots, key)
 
-    monkeypatch.setattr(holographic, "_similarity", spy)
+    monkeypatch.setattr(holographic, "similarity", spy)
     hits = memory.reason(["Alice", "Bob"] + ["Alice"] * 30)
     assert {h.id for h in hits.results} == {"owe1", "owe2"} and hits.compared == 7
     assert compared[0] == 7 and max(compared[1:]) <= 3  # the first pass, then only members

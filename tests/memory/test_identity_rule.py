@@ -67,8 +67,8 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loaded]:
     if batch:
         memory.remember_many(batch)
     clock.advance(1_000)
-    st = store._state.facts
-    assert st.windows == 0 and st.links == 0  # the precondition of the rule
+    with store.reading() as view:
+        assert view.facts.windows == 0 and view.facts.links == 0  # the precondition of the rule
     assert len(store) == N_FACTS
     yield store, memory, rng
     store.close()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from holomem import LimitError, ManualClock, Memory, MemoryConfig, Store
-from holomem.api import audit, contract, holographic, validate
+from holomem.api import contract, contradiction, forgetting, holographic, listing, recall, validate
 from holomem.api import memory as memory_module
 from holomem.errors import HolomemError
 
@@ -86,8 +86,8 @@ def test_a_query_has_at_most_max_query_terms_distinct_words(memory: Memory) -> N
 
 
 def test_recall_k_and_candidate_limit_are_bounded(memory: Memory) -> None:
-    for field, n in (("k", memory_module.MAX_RECALL_K),
-                     ("candidateLimit", memory_module.MAX_CANDIDATES)):
+    for field, n in (("k", recall.MAX_RECALL_K),
+                     ("candidateLimit", recall.MAX_CANDIDATES)):
         out_of_range(lambda field=field, n=n: memory.call("recall", {"query": "Alice",
                                                                      field: n + 1}))
         answered(lambda field=field, n=n: memory.call("recall", {"query": "Alice", field: n,
@@ -103,7 +103,7 @@ def test_a_recall_filter_names_at_most_max_entities(memory: Memory) -> None:
 
 # -- forget -----------------------------------------------------------------------------------
 def test_a_forget_scope_names_at_most_max_forget_ids(memory: Memory) -> None:
-    n = memory_module.MAX_FORGET_IDS
+    n = forgetting.MAX_IDS
     ids = [f"x{i}" for i in range(n + 1)]
     refused(lambda: memory.call("forget", {"scope": {"ids": ids}, "dryRun": True}))
     refused(lambda: memory.forget({"ids": ids}))
@@ -137,7 +137,7 @@ def test_reason_takes_at_most_max_reason_entities(memory: Memory) -> None:
 
 
 def test_contradict_max_pairs_and_cursor_are_bounded(memory: Memory) -> None:
-    n = holographic.MAX_PAIRS_LIMIT
+    n = contradiction.MAX_PAIRS_LIMIT
     out_of_range(lambda: memory.call("contradict", {"maxPairs": n + 1}))
     answered(lambda: memory.call("contradict", {"maxPairs": n}))
     refused(lambda: memory.call("contradict", {"cursor": "x" * (validate.MAX_CURSOR_CHARS + 1)}))
@@ -145,15 +145,15 @@ def test_contradict_max_pairs_and_cursor_are_bounded(memory: Memory) -> None:
 
 # -- list -------------------------------------------------------------------------------------
 def test_list_limit_and_cursor_are_bounded(memory: Memory) -> None:
-    out_of_range(lambda: memory.call("list", {"limit": audit.MAX_LIMIT + 1}))
-    answered(lambda: memory.call("list", {"limit": audit.MAX_LIMIT}))
+    out_of_range(lambda: memory.call("list", {"limit": listing.MAX_LIMIT + 1}))
+    answered(lambda: memory.call("list", {"limit": listing.MAX_LIMIT}))
     refused(lambda: memory.call("list", {"cursor": "x" * (validate.MAX_CURSOR_CHARS + 1)}))
 
 
 def test_a_list_page_examines_at_most_max_scan_facts(memory: Memory,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A status filter few facts pass cannot make one page walk the whole store."""
-    monkeypatch.setattr(audit, "MAX_SCAN", 2)
+    monkeypatch.setattr(listing, "MAX_SCAN", 2)
     memory.remember_many([{"text": f"filler {i}"} for i in range(7)])
     seen: list[str] = []
     cursor = None

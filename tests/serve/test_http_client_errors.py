@@ -21,10 +21,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-import holomem.api.http as http_door
+import holomem.api.doors.tenants as tenants_door
 from holomem import Store
 from holomem.api.contract import MAX_REQUEST_DEPTH as MAX_DEPTH
-from holomem.api.http import TenantPool, create_app, decode_body, nesting_depth
+from holomem.api.doors.http import create_app
+from holomem.api.doors.tenants import TenantPool
+from holomem.api.doors.webguard import decode_body, nesting_depth
 from holomem.api.types import Exponential, MemoryConfig, RecencyConfig
 from holomem.errors import InvalidError, StoreLockedError
 
@@ -165,12 +167,12 @@ def test_a_tenant_that_fails_after_opening_is_closed_again(
     def broken(*args: object, **kwargs: object) -> object:
         raise InvalidError("the memory could not be set up")
 
-    real = http_door.Memory
-    monkeypatch.setattr(http_door, "Memory", broken)
+    real = tenants_door.Memory
+    monkeypatch.setattr(tenants_door, "Memory", broken)
     for _ in range(2):
         with pytest.raises(InvalidError):
             pool.acquire("t")
-    monkeypatch.setattr(http_door, "Memory", real)
+    monkeypatch.setattr(tenants_door, "Memory", real)
     t = pool.acquire("t")  # not StoreLockedError: the failed attempts closed the store
     pool.release(t)
     with pytest.raises(StoreLockedError):
@@ -202,7 +204,7 @@ def test_an_internal_failure_is_still_the_json_shape(
     def fail(*args: object) -> object:
         raise RuntimeError("boom: internal detail")
 
-    monkeypatch.setattr(http_door.Memory, "call", fail)
+    monkeypatch.setattr(tenants_door.Memory, "call", fail)
     app = create_app(str(tmp_path / "data"))
     with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
         r = c.post("/api/v1/memory/recall", json={"query": "x"})

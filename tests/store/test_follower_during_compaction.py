@@ -183,7 +183,7 @@ def test_a_follower_s_reads_raise_only_holomem_errors_when_its_files_vanish(
             with follower.reading() as st:
                 store.compact()  # unlinks (and zeroes) what this state was built from
                 try:
-                    rec = follower._record(st, st.catalog.slot("f3"))
+                    rec = st.record(st.slot("f3"))
                 except HolomemError as exc:
                     assert exc.code == "unavailable", exc
                 else:

@@ -37,10 +37,11 @@ def _record_region(store: Store, doc_id: str) -> tuple[int, int]:
     White-box: the placement lives only in memory (FORMAT.md §9: replay knows every
     offset, nothing on disk indexes them).
     """
-    state = store._state
-    slot = state.catalog.slot(doc_id)
-    assert slot >= 0
-    return int(state.text.offset.view()[slot]), int(state.text.size.view()[slot])
+    with store.reading() as view:
+        slot = view.slot(doc_id)
+        assert slot >= 0
+        text = view.state.text
+        return int(text.offset.view()[slot]), int(text.size.view()[slot])
 
 
 @pytest.mark.parametrize("how", ["delete", "replace", "replace-in-batch"])

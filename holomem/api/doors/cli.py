@@ -31,9 +31,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from holomem.api import validate
-from holomem.api.documents import Store
-from holomem.api.memory import Memory, to_ms
+from holomem.api.engine import Store
+from holomem.api.memory import Memory
+from holomem.api.render import format_time
 from holomem.api.types import MemoryConfig, config_from_json
+from holomem.api.validate import to_ms
 from holomem.errors import HolomemError, InvalidError, NotFoundError
 
 
@@ -50,12 +52,6 @@ def _when(text: str) -> int:
     if value.utcoffset() is None:
         value = value.replace(tzinfo=dt.UTC)
     return to_ms(value, "time") or 0
-
-
-def _iso(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def _open(args: argparse.Namespace) -> Memory:
@@ -78,10 +74,11 @@ def _open(args: argparse.Namespace) -> Memory:
 def _fact_line(fact: dict[str, Any]) -> str:
     when = []
     if fact.get("validFrom") is not None or fact.get("validTo") is not None:
-        when.append(f"valid {_iso(fact.get('validFrom'))} .. {_iso(fact.get('validTo'))}")
+        when.append(f"valid {format_time(fact.get('validFrom'))} .. "
+                    f"{format_time(fact.get('validTo'))}")
     if fact.get("eventTime") is not None:
-        when.append(f"event {_iso(fact['eventTime'])}")
-    when.append(f"ingested {_iso(fact['ingestTime'])}")
+        when.append(f"event {format_time(fact['eventTime'])}")
+    when.append(f"ingested {format_time(fact['ingestTime'])}")
     subject = f" [{fact['subject']}]" if fact.get("subject") else ""
     return f"{fact['id']}{subject} ({fact['status']}; {', '.join(when)}): {fact['text']}"
 
@@ -177,7 +174,7 @@ def _memory_command(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from holomem.api.demo import run
+    from holomem.api.doors.demo import run
 
     base = args.dir or tempfile.mkdtemp(prefix="holomem-demo-")
     return run(os.path.join(base, "store"))
@@ -187,7 +184,7 @@ def _serve(args: argparse.Namespace) -> int:
     """Every option, the key and the whole memory configuration are checked before the
     server listens; a bad one exits 2 with a message naming it."""
     try:
-        from holomem.api.http import create_app, run
+        from holomem.api.doors.http import create_app, run
     except ImportError as exc:
         print(f"error: serving needs the serve extra (pip install 'holomem[serve]'): {exc}",
               file=sys.stderr)
@@ -232,7 +229,7 @@ def _mcp(args: argparse.Namespace) -> int:
         return 3
     try:
         memory = Memory(store, config)
-        from holomem.api.mcp import serve
+        from holomem.api.doors.mcp import serve
     except (HolomemError, ImportError) as exc:
         store.close()
         extra = "the MCP server needs the serve extra (pip install 'holomem[serve]'): " \

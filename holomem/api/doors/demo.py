@@ -9,20 +9,15 @@ from __future__ import annotations
 import datetime as dt
 import os
 
-from holomem.api.documents import Store
+from holomem.api.engine import Store
 from holomem.api.memory import Memory
 from holomem.api.policies import ManualClock
+from holomem.api.render import format_time
 from holomem.api.types import MemoryConfig
 
 
 def _ms(year: int, month: int = 1, day: int = 1) -> int:
     return int(dt.datetime(year, month, day, tzinfo=dt.UTC).timestamp() * 1000)
-
-
-def _day(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d")
 
 
 def _files_with(path: str, marker: bytes) -> list[str]:
@@ -79,7 +74,8 @@ def run(path: str) -> int:
 
     print(f"4. history of {berlin.id}")
     for fact in memory.history(berlin.id):
-        print(f"   {_day(fact.valid_from)}  {fact.id}: {fact.text}  [{fact.status}]")
+        since = format_time(fact.valid_from, day=True)
+        print(f"   {since}  {fact.id}: {fact.text}  [{fact.status}]")
     print()
 
     print(f"5. forget {debt.id} with purge, then look for its text in every file")

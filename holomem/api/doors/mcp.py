@@ -5,14 +5,14 @@ and how their results are shown to a model. Needs the ``serve`` extra; nothing
 else in holomem imports this module.
 
 Tools: ``remember``, ``recall``, ``explain``, ``forget``, ``history``, ``get``. Their
-input schemas are the contract's request Structs (:mod:`holomem.api.toolschema`),
+input schemas are the contract's request Structs (:mod:`holomem.api.doors.toolschema`),
 and each call is exactly ``Memory.call(op, arguments)``, so the MCP door answers
 what HTTP, the CLI and Python answer.
 
 What goes back to the model:
 
 - ``recall``, ``get`` and ``history`` carry stored text, so their text comes back
-  only inside :func:`~holomem.api.audit.render_context`'s fence (untrusted data,
+  only inside :func:`~holomem.api.render.render_context`'s fence (untrusted data,
   fence markers neutralised, line breaks flattened): a stored fact can never pose
   as an instruction. ``get`` and ``history`` add a JSON line with the record's
   structure (ids, status, times, links) but none of its stored strings (text,
@@ -48,9 +48,8 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
-from holomem.api.audit import render_context
+from holomem.api.doors.toolschema import TOOLS, input_schema
 from holomem.api.memory import Memory
-from holomem.api.toolschema import TOOLS, input_schema
 from holomem.api.types import FactRecord, Recalled
 from holomem.errors import HolomemError
 
@@ -91,7 +90,7 @@ def _structure(fact: FactRecord) -> dict[str, Any]:
 def render(tool: str, response: dict[str, Any]) -> list[str]:
     """The text blocks a tool's contract response is shown as (see the module doc)."""
     if tool == "recall":
-        texts = [render_context(msgspec.convert(response["results"], list[Recalled]))]
+        texts = [Memory.render_context(msgspec.convert(response["results"], list[Recalled]))]
         explained = [r["explanation"] for r in response["results"] if "explanation" in r]
         if explained:  # scores, terms of the query, ids: no stored text
             texts.append(json.dumps({"explanations": explained}, ensure_ascii=False))
@@ -100,10 +99,10 @@ def render(tool: str, response: dict[str, Any]) -> list[str]:
         if response["fact"] is None:
             return [json.dumps({"fact": None})]
         fact = msgspec.convert(response["fact"], FactRecord)
-        return [render_context([fact]), json.dumps({"fact": _structure(fact)})]
+        return [Memory.render_context([fact]), json.dumps({"fact": _structure(fact)})]
     if tool == "history":
         facts = msgspec.convert(response["history"], list[FactRecord])
-        return [render_context(facts),
+        return [Memory.render_context(facts),
                 json.dumps({"history": [_structure(f) for f in facts]})]
     return [json.dumps(response, ensure_ascii=False)]
 

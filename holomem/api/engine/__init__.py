@@ -1,0 +1,19 @@
+"""The engine tier: the journal wired to the projections (SPEC §2).
+
+- :mod:`.core` — :class:`Engine`: open, ``commit(build)``, ``reading()``/``read()``,
+  followers, compaction's switch, close;
+- :mod:`.store` — :class:`Store`: the document calls on top of it;
+- :mod:`.view` — :class:`View`: the read handle of one revision, the only way up;
+- :mod:`.replay` and :mod:`.compaction` — building a generation, and rewriting one;
+- :mod:`.types` — the document engine's Structs.
+
+Imports the log, the events, the projections and :mod:`holomem.api.validate`;
+nothing in the engine imports the memory API or a door.
+"""
+
+from holomem.api.engine.core import Engine
+from holomem.api.engine.store import Store
+from holomem.api.engine.types import Document, DocumentInput, Hit, StoreStats
+from holomem.api.engine.view import View
+
+__all__ = ["Document", "DocumentInput", "Engine", "Hit", "Store", "StoreStats", "View"]

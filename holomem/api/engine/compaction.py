@@ -1,0 +1,85 @@
+"""Compaction: the live state rewritten into a new generation (SPEC §6).
+
+Owns: the events that re-create every live document and fact as it is now
+(:func:`live_events`), and the writing of them into a new generation with its
+projections built alongside (:func:`rewrite`). The switch of generations and the
+erasure of the old one are the store's (``Store.compact``): they need its locks.
+Imports the log, the projections and the engine's view.
+"""
+
+from __future__ import annotations
+
+from holomem import events as ev
+from holomem.api.engine.replay import text_file
+from holomem.api.engine.view import View
+from holomem.events import DocumentAdded, Event, FactAdded, FactLinks, FeedbackGiven, StoreSettings
+from holomem.log import Journal
+from holomem.log import crashpoints as cp
+from holomem.log.journal import Rewrite
+from holomem.log.recordfile import RecordFile
+from holomem.projections.state import ProjectionState
+
+#: Events per transaction when compaction writes a new generation.
+BATCH = 2048
+
+P_COMPACT_BEGIN = cp.point("store.compact.begin", "compaction starts (a purge is recorded)")
+P_COMPACT_WRITTEN = cp.point(
+    "store.compact.written", "the new generation's journal is written; text segment not sealed")
+P_COMPACT_DONE = cp.point("store.compact.done", "the old generation is erased")
+
+
+def live_events(view: View, slot: int) -> list[Event]:
+    """Events that re-create the document (and fact) in ``slot`` as it is now."""
+    rec = view.record(slot)
+    # The caller's vector as written, not the unit vector the projection holds:
+    # normalising that again on replay would move it by an ulp per compaction.
+    emb = view.event(slot).embedding if view.embeddings.vector(slot) is not None else b""
+    out: list[Event] = [DocumentAdded(
+        id=rec.id, text=rec.text, metadata=rec.metadata, embedding=emb, entities=rec.entities)]
+    facts = view.facts
+    if facts.is_fact[slot]:
+        t = facts.times(slot)
+        out.append(FactAdded(
+            id=rec.id, ingest_time=t.ingest_time, subject=t.subject,
+            event_time=t.event_time, valid_from=t.valid_from, valid_to=t.valid_to,
+            requested=facts.requested.get(rec.id, ()), digest=t.digest,
+            confidence=facts.confidence.get(rec.id)))
+        out.extend(FeedbackGiven(id=rec.id, helpful=h, time=tm, note=n)
+                   for h, tm, n in facts.feedback.get(rec.id, ()))
+    return out
+
+
+def rewrite(journal: Journal, target: Rewrite, view: View) -> tuple[ProjectionState, RecordFile]:
+    """Write the live state of ``view`` into ``target``, building its projections as we
+    go; the new text segment is written sequentially and sealed."""
+    records = text_file(journal, target.dir, target.generation, read_only=False)
+    state = ProjectionState(records)
+    batch: list[Event] = []
+    if view.embedding_dim:
+        batch.append(StoreSettings(embedding_dim=view.embedding_dim))
+
+    def flush() -> None:
+        if batch:
+            seq = target.append([ev.encode(e) for e in batch])
+            for e in batch:
+                state.apply(seq, e)
+            state.flush()
+            batch.clear()
+
+    try:
+        with state.rewriting():
+            for slot in view.live_slots():
+                batch.extend(live_events(view, int(slot)))
+                if len(batch) >= BATCH:
+                    flush()
+            links = view.facts.all_links()
+            if links:
+                batch.append(FactLinks(links=tuple(links)))
+            flush()
+        cp.hit(P_COMPACT_WRITTEN)
+        records.seal(target.last_seq)
+    except BaseException:
+        records.close()
+        raise
+    return state, records
+

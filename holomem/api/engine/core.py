@@ -1,0 +1,391 @@
+"""The engine's core: a journal wired to its projections, and the concurrency contract.
+
+Owns: :class:`Engine` — opening a store (replay, finishing an interrupted purge),
+``commit(build)``, ``reading()`` / ``read(fn)`` (the only way up: a
+:class:`~holomem.api.engine.view.View` of one revision), followers' ``refresh``,
+``compact``, ``stats``, ``sync`` and ``close``. The document calls are
+:class:`~holomem.api.engine.store.Store`'s, built on these. Imports the log, the
+projections and the engine's other modules.
+
+Concurrency: writers are serialised by a write lock held from ``build`` to apply;
+readers take only the state lock, which a writer holds just while it applies an
+event whose transaction has its place in the journal. A reader never returns a
+write before it is durable (it waits for at most one group commit), and a search
+never waits for an fsync it does not depend on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
+
+from holomem import events as ev
+from holomem.api.engine import compaction
+from holomem.api.engine.replay import FOLLOW_RETRIES, build
+from holomem.api.engine.types import StoreStats
+from holomem.api.engine.view import DocEvent, View
+from holomem.errors import ClosedError, ReadOnlyError, UnavailableError
+from holomem.events import Event
+from holomem.log import Journal
+from holomem.log import crashpoints as cp
+from holomem.log.format import DEFAULT_SEGMENT_SIZE
+from holomem.log.recordfile import RecordFile
+from holomem.projections.state import ProjectionState
+
+log = logging.getLogger("holomem")
+T = TypeVar("T")
+E = TypeVar("E", bound="Engine")
+
+#: Per thread: how deep in ``reading()`` blocks it is, per store (by id), so that a
+#: follower moves to a new generation only where no block of its holds the old state.
+_READING = threading.local()
+
+
+def _reading_depths() -> dict[int, int]:
+    depths: dict[int, int] | None = getattr(_READING, "depths", None)
+    if depths is None:
+        depths = _READING.depths = {}
+    return depths
+
+
+class Engine:
+    """A journal and the projections replayed from it. Use ``Store``; a context manager."""
+
+    def __init__(self, path: str | os.PathLike[str], *, key: bytes | None = None,
+                 create: bool = True, sync: str = "full", read_only: bool = False,
+                 segment_size: int = DEFAULT_SEGMENT_SIZE) -> None:
+        """Open (or create) the store at ``path``; see ``Store.open``."""
+        t0 = time.perf_counter()
+        self._journal = Journal.open(path, key=key, sync=sync, segment_size=segment_size,
+                                     read_only=read_only, create=create)
+        self.path = self._journal.path
+        self.read_only = read_only
+        self._write_lock = threading.RLock()
+        self._state_lock = threading.RLock()
+        self._closed = False
+        self._listeners: list[Callable[[int, list[Event]], None]] = []
+        self._text: RecordFile | None = None
+        #: how the last open rebuilt state (see StoreStats.opened_by)
+        self.opened_by = "replay"
+        try:
+            built = build(self._journal, read_only=read_only)
+            self._state, self._text, self._revision = built.state, built.text_file, built.last
+            if built.reconciled:
+                self.opened_by = "replay+reconcile"
+            if self._state.purge_pending and not read_only:
+                # A purge was acknowledged but its compaction did not finish.
+                log.warning("finishing an interrupted purge of %s", self.path)
+                with self._write_lock:
+                    self._compact()
+        except BaseException:
+            if self._text is not None:
+                self._text.close()
+            self._journal.close()
+            raise
+        self.open_seconds = time.perf_counter() - t0
+
+    @classmethod
+    def open(cls: type[E], path: str | os.PathLike[str], *, key: bytes | None = None,
+             create: bool = True, sync: str = "full", read_only: bool = False,
+             segment_size: int = DEFAULT_SEGMENT_SIZE) -> E:
+        """Open (or create) a store.
+
+        Args:
+            key: 32 raw bytes turn on AES-256-GCM encryption of everything on disk.
+            create: create the store when ``path`` holds none.
+            sync: ``"full"`` (fsync before every mutating call returns), ``"batch"``
+                (group commit) or ``"none"`` (tests and bulk loads: NOT durable).
+            read_only: a follower: never writes; call :meth:`refresh` to catch up.
+            segment_size: journal segment size in bytes.
+
+        Errors: ``invalid_request``, ``not_found``, ``locked``, ``key.*``, ``corrupt.*``,
+        ``io``.
+        """
+        if sync == "none" and not read_only:
+            log.warning("store %s opened with sync='none': writes are NOT durable", path)
+        return cls(path, key=key, create=create, sync=sync, read_only=read_only,
+                   segment_size=segment_size)
+
+    # -- properties -------------------------------------------------------------------
+    @property
+    def revision(self) -> int:
+        """The sequence number of the last applied transaction; grows with every write."""
+        return self._revision
+
+    @property
+    def generation(self) -> int:
+        return self._journal.generation
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def embedding_dim(self) -> int:
+        """The store's embedding dimension (0 until the first embedding)."""
+        return self._state.embeddings.dim
+
+    def check(self, *, write: bool = False) -> None:
+        """``closed`` if the store is closed; ``read_only`` for a write on a follower."""
+        if self._closed:
+            raise ClosedError("the store is closed")
+        if write and self.read_only:
+            raise ReadOnlyError("the store was opened read-only")
+
+    def __len__(self) -> int:
+        return self._state.catalog.live
+
+    # -- the read handle ----------------------------------------------------------------
+    def _view(self, state: ProjectionState) -> View:
+        return View(state, revision=self._revision, generation=self._journal.generation,
+                    journal=self._journal, heal=None if self.read_only else self._heal,
+                    encode_hrr=self._encode_hrr)
+
+    def _heal(self, state: ProjectionState, slot: int, seq: int, event: DocEvent) -> None:
+        # Unless a writer is busy: a reader may hold the state lock here, and waiting
+        # for the write lock would invert the writers' lock order.
+        if self._write_lock.acquire(blocking=False):
+            try:
+                with self._state_lock:
+                    if state is self._state and state.catalog.alive.view()[slot]:
+                        state.text.rewrite(slot, seq, event)
+            finally:
+                self._write_lock.release()
+
+    def _encode_hrr(self, state: ProjectionState,
+                    source: Callable[[Sequence[int]], list[tuple[str, tuple[str, ...]]]]
+                    ) -> None:
+        with self._state_lock:
+            state.hrr.ensure(source)
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[View]:
+        """A view of the current projections, held still (no write applies) for the block.
+
+        On leaving, it waits until every write the block could see is durable (at
+        most one group commit), so no answer ever reflects a write that a crash could
+        still take back; if that write's fsync fails, the read fails too.
+
+        On a follower, a block first checks whether the writer has switched to a new
+        generation (a compaction or purge); if so it rebuilds from that one, as
+        :meth:`refresh` does, and answers from it. (Not inside another block of the
+        same thread, which still holds the old state.)
+        """
+        self.check()
+        depths = _reading_depths()
+        key = id(self)
+        if self.read_only and not depths.get(key) and self._journal.replaced():
+            self.refresh()
+        with self._state_lock:
+            depths[key] = depths.get(key, 0) + 1
+            try:
+                revision = self._revision
+                yield self._view(self._state)
+            finally:
+                depths[key] -= 1
+                if not depths[key]:
+                    del depths[key]
+        if revision > self._journal.durable_seq:
+            self._journal.wait(revision)
+
+    def read(self, fn: Callable[[View], T]) -> T:
+        """``fn(view)`` inside :meth:`reading`. On a follower, again if the writer
+        replaced (and zeroed) the generation it was answering from (``unavailable``):
+        the next block answers from the new one."""
+        for _ in range(FOLLOW_RETRIES if self.read_only else 0):
+            try:
+                with self.reading() as view:
+                    return fn(view)
+            except UnavailableError:
+                continue
+        with self.reading() as view:
+            return fn(view)
+
+    # -- writing ----------------------------------------------------------------------
+    def commit(self, build: Callable[[View], Sequence[Event]]) -> tuple[int, list[Event]]:
+        """Append the events ``build(view)`` returns as one transaction and apply them.
+
+        ``build`` runs under the write lock with a view of the current state, so it
+        sees every earlier write and no later one: validation done inside it cannot
+        race. The events are applied as soon as the transaction has its place in the
+        journal, and the call returns once it is durable. Returns (seq, events); seq
+        is 0 and nothing is written when ``build`` returns no event.
+        """
+        self.check(write=True)
+        with self._write_lock:
+            self.check(write=True)
+            events = list(build(self._view(self._state)))
+            if not events:
+                return 0, []
+            payloads = [ev.encode(e) for e in events]
+            seq = self._journal.enqueue(payloads)
+            with self._state_lock:
+                for e in events:
+                    self._state.apply(seq, e)
+                self._revision = seq
+        # Outside the write lock: in batch mode, the writers that queued meanwhile
+        # share this fsync (group commit). Readers see the change now but do not
+        # return it before it is durable (see reading()).
+        self._journal.wait(seq)
+        for listener in list(self._listeners):
+            listener(seq, events)
+        return seq, events
+
+    def sync_text(self) -> None:
+        """Sync the live text segment (zeroed records reach the disk).
+
+        The text segment is looked up under the write lock: a compaction that ran
+        since the caller's commit has switched generations and closed the old file
+        (after overwriting it with zeros and syncing it), so the live one is the only
+        one left to sync. After close, :meth:`close` has sealed it already.
+        """
+        if self.read_only:
+            return
+        with self._write_lock:
+            if self._text is not None and not self._closed:
+                self._text.sync()
+
+    def compact(self, *, purge: bool = False) -> None:
+        """Rewrite the journal into a new generation holding only the live state (SPEC §6).
+
+        Deleted and replaced documents, forgotten facts and their events are left
+        behind. The new generation is written beside the old one, synced, and
+        switched in by one rename; readers keep answering from the old state until
+        that switch. Then the old generation's files are overwritten with zeros,
+        synced and unlinked (every compaction, so that no freed block keeps text a
+        later purge could not reach). A purge is recorded in the journal before it
+        starts — by the removal's own transaction when it follows a forget — so a
+        crash at any point is finished by the next open.
+        Errors: ``closed``, ``read_only``, ``io``.
+        """
+        self.check(write=True)
+        with self._write_lock:
+            self.check(write=True)
+            if purge:
+                self.commit(lambda view: view.purge_request())
+            cp.hit(compaction.P_COMPACT_BEGIN)
+            self._compact()
+
+    def _compact(self) -> None:
+        target = self._journal.begin_rewrite()
+        try:
+            state, text = compaction.rewrite(self._journal, target, self._view(self._state))
+        except BaseException:
+            target.abandon()
+            raise
+        # The switch and the swap happen together under the state lock: a reader
+        # between them would look up the old state's sequence numbers in the new
+        # generation's journal. Readers wait for one rename and a few fsyncs.
+        with self._state_lock:
+            old_dir = self._journal.switch(target)
+            old_text, self._state, self._text = self._text, state, text
+            self._revision = self._journal.last_seq
+        if old_text is not None:
+            old_text.close()
+        # Every replaced generation is overwritten with zeros before it is unlinked,
+        # purge or not: its journal and text segment may hold text that was removed
+        # (or that a later forget removes), and freed blocks would keep it.
+        self._journal.erase_generation(old_dir, zero=True)
+        cp.hit(compaction.P_COMPACT_DONE)
+
+    # -- the journal --------------------------------------------------------------------
+    def events(self, from_seq: int = 0) -> Iterator[tuple[int, list[Event]]]:
+        """Decoded transactions from ``from_seq`` up to the current revision."""
+        self.check()
+        last = self._revision
+        for seq, payloads in self._journal.replay(from_seq):
+            if seq > last:
+                break
+            yield seq, [ev.decode(p, seq=seq) for p in payloads]
+
+    def subscribe(self, listener: Callable[[int, list[Event]], None]) -> None:
+        """Call ``listener(seq, events)`` after every committed transaction (writer only)."""
+        self._listeners.append(listener)
+
+    def refresh(self) -> int:
+        """Follower only: apply the writer's new transactions; return the new revision.
+
+        If the writer switched to a new generation (compaction, purge), the follower
+        rebuilds from it, and readers keep answering from the old state until the new
+        one is complete. Errors: ``closed``, ``corrupt``, ``io``, ``unavailable`` (the
+        generation kept being replaced while it was read; try again).
+        """
+        self.check()
+        if not self.read_only:
+            return self._revision
+        with self._write_lock:
+            self.check()
+            result = self._journal.refresh()
+            if not result.reset:
+                try:
+                    for seq, payloads in self._journal.replay(result.from_seq):
+                        events = [ev.decode(p, seq=seq) for p in payloads]
+                        with self._state_lock:
+                            for e in events:
+                                self._state.apply(seq, e)
+                            self._revision = seq
+                    return self._revision
+                except UnavailableError:
+                    # Replaced while being read: what was applied is a true prefix;
+                    # rebuild from the live generation instead.
+                    if not self._journal.replaced():
+                        raise
+                    self._journal.refresh()
+            built = build(self._journal, read_only=True)
+            with self._state_lock:
+                old_text = self._text
+                self._state, self._text, self._revision = built.state, built.text_file, built.last
+            # No reader holds the old state now (each holds the state lock for its
+            # block): the generations it was read from can go.
+            self._journal.release_retired()
+            if old_text is not None:
+                old_text.close()
+            return built.last
+
+    # -- housekeeping -----------------------------------------------------------------
+    def stats(self) -> StoreStats:
+        self.check()
+        js = self._journal.stats()
+        with self._state_lock:
+            state, text = self._state, self._text
+            return StoreStats(
+                documents=state.catalog.live, revision=self._revision,
+                generation=js.generation, segments=js.segments, journal_bytes=js.bytes,
+                text_bytes=text.size() if text is not None else 0,
+                index_bytes=state.index_bytes(), encrypted=js.encrypted, sync=js.sync,
+                read_only=self.read_only, opened_by=self.opened_by,
+                open_seconds=round(self.open_seconds, 6))
+
+    def sync(self) -> None:
+        """Make every write durable (needed only with sync="none")."""
+        self.check()
+        with self._write_lock:
+            self._journal.sync()
+            if self._text is not None and not self.read_only:
+                self._text.sync()
+
+    def close(self) -> None:
+        """Sync and close. Idempotent."""
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                if self._text is not None:
+                    if not self.read_only and self._journal.failed is None:
+                        self._journal.sync()
+                        self._text.seal(self._revision)
+                    self._text.close()
+            finally:
+                self._journal.close()
+
+    def __enter__(self: E) -> E:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

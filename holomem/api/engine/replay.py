@@ -1,0 +1,111 @@
+"""Building a generation's projections from its journal, and trusting its text segment.
+
+Owns: the replay of a whole generation into fresh projections (:func:`build`),
+the reconciliation of the text segment with what the journal says it must hold,
+and the retries of a follower whose generation the writer replaces while it
+replays. Imports the log and the projections; the file of the text segment is a
+:class:`~holomem.log.recordfile.RecordFile` opened here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+from typing import NamedTuple
+
+from holomem import events as ev
+from holomem.api.engine.view import fetch_event
+from holomem.errors import UnavailableError
+from holomem.log import Journal
+from holomem.log.format import TEXT_FILE
+from holomem.log.recordfile import RecordFile
+from holomem.projections.state import ProjectionState
+
+log = logging.getLogger("holomem")
+
+#: How many times in a row a follower rebuilds because the writer replaced the
+#: generation it was reading, before it reports the store unavailable.
+FOLLOW_RETRIES = 64
+
+
+class Built(NamedTuple):
+    state: ProjectionState
+    text_file: RecordFile
+    #: the sequence number of the last transaction replayed
+    last: int
+    #: True when the text segment had to be checked against the journal
+    reconciled: bool
+
+
+def text_file(journal: Journal, directory: str, generation: int, *, read_only: bool
+              ) -> RecordFile:
+    """The text segment of the generation in ``directory``."""
+    return RecordFile(os.path.join(directory, TEXT_FILE), store_id=journal.store_id,
+                      generation=generation, envelope=journal.envelope, read_only=read_only)
+
+
+def build(journal: Journal, *, read_only: bool) -> Built:
+    """Replay the whole live generation into fresh projections.
+
+    On a follower, a compaction may replace the generation while it is replayed
+    (its files zeroed and unlinked: ``unavailable`` from the journal); then the
+    journal moves to the live generation and the replay starts again there.
+    """
+    for _ in range(FOLLOW_RETRIES):
+        try:
+            return _build_once(journal, read_only=read_only)
+        except UnavailableError:
+            if not read_only or not journal.replaced():
+                raise
+            journal.refresh()  # resets to the live generation
+    raise UnavailableError(f"the store at {journal.path!r} changed generation "
+                           f"{FOLLOW_RETRIES} times while a follower rebuilt; try again")
+
+
+def _build_once(journal: Journal, *, read_only: bool) -> Built:
+    records = text_file(journal, journal.gen_dir, journal.generation, read_only=read_only)
+    try:
+        # A follower never writes its text segment, not even after refresh(): it keeps
+        # computing placements (the same as the writer's) and reads the writer's records.
+        state = ProjectionState(records, writes_text=not read_only)
+        # Not 0: a generation compacted from a store with nothing live holds no
+        # event, yet the revision must not go back to before the events it replaced.
+        last = journal.first_seq - 1
+        with state.replaying():
+            for seq, payloads in journal.replay():
+                for payload in payloads:
+                    state.apply(seq, ev.decode(payload, seq=seq))
+                last = seq
+    except BaseException:
+        records.close()
+        raise
+    reconciled = False if read_only else _reconcile_text(journal, state, records, last)
+    _trim_heap()
+    return Built(state, records, last, reconciled)
+
+
+def _reconcile_text(journal: Journal, state: ProjectionState, records: RecordFile,
+                    last: int) -> bool:
+    """Make the text segment hold exactly the live records; False if it was trusted."""
+    if not records.rebuilt and records.synced_seq == last and records.size() == state.text.end:
+        return False  # sealed after the last event: trusted as is
+    rewritten, zeroed = state.text.reconcile(
+        records.read_all(), state.catalog.alive.view(), state.catalog.seq.view(),
+        lambda slot: fetch_event(journal, state, slot))
+    if records.size() != state.text.end:
+        # Cut stale bytes past the end, or extend with zeros when the last
+        # records belong to removed documents (so the next open trusts the file).
+        records.truncate(state.text.end)
+    records.seal(last)
+    if (rewritten or zeroed) and not records.rebuilt:
+        log.warning("text segment repaired from the journal: %d records rewritten, "
+                    "%d stale ranges zeroed", rewritten, zeroed)
+    return True
+
+
+def _trim_heap() -> None:
+    """Hand the heap that replay's temporaries freed back to the OS (glibc keeps it)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)

@@ -1,0 +1,57 @@
+"""The document engine's types: what ``Store`` takes and returns (SPEC §2).
+
+Owns: :class:`Document`, :class:`DocumentInput`, :class:`Hit`, :class:`StoreStats`.
+Imports msgspec only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class Document(msgspec.Struct, frozen=True, kw_only=True):
+    """A stored document as ``get_document`` returns it."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any] | None = None
+    embedding: list[float] | None = None
+    entities: tuple[str, ...] = ()
+
+
+class DocumentInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One document for ``add_documents``."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any] | None = None
+    embedding: list[float] | None = None
+    entities: tuple[str, ...] = ()
+
+
+class Hit(msgspec.Struct, frozen=True, kw_only=True):
+    """One search result. ``semantic_score`` is None when no embedding was given."""
+
+    id: str
+    score: float
+    lexical_score: float
+    semantic_score: float | None = None
+
+
+class StoreStats(msgspec.Struct, frozen=True, kw_only=True):
+    documents: int
+    revision: int
+    generation: int
+    segments: int
+    journal_bytes: int
+    text_bytes: int
+    index_bytes: int
+    encrypted: bool
+    sync: str
+    read_only: bool
+    #: how the last open rebuilt state: "replay" (text segment trusted) or
+    #: "replay+reconcile" (the text segment was checked, and repaired if needed)
+    opened_by: str
+    open_seconds: float

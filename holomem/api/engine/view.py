@@ -1,0 +1,194 @@
+"""The engine's read handle: the projections of one revision, and the records behind them.
+
+Owns: :class:`View` — the only way the memory API reads the engine: the
+projections (catalog, fact index, postings, embeddings, entities, HRR), the text
+record of a slot (from the text segment or, failing that, the journal), scored
+search, and the id restrictions of the filtered path. Imports the log (to read a
+transaction back), the projections and :mod:`holomem.api.validate`.
+
+A view is handed out by ``Store.reading()`` (readers) and to the ``build`` of
+``Store.commit`` (under the write lock): it stays valid for that block only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from holomem import events as ev
+from holomem.api.engine.types import Hit
+from holomem.errors import CorruptError
+from holomem.events import DocumentAdded, DocumentReplaced, Event, PurgeRequested
+from holomem.log import Journal
+from holomem.projections.bm25 import BM25
+from holomem.projections.catalog import Catalog
+from holomem.projections.embeddings import Embeddings
+from holomem.projections.entities import Entities
+from holomem.projections.facts import FactIndex
+from holomem.projections.fusion import Fusion, fuse, top_k
+from holomem.projections.hrr import HRRIndex
+from holomem.projections.state import ProjectionState
+from holomem.projections.text import TextRecord
+from holomem.projections.tokenize import tokenize
+
+DocEvent = DocumentAdded | DocumentReplaced
+#: Rewrites a record that did not read back intact (the writer's; None on a follower).
+Heal = Callable[[ProjectionState, int, int, DocEvent], None]
+
+
+def fetch_event(journal: Journal, state: ProjectionState, slot: int) -> DocEvent:
+    """The event that wrote ``slot``, read back from the journal.
+
+    Errors: ``corrupt`` (the transaction does not hold it), ``unavailable`` (a
+    follower's generation was replaced and zeroed meanwhile), ``io``.
+    """
+    seq = int(state.catalog.seq.view()[slot])
+    doc_id = state.catalog.ids[slot]
+    found: DocEvent | None = None
+    for payload in journal.read(seq):
+        event = ev.decode(payload, seq=seq)
+        if isinstance(event, (DocumentAdded, DocumentReplaced)) and event.id == doc_id:
+            found = event  # the last one: a batch may write the same id twice
+    if found is None:
+        raise CorruptError(f"transaction {seq} does not hold document {doc_id!r}")
+    return found
+
+
+class View:
+    """The projections at one revision. Read-only; valid inside the block that gave it."""
+
+    def __init__(self, state: ProjectionState, *, revision: int, generation: int,
+                 journal: Journal, heal: Heal | None,
+                 encode_hrr: Callable[[ProjectionState, Callable[[Sequence[int]],
+                                       list[tuple[str, tuple[str, ...]]]]], None]) -> None:
+        self.state = state
+        self.revision = revision
+        self.generation = generation
+        self._journal = journal
+        self._heal = heal
+        self._encode_hrr = encode_hrr
+
+    # -- the projections --------------------------------------------------------------
+    @property
+    def catalog(self) -> Catalog:
+        return self.state.catalog
+
+    @property
+    def facts(self) -> FactIndex:
+        return self.state.facts
+
+    @property
+    def bm25(self) -> BM25:
+        return self.state.bm25
+
+    @property
+    def embeddings(self) -> Embeddings:
+        return self.state.embeddings
+
+    @property
+    def entities(self) -> Entities:
+        return self.state.entities
+
+    @property
+    def embedding_dim(self) -> int:
+        """The store's embedding dimension (0 until the first embedding)."""
+        return self.state.embeddings.dim
+
+    @property
+    def purge_pending(self) -> bool:
+        return self.state.purge_pending
+
+    def purge_request(self) -> list[Event]:
+        """The event that records a purge request, for a ``commit`` build to add to the
+        removal it belongs with (empty when a purge is already pending).
+
+        Recorded in the removal's own transaction, the request survives every crash
+        that the removal survives, so the next open finishes the purge.
+        """
+        return [] if self.state.purge_pending else [PurgeRequested()]
+
+    def slot(self, doc_id: str) -> int:
+        """The slot of a live document, or -1."""
+        return self.state.catalog.slot(doc_id)
+
+    def id_of(self, slot: int) -> str:
+        return self.state.catalog.ids[slot] or ""
+
+    def live_slots(self) -> np.ndarray:
+        """Slots of every live document, in write order."""
+        return np.flatnonzero(self.state.catalog.alive.view())
+
+    # -- records ----------------------------------------------------------------------
+    def record(self, slot: int) -> TextRecord:
+        """The text record of ``slot``, from the text segment or, failing that, the journal.
+
+        A record that does not read back intact is rewritten (writer only). On a
+        follower whose generation the writer replaced and zeroed since the block
+        began, this is ``unavailable`` (never ``corrupt``): the next block answers
+        from the new generation.
+        """
+        state = self.state
+        seq = int(state.catalog.seq.view()[slot])
+        rec = state.text.read(slot, seq)
+        if rec is not None and rec.id == state.catalog.ids[slot]:
+            return rec
+        event = fetch_event(self._journal, state, slot)
+        if self._heal is not None:
+            self._heal(state, slot, seq, event)
+        return TextRecord(event.id, event.text, event.metadata, event.entities)
+
+    def event(self, slot: int) -> DocEvent:
+        """The document event that wrote ``slot`` (the caller's bytes, as written)."""
+        return fetch_event(self._journal, self.state, slot)
+
+    # -- search -------------------------------------------------------------------------
+    def allowed(self, ids: Sequence[str] | None) -> np.ndarray | None:
+        """A slot mask of ``ids`` (None: every document)."""
+        if ids is None:
+            return None
+        mask = np.zeros(self.state.catalog.slots, dtype=bool)
+        for doc_id in ids:
+            slot = self.state.catalog.slot(doc_id)
+            if slot >= 0:
+                mask[slot] = True
+        return mask
+
+    def fused(self, query: str, embedding: bytes, ids: Sequence[str] | None) -> Fusion:
+        """BM25 (and cosine with an ``embedding``) of every matching document, fused."""
+        allowed = self.allowed(ids)
+        lex = self.state.bm25.score(query, allowed)
+        sem = None
+        if embedding:
+            sem = self.state.embeddings.cosine(np.frombuffer(embedding, dtype="<f4"), allowed)
+        return fuse(lex, sem)
+
+    def search(self, query: str, k: int, embedding: bytes, ids: Sequence[str] | None
+               ) -> list[Hit]:
+        """The ``k`` best documents, best first; ties in write order (SPEC §2)."""
+        fused = self.fused(query, embedding, ids)
+        ids_of = self.state.catalog.ids
+        return [
+            Hit(id=ids_of[int(fused.slots[i])] or "", score=float(fused.score[i]),
+                lexical_score=float(fused.lexical[i]),
+                semantic_score=float(fused.semantic[i]) if fused.semantic is not None else None)
+            for i in top_k(fused.slots, fused.score, k)
+        ]
+
+    def hrr(self) -> HRRIndex:
+        """The HRR index with every document encoded (encoded lazily, once)."""
+        index = self.state.hrr
+        if index.stale:
+            def source(slots: Sequence[int]) -> list[tuple[str, tuple[str, ...]]]:
+                recs = [self.record(s) for s in slots]
+                return [(r.text, r.entities) for r in recs]
+            self._encode_hrr(self.state, source)
+        return index
+
+    def similar(self, text: str, k: int, ids: Sequence[str] | None) -> list[Hit]:
+        """Documents whose HRR content vector is most similar to ``text``'s."""
+        index = self.hrr()
+        slots, scores = index.similar(tokenize(text), self.allowed(ids))
+        ids_of = self.state.catalog.ids
+        return [Hit(id=ids_of[int(slots[i])] or "", score=float(scores[i]), lexical_score=0.0)
+                for i in top_k(slots, scores, k)]

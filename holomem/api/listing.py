@@ -1,0 +1,108 @@
+"""The audit listing: every stored fact, in write order, a page at a time.
+
+Owns: ``Memory.list`` — an exhaustive, stable, paginated walk. Its cursor names the
+generation and the last slot visited, so a walk interleaved with writes visits
+every fact exactly once: new facts are written after every slot already visited.
+Compaction renumbers slots; a cursor from before a compaction resumes after the
+same fact if it still exists, and is refused (``invalid_request``) if it does not.
+Imports the engine's view, the fact records, the types and validate.
+
+A page's work is bounded: at most :data:`MAX_LIMIT` facts returned and
+:data:`MAX_SCAN` examined (a subject or entity filter is applied through its index
+first, so only matching facts count).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from holomem.api import validate
+from holomem.api.engine import View
+from holomem.api.records import fact_record, wanted
+from holomem.api.types import FactRecord, ListFilter, ListPage
+from holomem.errors import InvalidError
+
+#: The most facts one list page returns.
+MAX_LIMIT = 1000
+#: The most facts one list page examines: with a status or history filter that few
+#: facts pass, a page may come back with fewer than ``limit`` facts (even none) and a
+#: cursor to continue; ``scanned`` says how many were examined.
+MAX_SCAN = 10_000
+
+
+def _decode(cursor: str) -> tuple[int, int, str]:
+    data = validate.decode_cursor(cursor, "list()")
+    try:
+        return int(data["g"]), int(data["s"]), str(data["id"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidError("not a cursor list() gave out") from exc
+
+
+class Listing(NamedTuple):
+    """A checked list request."""
+
+    cursor: str | None
+    limit: int
+    filter: ListFilter
+    history: str
+
+
+def request(cursor: object, limit: object, filter: ListFilter | Mapping[str, Any] | None,
+            history: object) -> Listing:
+    """Check a list request (before the store is read)."""
+    limit = validate.positive_int(limit, "limit", MAX_LIMIT)
+    if history not in ("all", "current", "historical"):
+        raise InvalidError("history must be all, current or historical")
+    flt = validate.to_struct(ListFilter, filter, {}, "list filter")
+    if flt.subject is not None:
+        validate.doc_id(flt.subject, "filter.subject")
+    if flt.entity is not None:
+        validate.entities([flt.entity], "filter.entity")
+    return Listing(validate.cursor(cursor, "list()"), limit, flt, str(history))
+
+
+def page(view: View, req: Listing, now: int) -> ListPage:
+    """One page of the walk, statuses at ``now``."""
+    cursor, limit, flt, history = req
+    start = 0
+    if cursor is not None:
+        gen, slot, fid = _decode(cursor)
+        if gen == view.generation:
+            start = slot + 1
+        else:
+            moved = view.catalog.slot(fid)
+            if moved < 0:
+                raise InvalidError("the store was compacted and the cursor's fact is gone; "
+                                   "start the listing again")
+            start = moved + 1
+    facts = view.facts
+    live = np.flatnonzero(facts.is_fact.view() & view.catalog.alive.view())
+    live = live[live >= start]
+    if flt.subject is not None:
+        members = np.array([facts.slot(i) for i in facts.subject_members(flt.subject)],
+                           dtype=np.int64)
+        live = live[np.isin(live, members)]
+    if flt.entity is not None:
+        live = live[np.isin(live, view.entities.slots(flt.entity))]
+    out: list[FactRecord] = []
+    last = start - 1
+    scanned = 0
+    for s in live[:MAX_SCAN].tolist():
+        scanned += 1
+        last = s
+        status = facts.status(s, now)
+        if flt.status is not None and status != flt.status:
+            continue
+        if not wanted(history, status):
+            continue
+        out.append(fact_record(view, s, now))
+        if len(out) >= limit:
+            break
+    more = bool(len(live)) and last < int(live[-1])
+    last_id = view.catalog.ids[last] if last >= 0 else None
+    next_cursor = (validate.encode_cursor(g=view.generation, s=last, id=last_id or "")
+                   if more else None)
+    return ListPage(facts=out, next_cursor=next_cursor, scanned=scanned)

@@ -1,0 +1,198 @@
+"""Recall: ranking facts for a query over time (SPEC §4 Recall).
+
+Owns: recall options and their limits, the filtered path (subject and entity
+restrictions), the identity rule, the context policy's neighbour scores, the
+multipliers (recency, history, usefulness) and the ranking of candidates
+(:class:`Ranking`), and the Recalled results (:func:`recalled`). Explanations are built on the same
+ranking in :mod:`holomem.api.explain`. Imports the engine's view, the policies,
+the fact records, the types and validate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from holomem.api import validate
+from holomem.api.engine import View
+from holomem.api.policies import Policies
+from holomem.api.records import fact_record, wanted
+from holomem.api.types import Explanation, Recalled, RecallOptions
+from holomem.projections.facts import CURRENT
+from holomem.projections.fusion import Fusion, top_k
+
+#: Limits of recall and explain (README "Limits"); the others are in validate.
+MAX_CANDIDATES = 1000
+MAX_RECALL_K = 1000
+
+
+def options(value: RecallOptions | Mapping[str, Any] | None,
+            fields: Mapping[str, Any]) -> RecallOptions:
+    """Checked recall options from a RecallOptions, a dict or keywords."""
+    o = validate.to_struct(RecallOptions, value, fields, "recall options",
+                           validate.RECALL_TIME_FIELDS)
+    validate.positive_int(o.k, "k", MAX_RECALL_K)
+    validate.positive_int(o.candidate_limit, "candidate_limit", MAX_CANDIDATES)
+    if o.subject is not None:
+        validate.doc_id(o.subject, "subject")
+    if o.entities is not None:
+        validate.entities(o.entities)
+    return o
+
+
+class Candidate(NamedTuple):
+    slot: int
+    rank: int  # 1-based position in document search's ranking
+    status: str
+    score: float  # fused score times the multipliers
+    fused: float
+    lexical: float
+    semantic: float | None
+    recency: float
+    history: float
+    usefulness: float
+
+
+class Ranking:
+    """One query's ranking over one view: what recall and explain share."""
+
+    def __init__(self, view: View, policies: Policies, query: str, o: RecallOptions,
+                 at: int) -> None:
+        self.view = view
+        self.policies = policies
+        self.query = query
+        self.options = o
+        self.at = at
+        self.embedding = self._embedding()
+        self.ids = self._filter_ids()
+
+    def _embedding(self) -> bytes:
+        o, dim = self.options, self.view.embedding_dim
+        if o.embedding is None or not dim:
+            if o.embedding is not None:
+                validate.embedding(o.embedding, 0)
+            return b""
+        return validate.embedding(o.embedding, dim)
+
+    def _filter_ids(self) -> list[str] | None:
+        """Ids of the facts a subject / entities filter allows (None: no filter).
+
+        Intersected one filter at a time over sorted slot arrays, so memory stays
+        linear in the store however many entities the filter names.
+        """
+        o, view = self.options, self.view
+        if o.subject is None and not o.entities:
+            return None
+        keep: np.ndarray | None = None
+        if o.subject is not None:
+            keep = np.unique(np.array([view.facts.slot(i) for i in
+                                       view.facts.subject_members(o.subject)], dtype=np.int64))
+            keep = keep[keep >= 0]
+        for entity in o.entities or ():
+            slots = view.entities.slots(entity)
+            keep = slots if keep is None else np.intersect1d(keep, slots, assume_unique=True)
+            if not len(keep):
+                break
+        assert keep is not None
+        return [i for i in (view.catalog.ids[int(s)] for s in keep) if i]
+
+    def identity(self) -> bool:
+        """SPEC §4's identity rule: nothing can change document search's answer."""
+        facts, o, p = self.view.facts, self.options, self.policies
+        return (facts.windows == 0 and facts.links == 0 and p.recency is None
+                and p.feedback_weight is None and p.context is None
+                and o.known_at is None and o.history == "current" and facts.max_eff <= self.at)
+
+    def plain(self) -> Fusion:
+        """Document search's fused scores, no context policy, no id filter."""
+        return self.view.fused(self.query, self.embedding, None)
+
+    def fused(self) -> Fusion:
+        """Every matching document's fused score, with the context policy's share."""
+        if self.policies.context is None:
+            return self.view.fused(self.query, self.embedding, self.ids)
+        return self._with_context(self.plain())
+
+    def _with_context(self, fused: Fusion) -> Fusion:
+        """Add the context policy's share of each neighbour's score (in write order)."""
+        context = self.policies.context
+        assert context is not None
+        weight, window = context.weight, context.window
+        view = self.view
+        live = view.live_slots()
+        own = np.zeros(len(live))
+        own[np.searchsorted(live, fused.slots)] = fused.score
+        total = own.copy()
+        for d in range(1, window + 1):
+            total[d:] += weight * own[:-d]
+            total[:-d] += weight * own[d:]
+        keep = np.flatnonzero(total > 0)
+        allowed = view.allowed(self.ids)
+        if allowed is not None:
+            keep = keep[allowed[live[keep]]]
+        slots = live[keep]
+        lexical = np.zeros(len(live))
+        lexical[np.searchsorted(live, fused.slots)] = fused.lexical
+        semantic = None
+        if fused.semantic is not None:
+            semantic = np.zeros(len(live))
+            semantic[np.searchsorted(live, fused.slots)] = fused.semantic
+            semantic = semantic[keep]
+        return Fusion(slots, total[keep], lexical[keep], semantic)
+
+    def evaluate(self, fused: Fusion, i: int, rank: int) -> Candidate | None:
+        """Status and multipliers of one search result, or None if unknown at known_at."""
+        facts, o, p = self.view.facts, self.options, self.policies
+        slot = int(fused.slots[i])
+        if facts.is_fact[slot] and not facts.known(slot, o.known_at):
+            return None
+        status = facts.status(slot, self.at, o.known_at)
+        recency = 1.0
+        if p.recency is not None and facts.is_fact[slot]:
+            recency = p.recency(max(0, self.at - facts.eff.item(slot)))
+        history = 1.0 if status == CURRENT else p.historical_weight
+        usefulness = (1.0 if p.feedback_weight is None else
+                      p.usefulness(facts.feedback.get(self.view.id_of(slot), ())))
+        base = float(fused.score[i])
+        return Candidate(slot, rank, status, base * recency * history * usefulness, base,
+                         float(fused.lexical[i]),
+                         float(fused.semantic[i]) if fused.semantic is not None else None,
+                         recency, history, usefulness)
+
+    def rank(self, history: str | None = None) -> tuple[list[Candidate], list[Candidate]]:
+        """(the k results, every evaluated candidate ranked with history included);
+        ``history`` overrides the options' filter."""
+        o = self.options
+        fused = self.fused()
+        # Never examine fewer candidates than results asked for.
+        order = top_k(fused.slots, fused.score, max(o.candidate_limit, o.k))
+        evaluated = []
+        for rank, i in enumerate(order, start=1):
+            c = self.evaluate(fused, int(i), rank)
+            if c is not None:
+                evaluated.append(c)
+        evaluated.sort(key=lambda c: (-c.score, c.rank))
+        keep = o.history if history is None else history
+        chosen = [c for c in evaluated if wanted(keep, c.status)][: o.k]
+        return chosen, evaluated
+
+    def results(self) -> list[tuple[int, float]]:
+        """(slot, score) of the k results, best first."""
+        o = self.options
+        if self.identity():
+            hits = self.view.search(self.query, o.k, self.embedding, self.ids)
+            return [(self.view.slot(h.id), h.score) for h in hits]
+        return [(c.slot, c.score) for c in self.rank()[0]]
+
+
+def recalled(ranking: Ranking, found: list[tuple[int, float]],
+             explanations: list[Explanation] | None) -> list[Recalled]:
+    """The Recalled results for ``found`` (slot, score), with their explanations."""
+    out = []
+    for n, (slot, score) in enumerate(found):
+        rec = fact_record(ranking.view, slot, ranking.at, ranking.options.known_at)
+        out.append(Recalled(id=rec.id, text=rec.text, score=score, status=rec.status,
+                            fact=rec, explanation=explanations[n] if explanations else None))
+    return out

@@ -1,0 +1,187 @@
+"""Planning a remember: from checked inputs to the events of one transaction (SPEC §3, §4).
+
+Owns: what is checked of an input before the store is consulted (:func:`check`),
+content-derived ids and payload digests, idempotent retries and conflicts, and
+the supersession links a policy adds (:class:`Planner`, run under the write lock
+inside ``Store.commit``). The temporal rules — when a fact begins, its status at a
+time, effect order — are the fact index's (:mod:`holomem.projections.facts`); the
+planner applies the same functions to facts written earlier in the same batch,
+which are not in the index yet. Imports the engine's view, the policies, the
+types and validate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import NamedTuple
+
+import msgspec
+
+from holomem.api import validate
+from holomem.api.engine import View
+from holomem.api.policies import Links, NewFact, Policies, SubjectMember
+from holomem.api.types import Remembered, RememberInput
+from holomem.errors import ConflictError, InvalidError
+from holomem.events import DocumentAdded, Event, FactAdded
+from holomem.projections.facts import OrderKey, effective_time, status_at
+
+
+class Checked(NamedTuple):
+    """An input checked as far as it can be without the store, and its payload digest."""
+
+    input: RememberInput
+    digest: bytes  # SHA-256 of the canonical payload (everything but the id)
+
+
+def check(x: RememberInput, i: int) -> Checked:
+    """Validate everything about one input that does not depend on the store."""
+    where = f"input {i}" if i else "remember"
+    if x.id is not None:
+        validate.doc_id(x.id, f"{where}: id")
+    validate.text(x.text, f"{where}: text")
+    if not x.text.strip():
+        # An empty fact matches no query and says nothing: refuse it (issue 11).
+        raise InvalidError(f"{where}: text must not be empty or only whitespace")
+    if x.subject is not None:
+        validate.doc_id(x.subject, f"{where}: subject")
+    validate.entities(x.entities, f"{where}: entities")
+    validate.metadata(x.metadata)
+    validate.embedding(x.embedding, 0, f"{where}: embedding")
+    for name in validate.TIME_FIELDS:
+        validate.to_ms(getattr(x, name), f"{where}: {name}")
+    if x.valid_from is not None and x.valid_to is not None and x.valid_from >= x.valid_to:
+        raise InvalidError(f"{where}: valid_from must be before valid_to")
+    if x.supersedes is not None:
+        validate.id_list(x.supersedes, f"{where}: supersedes", validate.MAX_IDS)
+    if x.confidence is not None:
+        validate.confidence(x.confidence)
+    payload = {k: v for k, v in msgspec.to_builtins(x).items() if k != "id" and v is not None}
+    canon = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return Checked(x, hashlib.sha256(canon.encode("utf-8")).digest())
+
+
+def content_id(digest: bytes) -> str:
+    """The id of a fact given without one: derived from its payload, so a retry
+    stores one fact."""
+    return "f-" + digest.hex()[:32]
+
+
+class _Pending(NamedTuple):
+    """A fact written earlier in the same batch (later inputs see it)."""
+
+    id: str
+    digest: bytes
+    ingest: int
+    subject: str | None
+    eff: int
+    valid_to: int | None
+    key: OrderKey
+
+
+class Planner:
+    """The events of one batch, planned against ``view`` (under the write lock)."""
+
+    def __init__(self, view: View, policies: Policies, now: int) -> None:
+        self.view = view
+        self.policies = policies
+        self.now = now
+        self.results: list[Remembered] = []
+        self._pending: dict[str, _Pending] = {}
+        # Kept up to date as the batch grows, so that planning stays linear in the
+        # batch: the successors each batch fact gave a fact, and the batch by subject.
+        self._batch_succ: dict[str, list[str]] = {}
+        self._by_subject: dict[str, list[_Pending]] = {}
+        self._dim = view.embedding_dim
+        self._next_slot = view.catalog.slots
+        self._seq = view.revision + 1
+
+    def plan(self, batch: list[Checked]) -> list[Event]:
+        events: list[Event] = []
+        for x, digest in batch:
+            events.extend(self._one(x, digest))
+        return events
+
+    def _one(self, x: RememberInput, digest: bytes) -> list[Event]:
+        view, facts = self.view, self.view.facts
+        fid = x.id if x.id is not None else content_id(digest)
+        slot = facts.slot(fid)
+        if slot >= 0 or fid in self._pending:
+            first_ingest, same = (
+                (facts.ingest.item(slot), facts.times(slot).digest == digest[:8]) if slot >= 0
+                else (self._pending[fid].ingest, self._pending[fid].digest == digest[:8]))
+            if not same:
+                raise ConflictError(f"fact {fid!r} already exists with a different payload")
+            self.results.append(Remembered(id=fid, created=False, ingest_time=first_ingest))
+            return []
+        if fid in view.catalog:
+            raise ConflictError(f"id {fid!r} belongs to a document that is not a fact")
+        requested = tuple(dict.fromkeys(x.supersedes or ()))
+        for target in requested:
+            if target == fid or (facts.slot(target) < 0 and target not in self._pending):
+                raise InvalidError(f"supersedes names {target!r}, which is not a stored fact")
+        emb = validate.embedding(x.embedding, self._dim, "embedding")
+        if emb and not self._dim:
+            self._dim = len(emb) // 4
+        entities = (tuple(x.entities) if x.entities is not None
+                    else validate.entities(self.policies.extractor(x.text)))
+        now = self.now
+        eff = effective_time(x.valid_from, x.event_time, now)
+        key: OrderKey = (eff, now, self._seq, self._next_slot)
+        links = (self._policy_links(x.subject, NewFact(eff, x.valid_to), key)
+                 if x.subject is not None else Links([], []))
+        supersedes = tuple(dict.fromkeys([*requested, *links.supersedes]))
+        superseded_by = tuple(s for s in dict.fromkeys(links.superseded_by)
+                              if s not in supersedes and s != fid)
+        p = self._pending[fid] = _Pending(fid, digest[:8], now, x.subject, eff, x.valid_to, key)
+        self._next_slot += 1
+        for pred in supersedes:
+            self._batch_succ.setdefault(pred, []).append(fid)
+        for succ in superseded_by:
+            self._batch_succ.setdefault(fid, []).append(succ)
+        if x.subject is not None:
+            self._by_subject.setdefault(x.subject, []).append(p)
+        self.results.append(Remembered(id=fid, created=True, ingest_time=now,
+                                       superseded=list(supersedes)))
+        return [
+            DocumentAdded(id=fid, text=x.text, metadata=validate.metadata(x.metadata),
+                          embedding=emb, entities=entities),
+            FactAdded(id=fid, ingest_time=now, subject=x.subject, event_time=x.event_time,
+                      valid_from=x.valid_from, valid_to=x.valid_to, supersedes=supersedes,
+                      superseded_by=superseded_by, requested=requested, digest=digest[:8],
+                      confidence=x.confidence),
+        ]
+
+    def _start(self, fid: str) -> int:
+        p = self._pending.get(fid)
+        return p.eff if p is not None else self.view.facts.eff.item(self.view.facts.slot(fid))
+
+    def _current_at(self, fid: str, at: int) -> bool:
+        """Whether ``fid`` (stored, or earlier in the batch) is current at ``at``,
+        counting the successors the batch gave it."""
+        facts = self.view.facts
+        batch = [self._start(s) for s in self._batch_succ.get(fid, ())]
+        p = self._pending.get(fid)
+        if p is not None:
+            return status_at(at, p.eff, p.valid_to, batch) == "current"
+        slot = facts.slot(fid)
+        return facts.status(slot, at) == "current" and all(s > at for s in batch)
+
+    def _policy_links(self, subject: str, new: NewFact, new_key: OrderKey) -> Links:
+        """Ask the supersession policy, showing it the subject's other facts: stored
+        ones and those written earlier in the batch."""
+        facts = self.view.facts
+        eff = new.effective_time
+        members: list[tuple[OrderKey, SubjectMember]] = []
+        for fid in facts.subject_members(subject):
+            key = facts.order_key(fid)
+            members.append((key, SubjectMember(fid, key[0], key[1], key < new_key,
+                                               self._current_at(fid, eff))))
+        for p in self._by_subject.get(subject, ()):
+            members.append((p.key, SubjectMember(p.id, p.eff, p.ingest, p.key < new_key,
+                                                 self._current_at(p.id, eff))))
+        members.sort(key=lambda m: m[0])
+        links = self.policies.supersession(new, [m for _, m in members])
+        known = {m.id for _, m in members}
+        return Links([i for i in links.supersedes if i in known],
+                     [i for i in links.superseded_by if i in known])

@@ -1,0 +1,81 @@
+"""Every projection of one generation, built together and swapped as a whole.
+
+Owns: :class:`ProjectionState` — the catalog, text segment, BM25 postings,
+embeddings, entity postings, HRR index and fact index of one generation, the one
+``apply`` that feeds an event to each of them in order, and the two bulk modes
+(replay and rewrite) in which the projections batch their work. Imports the
+other projections and :mod:`holomem.events`; the text segment's file comes in
+as a :class:`~holomem.projections.base.RecordStore`, so nothing here opens a path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from holomem.events import Event, PurgeRequested, StoreSettings
+from holomem.projections.base import Change, RecordStore
+from holomem.projections.bm25 import BM25
+from holomem.projections.catalog import Catalog
+from holomem.projections.embeddings import Embeddings
+from holomem.projections.entities import Entities
+from holomem.projections.facts import FactIndex
+from holomem.projections.hrr import HRRIndex
+from holomem.projections.text import TextSegment
+
+
+class ProjectionState:
+    """The projections of one generation. ``records`` is the text segment's file
+    (None: none); ``writes_text=False`` for a follower, which reads the writer's."""
+
+    def __init__(self, records: RecordStore | None, *, writes_text: bool = True) -> None:
+        self.catalog = Catalog()
+        self.text = TextSegment(records, writes=writes_text)
+        self.bm25 = BM25(self.catalog)
+        self.embeddings = Embeddings(self.catalog)
+        self.entities = Entities(self.catalog)
+        self.hrr = HRRIndex(self.catalog)
+        self.facts = FactIndex(self.catalog)
+        #: A PurgeRequested event in this generation: a purge was asked for and its
+        #: compaction has not switched generations yet.
+        self.purge_pending = False
+
+    def apply(self, seq: int, event: Event) -> Change:
+        change = self.catalog.apply(seq, event)
+        if change.new >= 0 or change.old >= 0:
+            self.text.apply(seq, event, change)
+            self.bm25.apply(seq, event, change)
+            self.embeddings.apply(seq, event, change)
+            self.entities.apply(seq, event, change)
+            # The HRR index needs no call: it encodes new slots lazily.
+        elif isinstance(event, StoreSettings):
+            self.embeddings.apply(seq, event, change)
+        self.facts.apply(seq, event, change)
+        if isinstance(event, PurgeRequested):
+            self.purge_pending = True
+        return change
+
+    @contextlib.contextmanager
+    def replaying(self) -> Iterator[None]:
+        """Replay mode: text placements are computed but not written (the caller
+        reconciles the file once afterwards), and BM25 merges once, at the end."""
+        with self.text.placing_only(), self.bm25.bulk():
+            yield
+
+    @contextlib.contextmanager
+    def rewriting(self) -> Iterator[None]:
+        """Rewrite mode (compaction): new text records are written back to back at
+        each :meth:`flush` and at the end, and BM25 merges once, at the end."""
+        with self.text.buffered(), self.bm25.bulk():
+            yield
+
+    def flush(self) -> None:
+        """Write what rewrite mode has collected so far."""
+        self.text.flush()
+
+    def index_bytes(self) -> int:
+        """Resident bytes of the in-memory indexes (an estimate for ``stats()``)."""
+        return (self.bm25.memory_bytes() + self.embeddings.memory_bytes()
+                + self.hrr.memory_bytes() + self.facts.memory_bytes()
+                + self.catalog.seq.nbytes + self.catalog.alive.nbytes
+                + self.text.offset.nbytes + self.text.size.nbytes)

@@ -7,9 +7,9 @@ modules, in the order a run uses them:
 - :mod:`~holomem.crashtest.workload`: the child's deterministic workload and the
   acknowledgement lines it writes;
 - :mod:`~holomem.crashtest.child`: the child process, both sides of its command line;
-- :mod:`~holomem.crashtest.shim`: what a power-loss child records beside the fault log;
 - :mod:`~holomem.crashtest.disk`: the power-loss model of the disk: what a power cut
-  could leave;
+  could leave, rebuilt from the operations log the child's file layer records
+  (:mod:`holomem.log.tap`);
 - :mod:`~holomem.crashtest.scan`: finding bytes in a store's files, through compression
   and encryption;
 - :mod:`~holomem.crashtest.checks`: what is verified after every crash;
@@ -26,7 +26,8 @@ How a run goes:
 2. The child runs with ``HOLOMEM_CRASH_AT=point:N`` and aborts the N-th time it reaches
    ``point`` (:mod:`holomem.log.crashpoints`); the parent checks that it died there.
 3. The fault kind decides what is checked: the directory as the crash left it
-   (``crash``), what a power cut could have left of it (``power``), each crash of its
+   (``crash``), what a power cut could have left of it (``power``: the child records
+   every file operation through the file layer's tap), each crash of its
    recovery (``recover``), or what a power cut leaves after a second process has
    acknowledged more writes (``restart``).
 4. The store is reopened with no manual repair, and every acknowledged write, link and
@@ -49,10 +50,10 @@ from holomem.crashtest.cases import (
     matrix,
     run_matrix,
 )
-from holomem.crashtest.checks import CHECK_MS, Verdict
-from holomem.crashtest.child import CHILD_TIMEOUT, STORE_IN_RUN, store_path
+from holomem.crashtest.checks import CHECK_MS, Verdict, marker_needle, partial_batches, verify
+from holomem.crashtest.child import CHILD_TIMEOUT, STORE_IN_RUN, spawn, store_path
 from holomem.crashtest.cli import main, summary, table
-from holomem.crashtest.disk import ModelError, power_loss
+from holomem.crashtest.disk import FAULT_LOG, Disk, ModelError, power_loss, read_tree
 from holomem.crashtest.run import (
     FAULTS,
     KEY,
@@ -63,6 +64,7 @@ from holomem.crashtest.run import (
     run_case,
     variant_name,
 )
+from holomem.crashtest.scan import scan_files
 from holomem.crashtest.workload import (
     BASE_MS,
     CONFIG,
@@ -71,25 +73,20 @@ from holomem.crashtest.workload import (
     SEGMENT_SIZE,
     STEP_MS,
     plan,
+    read_acks,
+    read_resumed_acks,
     resume_workload,
     run_workload,
 )
 
-# The harness's own tests (tests/crash/test_harness.py) reach into these.
-from holomem.crashtest.checks import _marker as _marker  # isort: skip
-from holomem.crashtest.checks import _partial_batches as _partial_batches  # isort: skip
-from holomem.crashtest.checks import _verify as _verify  # isort: skip
-from holomem.crashtest.disk import _Disk as _Disk  # isort: skip
-from holomem.crashtest.disk import _tree as _tree  # isort: skip
-from holomem.crashtest.scan import _scan_files as _scan_files  # isort: skip
-from holomem.crashtest.shim import _Shim as _Shim  # isort: skip
-from holomem.crashtest.workload import _read_acks as _read_acks  # isort: skip
-
 __all__ = [
-    "BASE_MS", "CHECK_MS", "CHILD_TIMEOUT", "CONFIG", "DEFAULT_FAULTS", "FAULTS", "KEY",
-    "MARKERS", "RESUMED", "SEGMENT_SIZE", "STEP_MS", "STORE_IN_RUN", "SYNC_MODES",
-    "Case", "ModelError", "Reference", "Result", "Verdict",
-    "case_seed", "default_jobs", "hit_counts", "main", "matrix", "plan", "power_loss",
-    "reference_run", "resume_workload", "run_case", "run_matrix", "run_workload",
-    "store_path", "summary", "table", "variant_name",
+    "BASE_MS", "CHECK_MS", "CHILD_TIMEOUT", "CONFIG", "DEFAULT_FAULTS", "FAULTS",
+    "FAULT_LOG", "KEY", "MARKERS", "RESUMED", "SEGMENT_SIZE", "STEP_MS", "STORE_IN_RUN",
+    "SYNC_MODES",
+    "Case", "Disk", "ModelError", "Reference", "Result", "Verdict",
+    "case_seed", "default_jobs", "hit_counts", "main", "marker_needle", "matrix",
+    "partial_batches", "plan", "power_loss", "read_acks", "read_resumed_acks",
+    "read_tree", "reference_run", "resume_workload", "run_case", "run_matrix",
+    "run_workload", "scan_files", "spawn", "store_path", "summary", "table",
+    "variant_name", "verify",
 ]

@@ -2,7 +2,7 @@
 
 Owns: the state the acknowledgements promise (:class:`_Expected`, from the workload's
 steps and the results the child acknowledged), what the reopened store holds
-(:class:`_Observed`), and :func:`_verify`, which compares them and checks the rest.
+(:class:`_Observed`), and :func:`verify`, which compares them and checks the rest.
 Imports the memory API, fsck and the events (to read a journal before the reopen), the
 workload's constants and :mod:`holomem.crashtest.scan`.
 
@@ -29,7 +29,7 @@ from typing import Any
 import holomem
 from holomem import ForgetScope, ManualClock, Memory, Store
 from holomem import fsck as fsck_mod
-from holomem.crashtest.scan import _scan_files
+from holomem.crashtest.scan import scan_files
 from holomem.crashtest.workload import BASE_MS, CONFIG, SEGMENT_SIZE
 from holomem.events import DocumentAdded, DocumentReplaced, PurgeRequested
 from holomem.events import decode as decode_event
@@ -135,8 +135,8 @@ def _compare(e: _Expected, o: _Observed) -> list[str]:
     return out
 
 
-def _partial_batches(steps: list[dict[str, Any]], tags: dict[str, str],
-                     results: list[Any]) -> list[str]:
+def partial_batches(steps: list[dict[str, Any]], tags: dict[str, str],
+                    results: list[Any]) -> list[str]:
     """A batch is all or nothing: either every member is there, tagged with its batch
     (but those a forget removed later), or none is. ``tags``: fact id -> batch tag."""
     out = []
@@ -186,8 +186,8 @@ def _scan_all(store_dir: str, e: _Expected, steps: list[dict[str, Any]],
     plain = _needles(e, steps, key is not None)
     for name in purged:
         plain.pop(name, None)
-    return (_scan_files(store_dir, purged, key=key) + _scan_files(store_dir, plain)
-            + _scan_files(store_dir, _forgotten(e, steps, reference), only=TEXT_FILE, key=key))
+    return (scan_files(store_dir, purged, key=key) + scan_files(store_dir, plain)
+            + scan_files(store_dir, _forgotten(e, steps, reference), only=TEXT_FILE, key=key))
 
 
 class _LogCatcher(logging.Handler):
@@ -220,9 +220,9 @@ class Verdict:
     notes: list[str]
 
 
-def _verify(store_dir: str, key: bytes | None, steps: list[dict[str, Any]],
-            reference: list[Any], acked: int, begun: int,
-            extra: dict[str, str] | None = None) -> Verdict:
+def verify(store_dir: str, key: bytes | None, steps: list[dict[str, Any]],
+           reference: list[Any], acked: int, begun: int,
+           extra: dict[str, str] | None = None) -> Verdict:
     """Reopen the crashed store and check every guarantee; see the module docstring.
 
     ``acked`` steps were acknowledged and ``begun`` started; ``extra`` are facts a
@@ -259,11 +259,11 @@ def _verify(store_dir: str, key: bytes | None, steps: list[dict[str, Any]],
                 # The purge was recorded, or its compaction had already switched
                 # generations: the open must have finished it.
                 violations += [f"after the open finished an interrupted purge: {v}" for v in
-                               _scan_files(store_dir, _marker(purge), key=key)]
+                               scan_files(store_dir, marker_needle(purge), key=key)]
             memory = Memory(store, CONFIG, clock=ManualClock(CHECK_MS))
             observed = _observe(memory)
             violations += observed.problems
-            violations += _partial_batches(steps, observed.batches, reference[:begun])
+            violations += partial_batches(steps, observed.batches, reference[:begun])
             diff = _compare(before, observed)
             inflight = ""
             if after is not None and (after.facts, after.links) == (before.facts,
@@ -301,12 +301,13 @@ def _verify(store_dir: str, key: bytes | None, steps: list[dict[str, Any]],
                    _scan_all(store_dir, final, steps, reference, key)]
     if purge is not None:
         violations += [f"after repeating the interrupted purge: {v}" for v in
-                       _scan_files(store_dir, _marker(purge), key=key)]
+                       scan_files(store_dir, marker_needle(purge), key=key)]
     violations += _fsck("fsck after the checks and close", store_dir, key)
     return Verdict(violations, inflight, notes)
 
 
-def _marker(step: dict[str, Any]) -> dict[str, bytes]:
+def marker_needle(step: dict[str, Any]) -> dict[str, bytes]:
+    """What no file may hold after the purge ``step``: its marker."""
     return {f"purged marker {step['marker']}": step["marker"].encode()}
 
 

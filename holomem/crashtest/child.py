@@ -1,11 +1,12 @@
 """The child process: the command line the parent starts it with, and what it runs.
 
 Owns: both sides of ``python -m holomem.crashtest --child ...``: the parent starts a
-child (:func:`_spawn`, with an environment of its own: ``HOLOMEM_CRASH_AT``,
-``HOLOMEM_CRASH_TRACE``, ``HOLOMEM_FAULT_LOG``), and the child parses that command line
-and runs the workload, the recovery alone (``--recover``) or the writes after a restart
-(``--resume``), with the power-loss shim installed if asked (:func:`main`). Imports
-the workload and the shim.
+child (:func:`spawn`, with an environment of its own: ``HOLOMEM_CRASH_AT``,
+``HOLOMEM_CRASH_TRACE``, and for a power-loss run ``HOLOMEM_FAULT_LOG``, which makes the
+child's file layer record every operation in the run's operations log), and the child
+parses that command line and runs the workload, the recovery alone (``--recover``) or
+the writes after a restart (``--resume``) (:func:`main`). Imports the workload and the
+disk model's log name.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 
 import holomem
 from holomem import Store
-from holomem.crashtest.shim import _Shim
+from holomem.crashtest.disk import FAULT_LOG
 from holomem.crashtest.workload import SEGMENT_SIZE, resume_workload, run_workload
 
 CHILD_TIMEOUT = 120.0
@@ -45,10 +46,13 @@ def _child_env(extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _spawn(run_dir: str, key: bytes | None, sync: str, env: dict[str, str], shim: bool,
-           recover: bool = False, create: bool = False, resume: bool = False
-           ) -> subprocess.CompletedProcess[str]:
-    """Run a child on the store in ``run_dir`` and wait for it to end (or abort)."""
+def spawn(run_dir: str, key: bytes | None, sync: str, env: dict[str, str], record: bool,
+          recover: bool = False, create: bool = False, resume: bool = False
+          ) -> subprocess.CompletedProcess[str]:
+    """Run a child on the store in ``run_dir`` and wait for it to end (or abort); with
+    ``record``, its file operations are appended to the run's operations log."""
+    if record:
+        env = {**env, "HOLOMEM_FAULT_LOG": os.path.join(run_dir, FAULT_LOG)}
     acks = "acks-resumed.jsonl" if resume else "acks.jsonl"
     cmd = [sys.executable, "-m", "holomem.crashtest", "--child",
            store_path(run_dir), os.path.join(run_dir, acks), "--sync", sync]
@@ -60,20 +64,17 @@ def _spawn(run_dir: str, key: bytes | None, sync: str, env: dict[str, str], shim
         cmd.append("--create")
     if key is not None:
         cmd += ["--key-hex", key.hex()]
-    if shim:
-        cmd += ["--shim", os.path.join(run_dir, "fault.data")]
     return subprocess.run(cmd, env=_child_env(env), cwd=run_dir, capture_output=True,
                           text=True, timeout=CHILD_TIMEOUT, check=False)
 
 
 def main(argv: Sequence[str]) -> int:
-    """The child's entry: parse ``argv`` (as :func:`_spawn` builds it) and run."""
+    """The child's entry: parse ``argv`` (as :func:`spawn` builds it) and run."""
     ap = argparse.ArgumentParser(prog="python -m holomem.crashtest --child")
     ap.add_argument("--child", action="store_true")
     ap.add_argument("store")
     ap.add_argument("acks")
     ap.add_argument("--key-hex", default="")
-    ap.add_argument("--shim", default="")
     ap.add_argument("--sync", default="full")
     ap.add_argument("--recover", action="store_true",
                     help="only open the store (its recovery) and close it")
@@ -86,8 +87,6 @@ def main(argv: Sequence[str]) -> int:
     # os.abort() must not write a core file per run.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    if args.shim:
-        _Shim(args.shim).install()
     key = bytes.fromhex(args.key_hex) or None
     if args.recover:
         Store.open(args.store, key=key, segment_size=SEGMENT_SIZE, sync=args.sync,

@@ -3,13 +3,16 @@
 Owns: the options, the run they ask for (the reference runs, then the matrix), and what
 is printed: a table of every run and every finding in full (:func:`table`), or with
 ``--json`` the same as JSON. Exits 0 if every run passed and every crash point was
-reached. Hands ``--child`` to :mod:`holomem.crashtest.child`.
+reached. Hands ``--child`` to :mod:`holomem.crashtest.child`. The harness's own files
+go through :mod:`holomem.log.fs` too, but only the children record what it does: the
+parent (and the pool it starts) never has a tap installed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -18,6 +21,7 @@ from collections.abc import Sequence
 from holomem.crashtest import child
 from holomem.crashtest.cases import SYNC_MODES, matrix, run_matrix
 from holomem.crashtest.run import FAULTS, Reference, Result, reference_run
+from holomem.log import fs
 
 
 def summary(results: Sequence[Result]) -> dict[str, int]:
@@ -67,6 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--child" in argv:
         return child.main(argv)
+    # Only the children record (they get the variable from spawn): not this process,
+    # nor the pool's, which inherit its environment.
+    os.environ.pop("HOLOMEM_FAULT_LOG", None)
+    fs.install_tap(None)
     ap = argparse.ArgumentParser(prog="python -m holomem.crashtest",
                                  description="crash the workload at every crash point and "
                                  "check that every acknowledged write survives")

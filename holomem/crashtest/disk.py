@@ -1,10 +1,10 @@
 """The power-loss model of the disk: what a power cut could leave of a crashed store.
 
-Owns: the model of the store's files and directories rebuilt from the two logs of a
-power-loss run (the fault log of :mod:`holomem.log.fs` and the shim's records of
-:mod:`holomem.crashtest.shim`), the power cut drawn from it, and the checks that the
-model is faithful and that the faults landed (:func:`power_loss`). Imports the shim's
-record format only.
+Owns: the model of the store's files and directories rebuilt from the operations log
+a power-loss run records (:mod:`holomem.log.tap`: the child's file layer appends one
+line per operation, with the bytes of every write), the power cut drawn from it, and
+the checks that the model is faithful and that the faults landed (:func:`power_loss`).
+Imports the file layer and the log's record format only.
 
 The model knows each file's content at its last fsync and each directory's entries at
 its last sync, and builds what a power cut could leave (leveldb's
@@ -14,14 +14,18 @@ bytes over some unsynced writes, the others kept or dropped); per directory, the
 creates, renames and unlinks since its last sync are kept, undone, or kept in part (a
 prefix or any subset) -- a created directory whose entry is lost takes everything under
 it along, and so does one above the store, up to the run directory. A directory that
-exists on the disk but that the fault log never saw created (made behind the file
-layer's back, e.g. by ``os.makedirs``) is modelled as created just before the first
-operation under it, its entry in its parent unsynced until that parent is synced. A
-write is assumed not to damage bytes outside its own range (SQLite's "powersafe
-overwrite"). The model is first checked against the real
-directory (with every write applied it must equal it byte for byte), and the faults
-are checked to have landed (the files written are the ones intended; which ones differ
-from what the process left is reported, or that nothing was unsynced).
+exists on the disk but that the log never saw created (made behind the file layer's
+back, e.g. by ``os.makedirs``) is modelled as created just before the first operation
+under it, its entry in its parent unsynced until that parent is synced. A write is
+assumed not to damage bytes outside its own range (SQLite's "powersafe overwrite").
+Files are followed by inode, so a write through a descriptor lands in the right file
+whatever its name became, and the log of a second process (``restart``) simply goes
+on where the first one's ends. The log is in the order operations completed, which is
+the order they happened in for the workload's one thread. The model is first checked
+against the real directory (with every write applied it must equal it byte for byte),
+and the faults are checked to have landed (the files written are the ones intended;
+which ones differ from what the process left is reported, or that nothing was
+unsynced).
 """
 
 from __future__ import annotations
@@ -32,7 +36,12 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from holomem.crashtest.shim import _SHIM
+from holomem.errors import HolomemError
+from holomem.log import fs, tap
+from holomem.log.format import LOCK_NAME
+
+#: The operations log of a power-loss run, in its run directory.
+FAULT_LOG = "fault.log"
 
 
 @dataclasses.dataclass(eq=False)
@@ -84,64 +93,26 @@ class ModelError(Exception):
     """The logs do not describe what is on the disk: the harness itself is wrong."""
 
 
-class _Disk:
-    """The store's files as a power cut would see them, rebuilt from the two logs."""
+class Disk:
+    """The store's files as a power cut would see them, rebuilt from the operations log."""
 
-    def __init__(self, base: str, fault_log: str, shim_log: str) -> None:
+    def __init__(self, base: str, log: str) -> None:
         self.base = os.path.abspath(base)
         self.root = _Dir()
         self._by_ino: dict[int, _File] = {}
-        #: per process (an ``epoch`` line / ``e`` record separates two): kind -> records
-        self._epochs: list[dict[bytes, list[tuple[int, int, bytes]]]] = []
-        self._epoch = 0
-        self._next: dict[bytes, int] = {}
         #: directories found on the disk that no ``mkdir`` line created
         self.unlogged: list[str] = []
-        self._read_shim(shim_log)
         # No log at all: the process died before its first logged operation.
-        lines: list[str] = []
-        if os.path.exists(fault_log):
-            with open(fault_log, encoding="utf-8") as f:
-                lines = f.readlines()
-        for n, line in enumerate(lines, start=1):
+        try:
+            records = tap.parse(fs.read_file_or_none(log) or b"")
+        except ValueError as exc:
+            raise ModelError(str(exc)) from exc
+        for n, record in enumerate(records, start=1):
             try:
-                self._op(line.rstrip("\n").split("\t"))
+                self._op(record)
             except (KeyError, IndexError, ValueError, AssertionError) as exc:
-                raise ModelError(f"fault log line {n} ({line.strip()!r}): {exc!r}") from exc
-        self._end_epoch()
-        if self._epoch != len(self._epochs):
-            raise ModelError("the shim and the fault log count different processes")
-
-    def _end_epoch(self) -> None:
-        """Every record of the process was matched by a line (but the last sync, which
-        may have been cut short by the crash)."""
-        records = self._epochs[self._epoch]
-        left = {k.decode(): len(v) - self._next.get(k, 0) for k, v in records.items()}
-        if any(n for k, n in left.items() if k != "s") or left.get("s", 0) > 1:
-            raise ModelError(f"the shim recorded operations the fault log lacks: {left}")
-        self._epoch += 1
-        self._next = {}
-
-    def _read_shim(self, path: str) -> None:
-        raw = b""
-        if os.path.exists(path):
-            with open(path, "rb") as f:
-                raw = f.read()
-        at = 0
-        self._epochs.append({})
-        while at < len(raw):
-            kind, ino, offset, length = _SHIM.unpack_from(raw, at)
-            at += _SHIM.size
-            if kind == b"e":
-                self._epochs.append({})
-            else:
-                self._epochs[-1].setdefault(kind, []).append((ino, offset, raw[at : at + length]))
-            at += length
-
-    def _take(self, kind: bytes) -> tuple[int, int, bytes]:
-        n = self._next.get(kind, 0)
-        self._next[kind] = n + 1
-        return self._epochs[self._epoch][kind][n]
+                raise ModelError(f"operations log line {n} ({record.kind} {record.path}): "
+                                 f"{exc!r}") from exc
 
     def _parent(self, path: str) -> tuple[_Dir, str]:
         rel = os.path.relpath(path, self.base)
@@ -175,53 +146,45 @@ class _Disk:
             self._unlogged_dir(parent, name, os.path.abspath(path))
         return parent.entries[name]
 
-    def _op(self, f: list[str]) -> None:
-        kind = f[0]
-        if kind == "epoch":  # another process starts (the parent wrote this line)
-            self._end_epoch()
-        elif kind == "create":
-            ino, _, _ = self._take(b"c")
-            parent, name = self._parent(f[1])
+    def _op(self, r: tap.Record) -> None:
+        kind = r.kind
+        if kind == "create":
+            parent, name = self._parent(r.path)
             node = _File()
-            self._by_ino[ino] = node
+            self._by_ino[r.file] = node
             parent.entries[name] = node
             parent.pending.append(("add", name, node))
         elif kind == "write":
-            ino, offset, data = self._take(b"w")
-            assert offset == int(f[2]) and len(data) == int(f[3]), "shim and log disagree"
-            file = self._by_ino[ino]
-            file.cur = _apply(file.cur, [(offset, data)])
-            file.pending.append((offset, data))
+            file = self._by_ino[r.file]
+            file.cur = _apply(file.cur, [(r.offset, r.data)])
+            file.pending.append((r.offset, r.data))
         elif kind == "truncate":
-            ino, length, _ = self._take(b"t")
-            assert length == int(f[2]), "shim and log disagree"
-            file = self._by_ino[ino]
-            file.cur = _apply(file.cur, [(length, None)])
-            file.pending.append((length, None))
+            file = self._by_ino[r.file]
+            file.cur = _apply(file.cur, [(r.length, None)])
+            file.pending.append((r.length, None))
         elif kind == "sync":
-            ino, _, _ = self._take(b"s")
-            file = self._by_ino[ino]
+            file = self._by_ino[r.file]
             file.durable = bytes(file.cur)
             file.pending.clear()
         elif kind == "dirsync":
-            if os.path.relpath(f[1], self.base).startswith(".."):
+            if os.path.relpath(r.path, self.base).startswith(".."):
                 return  # above the run directory, which the model takes as durable
-            d = self._lookup(f[1])
+            d = self._lookup(r.path)
             assert isinstance(d, _Dir)
             d.durable = dict(d.entries)
             d.pending.clear()
         elif kind == "mkdir":
-            parent, name = self._parent(f[1])
+            parent, name = self._parent(r.path)
             new = _Dir()
             parent.entries[name] = new
             parent.pending.append(("add", name, new))
         elif kind in ("unlink", "rmdir"):
-            parent, name = self._parent(f[1])
+            parent, name = self._parent(r.path)
             gone = parent.entries.pop(name)
             parent.pending.append(("del", name, gone))
         elif kind == "rename":
-            src_dir, src = self._parent(f[1])
-            dst_dir, dst = self._parent(f[2])
+            src_dir, src = self._parent(r.path)
+            dst_dir, dst = self._parent(r.dst)
             assert src_dir is dst_dir, "a rename across directories"
             moved = src_dir.entries.pop(src)
             src_dir.entries[dst] = moved
@@ -257,7 +220,7 @@ class _Disk:
         """What a power cut could leave under ``top`` (None: not even ``top``), and a
         line per fault injected."""
         notes: list[str] = [f"{os.path.relpath(d, self.base)}/: created behind the file "
-                            "layer's back (no mkdir in the fault log)" for d in self.unlogged]
+                            "layer's back (no mkdir in the log)" for d in self.unlogged]
         files: dict[int, bytes] = {}
         dirs: dict[int, dict[str, _File | _Dir]] = {}
         out: dict[str, bytes | None] = {}
@@ -363,31 +326,38 @@ class _Disk:
         return out, notes
 
 
-def _tree(top: str, skip: Sequence[str] = ("LOCK",)) -> dict[str, bytes | None]:
+def read_tree(top: str, skip: Sequence[str] = (LOCK_NAME,)) -> dict[str, bytes | None]:
     """Every path under ``top`` with its bytes (None for a directory)."""
     out: dict[str, bytes | None] = {}
-    for root, dirnames, files in os.walk(top):
+    for root, dirnames, files in fs.walk(top):
         rel = os.path.relpath(root, top)
         for name in dirnames:
             out[os.path.normpath(os.path.join(rel, name))] = None
         for name in files:
             path = os.path.normpath(os.path.join(rel, name))
-            if path in skip:
-                continue
-            with open(os.path.join(root, name), "rb") as f:
-                out[path] = f.read()
+            if path not in skip:
+                out[path] = fs.read_file(os.path.join(root, name))
     return out
 
 
+def _write_new(path: str, content: bytes) -> None:
+    fd = fs.create(path)
+    try:
+        fs.write_at(fd, content, 0, path)
+    finally:
+        fs.close(fd)
+
+
 def _materialize(tree: dict[str, bytes | None], top: str) -> None:
-    os.makedirs(top, mode=0o700)
-    for path in sorted(tree):
+    """Make ``tree`` on the disk under the new directory ``top`` (nothing synced: the
+    power cut is already modelled; the checks reopen it as it is)."""
+    fs.make_dirs(top)
+    for path in sorted(tree):  # a directory sorts before what is under it
         content = tree[path]
         if content is None:
-            os.makedirs(os.path.join(top, path), mode=0o700, exist_ok=True)
+            fs.mkdir(os.path.join(top, path))
         else:
-            with open(os.path.join(top, path), "wb") as f:
-                f.write(content)
+            _write_new(os.path.join(top, path), content)
 
 
 def _describe_diff(a: dict[str, bytes | None], b: dict[str, bytes | None],
@@ -410,8 +380,11 @@ def power_loss(run_dir: str, store: str, target: str, seed: int) -> list[str]:
     Raises :class:`ModelError` if the model does not match the disk, or if an
     injected fault did not land.
     """
-    disk = _Disk(run_dir, os.path.join(run_dir, "fault.log"), os.path.join(run_dir, "fault.data"))
-    real = _tree(store)
+    disk = Disk(run_dir, os.path.join(run_dir, FAULT_LOG))
+    try:
+        real = read_tree(store)
+    except HolomemError as exc:
+        raise ModelError(f"the store's files cannot be read: {exc}") from exc
     modeled = disk.current(store)
     diff = _describe_diff(modeled, real, ("in the model", "on the disk"))
     if diff:
@@ -420,11 +393,11 @@ def power_loss(run_dir: str, store: str, target: str, seed: int) -> list[str]:
     after = cut if cut is not None else {}
     if cut is not None:
         _materialize(cut, target)
-        if os.path.exists(os.path.join(store, "LOCK")):
-            open(os.path.join(target, "LOCK"), "wb").close()
+        if os.path.exists(os.path.join(store, LOCK_NAME)):
+            _write_new(os.path.join(target, LOCK_NAME), b"")
     # Did it land? The files on disk are the ones intended, and they differ from
     # what the crashed process left wherever a fault had an effect.
-    landed = _tree(target)
+    landed = read_tree(target)
     if landed != after:
         raise ModelError("the power-loss state was not written as intended: "
                          + "; ".join(_describe_diff(after, landed)[:5]))

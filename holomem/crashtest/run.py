@@ -4,7 +4,9 @@ Owns: the uncrashed reference run (:func:`reference_run`: what every step return
 how often each crash point is reached), a case (:class:`Case`: a crash point, a hit
 count, a fault kind, a store variant and a seed), its :class:`Result`, and
 :func:`run_case`, which carries out the fault kinds. Imports the child, the workload,
-the shim, the disk model and the checks; not the matrix or the command line.
+the disk model and the checks; not the matrix or the command line. Its own files (the
+trace, copies of stores, kept run directories) go through :mod:`holomem.log.fs`, whose
+tap is never installed in this process.
 
 The child runs with ``HOLOMEM_CRASH_AT=point:N`` and aborts the N-th time it reaches
 ``point`` (:mod:`holomem.log.crashpoints`). The parent checks that it died of SIGABRT at
@@ -13,9 +15,9 @@ reached", never a pass. Then, by fault kind:
 
 - ``crash``: a process crash. What the child wrote is in the page cache, so the
   directory is checked as it was left.
-- ``power``: a power cut. The child also runs with ``HOLOMEM_FAULT_LOG`` and the shim
-  (:mod:`holomem.crashtest.shim`); what is checked is what the power-loss model
-  (:mod:`holomem.crashtest.disk`) says a power cut could leave.
+- ``power``: a power cut. The child also runs with ``HOLOMEM_FAULT_LOG``, so its file
+  layer records every operation (:mod:`holomem.log.tap`); what is checked is what the
+  power-loss model (:mod:`holomem.crashtest.disk`) says a power cut could leave.
 - ``recover``: a process crash, then a crash of the recovery (the next open) at every
   point it reaches, the first and the last time; each is checked.
 - ``restart``: a process crash; the next process opens the store and acknowledges more
@@ -27,19 +29,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import traceback
 from typing import Any
 
-from holomem.crashtest.checks import _verify
-from holomem.crashtest.child import _spawn, store_path
+from holomem.crashtest.checks import verify
+from holomem.crashtest.child import spawn, store_path
 from holomem.crashtest.disk import ModelError, power_loss
-from holomem.crashtest.shim import _mark_epoch
-from holomem.crashtest.workload import RESUMED, _read_acks, _read_resumed_acks, plan
+from holomem.crashtest.workload import RESUMED, plan, read_acks, read_resumed_acks
+from holomem.errors import HolomemError
+from holomem.log import fs
 
 #: The key of the encrypted variant.
 KEY = bytes(range(1, 33))
@@ -74,19 +75,21 @@ def reference_run(encrypted: bool, sync: str = "full", workdir: str | None = Non
                   ) -> Reference:
     """Run the workload once without a crash, tracing every crash point reached."""
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="holomem-crash-ref-", dir=workdir) as run_dir:
+    run_dir = fs.make_temp_dir("holomem-crash-ref-", workdir)
+    try:
         trace = os.path.join(run_dir, "trace.txt")
-        proc = _spawn(run_dir, KEY if encrypted else None, sync,
-                      {"HOLOMEM_CRASH_TRACE": trace}, shim=False)
+        proc = spawn(run_dir, KEY if encrypted else None, sync,
+                     {"HOLOMEM_CRASH_TRACE": trace}, record=False)
         if proc.returncode != 0:
             raise RuntimeError(f"the reference run failed (exit {proc.returncode}):\n"
                                f"{proc.stderr[-3000:]}")
-        registry, results, _, done = _read_acks(os.path.join(run_dir, "acks.jsonl"))
+        registry, results, _, done = read_acks(os.path.join(run_dir, "acks.jsonl"))
         assert done, "the reference run did not finish"
         hits = dict.fromkeys(registry, 0)
-        with open(trace, encoding="utf-8") as f:
-            for line in f:
-                hits[line.strip()] = hits.get(line.strip(), 0) + 1
+        for name in _trace(trace):
+            hits[name] = hits.get(name, 0) + 1
+    finally:
+        fs.remove_tree(run_dir)
     return Reference(encrypted, sync, results, hits, registry, time.monotonic() - t0)
 
 
@@ -135,16 +138,14 @@ def run_case(case: Case, reference: list[Any], workdir: str | None = None,
     t0 = time.monotonic()
     steps = plan()
     res = Result(case, "pass", 0.0)
-    run_dir = tempfile.mkdtemp(prefix="holomem-crash-", dir=workdir)
+    run_dir = fs.make_temp_dir("holomem-crash-", workdir)
     key = KEY if case.encrypted else None
     try:
         trace = os.path.join(run_dir, "trace.txt")
         env = {"HOLOMEM_CRASH_AT": f"{case.point}:{case.hit}", "HOLOMEM_CRASH_TRACE": trace}
         powered = case.fault in ("power", "restart")
-        if powered:
-            env["HOLOMEM_FAULT_LOG"] = os.path.join(run_dir, "fault.log")
-        proc = _spawn(run_dir, key, case.sync, env, shim=powered)
-        _, acked, begun, done = _read_acks(os.path.join(run_dir, "acks.jsonl"))
+        proc = spawn(run_dir, key, case.sync, env, record=powered)
+        _, acked, begun, done = read_acks(os.path.join(run_dir, "acks.jsonl"))
         res.step = begun - 1
         res.step_kind = steps[res.step]["kind"] if begun else ""
         if proc.returncode == 0 and done:
@@ -155,8 +156,7 @@ def run_case(case: Case, reference: list[Any], workdir: str | None = None,
             res.violations.append(f"the child exited with {proc.returncode}, not SIGABRT: "
                                   f"{proc.stderr.strip()[-2000:]}")
             return res
-        with open(trace, encoding="utf-8") as f:
-            reached = [line.strip() for line in f]
+        reached = _trace(trace)
         if not reached or reached[-1] != case.point or reached.count(case.point) != case.hit:
             res.outcome = "ERROR"
             res.violations.append(f"the child aborted, but not at {case.point}:{case.hit} "
@@ -188,7 +188,7 @@ def run_case(case: Case, reference: list[Any], workdir: str | None = None,
                 res.violations.append(str(exc))
                 return res
             store_dir = target
-        verdict = _verify(store_dir, key, steps, reference, len(acked), begun, extra)
+        verdict = verify(store_dir, key, steps, reference, len(acked), begun, extra)
         res.violations += verdict.violations
         res.inflight = verdict.inflight
         res.notes += verdict.notes
@@ -202,23 +202,28 @@ def run_case(case: Case, reference: list[Any], workdir: str | None = None,
     finally:
         res.seconds = round(time.monotonic() - t0, 3)
         if keep is not None and res.outcome != "pass":
-            os.makedirs(keep, exist_ok=True)
+            fs.make_dirs(keep)
             dest = os.path.join(keep, f"{case.fault}-{'enc' if case.encrypted else 'plain'}-"
                                 f"{case.sync}-{case.point}-{case.hit}")
-            shutil.rmtree(dest, ignore_errors=True)
-            shutil.copytree(run_dir, dest)
+            fs.remove_tree(dest)
+            fs.copy_tree(run_dir, dest)
             res.kept = dest
-        shutil.rmtree(run_dir, ignore_errors=True)
+        with contextlib.suppress(HolomemError):  # a leftover temporary directory is harmless
+            fs.remove_tree(run_dir)
+
+
+def _trace(path: str) -> list[str]:
+    """The crash points a child reached, in order (none if it wrote no trace)."""
+    return (fs.read_file_or_none(path) or b"").decode().split()
 
 
 def _restart(res: Result, run_dir: str, key: bytes | None, sync: str, create: bool
              ) -> dict[str, str]:
-    """Start a second process on the crashed store (logged like the first, for the
-    power cut that follows); return the facts it acknowledged (id -> text)."""
-    _mark_epoch(os.path.join(run_dir, "fault.log"), os.path.join(run_dir, "fault.data"))
-    proc = _spawn(run_dir, key, sync, {"HOLOMEM_FAULT_LOG": os.path.join(run_dir, "fault.log")},
-                  shim=True, create=create, resume=True)
-    acked = _read_resumed_acks(os.path.join(run_dir, "acks-resumed.jsonl"))
+    """Start a second process on the crashed store, its operations appended to the same
+    log as the first one's (for the power cut that follows); return the facts it
+    acknowledged (id -> text)."""
+    proc = spawn(run_dir, key, sync, {}, record=True, create=create, resume=True)
+    acked = read_resumed_acks(os.path.join(run_dir, "acks-resumed.jsonl"))
     if proc.returncode != -signal.SIGABRT or len(acked) != len(RESUMED):
         res.outcome = "FAIL"
         res.violations.append(f"the store did not reopen and take writes after the crash "
@@ -238,22 +243,21 @@ def _recovery_crashes(res: Result, run_dir: str, key: bytes | None, sync: str,
 
     def attempt(name: str, env: dict[str, str]) -> tuple[str, subprocess.CompletedProcess[str]]:
         sub = os.path.join(run_dir, name)
-        shutil.copytree(crashed, store_path(sub))
-        return sub, _spawn(sub, key, sync, env, shim=False, recover=True,
-                           create=acked == 0)  # step 0 (the open) was not acknowledged
+        fs.make_dirs(os.path.dirname(store_path(sub)))
+        fs.copy_tree(crashed, store_path(sub))
+        return sub, spawn(sub, key, sync, env, record=False, recover=True,
+                          create=acked == 0)  # step 0 (the open) was not acknowledged
 
     sub, proc = attempt("traced", {"HOLOMEM_CRASH_TRACE": os.path.join(run_dir, "rtrace")})
-    shutil.rmtree(sub)
+    fs.remove_tree(sub)
     if proc.returncode != 0:
         res.outcome = "FAIL"
         res.violations.append(f"the recovery failed (exit {proc.returncode}): "
                               f"{proc.stderr.strip()[-2000:]}")
         return
     hits: dict[str, int] = {}
-    with contextlib.suppress(FileNotFoundError), \
-            open(os.path.join(run_dir, "rtrace"), encoding="utf-8") as f:
-        for line in f:
-            hits[line.strip()] = hits.get(line.strip(), 0) + 1
+    for name in _trace(os.path.join(run_dir, "rtrace")):
+        hits[name] = hits.get(name, 0) + 1
     tried = 0
     for point, total in sorted(hits.items()):
         for n in sorted({1, total}):
@@ -264,10 +268,10 @@ def _recovery_crashes(res: Result, run_dir: str, key: bytes | None, sync: str,
                 res.violations.append(f"recovery crash at {point}:{n}: the child exited "
                                       f"with {proc.returncode}, not SIGABRT")
                 continue
-            verdict = _verify(store_path(sub), key, steps, reference, acked, begun)
+            verdict = verify(store_path(sub), key, steps, reference, acked, begun)
             res.violations += [f"recovery crash at {point}:{n}: {v}"
                                for v in verdict.violations]
-            shutil.rmtree(sub)
+            fs.remove_tree(sub)
     res.effect = (f"{tried} recovery crashes" if tried
                   else "nothing to crash: the recovery reached no crash point")
     res.notes.append(f"the recovery reached {sum(hits.values())} crash points: "

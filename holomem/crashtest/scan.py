@@ -3,18 +3,18 @@
 Owns: the search behind the harness's "in no file" checks (purged markers, plaintext in
 an encrypted store, the text of forgotten facts): in each file, the raw bytes, every
 zstd frame starting anywhere, and, with the key, every journal frame and text-segment
-record that opens under it, at any offset. Imports the log's formats and envelope; the
-layouts searched are in FORMAT.md.
+record that opens under it, at any offset. Imports the log's formats, envelope and file
+layer (through which it reads); the layouts searched are in FORMAT.md.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import struct
 
 import zstandard
 
+from holomem.log import fs
 from holomem.log.envelope import Envelope, OpenFailed
 from holomem.log.format import (
     AAD,
@@ -22,19 +22,22 @@ from holomem.log.format import (
     FRAME_HEADER,
     FRAME_HEADER_SIZE,
     FRAME_KIND_TRANSACTION,
+    SEGMENT_HEADER,
     SEGMENT_HEADER_SIZE,
     SEGMENT_MAGIC,
 )
-from holomem.log.recordfile import FLAG_SEALED, RECORD, RECORD_AAD, RECORD_SIZE
-from holomem.log.recordfile import HEADER_SIZE as RECORD_HEADER_SIZE
-from holomem.log.recordfile import MAGIC as RECORD_MAGIC
+from holomem.log.recordfile import FLAG_SEALED as RECORD_FLAG_SEALED
+from holomem.log.recordfile import HEADER as RECORD_FILE_HEADER
+from holomem.log.recordfile import HEADER_SIZE as RECORD_FILE_HEADER_SIZE
+from holomem.log.recordfile import MAGIC as RECORD_FILE_MAGIC
+from holomem.log.recordfile import RECORD, RECORD_AAD, RECORD_SIZE
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: bytes [4, 8) of a sealed journal frame's header (flags, kind, reserved), by flags.
 _SEALED_FRAMES = [FRAME_HEADER.pack(0, flags, FRAME_KIND_TRANSACTION, 0, 0, 0)[4:8]
                   for flags in (FRAME_FLAG_ENCRYPTED, FRAME_FLAG_ENCRYPTED | 1)]
 #: bytes [4, 8) of a sealed text-segment record's header (flags, reserved).
-_SEALED_RECORD = RECORD.pack(0, FLAG_SEALED, 0, 0, 0)[4:8]
+_SEALED_RECORD = RECORD.pack(0, RECORD_FLAG_SEALED, 0, 0, 0)[4:8]
 
 
 def _zstd_contents(data: bytes) -> list[bytes]:
@@ -54,23 +57,23 @@ def _sealed_contents(data: bytes, key: bytes) -> list[bytes]:
     env = Envelope(key)
     out: list[bytes] = []
     if len(data) >= SEGMENT_HEADER_SIZE and data[:8] == SEGMENT_MAGIC:
-        store_id = data[16:32]
-        generation, number = struct.unpack_from("<QQ", data, 32)
+        # The fields are not verified: a damaged header must not hide its frames.
+        _, _, _, _, _, store_id, generation, number, *_ = SEGMENT_HEADER.unpack_from(data)
         for pattern in _SEALED_FRAMES:
             at = data.find(pattern, 4)
             while at >= 0:
                 off = at - 4
-                length = struct.unpack_from("<I", data, off)[0]
+                length = (FRAME_HEADER.unpack_from(data, off)[0]
+                          if off + FRAME_HEADER_SIZE <= len(data) else len(data))
                 end = off + FRAME_HEADER_SIZE + length
                 if end <= len(data):
                     aad = AAD.pack(store_id, generation, number, data[off : off + 16])
                     with contextlib.suppress(OpenFailed):
                         out.append(env.open(data[off + FRAME_HEADER_SIZE : end], aad))
                 at = data.find(pattern, at + 1)
-    if len(data) >= RECORD_HEADER_SIZE and data[:8] == RECORD_MAGIC:
-        store_id = data[16:32]
-        generation = struct.unpack_from("<Q", data, 32)[0]
-        at = data.find(_SEALED_RECORD, RECORD_HEADER_SIZE + 4)
+    if len(data) >= RECORD_FILE_HEADER_SIZE and data[:8] == RECORD_FILE_MAGIC:
+        _, _, _, _, _, store_id, generation, *_ = RECORD_FILE_HEADER.unpack_from(data)
+        at = data.find(_SEALED_RECORD, RECORD_FILE_HEADER_SIZE + 4)
         while at >= 0:
             off = at - 4
             if off + RECORD_SIZE <= len(data):
@@ -94,18 +97,17 @@ def _contents(data: bytes, key: bytes | None) -> list[bytes]:
     return out
 
 
-def _scan_files(top: str, needles: dict[str, bytes], only: str | None = None,
-                key: bytes | None = None) -> list[str]:
+def scan_files(top: str, needles: dict[str, bytes], only: str | None = None,
+               key: bytes | None = None) -> list[str]:
     """Where each needle is in a file under ``top``: raw, in a zstd frame, or (with the
     key) inside a sealed frame or record."""
     out = []
-    for root, _dirs, files in os.walk(top):
+    for root, _dirs, files in fs.walk(top):
         for name in files:
             if only is not None and name != only:
                 continue
             path = os.path.join(root, name)
-            with open(path, "rb") as f:
-                data = f.read()
+            data = fs.read_file(path)
             contents = _contents(data, key) if needles else []
             for what, needle in needles.items():
                 if any(needle in c for c in contents):

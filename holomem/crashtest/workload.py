@@ -4,21 +4,20 @@ Owns: the fixed, deterministic workload (:func:`plan`, run by :func:`run_workloa
 :class:`~holomem.ManualClock`), the few writes a process started after a crash makes
 (:func:`resume_workload`, fault kind ``restart``), and the acknowledgement protocol
 between the child and the parent. Imports the memory API and :mod:`holomem.log` (the
-crash-point registry it reports, and the file layer, to leave a torn tail the way a
-crash would); nothing else of the harness.
+crash-point registry it reports, and the file layer, through which it writes its
+acknowledgements and leaves a torn tail the way a crash would); nothing else of the
+harness.
 
 The workload: single remembers, ``remember_many`` batches, supersessions, forgets, two
 purges, enough writes to rotate 4 KiB journal segments, a compaction, and a reopen that
 has to cut a torn tail. Before each step the child writes a ``begin`` line and after the
 step returns an ``ack`` line (JSON, one ``write()`` to an ``O_APPEND`` file, so a line
 survives the process the moment it is written), so the parent knows exactly which steps
-were acknowledged and which one was running (:func:`_read_acks`).
+were acknowledged and which one was running (:func:`read_acks`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import glob
 import json
 import os
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from typing import Any
 import holomem
 from holomem import ForgetScope, ManualClock, Memory, MemoryConfig, RememberInput, Store
 from holomem.log import crashpoints, fs
+from holomem.log.format import GEN_RE, SEGMENT_RE
 
 #: Journal segment size of the workload's store: small, so that it rotates.
 SEGMENT_SIZE = 4096
@@ -117,41 +117,42 @@ class _Acks:
     """The child's side of the acknowledgement channel: one JSON line per event."""
 
     def __init__(self, path: str) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._log = fs.LogFile(path)
 
     def put(self, record: dict[str, Any]) -> None:
         # One write() per line: once it returns, the line is in the page cache and
-        # survives the process (the power-loss model leaves this file alone: it
-        # stands for what the client saw, not for the store's disk).
-        os.write(self._fd, json.dumps(record, sort_keys=True).encode() + b"\n")
+        # survives the process (appends are not recorded for the power-loss model: the
+        # file stands for what the client saw, not for the store's disk).
+        self._log.append(json.dumps(record, sort_keys=True).encode() + b"\n")
 
 
-def _read_acks(path: str) -> tuple[list[str], list[Any], int, bool]:
+def _lines(path: str) -> list[str]:
+    return (fs.read_file_or_none(path) or b"").decode().splitlines()
+
+
+def read_acks(path: str) -> tuple[list[str], list[Any], int, bool]:
     """(registry, results of acknowledged steps, steps begun, finished)."""
     registry: list[str] = []
     results: list[Any] = []
     begun = 0
     done = False
-    with contextlib.suppress(FileNotFoundError), open(path, encoding="utf-8") as f:
-        for line in f:
-            rec = json.loads(line)
-            if rec["t"] == "registry":
-                registry = rec["points"]
-            elif rec["t"] == "begin":
-                begun = rec["i"] + 1
-            elif rec["t"] == "ack":
-                assert rec["i"] == len(results)
-                results.append(rec["result"])
-            elif rec["t"] == "done":
-                done = True
+    for line in _lines(path):
+        rec = json.loads(line)
+        if rec["t"] == "registry":
+            registry = rec["points"]
+        elif rec["t"] == "begin":
+            begun = rec["i"] + 1
+        elif rec["t"] == "ack":
+            assert rec["i"] == len(results)
+            results.append(rec["result"])
+        elif rec["t"] == "done":
+            done = True
     return registry, results, begun, done
 
 
-def _read_resumed_acks(path: str) -> list[str]:
+def read_resumed_acks(path: str) -> list[str]:
     """The ids of the facts :func:`resume_workload` acknowledged, in order."""
-    with contextlib.suppress(FileNotFoundError), open(path, encoding="utf-8") as f:
-        return [json.loads(line)["id"] for line in f]
-    return []
+    return [json.loads(line)["id"] for line in _lines(path)]
 
 
 # -- running it -----------------------------------------------------------------------
@@ -169,7 +170,9 @@ def _result(value: object) -> Any:
 
 def _torn_tail(store_path: str) -> None:
     """Append zeros to the live generation's last segment: the remains of a torn write."""
-    last = sorted(glob.glob(os.path.join(store_path, "gen-*[0-9]", "seg-*.hlj")))[-1]
+    gen = max(n for n in fs.listdir(store_path) if GEN_RE.match(n))
+    last = os.path.join(store_path, gen, max(n for n in fs.listdir(os.path.join(store_path, gen))
+                                             if SEGMENT_RE.match(n)))
     fd = fs.open_rw(last)
     try:
         fs.write_at(fd, bytes(40), fs.size(fd, last), last)

@@ -1,7 +1,9 @@
 """Named crash points on the write path, and the switch that fires them.
 
 Owns: the registry of crash points and the decision to abort at one. Imports only
-the standard library.
+the standard library, and writes no file: the trace below is appended by the sink
+that :mod:`holomem.log.fs` installs at its import (:func:`trace_to`), so that every
+file operation stays in the file layer.
 
 Every step of the write path where a crash matters calls :func:`hit` with a name
 registered here. In normal use the environment variables below are unset and
@@ -19,6 +21,7 @@ Both are read once, at import.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 #: name -> what happens at that moment.
 REGISTRY: dict[str, str] = {}
@@ -41,18 +44,25 @@ def _parse(spec: str) -> tuple[str, int]:
 
 
 _SPEC = os.environ.get("HOLOMEM_CRASH_AT", "")
-_TRACE = os.environ.get("HOLOMEM_CRASH_TRACE", "")
+#: The file every reached point is appended to (``HOLOMEM_CRASH_TRACE``), or "".
+TRACE = os.environ.get("HOLOMEM_CRASH_TRACE", "")
 _target = _parse(_SPEC) if _SPEC else None
 _counts: dict[str, int] = {}
+_trace: Callable[[bytes], None] | None = None
+
+
+def trace_to(sink: Callable[[bytes], None]) -> None:
+    """Append each reached point's name, one line each, with ``sink`` (when
+    :data:`TRACE` is set; the file layer calls this at its import)."""
+    global _trace
+    _trace = sink
 
 
 def _armed_hit(name: str) -> None:
-    if _TRACE:
-        fd = os.open(_TRACE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, name.encode() + b"\n")
-        finally:
-            os.close(fd)
+    if TRACE:
+        # Every module with crash points imports the file layer, which set the sink.
+        assert _trace is not None, "holomem.log.fs installs the trace sink at import"
+        _trace(name.encode() + b"\n")
     if _target is not None and name == _target[0]:
         n = _counts.get(name, 0) + 1
         _counts[name] = n
@@ -65,9 +75,9 @@ def _idle_hit(name: str) -> None:
 
 
 #: Reach crash point ``name``: a no-op unless the harness armed it.
-hit = _armed_hit if (_target is not None or _TRACE) else _idle_hit
+hit = _armed_hit if (_target is not None or TRACE) else _idle_hit
 
 
 def armed() -> bool:
     """True when this process was started by the crash harness."""
-    return _target is not None or bool(_TRACE)
+    return _target is not None or bool(TRACE)

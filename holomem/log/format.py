@@ -23,6 +23,8 @@ READ_VERSION = 1
 LOCK_NAME = "LOCK"
 GEN_PREFIX = "gen-"
 GEN_TMP_SUFFIX = ".tmp"
+#: A file being replaced atomically is written under its name plus this, then renamed.
+TMP_SUFFIX = ".tmp"
 SEGMENT_PREFIX = "seg-"
 SEGMENT_SUFFIX = ".hlj"
 GEN_RE = re.compile(r"^gen-(\d{8})$")

@@ -1,8 +1,9 @@
-"""The file layer: the only place that writes, syncs, renames or unlinks.
+"""The file layer: the only place that opens, reads, writes, syncs, renames or unlinks.
 
-Owns: durable file operations (positioned writes, fsync, directory sync, atomic
-replace, secure erase) and their crash points. Imports the standard library,
-:mod:`holomem.errors` and :mod:`holomem.log.crashpoints`.
+Owns: every file operation of holomem (positioned reads and writes, fsync, directory
+sync, listing, atomic replace, secure erase, trees, the writer's lock, append-only
+logs), their crash points, and the hook that reports them. Imports the standard
+library, :mod:`holomem.errors` and the log's ``crashpoints``, ``format`` and ``tap``.
 
 Rules kept here so callers cannot get them wrong:
 
@@ -12,9 +13,12 @@ Rules kept here so callers cannot get them wrong:
 - a created, renamed or unlinked name is durable only after :func:`sync_dir`;
 - :func:`erase` overwrites a file with zeros and syncs it before unlinking it.
 
-When ``HOLOMEM_FAULT_LOG`` names a file, every write, sync, create, rename and
-unlink is also recorded there, one line each, so the crash harness can rebuild the
-state a power loss would leave (what was synced and what was not).
+Every operation that changes the disk is reported, once it succeeded, to the tap
+installed with :func:`install_tap` (:class:`holomem.log.tap.Tap`). When
+``HOLOMEM_FAULT_LOG`` names a file, a recorder appending to it (:func:`recorder`) is
+installed at import: the crash harness's child records there what its power-loss model
+replays, and tests read the order of writes and syncs from it. The crash points named
+in ``HOLOMEM_CRASH_TRACE`` are appended through a :class:`LogFile` set up here too.
 """
 
 from __future__ import annotations
@@ -23,9 +27,15 @@ import contextlib
 import errno
 import fcntl
 import os
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from holomem.errors import FsyncError, StorageIOError, StoreLockedError
 from holomem.log import crashpoints as cp
+from holomem.log.format import TMP_SUFFIX
+from holomem.log.tap import Recorder, Tap
 
 P_FSYNC_BEFORE = cp.point("fs.fsync.before", "a file's data is written, its fsync not started")
 P_FSYNC_AFTER = cp.point("fs.fsync.after", "a file's fsync returned")
@@ -36,78 +46,87 @@ P_RENAME_AFTER = cp.point("fs.rename.after", "renamed, the directory not yet syn
 P_ERASE_ZEROED = cp.point("fs.erase.zeroed", "a file was overwritten with zeros and synced")
 P_ERASE_UNLINKED = cp.point("fs.erase.unlinked", "a zeroed file was unlinked")
 
+T = TypeVar("T")
 _ZERO_CHUNK = bytes(1 << 20)
-_FAULT_LOG = os.environ.get("HOLOMEM_FAULT_LOG", "")
+#: The tap told of every operation that changes the disk (None: nobody listens).
+_tap: Tap | None = None
 
 
-def _record(*fields: object) -> None:
-    if not _FAULT_LOG:
-        return
-    line = "\t".join(str(f) for f in fields) + "\n"
-    fd = os.open(_FAULT_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
+def install_tap(tap: Tap | None) -> Tap | None:
+    """Report every later operation that changes the disk to ``tap`` (None: to nobody);
+    return the tap installed before. One tap at a time, for the whole process."""
+    global _tap
+    previous, _tap = _tap, tap
+    return previous
 
 
 def _io_error(what: str, path: str, exc: OSError) -> StorageIOError:
     return StorageIOError(f"{what} {path!r} failed: {exc.strerror or exc}")
 
 
-def create(path: str) -> int:
-    """Create ``path`` (it must not exist) for reading and writing; return the fd.
-
-    The new name is not durable until the caller syncs the directory.
-    """
+def _call(what: str, path: str, fn: Callable[..., T], *args: object) -> T:
+    """``fn(*args)``, an ``OSError`` turned into the file layer's error."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        return fn(*args)
     except OSError as exc:
-        raise _io_error("creating", path, exc) from exc
-    _record("create", path)
+        raise _io_error(what, path, exc) from exc
+
+
+def _open(path: str, flags: int, what: str = "opening", missing_ok: bool = False) -> int:
+    """``os.open`` with the file layer's errors; -1 for a missing file if ``missing_ok``."""
+    try:
+        return os.open(path, flags | os.O_CLOEXEC, 0o600)
+    except FileNotFoundError as exc:
+        if missing_ok:
+            return -1
+        raise _io_error(what, path, exc) from exc
+    except OSError as exc:
+        raise _io_error(what, path, exc) from exc
+
+
+def create(path: str) -> int:
+    """Create ``path`` (it must not exist) for reading and writing; return the fd. The
+    new name is not durable until the caller syncs the directory."""
+    fd = _open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, "creating")
+    if _tap is not None:
+        _tap.created(path, fd)
     return fd
 
 
 def open_rw(path: str) -> int:
-    try:
-        return os.open(path, os.O_RDWR | os.O_CLOEXEC)
-    except OSError as exc:
-        raise _io_error("opening", path, exc) from exc
+    """Open the existing file ``path`` for reading and writing; return the fd."""
+    return _open(path, os.O_RDWR)
 
 
 def open_ro(path: str) -> int:
     """Open ``path`` for reading only; return the fd."""
-    try:
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise _io_error("opening", path, exc) from exc
+    return _open(path, os.O_RDONLY)
 
 
 def size(fd: int, path: str) -> int:
     """The size of the open file ``fd`` in bytes."""
-    try:
-        return os.fstat(fd).st_size
-    except OSError as exc:
-        raise _io_error("examining", path, exc) from exc
+    return _call("examining", path, os.fstat, fd).st_size
+
+
+def file_id(fd: int, path: str) -> int:
+    """What identifies the open file ``fd`` whatever its name: its inode number."""
+    return _call("examining", path, os.fstat, fd).st_ino
 
 
 def read_file(path: str) -> bytes:
     """The whole content of the file at ``path``."""
-    fd = open_ro(path)
-    try:
-        return read_at(fd, size(fd, path), 0, path)
-    finally:
-        close(fd)
+    return _read_file(path, missing_ok=False) or b""
 
 
 def read_file_or_none(path: str) -> bytes | None:
     """The whole content of the file at ``path``, or None if there is no such file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
+    return _read_file(path, missing_ok=True)
+
+
+def _read_file(path: str, missing_ok: bool) -> bytes | None:
+    fd = _open(path, os.O_RDONLY, missing_ok=missing_ok)
+    if fd < 0:
         return None
-    except OSError as exc:
-        raise _io_error("opening", path, exc) from exc
     try:
         return read_at(fd, size(fd, path), 0, path)
     finally:
@@ -116,22 +135,33 @@ def read_file_or_none(path: str) -> bytes | None:
 
 def listdir(path: str) -> list[str]:
     """The names in directory ``path``."""
-    try:
-        return os.listdir(path)
-    except OSError as exc:
-        raise _io_error("listing directory", path, exc) from exc
+    return _call("listing directory", path, os.listdir, path)
+
+
+def walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``(directory, subdirectories, files)`` for ``top`` and every directory under it,
+    parents first, names sorted; nothing if ``top`` is not a directory (nor for one
+    that vanishes meanwhile)."""
+    def failed(exc: OSError) -> None:
+        if not isinstance(exc, FileNotFoundError):
+            raise _io_error("listing directory", exc.filename or top, exc) from exc
+
+    for root, dirs, files in os.walk(top, onerror=failed):
+        dirs.sort()
+        yield root, dirs, sorted(files)
 
 
 def write_at(fd: int, data: bytes | memoryview, offset: int, path: str) -> None:
     """Write all of ``data`` at ``offset`` (no sync)."""
     view = memoryview(data)
-    _record("write", path, offset, len(view))
     done = 0
     try:
         while done < len(view):
             done += os.pwrite(fd, view[done:], offset + done)
     except OSError as exc:
         raise _io_error("writing", path, exc) from exc
+    if _tap is not None:
+        _tap.wrote(path, fd, offset, view)
 
 
 def read_at(fd: int, length: int, offset: int, path: str) -> bytes:
@@ -149,11 +179,10 @@ def read_at(fd: int, length: int, offset: int, path: str) -> bytes:
 
 
 def truncate(fd: int, length: int, path: str) -> None:
-    _record("truncate", path, length)
-    try:
-        os.ftruncate(fd, length)
-    except OSError as exc:
-        raise _io_error("truncating", path, exc) from exc
+    """Cut (or zero-extend) the open file ``fd`` to ``length`` bytes (no sync)."""
+    _call("truncating", path, os.ftruncate, fd, length)
+    if _tap is not None:
+        _tap.truncated(path, fd, length)
 
 
 def sync(fd: int, path: str) -> None:
@@ -163,49 +192,47 @@ def sync(fd: int, path: str) -> None:
         os.fsync(fd)
     except OSError as exc:
         raise FsyncError(f"fsync of {path!r} failed: {exc.strerror or exc}") from exc
-    _record("sync", path)
+    if _tap is not None:
+        _tap.synced(path, fd)
     cp.hit(P_FSYNC_AFTER)
 
 
 def sync_dir(path: str) -> None:
     """fsync a directory so that names created, renamed or unlinked in it persist."""
     cp.hit(P_DIRSYNC_BEFORE)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise _io_error("opening directory", path, exc) from exc
+    fd = _open(path, os.O_RDONLY | os.O_DIRECTORY, "opening directory")
     try:
         os.fsync(fd)
     except OSError as exc:
         raise FsyncError(f"fsync of directory {path!r} failed: {exc.strerror or exc}") from exc
     finally:
         os.close(fd)
-    _record("dirsync", path)
+    if _tap is not None:
+        _tap.synced_dir(path)
     cp.hit(P_DIRSYNC_AFTER)
 
 
 def close(fd: int) -> None:
+    """Close ``fd``; a failure to close is ignored (nothing is lost by it: the data was
+    synced, or was not promised)."""
     with contextlib.suppress(OSError):
         os.close(fd)
 
 
 def mkdir(path: str) -> None:
-    try:
-        os.mkdir(path, 0o700)
-    except OSError as exc:
-        raise _io_error("creating directory", path, exc) from exc
-    _record("mkdir", path)
+    """Create directory ``path`` (its parent must exist). Durable after :func:`sync_dir`
+    of the parent."""
+    _call("creating directory", path, os.mkdir, path, 0o700)
+    if _tap is not None:
+        _tap.made_dir(path)
 
 
 def make_dirs(path: str) -> None:
     """Create ``path`` and every missing parent, each durable before this returns.
 
-    Every new directory's entry lives in its parent, so each parent of a created
-    directory is synced, up to and including the first one that already existed --
-    and that one's parent too: the directory that exists may be the last one a
-    process created here before it crashed, its own entry never synced. (Each
-    directory is synced into its parent right after it is made, so only that last
-    one can be in doubt.)
+    Each new directory is synced into its parent as soon as it is made, and the first
+    one that already existed is synced into its own parent too: it may be the last one
+    a crashed process made here, its entry never synced (only that one can be in doubt).
     """
     path = os.path.abspath(path)
     missing: list[str] = []
@@ -231,37 +258,41 @@ def make_dirs(path: str) -> None:
 def rename(src: str, dst: str) -> None:
     """Rename ``src`` to ``dst`` (atomic on POSIX). Durable after :func:`sync_dir`."""
     cp.hit(P_RENAME_BEFORE)
-    try:
-        os.rename(src, dst)
-    except OSError as exc:
-        raise _io_error("renaming", src, exc) from exc
-    _record("rename", src, dst)
+    _call("renaming", src, os.rename, src, dst)
+    if _tap is not None:
+        _tap.renamed(src, dst)
     cp.hit(P_RENAME_AFTER)
 
 
-def unlink(path: str) -> None:
+def _remove(path: str, directory: bool) -> None:
     try:
-        os.unlink(path)
+        if directory:
+            os.rmdir(path)
+        else:
+            os.unlink(path)
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise _io_error("unlinking", path, exc) from exc
-    _record("unlink", path)
+        raise _io_error("removing directory" if directory else "unlinking", path, exc) from exc
+    if _tap is not None and directory:
+        _tap.removed_dir(path)
+    elif _tap is not None:
+        _tap.unlinked(path)
+
+
+def unlink(path: str) -> None:
+    """Unlink file ``path`` (a missing one is not an error). Durable after :func:`sync_dir`."""
+    _remove(path, directory=False)
 
 
 def rmdir(path: str) -> None:
-    try:
-        os.rmdir(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise _io_error("removing directory", path, exc) from exc
-    _record("rmdir", path)
+    """Remove the empty directory ``path`` (a missing one is not an error)."""
+    _remove(path, directory=True)
 
 
 def write_file_atomic(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data``: temp file, fsync, rename, fsync the directory."""
-    tmp = path + ".tmp"
+    tmp = path + TMP_SUFFIX
     unlink(tmp)
     fd = create(tmp)
     try:
@@ -289,36 +320,45 @@ def erase(path: str) -> int:
     caller syncs the directory. A missing file is not an error (erase is repeated
     after a crash).
     """
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-    except FileNotFoundError:
+    fd = _open(path, os.O_RDWR, missing_ok=True)
+    if fd < 0:
         return 0
-    except OSError as exc:
-        raise _io_error("opening", path, exc) from exc
     try:
-        size = os.fstat(fd).st_size
-        zero_range(fd, 0, size, path)
+        length = size(fd, path)
+        zero_range(fd, 0, length, path)
         sync(fd, path)
     finally:
         close(fd)
     cp.hit(P_ERASE_ZEROED)
     unlink(path)
     cp.hit(P_ERASE_UNLINKED)
-    return size
+    return length
 
 
 def erase_tree(path: str) -> int:
-    """Erase every file under directory ``path`` (see :func:`erase`), then remove it.
+    """Erase every file under directory ``path`` (see :func:`erase`), then remove it;
+    return the bytes overwritten. The parent directory is synced at the end."""
+    return _remove_tree(path, zero=True)
 
-    Returns the bytes overwritten. The parent directory is synced at the end.
-    """
+
+def remove_tree(path: str) -> None:
+    """Unlink every file under directory ``path`` and remove it (no zeroing); the parent
+    directory is synced at the end."""
+    _remove_tree(path, zero=False)
+
+
+def _remove_tree(path: str, zero: bool) -> int:
     total = 0
     if not os.path.isdir(path):
         return 0
-    for root, dirs, files in os.walk(path, topdown=False):
-        for name in sorted(files):
-            total += erase(os.path.join(root, name))
-        sync_dir(root)
+    for root, dirs, files in reversed(list(walk(path))):  # children before parents
+        for name in files:
+            if zero:
+                total += erase(os.path.join(root, name))
+            else:
+                unlink(os.path.join(root, name))
+        if zero:
+            sync_dir(root)  # the unlinks of zeroed files, before their directory goes
         for name in dirs:
             rmdir(os.path.join(root, name))
     rmdir(path)
@@ -326,17 +366,33 @@ def erase_tree(path: str) -> int:
     return total
 
 
-def remove_tree(path: str) -> None:
-    """Unlink every file under directory ``path`` and remove it (no zeroing)."""
-    if not os.path.isdir(path):
-        return
-    for root, dirs, files in os.walk(path, topdown=False):
+def make_temp_dir(prefix: str, parent: str | None = None) -> str:
+    """Create a new directory with a unique name in ``parent`` (the system's temporary
+    directory by default); return its path. Not synced: scratch space, never a store."""
+    path = _call("creating a directory in", parent or tempfile.gettempdir(), tempfile.mkdtemp,
+                 "", prefix, parent)
+    if _tap is not None:
+        _tap.made_dir(path)
+    return path
+
+
+def copy_tree(src: str, dst: str) -> None:
+    """Copy directory ``src`` to the new directory ``dst``: every file's bytes, nothing
+    synced. For copies that are looked at or crashed again (the crash harness, tools),
+    never for a store's own data."""
+    if not os.path.isdir(src):
+        raise StorageIOError(f"copying {src!r} failed: not a directory")
+    for root, _dirs, files in walk(src):
+        target = os.path.normpath(os.path.join(dst, os.path.relpath(root, src)))
+        mkdir(target)
         for name in files:
-            unlink(os.path.join(root, name))
-        for name in dirs:
-            rmdir(os.path.join(root, name))
-    rmdir(path)
-    sync_dir(os.path.dirname(os.path.abspath(path)))
+            data = read_file(os.path.join(root, name))
+            out = os.path.join(target, name)
+            fd = create(out)
+            try:
+                write_at(fd, data, 0, out)
+            finally:
+                close(fd)
 
 
 def lock(path: str) -> int:
@@ -344,12 +400,10 @@ def lock(path: str) -> int:
 
     The lock is an ``flock`` on an open file description, so it also excludes a
     second writer in the same process, and the kernel releases it when the
-    process dies (no stale lock after a crash).
+    process dies (no stale lock after a crash). Creating the lock file is not
+    reported to the tap: its bytes and its entry mean nothing (FORMAT.md §1).
     """
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    except OSError as exc:
-        raise _io_error("opening lock file", path, exc) from exc
+    fd = _open(path, os.O_RDWR | os.O_CREAT, "opening lock file")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
@@ -367,3 +421,43 @@ def unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         close(fd)
+
+
+class LogFile:
+    """A file appended to one record per ``write`` (``O_APPEND``: records of several
+    threads or processes never interleave, and each outlives the process once written),
+    opened (created if missing) at the first append. Not a store's file: nothing is
+    synced or reported to the tap. The operations log, the crash-point trace and the
+    crash harness's acknowledgements are kept this way."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd = -1
+        self._opening = threading.Lock()
+
+    def append(self, record: bytes) -> None:
+        """Append ``record`` (one ``write``)."""
+        if self._fd < 0:
+            with self._opening:
+                if self._fd < 0:
+                    self._fd = _open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        _call("appending to", self.path, os.write, self._fd, record)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            close(self._fd)
+            self._fd = -1
+
+
+def recorder(path: str) -> Recorder:
+    """A tap that records every operation in the operations log at ``path`` (its format:
+    :mod:`holomem.log.tap`); install it with :func:`install_tap`."""
+    log = LogFile(path)
+    return Recorder(log.append, file_id, log.close)
+
+
+# Set up once, at import, for a process the crash harness or a test started.
+if os.environ.get("HOLOMEM_FAULT_LOG", ""):
+    install_tap(recorder(os.environ["HOLOMEM_FAULT_LOG"]))
+if cp.TRACE:
+    cp.trace_to(LogFile(cp.TRACE).append)

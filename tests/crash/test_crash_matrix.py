@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import pytest
 
-import holomem.api.documents  # noqa: F401  (registers the store's crash points)
+# Importing holomem (the harness does) registers every crash point, the store's too.
 from holomem import crashtest as ct
 from holomem.log import crashpoints
 

@@ -16,6 +16,8 @@ import holomem
 from holomem import crashtest as ct
 from holomem.log import fs
 
+from .recording import recording
+
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[Any]]:
@@ -23,7 +25,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[Any]]:
     run = tmp_path_factory.mktemp("workload")
     store = str(run / "store")
     ct.run_workload(store, str(run / "acks.jsonl"), None)
-    _, results, begun, done = ct._read_acks(str(run / "acks.jsonl"))
+    _, results, begun, done = ct.read_acks(str(run / "acks.jsonl"))
     assert done and begun == len(results) == len(ct.plan())
     return store, results
 
@@ -35,7 +37,7 @@ def _copy(src: str, dst: Path) -> str:
 
 def _verify(store: str, results: list[Any], acked: int | None = None) -> ct.Verdict:
     n = len(results) if acked is None else acked
-    return ct._verify(store, None, ct.plan(), results, n, n)
+    return ct.verify(store, None, ct.plan(), results, n, n)
 
 
 def test_an_intact_store_passes_every_check(finished: tuple[str, list[Any]],
@@ -68,10 +70,10 @@ def test_a_step_that_was_running_may_be_there_or_not_but_wholly(
     store, results = finished
     steps = ct.plan()
     n = len(steps) - 2  # the last remember was running: it is there
-    verdict = ct._verify(_copy(store, tmp_path), None, steps, results, n, n + 1)
+    verdict = ct.verify(_copy(store, tmp_path), None, steps, results, n, n + 1)
     assert verdict.violations == [] and verdict.inflight == "present"
     n = len(steps) - 3  # two steps past the acknowledged ones: one too many
-    verdict = ct._verify(_copy(store, tmp_path / "again"), None, steps, results, n, n + 1)
+    verdict = ct.verify(_copy(store, tmp_path / "again"), None, steps, results, n, n + 1)
     assert any("f050 is present, but nothing acknowledged" in v for v in verdict.violations)
 
 
@@ -82,10 +84,10 @@ def test_a_partial_batch_is_caught() -> None:
     ids = [f["id"] for f in steps[i]["facts"]]
     results[i] = [{"id": fid, "created": True, "superseded": []} for fid in ids]
     name = steps[i]["batch"]
-    found = ct._partial_batches(steps, {ids[0]: name}, results[: i + 1])
+    found = ct.partial_batches(steps, {ids[0]: name}, results[: i + 1])
     assert found and "partial transaction" in found[0]
-    assert ct._partial_batches(steps, {}, results[: i + 1]) == []
-    assert ct._partial_batches(steps, dict.fromkeys(ids, name), results[: i + 1]) == []
+    assert ct.partial_batches(steps, {}, results[: i + 1]) == []
+    assert ct.partial_batches(steps, dict.fromkeys(ids, name), results[: i + 1]) == []
 
 
 def test_a_purged_marker_left_in_any_file_is_caught(finished: tuple[str, list[Any]],
@@ -99,11 +101,13 @@ def test_a_purged_marker_left_in_any_file_is_caught(finished: tuple[str, list[An
 
 
 # -- the power-loss model ------------------------------------------------------------------
-def _scenario(run: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A small history through the file layer, logged as in a power-loss run."""
-    monkeypatch.setattr(fs, "_FAULT_LOG", str(run / "fault.log"))
-    for name, fn in ct._Shim(str(run / "fault.data")).functions().items():
-        monkeypatch.setattr(fs, name, fn)
+def _scenario(run: Path) -> str:
+    """A small history through the file layer, recorded as in a power-loss run."""
+    with recording(run / ct.FAULT_LOG):
+        return _history(run)
+
+
+def _history(run: Path) -> str:
     store = str(run / "store")
     fs.mkdir(store)
     fs.sync_dir(str(run))
@@ -123,11 +127,10 @@ def _scenario(run: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return store
 
 
-def test_the_power_loss_model_keeps_synced_bytes_and_varies_the_rest(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = _scenario(tmp_path, monkeypatch)
-    disk = ct._Disk(str(tmp_path), str(tmp_path / "fault.log"), str(tmp_path / "fault.data"))
-    assert disk.current(store) == ct._tree(store)  # all writes applied: what is on disk
+def test_the_power_loss_model_keeps_synced_bytes_and_varies_the_rest(tmp_path: Path) -> None:
+    store = _scenario(tmp_path)
+    disk = ct.Disk(str(tmp_path), str(tmp_path / ct.FAULT_LOG))
+    assert disk.current(store) == ct.read_tree(store)  # all writes applied: what is on disk
     outcomes: set[str] = set()
     b_vanished = False
     for seed in range(60):
@@ -148,18 +151,16 @@ def test_the_power_loss_model_keeps_synced_bytes_and_varies_the_rest(
     assert b_vanished
 
 
-def test_a_write_behind_the_file_layer_s_back_is_caught(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = _scenario(tmp_path, monkeypatch)
+def test_a_write_behind_the_file_layer_s_back_is_caught(tmp_path: Path) -> None:
+    store = _scenario(tmp_path)
     with open(os.path.join(store, "a"), "ab") as f:  # not through holomem.log.fs
         f.write(b"sneaky")
     with pytest.raises(ct.ModelError, match="does not match the disk"):
         ct.power_loss(str(tmp_path), store, str(tmp_path / "cut"), 1)
 
 
-def test_every_injected_fault_lands_on_the_disk(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = _scenario(tmp_path, monkeypatch)
+def test_every_injected_fault_lands_on_the_disk(tmp_path: Path) -> None:
+    store = _scenario(tmp_path)
     target = str(tmp_path / "cut")
     notes = ct.power_loss(str(tmp_path), store, target, 3)
     assert any("unsynced" in n for n in notes)
@@ -176,8 +177,8 @@ def test_the_marker_scan_sees_through_compression_and_encryption(
     # Long and repetitive: the frame is zstd-compressed, so the raw bytes lack it.
     memory.remember(text=" ".join([ct.MARKERS[0]] * 40))
     store.close()
-    found = ct._scan_files(str(tmp_path / "store"), ct._marker(
+    found = ct.scan_files(str(tmp_path / "store"), ct.marker_needle(
         {"marker": ct.MARKERS[0]}), key=key)
     assert any("seg-00000001.hlj (compressed or sealed)" in f for f in found), found
     if key is not None:  # and nothing is in plaintext
-        assert ct._scan_files(str(tmp_path / "store"), {"m": ct.MARKERS[0].encode()}) == []
+        assert ct.scan_files(str(tmp_path / "store"), {"m": ct.MARKERS[0].encode()}) == []

@@ -11,13 +11,11 @@ from holomem import Store
 from holomem import crashtest as ct
 from holomem.log import fs
 
-
-def _ops(log: Path) -> list[tuple[str, str]]:
-    return [(f[0], f[1]) for f in (line.split("\t") for line in log.read_text().splitlines())]
+from .recording import ops, recording
 
 
 def test_issue_6_open_makes_what_a_crashed_writer_left_durable_before_any_write(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path) -> None:
     """A writer that crashed after creating a segment, renaming a generation into place
     or creating the store directory, but before syncing the directory, leaves a name
     only the page cache holds. The next writer used to append to it, fsync the file
@@ -27,15 +25,14 @@ def test_issue_6_open_makes_what_a_crashed_writer_left_durable_before_any_write(
     with Store.open(store, segment_size=4096) as s:
         s.add_document("a", "the first document")
     log = tmp_path / "fault.log"
-    monkeypatch.setattr(fs, "_FAULT_LOG", str(log))
-    with Store.open(store, segment_size=4096) as s:
+    with recording(log), Store.open(store, segment_size=4096) as s:
         gen = os.path.join(str(store), f"gen-{s.generation:08d}")
         segment = sorted(n for n in os.listdir(gen) if n.startswith("seg-"))[-1]
         s.add_document("b", "the second document")
-    ops = _ops(log)
-    first_write = next(i for i, (op, path) in enumerate(ops)
+    done = ops(log)
+    first_write = next(i for i, (op, path) in enumerate(done)
                        if op == "write" and path.endswith(".hlj"))
-    before = ops[:first_write]
+    before = done[:first_write]
     assert ("sync", os.path.join(gen, segment)) in before
     for directory in (gen, str(store), str(tmp_path)):
         assert ("dirsync", directory) in before, directory
@@ -50,23 +47,21 @@ def _make_dirs_before_issue_11(path: str) -> None:
 
 def _power_cuts_after_the_workload(run: Path, monkeypatch: pytest.MonkeyPatch,
                                    seeds: range) -> list[list[str]]:
-    """The harness's workload, in this process, logged as a power-loss child logs it
-    (fault log and shim), its store in directories that do not exist yet; then a power
-    cut for each seed, each checked like a harness case. The violations of each."""
-    monkeypatch.setattr(fs, "_FAULT_LOG", str(run / "fault.log"))
-    for name, fn in ct._Shim(str(run / "fault.data")).functions().items():
-        monkeypatch.setattr(fs, name, fn)
+    """The harness's workload, in this process, recorded as a power-loss child records
+    it, its store in directories that do not exist yet; then a power cut for each seed,
+    each checked like a harness case. The violations of each."""
     store = ct.store_path(str(run))
     assert not os.path.exists(os.path.dirname(os.path.dirname(store)))
-    ct.run_workload(store, str(run / "acks.jsonl"), None)
-    _, results, begun, done = ct._read_acks(str(run / "acks.jsonl"))
+    with recording(run / ct.FAULT_LOG):
+        ct.run_workload(store, str(run / "acks.jsonl"), None)
+    _, results, begun, done = ct.read_acks(str(run / "acks.jsonl"))
     assert done and begun == len(results)
     monkeypatch.undo()
     out = []
     for seed in seeds:
         target = str(run / f"cut-{seed}")
         ct.power_loss(str(run), store, target, seed)
-        out.append(ct._verify(target, None, ct.plan(), results, begun, begun).violations)
+        out.append(ct.verify(target, None, ct.plan(), results, begun, begun).violations)
     return out
 
 
@@ -91,7 +86,7 @@ def test_issue_11_the_harness_catches_a_store_created_without_syncing_its_new_pa
 
 
 def test_issue_11_creating_directories_syncs_the_entry_of_one_a_crash_left_unsynced(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path) -> None:
     """Found by the harness (``--fault restart`` at ``fs.dirsync.before:1``): a process
     died right after making the first new directory of a store's path, before syncing
     its parent; the next process found it existing, created the rest under it and
@@ -101,8 +96,8 @@ def test_issue_11_creating_directories_syncs_the_entry_of_one_a_crash_left_unsyn
     first = tmp_path / "home"
     os.mkdir(first)  # what the crashed process left: made, its entry never synced
     log = tmp_path / "fault.log"
-    monkeypatch.setattr(fs, "_FAULT_LOG", str(log))
-    fs.make_dirs(str(first / "tenant" / "store"))
-    ops = _ops(log)
-    assert ("dirsync", str(tmp_path)) in ops, ops
-    assert ops.index(("dirsync", str(tmp_path))) < ops.index(("mkdir", str(first / "tenant")))
+    with recording(log):
+        fs.make_dirs(str(first / "tenant" / "store"))
+    done = ops(log)
+    assert ("dirsync", str(tmp_path)) in done, done
+    assert done.index(("dirsync", str(tmp_path))) < done.index(("mkdir", str(first / "tenant")))

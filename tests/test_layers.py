@@ -179,16 +179,9 @@ def test_the_import_graph_has_no_cycle() -> None:
     assert cycle == []
 
 
-#: Packages not yet held to the private-name rule: the crash harness, whose modules
-#: are being reworked around the file layer's tap (issue 12, item 3). To be emptied.
-PRIVATE_NAMES_NOT_YET = ("holomem.crashtest",)
-
-
 def test_no_private_name_crosses_a_module() -> None:
     bad = []
     for module, path in _modules():
-        if module.startswith(PRIVATE_NAMES_NOT_YET):
-            continue
         tree = _tree(path)
         imported_modules: set[str] = set()
         for target, names in _imports(tree):

@@ -74,6 +74,7 @@ from holomem.log.format import (
     FRAME_HEADER_SIZE,
     GEN_RE,
     GEN_TMP_RE,
+    LOCK_NAME,
     SEGMENT_FLAG_ENCRYPTED,
     TEXT_FILE,
     WATERMARK_FILE,
@@ -186,7 +187,7 @@ def _check(report: Report, key: bytes | None, repair: bool, backup_dir: str | No
     if not os.path.isdir(path):
         raise HolomemError(f"no store directory at {path!r}")
     key = validate_key(key)
-    lock_fd = fs.lock(os.path.join(path, "LOCK")) if repair else None
+    lock_fd = fs.lock(os.path.join(path, LOCK_NAME)) if repair else None
     try:
         _scan(report, path, key)
         fixable = repair and report.findings and all(f.repairable for f in report.findings)

@@ -22,15 +22,17 @@ from holomem.log.format import (
     FRAME_HEADER,
     FRAME_HEADER_SIZE,
     FRAME_KIND_TRANSACTION,
+    RECORD,
+    RECORD_AAD,
+    RECORD_FILE_HEADER,
+    RECORD_FILE_HEADER_SIZE,
+    RECORD_FILE_MAGIC,
+    RECORD_FLAG_SEALED,
+    RECORD_SIZE,
     SEGMENT_HEADER,
     SEGMENT_HEADER_SIZE,
     SEGMENT_MAGIC,
 )
-from holomem.log.recordfile import FLAG_SEALED as RECORD_FLAG_SEALED
-from holomem.log.recordfile import HEADER as RECORD_FILE_HEADER
-from holomem.log.recordfile import HEADER_SIZE as RECORD_FILE_HEADER_SIZE
-from holomem.log.recordfile import MAGIC as RECORD_FILE_MAGIC
-from holomem.log.recordfile import RECORD, RECORD_AAD, RECORD_SIZE
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: bytes [4, 8) of a sealed journal frame's header (flags, kind, reserved), by flags.

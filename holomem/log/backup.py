@@ -1,10 +1,11 @@
 """Keeping what a repair cuts: the bytes of a torn tail are saved before they are cut.
 
-Owns: the backup directory beside a store (FORMAT.md §7), the naming of backup
-files (never reused), and the cut itself: save the bytes durably, then truncate or
-remove the file. Imports the standard library, :mod:`holomem.errors` and the other
-``holomem.log`` modules. The writer's open (a torn tail) and ``fsck --repair`` both
-cut through here, so both keep what they cut the same way.
+Owns: choosing a backup file that does not exist yet (its name and directory are
+:mod:`holomem.log.format`'s, FORMAT.md §7), and the cut itself: save the bytes
+durably, then truncate or remove the file. Imports the standard library,
+:mod:`holomem.errors` and the other ``holomem.log`` modules. The writer's open (a
+torn tail) and ``fsck --repair`` both cut through here, so both keep what they cut the
+same way.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import time
 
 from holomem.log import fs
-from holomem.log.format import BACKUP_SUFFIX
+from holomem.log.format import BACKUP_SUFFIX, backup_name
 
 
 def backup_dir(store: str) -> str:
@@ -37,11 +38,11 @@ def save(path: str, offset: int, target: str) -> str | None:
     if not cut:
         return None
     fs.make_dirs(target)  # every new directory's entry is synced, up to an existing one
-    stem = os.path.join(target, f"{os.path.basename(path)}.{offset}.{int(time.time())}")
-    out, n = stem + ".bin", 0
+    name, when = os.path.basename(path), int(time.time())
+    out, n = os.path.join(target, backup_name(name, offset, when)), 0
     while os.path.lexists(out):
         n += 1
-        out = f"{stem}.{n}.bin"
+        out = os.path.join(target, backup_name(name, offset, when, n))
     fd = fs.create(out)
     try:
         fs.write_at(fd, cut, 0, out)

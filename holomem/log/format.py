@@ -1,8 +1,11 @@
-"""Byte layouts of the journal, mirrored from FORMAT.md.
+"""Byte layouts of a store's files, mirrored from FORMAT.md.
 
-Owns: every constant and struct layout of the journal's files. Imports only the
-standard library. FORMAT.md at the repository root is the prose twin of this module;
-``tests/format/`` decodes golden files with it so the two cannot drift apart.
+Owns: every constant, name and struct layout of the files of a store: the directory
+layout, the journal's segments and frames, the watermark, the text segment (the
+derived record file) and the backups of cut bytes. Imports only the standard library.
+FORMAT.md at the repository root is the prose twin of this module; ``tests/format/``
+checks its tables against these structs and decodes golden files with them, so the two
+cannot drift apart.
 
 All integers are little-endian.
 """
@@ -36,6 +39,8 @@ TEXT_FILE = "text.seg"
 WATERMARK_FILE = "watermark"
 #: Beside the store directory: where bytes cut by recovery or fsck are kept (§7).
 BACKUP_SUFFIX = ".fsck-backup"
+#: A backup file's name ends in this.
+BACKUP_FILE_SUFFIX = ".bin"
 
 
 def generation_name(generation: int) -> str:
@@ -44,6 +49,14 @@ def generation_name(generation: int) -> str:
 
 def segment_name(number: int) -> str:
     return f"{SEGMENT_PREFIX}{number:08d}{SEGMENT_SUFFIX}"
+
+
+def backup_name(file: str, offset: int, unix_time: int, counter: int = 0) -> str:
+    """The name of the backup of the bytes of ``file`` from ``offset`` cut at ``unix_time``:
+    ``<file>.<offset>.<unix time>.bin``, or with ``.<counter>`` before ``.bin`` when that
+    name is taken (a backup is never overwritten)."""
+    stem = f"{file}.{offset}.{unix_time}"
+    return f"{stem}.{counter}{BACKUP_FILE_SUFFIX}" if counter else stem + BACKUP_FILE_SUFFIX
 
 
 # -- segment header -----------------------------------------------------------------
@@ -80,6 +93,25 @@ WATERMARK_SIZE = 72
 #: The watermark checksum covers bytes [0, WATERMARK_CHECKSUMMED).
 WATERMARK_CHECKSUMMED = 64
 
+# -- text segment (the derived record file, §9.1) ------------------------------------
+RECORD_FILE_MAGIC = b"HOLOREC\x00"
+#: magic, write version, read version, flags, reserved, store id, generation, salt,
+#: synced sequence number, header checksum.
+RECORD_FILE_HEADER = struct.Struct("<8sBBH4s16sQQQQ")
+RECORD_FILE_HEADER_SIZE = 64
+#: The file header's checksum covers bytes [0, RECORD_FILE_HEADER_CHECKSUMMED).
+RECORD_FILE_HEADER_CHECKSUMMED = 56
+#: File header flag: the records are sealed (an encrypted store). Record flag: this
+#: record's body is sealed.
+RECORD_FLAG_SEALED = 0x0001
+#: body length, flags, reserved, sequence number, checksum.
+RECORD = struct.Struct("<IHHQQ")
+RECORD_SIZE = 24
+#: A record's checksum covers its bytes [0, RECORD_CHECKSUMMED) and its body.
+RECORD_CHECKSUMMED = 16
+#: Associated data of a sealed record: store id, generation, offset, sequence number.
+RECORD_AAD = struct.Struct("<16sQQQ")
+
 # -- transaction body (after decryption and decompression) --------------------------
 TX_COUNT = struct.Struct("<I")
 TX_LENGTH = struct.Struct("<I")
@@ -109,5 +141,8 @@ MIN_SEGMENT_SIZE = 4096
 assert SEGMENT_HEADER.size == SEGMENT_HEADER_SIZE, SEGMENT_HEADER.size
 assert FRAME_HEADER.size == FRAME_HEADER_SIZE, FRAME_HEADER.size
 assert WATERMARK.size == WATERMARK_SIZE, WATERMARK.size
+assert RECORD_FILE_HEADER.size == RECORD_FILE_HEADER_SIZE, RECORD_FILE_HEADER.size
+assert RECORD.size == RECORD_SIZE, RECORD.size
+assert RECORD_AAD.size == 40
 assert AAD.size == 48
 assert NONCE.size == NONCE_SIZE

@@ -1,8 +1,10 @@
 """A derived file of checksummed, optionally sealed records at caller-chosen offsets.
 
-Owns: the record-file layout (header, record framing, sealing) and its positioned
-reads, writes and zeroing. Imports the standard library and the other
-``holomem.log`` modules. FORMAT.md §9 documents the bytes.
+Owns: encoding and verifying the records and header of the record file (sealing
+included), and its positioned reads, writes and zeroing, all through
+:mod:`holomem.log.fs`. Imports the standard library and the other ``holomem.log``
+modules. The layout's constants are :mod:`holomem.log.format`'s; FORMAT.md §9.1
+documents the bytes.
 
 This is the "small interface from log/" through which the text segment projection
 gets its file (STYLE.md §1): the projection chooses offsets and bodies; this module
@@ -14,35 +16,34 @@ reported as missing, and the caller rebuilds it from the journal.
 from __future__ import annotations
 
 import os
-import struct
 
 from holomem.errors import ReadOnlyError, StorageIOError
 from holomem.log import crashpoints as cp
 from holomem.log import fs
 from holomem.log.checksum import checksum, checksum_parts
 from holomem.log.envelope import OVERHEAD, Envelope, OpenFailed
-from holomem.log.format import READ_VERSION, WRITE_VERSION
+from holomem.log.format import (
+    READ_VERSION,
+    RECORD,
+    RECORD_AAD,
+    RECORD_CHECKSUMMED,
+    RECORD_FILE_HEADER,
+    RECORD_FILE_HEADER_CHECKSUMMED,
+    RECORD_FILE_HEADER_SIZE,
+    RECORD_FILE_MAGIC,
+    RECORD_FLAG_SEALED,
+    RECORD_SIZE,
+    WRITE_VERSION,
+)
 
 P_RECORD_WRITE = cp.point("recordfile.write", "a derived record was written, not synced")
 P_RECORD_ZERO = cp.point("recordfile.zero", "a derived record was zeroed, not synced")
 P_RECORD_SEAL = cp.point("recordfile.seal", "a derived file's data is synced, header not yet")
 
-MAGIC = b"HOLOREC\x00"
-#: magic, write version, read version, flags, reserved, store id, generation, salt,
-#: synced sequence number, header checksum.
-HEADER = struct.Struct("<8sBBH4s16sQQQQ")
-HEADER_SIZE = 64
-HEADER_CHECKSUMMED = 56
-#: body length, flags, reserved, sequence number, checksum.
-RECORD = struct.Struct("<IHHQQ")
-RECORD_SIZE = 24
-RECORD_CHECKSUMMED = 16
-FLAG_SEALED = 0x0001
-#: associated data of a sealed record: store id, generation, offset, sequence number.
-RECORD_AAD = struct.Struct("<16sQQQ")
+#: Where the first record starts (the layout is :mod:`holomem.log.format`'s).
+HEADER_SIZE = RECORD_FILE_HEADER_SIZE
 
-assert HEADER.size == HEADER_SIZE
-assert RECORD.size == RECORD_SIZE
+__all__ = ["HEADER_SIZE", "RECORD_SIZE", "RecordFile"]
 
 
 class RecordFile:
@@ -97,21 +98,24 @@ class RecordFile:
         if len(raw) < HEADER_SIZE:
             return False
         (magic, _wver, rver, flags, _res, store_id, generation, salt, synced,
-         stored) = HEADER.unpack(raw)
-        if (magic != MAGIC or checksum(raw[:HEADER_CHECKSUMMED]) != stored
+         stored) = RECORD_FILE_HEADER.unpack(raw)
+        if (magic != RECORD_FILE_MAGIC
+                or checksum(raw[:RECORD_FILE_HEADER_CHECKSUMMED]) != stored
                 or rver > READ_VERSION or store_id != self.store_id
                 or generation != self.generation
-                or bool(flags & FLAG_SEALED) != (self._envelope is not None)):
+                or bool(flags & RECORD_FLAG_SEALED) != (self._envelope is not None)):
             return False
         self.salt = salt
         self.synced_seq = synced
         return True
 
     def _header(self, synced_seq: int) -> bytes:
-        raw = HEADER.pack(MAGIC, WRITE_VERSION, READ_VERSION,
-                          FLAG_SEALED if self._envelope is not None else 0, bytes(4),
-                          self.store_id, self.generation, self.salt, synced_seq, 0)
-        return raw[:HEADER_CHECKSUMMED] + checksum(raw[:HEADER_CHECKSUMMED]).to_bytes(8, "little")
+        raw = RECORD_FILE_HEADER.pack(
+            RECORD_FILE_MAGIC, WRITE_VERSION, READ_VERSION,
+            RECORD_FLAG_SEALED if self._envelope is not None else 0, bytes(4),
+            self.store_id, self.generation, self.salt, synced_seq, 0)
+        head = raw[:RECORD_FILE_HEADER_CHECKSUMMED]
+        return head + checksum(head).to_bytes(8, "little")
 
     def _create(self) -> None:
         self.salt = int.from_bytes(os.urandom(8), "little")
@@ -139,7 +143,7 @@ class RecordFile:
         """The bytes of a record (header and body) to be placed at ``offset``."""
         flags = 0
         if self._envelope is not None:
-            flags = FLAG_SEALED
+            flags = RECORD_FLAG_SEALED
             body = self._envelope.seal(
                 body, RECORD_AAD.pack(self.store_id, self.generation, offset, seq))
         head = RECORD.pack(len(body), flags, 0, seq, 0)[:RECORD_CHECKSUMMED]
@@ -164,7 +168,7 @@ class RecordFile:
         body = memoryview(raw)[RECORD_SIZE:]
         if checksum_parts(memoryview(raw)[:RECORD_CHECKSUMMED], body, self.salt) != stored:
             return None
-        if flags & FLAG_SEALED:
+        if flags & RECORD_FLAG_SEALED:
             if self._envelope is None:
                 return None
             try:

@@ -1,0 +1,115 @@
+"""Every on-disk layout lives in holomem/log/format.py, and FORMAT.md describes the same
+bytes: the text segment's header and records, and the names of backup files (issue 12).
+
+A struct layout defined anywhere else could change without FORMAT.md's tests noticing,
+so the last test walks the package with ``ast`` for ``struct`` layouts outside
+format.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import struct
+
+from holomem.log.format import (
+    BACKUP_SUFFIX,
+    RECORD,
+    RECORD_AAD,
+    RECORD_CHECKSUMMED,
+    RECORD_FILE_HEADER,
+    RECORD_FILE_HEADER_CHECKSUMMED,
+    RECORD_FILE_HEADER_SIZE,
+    RECORD_FILE_MAGIC,
+    RECORD_FLAG_SEALED,
+    RECORD_SIZE,
+    backup_name,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGE = os.path.join(ROOT, "holomem")
+WIDTHS = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q"}
+
+
+def _doc() -> str:
+    with open(os.path.join(ROOT, "FORMAT.md"), encoding="utf-8") as f:
+        return f.read()
+
+
+def _text_segment_section() -> str:
+    return _doc().split("### 9.1 The text segment", 1)[1].split("## 9b.", 1)[0]
+
+
+def _struct_offsets(layout: struct.Struct) -> list[tuple[int, int]]:
+    out, pos = [], 0
+    for field in re.findall(r"\d*[a-zA-Z]", layout.format.lstrip("<")):
+        size = struct.calcsize("<" + field)
+        out.append((pos, size))
+        pos += size
+    return out
+
+
+def _grammar(rule: str) -> str:
+    """The struct format of a ``name := field: type ...`` rule of FORMAT.md."""
+    out = "<"
+    for _name, kind, count in re.findall(r"(\w+): (u8|u16|u32|u64|byte\[(\d+)\])", rule):
+        out += f"{count}s" if count else WIDTHS[kind]
+    return out
+
+
+def test_the_text_segment_header_table_matches_format_py() -> None:
+    section = _text_segment_section()
+    rows = re.findall(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|", section, re.M)
+    assert [(int(o), int(s)) for o, s in rows] == _struct_offsets(RECORD_FILE_HEADER)
+    assert RECORD_FILE_HEADER.size == RECORD_FILE_HEADER_SIZE == 64
+    assert int(rows[-1][0]) == RECORD_FILE_HEADER_CHECKSUMMED
+    assert f"of bytes [0, {RECORD_FILE_HEADER_CHECKSUMMED})" in section
+    assert '`"HOLOREC\\0"`' in section and RECORD_FILE_MAGIC == b"HOLOREC\x00"
+    assert "bit 0: records are sealed" in section and RECORD_FLAG_SEALED == 1
+
+
+def test_the_record_grammar_matches_format_py() -> None:
+    section = _text_segment_section()
+    record = section.split("record   :=", 1)[1].split("body     :=", 1)[0]
+    assert _grammar(record) == RECORD.format and RECORD.size == RECORD_SIZE
+    assert f"record[0:{RECORD_CHECKSUMMED}]" in record
+    aad = section.split("aad      :=", 1)[1].split("\n", 1)[0]
+    assert _grammar(aad) == RECORD_AAD.format
+
+
+def test_backup_names_are_the_ones_format_md_gives() -> None:
+    section = _doc().split("**What is cut is kept.**", 1)[1]
+    assert f"`STORE{BACKUP_SUFFIX}/<file>.<offset>.<unix time>.bin`" in section
+    assert "a counter\n  is added before `.bin`" in section
+    assert backup_name("seg-00000001.hlj", 130, 1700000000) == "seg-00000001.hlj.130.1700000000.bin"
+    assert backup_name("f", 0, 5, 2) == "f.0.5.2.bin"
+
+
+def _layouts_outside_format_py() -> list[str]:
+    """Every ``struct.Struct(...)``, every ``struct.pack``/``unpack`` with a literal
+    format string and every ``from struct import`` in holomem/, outside
+    holomem/log/format.py."""
+    found = []
+    for root, _dirs, files in os.walk(PACKAGE):
+        for name in files:
+            path = os.path.join(root, name)
+            if not name.endswith(".py") or path == os.path.join(PACKAGE, "log", "format.py"):
+                continue
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read(), path)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.module == "struct":
+                    found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno}")
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and isinstance(node.func.value, ast.Name)
+                        and node.func.value.id == "struct"):
+                    continue
+                literal = bool(node.args) and isinstance(node.args[0], ast.Constant)
+                if node.func.attr == "Struct" or literal:
+                    found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno}")
+    return found
+
+
+def test_no_byte_layout_is_defined_outside_format_py() -> None:
+    assert _layouts_outside_format_py() == []

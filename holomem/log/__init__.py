@@ -5,6 +5,8 @@ May import only the standard library, xxhash, zstandard, cryptography and
 :mod:`holomem.errors`. FORMAT.md documents every byte it writes.
 """
 
-from holomem.log.journal import Journal, JournalStats, Recovery, Refreshed
+from holomem.log.follower import Refreshed
+from holomem.log.journal import Journal, JournalStats
+from holomem.log.opening import Recovery
 
 __all__ = ["Journal", "JournalStats", "Recovery", "Refreshed"]

@@ -1,29 +1,36 @@
-"""Generations of a store directory: listing them, and making a new one live.
+"""Generations of a store directory: listing them, writing a new one, making it live.
 
 Owns: the ``gen-N`` / ``gen-N.tmp`` directories (FORMAT.md §1, §8, §9b) -- which ones
-exist, creating a generation's first segment in ``gen-N.tmp``, and the switch that
-renames it into place. Imports the standard library and the other ``holomem.log``
-modules.
+exist, creating a generation's first segment in ``gen-N.tmp``, the :class:`Rewrite` a
+compaction appends to there, and the switch that renames it into place. Imports the
+standard library and the other ``holomem.log`` modules (not the journal, which calls
+it).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
+from holomem.errors import CorruptError
 from holomem.log import crashpoints as cp
 from holomem.log import fs
-from holomem.log.envelope import key_check
+from holomem.log.envelope import Envelope, key_check
 from holomem.log.format import (
     GEN_RE,
     GEN_TMP_RE,
+    GEN_TMP_SUFFIX,
     KEY_CHECK_SIZE,
     READ_VERSION,
     SEGMENT_FLAG_ENCRYPTED,
     WRITE_VERSION,
     generation_name,
 )
+from holomem.log.frame import FrameCodec
+from holomem.log.reader import Problem, scan_generation
 from holomem.log.segment import SegmentHeader
-from holomem.log.writer import create_segment
+from holomem.log.watermark import Watermark, write_watermark
+from holomem.log.writer import Appender, create_segment
 
 P_GEN_CREATED = cp.point(
     "journal.generation.created", "a new generation's directory is complete, not yet renamed")
@@ -75,7 +82,7 @@ def new_segment_header(store_id: bytes, generation: int, first_seq: int,
 def begin_generation(store: str, generation: int, store_id: bytes, first_seq: int,
                      key: bytes | None) -> str:
     """Create ``gen-N.tmp`` with an empty first segment; return its path."""
-    tmp = os.path.join(store, generation_name(generation) + ".tmp")
+    tmp = os.path.join(store, generation_name(generation) + GEN_TMP_SUFFIX)
     if os.path.exists(tmp):
         fs.erase_tree(tmp)
     fs.mkdir(tmp)
@@ -91,8 +98,71 @@ def commit_generation(store: str, tmp: str) -> str:
     """
     fs.sync_dir(tmp)
     cp.hit(P_GEN_CREATED)
-    final = tmp[: -len(".tmp")]
+    assert tmp.endswith(GEN_TMP_SUFFIX)
+    final = tmp[: -len(GEN_TMP_SUFFIX)]
     fs.rename(tmp, final)
     fs.sync_dir(store)
     cp.hit(P_GEN_SWITCHED)
     return final
+
+
+def erase(gen_dir: str, *, zero: bool) -> int:
+    """Remove a replaced generation's files: overwritten with zeros and synced first when
+    ``zero`` (purge), merely unlinked otherwise. Returns the bytes overwritten."""
+    if zero:
+        return fs.erase_tree(gen_dir)
+    fs.remove_tree(gen_dir)
+    return 0
+
+
+class Rewrite:
+    """A new generation being written by compaction, in ``gen-N.tmp``; see
+    :meth:`holomem.log.journal.Journal.begin_rewrite`."""
+
+    def __init__(self, tmp: str, generation: int, store_id: bytes, appender: Appender) -> None:
+        self.dir = tmp
+        self.generation = generation
+        self.store_id = store_id
+        self._appender = appender
+
+    @classmethod
+    def begin(cls, store: str, generation: int, store_id: bytes, first_seq: int, *,
+              key: bytes | None, envelope: Envelope | None, compress: bool,
+              segment_size: int) -> Rewrite:
+        """Create ``gen-N.tmp`` in ``store`` for generation ``generation``, empty, its
+        first sequence number ``first_seq``. Errors: ``corrupt``, ``io``."""
+        tmp = begin_generation(store, generation, store_id, first_seq, key)
+        problems: list[Problem] = []
+        segments = scan_generation(tmp, generation, problems.append)
+        if problems or len(segments) != 1:
+            raise CorruptError("a new generation did not read back", path=tmp, offset=0)
+        codec = FrameCodec(store_id=store_id, envelope=envelope, compress=compress)
+        appender = Appender(gen_dir=tmp, segments=segments, codec=codec, sync="none",
+                            segment_size=segment_size)
+        return cls(tmp, generation, store_id, appender)
+
+    @property
+    def last_seq(self) -> int:
+        return self._appender.last_seq
+
+    def append(self, payloads: Sequence[bytes]) -> int:
+        """Append a transaction to the new generation (synced when it is switched in)."""
+        return self._appender.append(list(payloads))
+
+    def derived_path(self, name: str) -> str:
+        return os.path.join(self.dir, name)
+
+    def finish(self) -> str:
+        """Make this generation live: sync its last segment, write its watermark (all of
+        it is durable), then rename ``gen-N.tmp`` into place (:func:`commit_generation`);
+        return the new directory. Every derived file in it must already be synced."""
+        self._appender.close()  # drains and fsyncs the last segment
+        seg = self._appender.segments[-1]
+        write_watermark(self.dir, Watermark(self.store_id, self.generation, seg.number,
+                                            seg.last_seq, seg.end))
+        return commit_generation(os.path.dirname(self.dir), self.dir)
+
+    def abandon(self) -> None:
+        """Give up: erase what was written (it may hold text)."""
+        self._appender.close()
+        fs.erase_tree(self.dir)

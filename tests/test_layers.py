@@ -38,6 +38,9 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("holomem.errors", (), ()),
     ("holomem.log", LOG, ("xxhash", "zstandard", "cryptography")),
     ("holomem.events", EVENTS, ("msgspec",)),
+    # Embedders (issue 14) stand apart: text in, vectors out, errors from the tree.
+    ("holomem.embedders", ("holomem.errors", "holomem.embedders"),
+     ("msgspec", "numpy", "tokenizers", "safetensors")),
     ("holomem.projections", PROJECTIONS, ("numpy", "msgspec", "Stemmer")),
     ("holomem.api.types", ("holomem.errors",), ("msgspec",)),
     ("holomem.api.validate", (*PROJECTIONS, "holomem.api.types"), ("msgspec", "numpy")),

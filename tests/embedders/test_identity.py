@@ -1,0 +1,64 @@
+"""An embedder's identity pins its model and is the same in every process and on every
+machine (issue 14, item 2; SPEC §4e).
+
+The store records the identity at first use and refuses another, so it must not
+depend on the process, the path the package is installed at, or anything but the
+model: ``minilm``'s digest is the SHA-256 of its computation's revision and its two
+model files' bytes, pinned as a constant and recomputed from the installed files.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import msgspec
+import pytest
+
+from holomem.embedders import Embedder, EmbedderIdentity, MiniLM, by_name
+from holomem.embedders.minilm import DIGEST, archive_path, files_digest
+
+PINNED = EmbedderIdentity(
+    name="minilm",
+    digest="7724eb53b53eb72106f6a5edb9afd7af5043ae750f5a9cca5de825192b6d0c79",
+    dim=384, normalized=True, pooling="mean", max_tokens=256)
+
+
+def test_minilm_identity_is_the_pinned_one() -> None:
+    embedder = by_name("minilm")
+    assert isinstance(embedder, Embedder)
+    assert embedder.identity == PINNED
+
+
+def test_the_digest_is_recomputed_from_the_installed_files() -> None:
+    import zipfile
+
+    with zipfile.ZipFile(archive_path()) as archive:
+        weights = archive.read("model.safetensors")
+        tokenizer = archive.read("tokenizer.json")
+    assert files_digest(weights, tokenizer) == DIGEST == PINNED.digest
+    # Each file counts: a changed byte in either changes the digest.
+    assert files_digest(weights[:-1] + b"\x00", tokenizer) != DIGEST
+    assert files_digest(weights, tokenizer + b" ") != DIGEST
+    # The framing keeps the files apart: moving bytes from one to the other shows.
+    assert files_digest(weights + tokenizer[:1], tokenizer[1:]) != DIGEST
+
+
+def test_the_identity_is_the_same_in_a_fresh_process() -> None:
+    child = subprocess.run(
+        [sys.executable, "-c",
+         "import sys, msgspec; from holomem.embedders import by_name; "
+         "e = by_name('minilm'); e.load(); "
+         "sys.stdout.buffer.write(msgspec.json.encode(e.identity))"],
+        capture_output=True, check=True, timeout=120)
+    assert msgspec.json.decode(child.stdout, type=EmbedderIdentity) == PINNED
+
+
+def test_an_identity_is_a_frozen_keyword_only_struct_that_round_trips() -> None:
+    identity = MiniLM().identity
+    with pytest.raises(AttributeError):
+        identity.dim = 1  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        EmbedderIdentity("minilm", DIGEST, 384, True, "mean", 256)  # type: ignore[misc]
+    assert msgspec.json.decode(msgspec.json.encode(identity), type=EmbedderIdentity) == identity
+    assert hash(identity) == hash(PINNED)

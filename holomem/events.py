@@ -74,6 +74,8 @@ class FactAdded(_Event, tag="fact.added", frozen=True, kw_only=True):
     requested: tuple[str, ...] = ()
     digest: bytes = b""
     confidence: float | None = None
+    #: The namespace (SPEC §4a): 0 to 8 strings; the empty tuple is the root.
+    namespace: tuple[str, ...] = ()
 
 
 class FactsForgotten(_Event, tag="fact.forgotten", frozen=True, kw_only=True):

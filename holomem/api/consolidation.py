@@ -12,32 +12,37 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from holomem.api import validate
 from holomem.api.engine import View
 from holomem.api.forgetting import live_facts
 from holomem.api.types import ConsolidateOptions, ConsolidationGroup, RememberInput
+from holomem.errors import InvalidError
 from holomem.projections.facts import CURRENT
+from holomem.projections.namespaces import Namespace
 from holomem.projections.tokenize import tokenize
 
 #: (source ids in effect order, the summary's text)
 Group = tuple[list[str], str]
 
 
-def duplicate_groups(view: View, now: int, near_threshold: float) -> list[Group]:
-    """Groups of current facts that say the same thing: same subject, and the same
-    words (exact), or word sets at least ``near_threshold`` alike (Jaccard)."""
+def duplicate_groups(view: View, now: int, near_threshold: float, prefix: Namespace = ()
+                     ) -> list[Group]:
+    """Groups of current facts (at or under ``prefix``) that say the same thing: same
+    namespace and subject, and the same words (exact), or word sets at least
+    ``near_threshold`` alike (Jaccard)."""
     facts = view.facts
-    items: list[tuple[str, str | None, frozenset[str], tuple[str, ...], str]] = []
-    for s in live_facts(view):
+    items: list[tuple[str, tuple[Namespace, str | None], frozenset[str], tuple[str, ...],
+                      str]] = []
+    for s in live_facts(view, prefix):
         slot = int(s)
         if facts.status(slot, now) != CURRENT:
             continue
         text = view.record(slot).text
         words = tuple(tokenize(text))
-        items.append((view.id_of(slot), facts.times(slot).subject,
+        items.append((view.id_of(slot), (facts.namespace(slot), facts.times(slot).subject),
                       frozenset(words), words, text))
     parent = list(range(len(items)))
 
@@ -47,7 +52,7 @@ def duplicate_groups(view: View, now: int, near_threshold: float) -> list[Group]
             i = parent[i]
         return i
 
-    exact: dict[tuple[str | None, tuple[str, ...]], int] = {}
+    exact: dict[tuple[tuple[Namespace, str | None], tuple[str, ...]], int] = {}
     for i, (_, subject, _, words, _) in enumerate(items):
         j = exact.setdefault((subject, words), i)
         parent[find(i)] = find(j)
@@ -66,9 +71,9 @@ def duplicate_groups(view: View, now: int, near_threshold: float) -> list[Group]
     return sorted(out)
 
 
-def near_duplicate_pairs(sets: list[tuple[str | None, frozenset[str]]], threshold: float
-                ) -> list[tuple[int, int]]:
-    """Pairs (i, j) of the same subject whose non-empty word sets have a Jaccard of at
+def near_duplicate_pairs(sets: Sequence[tuple[Hashable, frozenset[str]]], threshold: float
+                         ) -> list[tuple[int, int]]:
+    """Pairs (i, j) of the same group key (a subject) whose non-empty word sets have a Jaccard of at
     least ``threshold`` — exactly the pairs an all-pairs comparison finds, without
     comparing every pair (a prefix-filtered set-similarity join).
 
@@ -78,7 +83,7 @@ def near_duplicate_pairs(sets: list[tuple[str | None, frozenset[str]]], threshol
     a word are compared, exactly.
     """
     if threshold <= 0.0:  # every pair of non-empty sets of one subject qualifies
-        firsts: dict[str | None, int] = {}
+        firsts: dict[Hashable, int] = {}
         out = []
         for i, (subject, words) in enumerate(sets):
             if words:
@@ -90,7 +95,7 @@ def near_duplicate_pairs(sets: list[tuple[str | None, frozenset[str]]], threshol
     for _, words in sets:
         for w in words:
             freq[w] = freq.get(w, 0) + 1
-    index: dict[tuple[str | None, str], list[int]] = {}
+    index: dict[tuple[Hashable, str], list[int]] = {}
     out = []
     for i, (subject, words) in enumerate(sets):
         if not words:
@@ -140,13 +145,21 @@ class Planned(NamedTuple):
     inputs: list[RememberInput]
 
 
-def plan(view: View, groups: list[Group]) -> Planned:
+def plan(view: View, groups: list[Group], prefix: Namespace = ()) -> Planned:
     """One summary fact per group of sources not consolidated before (its id derives
-    from its sources, so a rerun adds nothing); it supersedes them."""
+    from its sources, so a rerun adds nothing); it supersedes them and lives in their
+    namespace. A group with a source outside ``prefix`` is left out; one whose sources
+    live in different namespaces is refused (``invalid_request``)."""
     facts = view.facts
     made: list[ConsolidationGroup] = []
     inputs: list[RememberInput] = []
     for sources, text in split(groups):
+        spaces = {facts.namespace(facts.slot(s)) for s in sources if facts.slot(s) >= 0}
+        if len(spaces) > 1:
+            raise InvalidError(f"a consolidation group spans namespaces: {sorted(spaces)}")
+        ns = spaces.pop() if spaces else ()
+        if ns[: len(prefix)] != prefix:
+            continue
         sid = summary_id(sources)
         if facts.slot(sid) >= 0 or sid in view.catalog:
             continue  # made by an earlier run: nothing to add
@@ -159,7 +172,8 @@ def plan(view: View, groups: list[Group]) -> Planned:
         made.append(ConsolidationGroup(sources=sources, summary_id=sid, text=text))
         inputs.append(RememberInput(
             id=sid, text=text, subject=subjects.pop() if len(subjects) == 1 else None,
-            entities=list(entities)[: validate.MAX_ENTITIES] or None, supersedes=sources))
+            entities=list(entities)[: validate.MAX_ENTITIES] or None, supersedes=sources,
+            namespace=list(ns) or None))
     return Planned(made, inputs)
 
 

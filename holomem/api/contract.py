@@ -53,6 +53,7 @@ class ForgetRequest(Request, frozen=True, kw_only=True):
     include_chain: bool = False
     dry_run: bool = False
     purge: bool = False
+    within: list[str] | None = None
 
 
 class IdRequest(Request, frozen=True, kw_only=True):
@@ -62,11 +63,13 @@ class IdRequest(Request, frozen=True, kw_only=True):
 class EntityRequest(Request, frozen=True, kw_only=True):
     entity: str
     k: int = 10
+    namespace: list[str] | None = None
 
 
 class ReasonRequest(Request, frozen=True, kw_only=True):
     entities: list[str]
     k: int = 10
+    namespace: list[str] | None = None
 
 
 class ContradictRequest(Request, frozen=True, kw_only=True):
@@ -75,6 +78,7 @@ class ContradictRequest(Request, frozen=True, kw_only=True):
     k: int = 10
     max_pairs: int = 100_000
     cursor: str | None = None
+    namespace: list[str] | None = None
 
 
 class FeedbackRequest(Request, frozen=True, kw_only=True):
@@ -93,6 +97,14 @@ class ListRequest(Request, frozen=True, kw_only=True):
     limit: int = 100
     filter: ListFilter | None = None
     history: History = "all"
+    namespace: list[str] | None = None
+
+
+class ListNamespacesRequest(Request, frozen=True, kw_only=True):
+    prefix: list[str] | None = None
+    max_depth: int | None = None
+    limit: int = 100
+    cursor: str | None = None
 
 
 def _options(req: RecallRequest) -> dict[str, Any]:
@@ -135,7 +147,8 @@ def _explain(request: dict[str, Any]) -> Invocation:
 def _forget(request: dict[str, Any]) -> Invocation:
     req = _decode(request, ForgetRequest)
     return Invocation("forget", (req.scope, {"include_chain": req.include_chain,
-                                             "dry_run": req.dry_run, "purge": req.purge}),
+                                             "dry_run": req.dry_run, "purge": req.purge,
+                                             "within": req.within}),
                       {}, _same)
 
 
@@ -159,20 +172,21 @@ def _consolidate(request: dict[str, Any]) -> Invocation:
 def _entity_op(method: str) -> Callable[[dict[str, Any]], Invocation]:
     def decode(request: dict[str, Any]) -> Invocation:
         req = _decode(request, EntityRequest)
-        return Invocation(method, (req.entity, req.k), {}, _same)
+        return Invocation(method, (req.entity, req.k, req.namespace), {}, _same)
     return decode
 
 
 def _reason(request: dict[str, Any]) -> Invocation:
     req = _decode(request, ReasonRequest)
-    return Invocation("reason", (req.entities, req.k), {}, _same)
+    return Invocation("reason", (req.entities, req.k, req.namespace), {}, _same)
 
 
 def _contradict(request: dict[str, Any]) -> Invocation:
     req = _decode(request, ContradictRequest)
     return Invocation("contradict", (), {"subject": req.subject, "entity": req.entity,
                                          "k": req.k, "max_pairs": req.max_pairs,
-                                         "cursor": req.cursor}, _same)
+                                         "cursor": req.cursor, "namespace": req.namespace},
+                      _same)
 
 
 def _feedback(request: dict[str, Any]) -> Invocation:
@@ -187,7 +201,14 @@ def _set_confidence(request: dict[str, Any]) -> Invocation:
 
 def _list(request: dict[str, Any]) -> Invocation:
     req = _decode(request, ListRequest)
-    return Invocation("list", (req.cursor, req.limit, req.filter, req.history), {}, _same)
+    return Invocation("list", (req.cursor, req.limit, req.filter, req.history, req.namespace),
+                      {}, _same)
+
+
+def _list_namespaces(request: dict[str, Any]) -> Invocation:
+    req = _decode(request, ListNamespacesRequest)
+    return Invocation("list_namespaces", (req.prefix, req.max_depth, req.limit, req.cursor), {},
+                      _same)
 
 
 #: op -> decoder. The ops of SPEC §5, then those added by the holographic
@@ -208,6 +229,7 @@ OPS: dict[str, Callable[[dict[str, Any]], Invocation]] = {
     "feedback": _feedback,
     "setConfidence": _set_confidence,
     "list": _list,
+    "listNamespaces": _list_namespaces,
 }
 
 

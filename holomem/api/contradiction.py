@@ -34,6 +34,7 @@ from holomem.api.holographic import BLOCK, MAX_K
 from holomem.api.types import ContradictionPair, ContradictResult
 from holomem.errors import InvalidError
 from holomem.projections import hrr
+from holomem.projections.namespaces import Namespace
 
 #: The default ``max_pairs`` of contradict, and the most one call may ask for.
 MAX_PAIRS = 100_000
@@ -124,10 +125,25 @@ class _Groups:
         return keys[first], np.add.reduceat(ent, first)
 
 
+def _by_namespace(slots: np.ndarray, of_ns: np.ndarray) -> list[np.ndarray]:
+    """``slots`` (ascending) split into one ascending group per namespace."""
+    if len(slots) < 2:
+        return [slots]
+    ns = of_ns[slots]
+    if (ns == ns[0]).all():
+        return [slots]
+    order = np.argsort(ns, kind="stable")
+    cuts = np.flatnonzero(np.diff(ns[order])) + 1
+    return list(np.split(slots[order], cuts))
+
+
 def contradict(view: View, now: int, *, subject: str | None = None, entity: str | None = None,
-               k: int = 10, max_pairs: int = MAX_PAIRS, cursor: str | None = None
-               ) -> ContradictResult:
+               k: int = 10, max_pairs: int = MAX_PAIRS, cursor: str | None = None,
+               namespace: Namespace = ()) -> ContradictResult:
     """Pairs of current facts that likely contradict each other, most likely first.
+
+    Only facts at or under ``namespace``; a pair never crosses namespaces (subjects
+    are per namespace, and facts sharing an entity are grouped per namespace).
 
     Pairs are compared in a fixed order (by slot), ``max_pairs`` of them per call; a
     page that stops early says so (``bound_hit``) and gives a cursor to continue.
@@ -143,9 +159,11 @@ def contradict(view: View, now: int, *, subject: str | None = None, entity: str 
     facts = view.facts
     index = view.hrr()
     current = facts.current_mask(now)
+    if namespace:
+        current &= view.mask(facts.namespaces.slots(namespace))
     if subject is not None:
         keep = np.zeros_like(current)
-        keep[[facts.slot(i) for i in facts.subject_members(subject)]] = True
+        keep[[facts.slot(i) for i in facts.subjects(subject, namespace)]] = True
         current &= keep
     if entity is not None:
         keep = np.zeros_like(current)
@@ -160,11 +178,13 @@ def contradict(view: View, now: int, *, subject: str | None = None, entity: str 
     groups: list[np.ndarray] = list(np.split(order, cuts)) if len(order) else []
     flags = [False] * len(groups)
     counts = np.zeros(view.catalog.slots, dtype=np.int64)
+    of_ns = facts.namespaces.of_slot.view()
     for name in view.entities.names():
         g = view.entities.slots(name)
         counts[g] += 1
-        groups.append(g[current[g]])
-        flags.append(True)
+        for part in _by_namespace(g[current[g]], of_ns):
+            groups.append(part)
+            flags.append(True)
     grouped = _Groups(groups, flags)
     n = max(1, view.catalog.slots)
     last = resume[1] * n + resume[2] if resume is not None else -1

@@ -29,6 +29,7 @@ from holomem.api.types import ForgetOptions, ForgetScope, ForgettingConfig, Reli
 from holomem.errors import LimitError
 from holomem.events import DocumentDeleted, Event, FactsForgotten
 from holomem.projections.facts import UNSET, FactIndex
+from holomem.projections.namespaces import Namespace
 
 BATCH = 4096
 #: Ids in one forget scope.
@@ -52,19 +53,24 @@ def options(value: ForgetOptions | Mapping[str, Any] | None,
     return validate.to_struct(ForgetOptions, value, fields, "forget options")
 
 
-def live_facts(view: View) -> np.ndarray:
-    """Slots of every stored fact, in write order."""
+def live_facts(view: View, prefix: Namespace = ()) -> np.ndarray:
+    """Slots of every stored fact at or under ``prefix``, in write order."""
+    if prefix:
+        return view.facts.namespaces.slots(prefix)
     return np.flatnonzero(view.facts.is_fact.view() & view.catalog.alive.view())
 
 
-def select(view: View, scope: ForgetScope) -> list[str]:
-    """Ids of live documents the scope matches, in write order."""
+def select(view: View, scope: ForgetScope, within: Namespace = ()) -> list[str]:
+    """Ids of live documents the scope matches, in write order; with ``within``, only
+    facts at or under that namespace prefix."""
     field = validate.forget_scope(scope)
     facts, cat = view.facts, view.catalog
-    if field == "ids":
+    if field == "namespace":
+        slots = [int(s) for s in live_facts(view, validate.namespace(scope.namespace))]
+    elif field == "ids":
         slots = sorted({cat.slot(i) for i in scope.ids or ()} - {-1})
     elif field == "subject":
-        slots = sorted(facts.slot(i) for i in facts.subject_members(scope.subject or ""))
+        slots = sorted(facts.slot(i) for i in facts.subjects(scope.subject or ""))
     elif field == "entity":
         slots = [int(s) for s in view.entities.slots(scope.entity or "")]
     elif field in ("ingested_before", "event_before"):
@@ -80,6 +86,9 @@ def select(view: View, scope: ForgetScope) -> list[str]:
             meta = validate.load_metadata(view.record(int(s)).metadata) or {}
             if all(k in meta and _same_json(meta[k], v) for k, v in wanted.items()):
                 slots.append(int(s))
+    if within:
+        keep = set(live_facts(view, within).tolist())
+        slots = [s for s in slots if s in keep]
     return [cat.ids[s] or "" for s in slots]
 
 
@@ -145,8 +154,8 @@ class Plan(NamedTuple):
     relinks: list[Relink]
 
 
-def plan(view: View, sc: ForgetScope, include_chain: bool) -> Plan:
-    ids = select(view, sc)
+def plan(view: View, sc: ForgetScope, include_chain: bool, within: Namespace = ()) -> Plan:
+    ids = select(view, sc, within)
     if include_chain:
         ids = with_chains(view.facts, ids)
     return Plan(ids, [Relink(successor=s, predecessor=p)
@@ -174,11 +183,12 @@ def removal(view: View, batch: list[str], now: int, *, purge: bool) -> Removal:
     return Removal(events, done, [Relink(successor=s, predecessor=p) for s, p, _ in links])
 
 
-def candidates(view: View, cfg: ForgettingConfig, now: int) -> list[str]:
-    """What the built-in forgetting policy selects at ``now``."""
+def candidates(view: View, cfg: ForgettingConfig, now: int, prefix: Namespace = ()
+               ) -> list[str]:
+    """What the built-in forgetting policy selects at ``now`` (at or under ``prefix``)."""
     facts = view.facts
     out: list[str] = []
-    for s in live_facts(view):
+    for s in live_facts(view, prefix):
         slot = int(s)
         vto = facts.valid_to.item(slot)
         if (cfg.expired_for_longer_than_ms is not None and vto != UNSET

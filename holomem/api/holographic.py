@@ -54,6 +54,7 @@ from holomem.api.types import (
 )
 from holomem.errors import InvalidError, LimitError
 from holomem.projections import hrr
+from holomem.projections.namespaces import Namespace
 
 #: Membership: a similarity at least this many noise standard deviations.
 THRESHOLD_SDS = 5.0
@@ -83,6 +84,12 @@ class _Members(NamedTuple):
     exact: int  # how many were decided against their entity list (too full to trust)
 
 
+def _scope(view: View, namespace: Namespace) -> np.ndarray | None:
+    """The slots an operation looks at: every live document, or the facts at or under
+    a namespace prefix."""
+    return view.facts.namespaces.slots(namespace) if namespace else None
+
+
 def _members(view: View, entity: str,
              slots: np.ndarray | None = None) -> _Members:
     """Which of ``slots`` (default: every live document) bind ``entity``."""
@@ -99,12 +106,12 @@ def _members(view: View, entity: str,
     return _Members(slots, sims, member, len(weak))
 
 
-def probe(view: View, entity: str, k: int = 10) -> ProbeResult:
+def probe(view: View, entity: str, k: int = 10, namespace: Namespace = ()) -> ProbeResult:
     """Facts that bind ``entity``, best first. Limits: ``k`` <= :data:`MAX_K`."""
     ent = validate.entity(entity)
     k = validate.positive_int(k, "k", MAX_K)
     index = view.hrr()
-    slots, sims, member, exact = _members(view, ent)
+    slots, sims, member, exact = _members(view, ent, _scope(view, namespace))
     idx = np.flatnonzero(member)
     order = idx[np.lexsort((slots[idx], -sims[idx]))][:k]
     chosen = slots[order]
@@ -142,12 +149,13 @@ def _exact_related(view: View, rows: np.ndarray, facts: np.ndarray,
     return scores, counts
 
 
-def related(view: View, entity: str, k: int = 10) -> RelatedResult:
+def related(view: View, entity: str, k: int = 10, namespace: Namespace = ()
+            ) -> RelatedResult:
     """Entities bound in the same facts as ``entity``. Limits: ``k`` <= :data:`MAX_K`."""
     ent = validate.entity(entity)
     k = validate.positive_int(k, "k", MAX_K)
     index = view.hrr()
-    m = _members(view, ent)
+    m = _members(view, ent, _scope(view, namespace))
     facts = m.slots[m.member]
     candidates = [e for e in view.entities.names() if e != ent]
     if not len(facts) or not candidates:
@@ -184,7 +192,8 @@ def related(view: View, entity: str, k: int = 10) -> RelatedResult:
                          path=path, compared=len(candidates))
 
 
-def reason(view: View, entities: Sequence[str], k: int = 10) -> ReasonResult:
+def reason(view: View, entities: Sequence[str], k: int = 10, namespace: Namespace = ()
+           ) -> ReasonResult:
     """Facts that bind every one of ``entities`` (AND).
 
     Limits: 1 to :data:`MAX_REASON_ENTITIES` entities, ``k`` <= :data:`MAX_K`. Memory
@@ -199,7 +208,7 @@ def reason(view: View, entities: Sequence[str], k: int = 10) -> ReasonResult:
                          f"got {len(entities)}")
     ents = [validate.entity(e, "entities") for e in entities]
     k = validate.positive_int(k, "k", MAX_K)
-    first = _members(view, ents[0])
+    first = _members(view, ents[0], _scope(view, namespace))
     compared, exact = len(first.slots), first.exact
     slots, score = first.slots[first.member], first.sims[first.member]
     for e in ents[1:]:

@@ -1,6 +1,7 @@
 """The audit listing: every stored fact, in write order, a page at a time.
 
-Owns: ``Memory.list`` — an exhaustive, stable, paginated walk. Its cursor names the
+Owns: ``Memory.list`` — an exhaustive, stable, paginated walk — and
+``Memory.list_namespaces``. Its cursor names the
 generation and the last slot visited, so a walk interleaved with writes visits
 every fact exactly once: new facts are written after every slot already visited.
 Compaction renumbers slots; a cursor from before a compaction resumes after the
@@ -21,8 +22,9 @@ import numpy as np
 
 from holomem.api import validate
 from holomem.api.engine import View
+from holomem.api.forgetting import live_facts
 from holomem.api.records import fact_record, wanted
-from holomem.api.types import FactRecord, ListFilter, ListPage
+from holomem.api.types import FactRecord, ListFilter, ListPage, NamespaceCount, NamespacePage
 from holomem.errors import InvalidError
 
 #: The most facts one list page returns.
@@ -48,10 +50,11 @@ class Listing(NamedTuple):
     limit: int
     filter: ListFilter
     history: str
+    namespace: tuple[str, ...]
 
 
 def request(cursor: object, limit: object, filter: ListFilter | Mapping[str, Any] | None,
-            history: object) -> Listing:
+            history: object, namespace: object = None) -> Listing:
     """Check a list request (before the store is read)."""
     limit = validate.positive_int(limit, "limit", MAX_LIMIT)
     if history not in ("all", "current", "historical"):
@@ -61,12 +64,13 @@ def request(cursor: object, limit: object, filter: ListFilter | Mapping[str, Any
         validate.doc_id(flt.subject, "filter.subject")
     if flt.entity is not None:
         validate.entities([flt.entity], "filter.entity")
-    return Listing(validate.cursor(cursor, "list()"), limit, flt, str(history))
+    return Listing(validate.cursor(cursor, "list()"), limit, flt, str(history),
+                   validate.namespace(namespace))
 
 
 def page(view: View, req: Listing, now: int) -> ListPage:
     """One page of the walk, statuses at ``now``."""
-    cursor, limit, flt, history = req
+    cursor, limit, flt, history, prefix = req
     start = 0
     if cursor is not None:
         gen, slot, fid = _decode(cursor)
@@ -79,10 +83,10 @@ def page(view: View, req: Listing, now: int) -> ListPage:
                                    "start the listing again")
             start = moved + 1
     facts = view.facts
-    live = np.flatnonzero(facts.is_fact.view() & view.catalog.alive.view())
+    live = live_facts(view, prefix)
     live = live[live >= start]
     if flt.subject is not None:
-        members = np.array([facts.slot(i) for i in facts.subject_members(flt.subject)],
+        members = np.array([facts.slot(i) for i in facts.subjects(flt.subject, prefix)],
                            dtype=np.int64)
         live = live[np.isin(live, members)]
     if flt.entity is not None:
@@ -106,3 +110,35 @@ def page(view: View, req: Listing, now: int) -> ListPage:
     next_cursor = (validate.encode_cursor(g=view.generation, s=last, id=last_id or "")
                    if more else None)
     return ListPage(facts=out, next_cursor=next_cursor, scanned=scanned)
+
+
+def namespace_page(view: View, prefix: object, max_depth: object, limit: object,
+                   cursor: object) -> NamespacePage:
+    """The namespaces at or under ``prefix`` that hold facts, with how many, sorted; a
+    page at a time. ``max_depth`` cuts each namespace to its first ``max_depth``
+    strings, adding up the facts of those it merges (as LangGraph's stores do).
+
+    Limits: ``limit`` <= :data:`MAX_LIMIT`; a cursor <= ``validate.MAX_CURSOR_CHARS``.
+    Errors: ``invalid_request``, ``limit``.
+    """
+    start = validate.namespace(prefix, "prefix")
+    depth = (None if max_depth is None
+             else validate.positive_int(max_depth, "max_depth", validate.MAX_NAMESPACE_DEPTH))
+    n = validate.positive_int(limit, "limit", MAX_LIMIT)
+    after: tuple[str, ...] | None = None
+    text = validate.cursor(cursor, "list_namespaces()")
+    if text is not None:
+        data = validate.decode_cursor(text, "list_namespaces()")
+        after = validate.namespace(data.get("after"), "cursor")
+    merged: dict[tuple[str, ...], int] = {}
+    for name, facts in view.facts.namespaces.counts(start):
+        key = name[:depth] if depth is not None else name
+        merged[key] = merged.get(key, 0) + facts
+    names = sorted(merged)
+    if after is not None:
+        names = [x for x in names if x > after]
+    page = names[:n]
+    more = len(names) > n
+    return NamespacePage(
+        namespaces=[NamespaceCount(namespace=list(x), facts=merged[x]) for x in page],
+        next_cursor=validate.encode_cursor(after=list(page[-1])) if more else None)

@@ -52,6 +52,7 @@ from holomem.api.types import (
     ListFilter,
     ListPage,
     MaintenanceOptions,
+    NamespacePage,
     ProbeResult,
     ReasonResult,
     Recalled,
@@ -180,17 +181,27 @@ class Memory(Configured):
 
     def list(self, cursor: str | None = None, limit: int = 100,
              filter: ListFilter | Mapping[str, Any] | None = None,
-             history: str = "all") -> ListPage:
+             history: str = "all", namespace: Sequence[str] | None = None) -> ListPage:
         """Every stored fact with its status, in write order, a page at a time.
 
         Exhaustive and stable: a walk interleaved with writes sees every fact exactly
         once. Limits: ``limit`` <= ``listing.MAX_LIMIT``; a page examines at most
         ``listing.MAX_SCAN`` facts, so a sparse status filter may give a short page
-        with a cursor. Errors: ``invalid_request``, ``limit``.
+        with a cursor. ``namespace``: only facts at or under that prefix.
+        Errors: ``invalid_request``, ``limit``.
         """
-        req = listing.request(cursor, limit, filter, history)
+        req = listing.request(cursor, limit, filter, history, namespace)
         now = self.clock.now_ms()
         return self.store.read(lambda view: listing.page(view, req, now))
+
+    def list_namespaces(self, prefix: Sequence[str] | None = None,
+                        max_depth: int | None = None, limit: int = 100,
+                        cursor: str | None = None) -> NamespacePage:
+        """The namespaces at or under ``prefix`` that hold facts, with their fact counts,
+        sorted, a page at a time (SPEC §4a); ``max_depth`` cuts each namespace to its
+        first ``max_depth`` strings. Errors: ``invalid_request``, ``limit``."""
+        return self.store.read(lambda view: listing.namespace_page(view, prefix, max_depth,
+                                                                   limit, cursor))
 
     @staticmethod
     def render_context(results: Iterable[Recalled | FactRecord]) -> str:
@@ -262,7 +273,9 @@ class Memory(Configured):
         """
         sc = forgetting.scope(scope)
         opts = forgetting.options(options, fields)
-        plan = self.store.read(lambda view: forgetting.plan(view, sc, opts.include_chain))
+        within = validate.namespace(opts.within, "within")
+        plan = self.store.read(lambda view: forgetting.plan(view, sc, opts.include_chain,
+                                                            within))
         if opts.dry_run:
             return ForgetReport(removed=plan.ids, relinked=plan.relinks, dry_run=True,
                                 purged=False)
@@ -301,17 +314,19 @@ class Memory(Configured):
                                   "apply_forgetting options")
         now = self.clock.now_ms()
         cfg = self.config.forgetting
+        prefix = validate.namespace(opts.namespace)
         if self._forgetting is not None:
             ids = list(self._forgetting(self, now))
         elif isinstance(cfg, ForgettingConfig):
-            ids = self.store.read(lambda view: forgetting.candidates(view, cfg, now))
+            ids = self.store.read(lambda view: forgetting.candidates(view, cfg, now, prefix))
         else:
             ids = []
         if not ids:
             return ForgetReport(removed=[], relinked=[], dry_run=opts.dry_run, purged=False)
+        # A custom policy sees the whole store: the namespace restricts what it picked.
         return self.forget(ForgetScope(ids=ids),
                            ForgetOptions(include_chain=opts.include_chain, dry_run=opts.dry_run,
-                                         purge=opts.purge))
+                                         purge=opts.purge, within=list(prefix) or None))
 
     def consolidate(self, options: ConsolidateOptions | Mapping[str, Any] | None = None,
                     **fields: Any) -> ConsolidationReport:
@@ -326,15 +341,16 @@ class Memory(Configured):
         opts = consolidation.options(options, fields)
         cfg = self.config.consolidation
         now = self.clock.now_ms()
+        prefix = validate.namespace(opts.namespace)
         if self._consolidation is not None:
             groups = list(self._consolidation(self, now))
         elif isinstance(cfg, ConsolidationConfig):
             threshold = cfg.duplicates.near_threshold
             groups = self.store.read(
-                lambda view: consolidation.duplicate_groups(view, now, threshold))
+                lambda view: consolidation.duplicate_groups(view, now, threshold, prefix))
         else:
             groups = []
-        planned = self.store.read(lambda view: consolidation.plan(view, groups))
+        planned = self.store.read(lambda view: consolidation.plan(view, groups, prefix))
         added: builtins.list[str] = []
         removed: builtins.list[str] = []
         remove_sources = isinstance(cfg, ConsolidationConfig) and cfg.remove_sources
@@ -352,38 +368,47 @@ class Memory(Configured):
                                    removed=removed, sources_kept=kept)
 
     # -- holographic operations ----------------------------------------------------------
-    def probe(self, entity: str, k: int = 10) -> ProbeResult:
-        """Facts whose HRR structure binds ``entity`` (algebra, not keyword lookup).
+    def probe(self, entity: str, k: int = 10, namespace: Sequence[str] | None = None
+              ) -> ProbeResult:
+        """Facts whose HRR structure binds ``entity`` (algebra, not keyword lookup);
+        ``namespace``: only facts at or under that prefix.
 
         Limits: ``k`` <= ``holographic.MAX_K``; ``entity`` <= 256 characters."""
-        return self.store.read(lambda view: holographic.probe(view, entity, k))
+        ns = validate.namespace(namespace)
+        return self.store.read(lambda view: holographic.probe(view, entity, k, ns))
 
-    def related(self, entity: str, k: int = 10) -> RelatedResult:
+    def related(self, entity: str, k: int = 10, namespace: Sequence[str] | None = None
+                ) -> RelatedResult:
         """Entities structurally associated with ``entity`` (bound in the same facts).
 
         The algebra answers only when it keeps every entity the exact per-fact scoring
         ranks in the top k (else ``path`` is "exact per-fact").
         Limits: ``k`` <= ``holographic.MAX_K``."""
-        return self.store.read(lambda view: holographic.related(view, entity, k))
+        ns = validate.namespace(namespace)
+        return self.store.read(lambda view: holographic.related(view, entity, k, ns))
 
-    def reason(self, entities: Sequence[str], k: int = 10) -> ReasonResult:
+    def reason(self, entities: Sequence[str], k: int = 10,
+               namespace: Sequence[str] | None = None) -> ReasonResult:
         """Facts that bind every one of ``entities`` (AND).
 
         Limits: 1 to ``holographic.MAX_REASON_ENTITIES`` entities, ``k`` <=
         ``holographic.MAX_K``."""
-        return self.store.read(lambda view: holographic.reason(view, entities, k))
+        ns = validate.namespace(namespace)
+        return self.store.read(lambda view: holographic.reason(view, entities, k, ns))
 
     def contradict(self, *, subject: str | None = None, entity: str | None = None,
                    k: int = 10, max_pairs: int = contradiction.MAX_PAIRS,
-                   cursor: str | None = None) -> ContradictResult:
+                   cursor: str | None = None, namespace: Sequence[str] | None = None
+                   ) -> ContradictResult:
         """Pairs of current facts that likely contradict; counts what was compared.
 
         Limits: ``k`` <= ``holographic.MAX_K``, ``max_pairs`` <=
         ``contradiction.MAX_PAIRS_LIMIT``; a page stops there and gives a cursor."""
         now = self.clock.now_ms()
+        ns = validate.namespace(namespace)
         return self.store.read(lambda view: contradiction.contradict(
             view, now, subject=subject, entity=entity, k=k, max_pairs=max_pairs,
-            cursor=cursor))
+            cursor=cursor, namespace=ns))
 
     # -- the JSON contract ----------------------------------------------------------------
     def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:

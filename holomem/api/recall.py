@@ -39,6 +39,7 @@ def options(value: RecallOptions | Mapping[str, Any] | None,
         validate.doc_id(o.subject, "subject")
     if o.entities is not None:
         validate.entities(o.entities)
+    validate.namespace(o.namespace)
     return o
 
 
@@ -65,8 +66,10 @@ class Ranking:
         self.query = query
         self.options = o
         self.at = at
+        self.namespace = validate.namespace(o.namespace)
         self.embedding = self._embedding()
-        self.ids = self._filter_ids()
+        #: the slot mask of the filtered path (None: every document)
+        self.allowed = self._restriction()
 
     def _embedding(self) -> bytes:
         o, dim = self.options, self.view.embedding_dim
@@ -76,27 +79,28 @@ class Ranking:
             return b""
         return validate.embedding(o.embedding, dim)
 
-    def _filter_ids(self) -> list[str] | None:
-        """Ids of the facts a subject / entities filter allows (None: no filter).
-
-        Intersected one filter at a time over sorted slot arrays, so memory stays
-        linear in the store however many entities the filter names.
-        """
+    def _restriction(self) -> np.ndarray | None:
+        """The slot mask of the facts the namespace prefix and the subject / entities
+        filters allow (None: no restriction) — built from their indexes (the filtered
+        path), intersected one at a time over sorted slot arrays, so memory stays
+        linear in the store however many entities the filter names."""
         o, view = self.options, self.view
-        if o.subject is None and not o.entities:
-            return None
         keep: np.ndarray | None = None
+        if self.namespace:
+            keep = view.facts.namespaces.slots(self.namespace)
         if o.subject is not None:
-            keep = np.unique(np.array([view.facts.slot(i) for i in
-                                       view.facts.subject_members(o.subject)], dtype=np.int64))
-            keep = keep[keep >= 0]
+            subject = np.unique(np.array([view.facts.slot(i) for i in
+                                          view.facts.subjects(o.subject, self.namespace)],
+                                         dtype=np.int64))
+            subject = subject[subject >= 0]
+            keep = subject if keep is None else np.intersect1d(keep, subject,
+                                                                assume_unique=True)
         for entity in o.entities or ():
+            if keep is not None and not len(keep):
+                break
             slots = view.entities.slots(entity)
             keep = slots if keep is None else np.intersect1d(keep, slots, assume_unique=True)
-            if not len(keep):
-                break
-        assert keep is not None
-        return [i for i in (view.catalog.ids[int(s)] for s in keep) if i]
+        return None if keep is None else view.mask(keep)
 
     def identity(self) -> bool:
         """SPEC §4's identity rule: nothing can change document search's answer."""
@@ -112,7 +116,7 @@ class Ranking:
     def fused(self) -> Fusion:
         """Every matching document's fused score, with the context policy's share."""
         if self.policies.context is None:
-            return self.view.fused(self.query, self.embedding, self.ids)
+            return self.view.fused(self.query, self.embedding, self.allowed)
         return self._with_context(self.plain())
 
     def _with_context(self, fused: Fusion) -> Fusion:
@@ -129,9 +133,8 @@ class Ranking:
             total[d:] += weight * own[:-d]
             total[:-d] += weight * own[d:]
         keep = np.flatnonzero(total > 0)
-        allowed = view.allowed(self.ids)
-        if allowed is not None:
-            keep = keep[allowed[live[keep]]]
+        if self.allowed is not None:
+            keep = keep[self.allowed[live[keep]]]
         slots = live[keep]
         lexical = np.zeros(len(live))
         lexical[np.searchsorted(live, fused.slots)] = fused.lexical
@@ -182,7 +185,7 @@ class Ranking:
         """(slot, score) of the k results, best first."""
         o = self.options
         if self.identity():
-            hits = self.view.search(self.query, o.k, self.embedding, self.ids)
+            hits = self.view.search(self.query, o.k, self.embedding, self.allowed)
             return [(self.view.slot(h.id), h.score) for h in hits]
         return [(c.slot, c.score) for c in self.rank()[0]]
 

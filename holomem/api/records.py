@@ -48,7 +48,8 @@ def fact_record(view: View, slot: int, at: int, known_at: int | None = None) -> 
         superseded_by=facts.successors(fid, known_at),
         confidence=facts.confidence.get(fid, 1.0),
         helpful=sum(1 for h, _, _ in fb if h), unhelpful=sum(1 for h, _, _ in fb if not h),
-        feedback=[FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb])
+        feedback=[FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb],
+        namespace=list(facts.namespace(slot)))
 
 
 def get(view: View, fact_id: str, at: int) -> FactRecord | None:

@@ -25,6 +25,7 @@ from holomem.api.types import Remembered, RememberInput
 from holomem.errors import ConflictError, InvalidError
 from holomem.events import DocumentAdded, Event, FactAdded
 from holomem.projections.facts import OrderKey, effective_time, status_at
+from holomem.projections.namespaces import Namespace
 
 
 class Checked(NamedTuple):
@@ -56,7 +57,11 @@ def check(x: RememberInput, i: int) -> Checked:
         validate.id_list(x.supersedes, f"{where}: supersedes", validate.MAX_IDS)
     if x.confidence is not None:
         validate.confidence(x.confidence)
-    payload = {k: v for k, v in msgspec.to_builtins(x).items() if k != "id" and v is not None}
+    validate.namespace(x.namespace, f"{where}: namespace")
+    # The root namespace is no namespace: [] and None give the same payload (and the
+    # same content id as a fact written before namespaces existed).
+    payload = {k: v for k, v in msgspec.to_builtins(x).items()
+               if k != "id" and v is not None and not (k == "namespace" and not v)}
     canon = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return Checked(x, hashlib.sha256(canon.encode("utf-8")).digest())
 
@@ -73,6 +78,7 @@ class _Pending(NamedTuple):
     id: str
     digest: bytes
     ingest: int
+    namespace: Namespace
     subject: str | None
     eff: int
     valid_to: int | None
@@ -91,7 +97,7 @@ class Planner:
         # Kept up to date as the batch grows, so that planning stays linear in the
         # batch: the successors each batch fact gave a fact, and the batch by subject.
         self._batch_succ: dict[str, list[str]] = {}
-        self._by_subject: dict[str, list[_Pending]] = {}
+        self._by_subject: dict[tuple[Namespace, str], list[_Pending]] = {}
         self._dim = view.embedding_dim
         self._next_slot = view.catalog.slots
         self._seq = view.revision + 1
@@ -116,10 +122,14 @@ class Planner:
             return []
         if fid in view.catalog:
             raise ConflictError(f"id {fid!r} belongs to a document that is not a fact")
+        ns: Namespace = tuple(x.namespace or ())
         requested = tuple(dict.fromkeys(x.supersedes or ()))
         for target in requested:
             if target == fid or (facts.slot(target) < 0 and target not in self._pending):
                 raise InvalidError(f"supersedes names {target!r}, which is not a stored fact")
+            if self._namespace(target) != ns:
+                raise InvalidError(f"supersedes names {target!r}, which lives in another "
+                                   "namespace (supersession never crosses namespaces)")
         emb = validate.embedding(x.embedding, self._dim, "embedding")
         if emb and not self._dim:
             self._dim = len(emb) // 4
@@ -128,19 +138,20 @@ class Planner:
         now = self.now
         eff = effective_time(x.valid_from, x.event_time, now)
         key: OrderKey = (eff, now, self._seq, self._next_slot)
-        links = (self._policy_links(x.subject, NewFact(eff, x.valid_to), key)
+        links = (self._policy_links(ns, x.subject, NewFact(eff, x.valid_to), key)
                  if x.subject is not None else Links([], []))
         supersedes = tuple(dict.fromkeys([*requested, *links.supersedes]))
         superseded_by = tuple(s for s in dict.fromkeys(links.superseded_by)
                               if s not in supersedes and s != fid)
-        p = self._pending[fid] = _Pending(fid, digest[:8], now, x.subject, eff, x.valid_to, key)
+        p = self._pending[fid] = _Pending(fid, digest[:8], now, ns, x.subject, eff, x.valid_to,
+                                          key)
         self._next_slot += 1
         for pred in supersedes:
             self._batch_succ.setdefault(pred, []).append(fid)
         for succ in superseded_by:
             self._batch_succ.setdefault(fid, []).append(succ)
         if x.subject is not None:
-            self._by_subject.setdefault(x.subject, []).append(p)
+            self._by_subject.setdefault((ns, x.subject), []).append(p)
         self.results.append(Remembered(id=fid, created=True, ingest_time=now,
                                        superseded=list(supersedes)))
         return [
@@ -149,8 +160,13 @@ class Planner:
             FactAdded(id=fid, ingest_time=now, subject=x.subject, event_time=x.event_time,
                       valid_from=x.valid_from, valid_to=x.valid_to, supersedes=supersedes,
                       superseded_by=superseded_by, requested=requested, digest=digest[:8],
-                      confidence=x.confidence),
+                      confidence=x.confidence, namespace=ns),
         ]
+
+    def _namespace(self, fid: str) -> Namespace:
+        p = self._pending.get(fid)
+        return p.namespace if p is not None else self.view.facts.namespace(
+            self.view.facts.slot(fid))
 
     def _start(self, fid: str) -> int:
         p = self._pending.get(fid)
@@ -167,17 +183,18 @@ class Planner:
         slot = facts.slot(fid)
         return facts.status(slot, at) == "current" and all(s > at for s in batch)
 
-    def _policy_links(self, subject: str, new: NewFact, new_key: OrderKey) -> Links:
-        """Ask the supersession policy, showing it the subject's other facts: stored
-        ones and those written earlier in the batch."""
+    def _policy_links(self, ns: Namespace, subject: str, new: NewFact, new_key: OrderKey
+                      ) -> Links:
+        """Ask the supersession policy, showing it the subject's other facts in the same
+        namespace: stored ones and those written earlier in the batch."""
         facts = self.view.facts
         eff = new.effective_time
         members: list[tuple[OrderKey, SubjectMember]] = []
-        for fid in facts.subject_members(subject):
+        for fid in facts.subject_members(subject, ns):
             key = facts.order_key(fid)
             members.append((key, SubjectMember(fid, key[0], key[1], key < new_key,
                                                self._current_at(fid, eff))))
-        for p in self._by_subject.get(subject, ()):
+        for p in self._by_subject.get((ns, subject), ()):
             members.append((p.key, SubjectMember(p.id, p.eff, p.ingest, p.key < new_key,
                                                  self._current_at(p.id, eff))))
         members.sort(key=lambda m: m[0])

@@ -45,6 +45,9 @@ class RememberInput(Request, frozen=True):
     #: What the agent believes, in [0, 1] (default 1). Changed later only by
     #: ``set_confidence``; feedback never touches it. It never hides a fact.
     confidence: float | None = None
+    #: Where the fact lives (SPEC §4a): 0 to 8 non-empty strings, e.g.
+    #: ``["memories", "user-42"]``; empty or absent is the root.
+    namespace: list[str] | None = None
 
 
 class Remembered(_Response, frozen=True):
@@ -85,6 +88,7 @@ class FactRecord(_Response, frozen=True):
     helpful: int = 0
     unhelpful: int = 0
     feedback: list[FeedbackEntry] = []
+    namespace: list[str] = []
 
 
 class RecallOptions(Request, frozen=True):
@@ -97,6 +101,8 @@ class RecallOptions(Request, frozen=True):
     embedding: list[float] | None = None
     explain: bool = False
     candidate_limit: int = 100
+    #: Only facts at or under this namespace prefix (None or []: the root, everything).
+    namespace: list[str] | None = None
 
 
 class MatchedTerm(_Response, frozen=True):
@@ -159,12 +165,16 @@ class ForgetScope(Request, frozen=True, omit_defaults=True):
     ingested_before: int | None = None
     event_before: int | None = None
     metadata: dict[str, Any] | None = None
+    #: Every fact at or under this namespace (``[]``: every fact of the store).
+    namespace: list[str] | None = None
 
 
 class ForgetOptions(Request, frozen=True):
     include_chain: bool = False
     dry_run: bool = False
     purge: bool = False
+    #: Restrict the scope to facts at or under this namespace prefix (default: all).
+    within: list[str] | None = None
 
 
 class Relink(_Response, frozen=True):
@@ -185,11 +195,15 @@ class MaintenanceOptions(Request, frozen=True):
     dry_run: bool = True
     include_chain: bool = False
     purge: bool = False
+    #: Only facts at or under this namespace prefix (default: all).
+    namespace: list[str] | None = None
 
 
 class ConsolidateOptions(Request, frozen=True):
     dry_run: bool = True
     allow_destructive: bool = False
+    #: Only facts at or under this namespace prefix (default: all).
+    namespace: list[str] | None = None
 
 
 class ConsolidationGroup(_Response, frozen=True):
@@ -426,3 +440,16 @@ def config_from_json(data: bytes | str) -> MemoryConfig:
 
 def config_to_json(config: MemoryConfig) -> bytes:
     return msgspec.json.encode(config)
+
+
+# -- namespaces ---------------------------------------------------------------------------
+class NamespaceCount(_Response, frozen=True):
+    namespace: list[str]
+    facts: int
+
+
+class NamespacePage(_Response, frozen=True):
+    """Namespaces that hold facts, sorted; continue from ``next_cursor`` when set."""
+
+    namespaces: list[NamespaceCount]
+    next_cursor: str | None = None

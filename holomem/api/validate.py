@@ -357,7 +357,7 @@ def confidence(value: object) -> float:
     return float(value)
 
 
-def encode_cursor(**fields: int | str) -> str:
+def encode_cursor(**fields: int | str | list[str]) -> str:
     """An opaque pagination cursor (URL-safe base64 of compact JSON)."""
     raw = json.dumps(fields, separators=(",", ":"))
     return base64.urlsafe_b64encode(raw.encode()).decode()
@@ -376,7 +376,8 @@ def decode_cursor(value: str, what: str) -> dict[str, Any]:
 
 
 # -- request fields of the memory API ----------------------------------------------------
-_SCOPE_FIELDS = ("ids", "subject", "entity", "ingested_before", "event_before", "metadata")
+_SCOPE_FIELDS = ("ids", "subject", "entity", "ingested_before", "event_before", "metadata",
+                 "namespace")
 
 
 def forget_scope(scope: ForgetScope) -> str:
@@ -394,6 +395,8 @@ def forget_scope(scope: ForgetScope) -> str:
         metadata(scope.metadata)
         if not scope.metadata:
             raise InvalidError("a metadata scope needs at least one key")
+    elif field == "namespace":
+        namespace(scope.namespace, "scope.namespace")
     return field
 
 
@@ -402,3 +405,22 @@ def entity(value: object, field: str = "entity") -> str:
     if not isinstance(value, str) or not value:
         raise InvalidError(f"{field} must be a non-empty string")
     return entities([value], field)[0]
+
+
+#: A namespace holds at most this many strings (SPEC §4a).
+MAX_NAMESPACE_DEPTH = 8
+
+
+def namespace(value: object, field: str = "namespace") -> tuple[str, ...]:
+    """A namespace (or a namespace prefix): 0 to :data:`MAX_NAMESPACE_DEPTH` strings, each
+    checked like an id. None and ``[]`` are the root."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidError(f"{field} must be a list of strings (e.g. [\"users\", \"u-42\"])")
+    parts: list[str] = []
+    for part in value:
+        if len(parts) >= MAX_NAMESPACE_DEPTH:
+            raise LimitError(f"{field} holds more than {MAX_NAMESPACE_DEPTH} strings")
+        parts.append(doc_id(part, f"{field}[{len(parts)}]"))
+    return tuple(parts)

@@ -45,6 +45,7 @@ from holomem.events import (
 )
 from holomem.projections.base import Change, GrowArray
 from holomem.projections.catalog import Catalog
+from holomem.projections.namespaces import ROOT, Namespace, NamespaceIndex
 
 UNSET = np.iinfo(np.int64).min
 CURRENT, SUPERSEDED, EXPIRED, NOT_YET_VALID = "current", "superseded", "expired", "not-yet-valid"
@@ -119,7 +120,10 @@ class FactIndex:
         self.eff = GrowArray(np.int64)
         self.subject = GrowArray(np.int32)
         self.digest = GrowArray(np.uint64)
-        self._subject_id: dict[str, int] = {}
+        #: the namespace of every fact, and the facts under a prefix
+        self.namespaces = NamespaceIndex()
+        #: subjects are per namespace: (namespace id, subject) -> subject id
+        self._subject_id: dict[tuple[int, str], int] = {}
         self.subject_names: list[str] = []
         self._by_subject: dict[int, list[str]] = {}
         self.supersedes: dict[str, list[Link]] = {}  # successor -> what it supersedes
@@ -162,12 +166,14 @@ class FactIndex:
     def _new_slot(self, change: Change) -> None:
         old = change.old
         assert self.is_fact.n == change.new  # one row per slot, in slot order
+        self.namespaces.new_slot()
         if old >= 0 and self.is_fact[old]:
             # A fact's document was replaced through the document API: the fact keeps
-            # its times and links; they move to the new slot.
+            # its times, namespace and links; they move to the new slot.
             for col in self._columns():
                 col.append(col[old])
             self.is_fact[old] = False
+            self.namespaces.move(old, change.new)
             return
         self.is_fact.append(False)
         self.ingest.append(0)
@@ -197,11 +203,12 @@ class FactIndex:
             self.windows += 1
         fid = self.catalog.ids[slot]
         assert fid is not None
+        nid = self.namespaces.add(slot, e.namespace)
         if e.subject is not None:
-            sid = self._subject_id.get(e.subject)
+            sid = self._subject_id.get((nid, e.subject))
             if sid is None:
                 name = "".join(e.subject)  # a copy: do not pin the event's buffers
-                sid = self._subject_id[name] = len(self.subject_names)
+                sid = self._subject_id[(nid, name)] = len(self.subject_names)
                 self.subject_names.append(name)
             self.subject[slot] = sid
             self._by_subject.setdefault(sid, []).append(fid)
@@ -237,6 +244,7 @@ class FactIndex:
 
     def _remove(self, slot: int, fact_id: str) -> None:
         self.facts -= 1
+        self.namespaces.remove(slot)
         if self.valid_from[slot] != UNSET or self.valid_to[slot] != UNSET:
             self.windows -= 1
         sid = int(self.subject[slot])
@@ -282,9 +290,26 @@ class FactIndex:
             self.digest.item(slot).to_bytes(8, "little"),
         )
 
-    def subject_members(self, subject: str) -> list[str]:
-        sid = self._subject_id.get(subject)
+    def subject_members(self, subject: str, namespace: Namespace = ROOT) -> list[str]:
+        """Ids of the stored facts of ``subject`` in ``namespace`` (exactly that one:
+        subjects never cross namespaces), in write order."""
+        nid = self.namespaces.intern_id(namespace)
+        sid = self._subject_id.get((nid, subject)) if nid >= 0 else None
         return list(self._by_subject.get(sid, ())) if sid is not None else []
+
+    def subjects(self, subject: str, prefix: Namespace = ROOT) -> list[str]:
+        """Ids of the stored facts of ``subject`` in every namespace at or under
+        ``prefix``, in write order."""
+        out: list[str] = []
+        for nid in self.namespaces.under(prefix):
+            sid = self._subject_id.get((nid, subject))
+            if sid is not None:
+                out.extend(self._by_subject.get(sid, ()))
+        return sorted(out, key=self.catalog.slot) if len(out) > 1 else out
+
+    def namespace(self, slot: int) -> Namespace:
+        """The namespace of the fact in ``slot`` (the root for a plain document)."""
+        return self.namespaces.namespace(slot)
 
     def known(self, slot: int, known_at: int | None) -> bool:
         return known_at is None or int(self.ingest[slot]) <= known_at
@@ -386,4 +411,4 @@ class FactIndex:
                 for succ, links in self.supersedes.items() for link in links]
 
     def memory_bytes(self) -> int:
-        return sum(col.nbytes for col in self._columns())
+        return sum(col.nbytes for col in self._columns()) + self.namespaces.memory_bytes()

@@ -47,12 +47,14 @@ SUMMARY_ID = "c-907c22aa610a3fc7395190605b55ef1d"
 
 def fact(id: str, text: str, ingest_time: int, status: str, **fields: Any) -> dict[str, Any]:
     """A FactRecord as JSON: every RememberInput field as stored, ingestTime, status
-    and supersededBy (plus the feedback fields the contract has grown)."""
+    and supersededBy (plus the feedback fields and the namespace the contract has
+    grown: a fact of the root namespace has ``namespace: []``)."""
     out = {
         "id": id, "text": text, "ingestTime": ingest_time, "status": status,
         "subject": None, "entities": [], "metadata": None, "embedding": None,
         "eventTime": None, "validFrom": None, "validTo": None, "supersedes": [],
         "supersededBy": [], "confidence": 1.0, "helpful": 0, "unhelpful": 0, "feedback": [],
+        "namespace": [],
     }
     unknown = set(fields) - set(out)
     assert not unknown, unknown

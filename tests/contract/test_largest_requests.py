@@ -107,6 +107,8 @@ def largest(op: str) -> dict[str, Any]:
         "feedback": {"id": "f1", "helpful": False, "note": "n" * validate.MAX_TEXT_BYTES},
         "setConfidence": {"id": "f1", "confidence": 0.5},
         "list": {"limit": listing.MAX_LIMIT, "history": "all"},
+        "listNamespaces": {"prefix": [], "maxDepth": validate.MAX_NAMESPACE_DEPTH,
+                           "limit": listing.MAX_LIMIT},
     }
     return requests[op]
 

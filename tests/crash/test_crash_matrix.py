@@ -85,7 +85,13 @@ def test_the_crash_points_issue_6_asks_for_exist() -> None:
 def test_a_process_crash_at_any_point_loses_no_acknowledged_write(
         references: dict[str, ct.Reference]) -> None:
     ref = references["plain/full"]
-    results = _run(_cases(ref, ["crash"], None), [ref])
+    # The chosen hits of every point, and one crash inside every transaction (the hit
+    # before each frame write): every kind of step that writes is crashed in,
+    # whatever the workload's frame sizes make of the other points' hit numbers.
+    every_tx = ct.matrix(ref, faults=["crash"], seed=SEED, points=["journal.frame.write.before"],
+                         hits=list(range(1, ref.hits["journal.frame.write.before"] + 1)))
+    cases = {(c.point, c.hit): c for c in [*_cases(ref, ["crash"], None), *every_tx]}
+    results = _run(list(cases.values()), [ref])
     # Crashes landed in every kind of step, and some of them while a write was running.
     assert {r.step_kind for r in results} >= {"open", "remember", "remember_many", "forget",
                                               "compact", "reopen_torn", "close"}

@@ -243,3 +243,27 @@ def test_every_compaction_zeroes_what_it_unlinks_so_a_later_purge_leaves_no_copy
     assert any(n.startswith("gen-00000001") for n in unlinked), unlinked
     assert {n: how for n, how in unlinked.items() if how} == {}
     assert markers.files_with(path, w.MARKER_BYTES, key) == {}
+
+
+def test_forgetting_a_users_namespace_with_purge_leaves_no_trace_of_it(
+        tmp_path: Path, key: bytes | None) -> None:
+    """One store, two users. The marker names one user's namespace (it is ciphertext
+    in an encrypted store, like every string of a fact); forgetting that namespace
+    with purge leaves the marker in no file, and the other user's facts as they were."""
+    path = str(tmp_path / "s")
+    user = ["users", w.MARKER]
+    store, memory = w.open_memory(path, key)
+    memory.remember_many([{"id": f"mine-{i}", "text": f"private note {i}", "namespace": user}
+                          for i in range(5)])
+    memory.remember_many([{"id": f"other-{i}", "text": f"shared note {i}",
+                           "namespace": ["users", "other"]} for i in range(5)])
+    others = [msgspec.to_builtins(memory.get(f"other-{i}")) for i in range(5)]
+    _assert_no_plaintext(path, key)
+    assert markers.files_with(path, w.MARKER_BYTES, key), "the scan sees the namespace"
+    report = memory.forget({"namespace": user}, purge=True)
+    assert sorted(report.removed) == [f"mine-{i}" for i in range(5)]
+    assert markers.files_with(path, w.MARKER_BYTES, key) == {}
+    assert [msgspec.to_builtins(memory.get(f"other-{i}")) for i in range(5)] == others
+    assert [n.namespace for n in memory.list_namespaces().namespaces] == [["users", "other"]]
+    store.close()
+    assert markers.files_with(path, w.MARKER_BYTES, key) == {}

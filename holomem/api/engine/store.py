@@ -144,7 +144,7 @@ class Store(Engine):
         q = validate.query(text)
         k = validate.positive_int(k, "k", validate.MAX_K)
         wanted = validate.id_list(ids, "ids", validate.MAX_IDS) if ids is not None else None
-        return self.read(lambda view: view.similar(q, k, wanted))
+        return self.read(lambda view: view.similar(q, k, view.allowed(wanted)))
 
     def search_documents(self, query: str, k: int = 10, *,
                          embedding: Sequence[float] | None = None,
@@ -164,7 +164,7 @@ class Store(Engine):
         if emb and not self.embedding_dim:
             emb = b""  # no document has an embedding: cosine has nothing to compare
         wanted = validate.id_list(ids, "ids", validate.MAX_IDS) if ids is not None else None
-        return self.read(lambda view: view.search(q, k, emb, wanted))
+        return self.read(lambda view: view.search(q, k, emb, view.allowed(wanted)))
 
     def ids_with_entity(self, entity: str) -> list[str]:
         """Ids of live documents that carry ``entity`` exactly, in write order."""

@@ -144,7 +144,8 @@ class View:
 
     # -- search -------------------------------------------------------------------------
     def allowed(self, ids: Sequence[str] | None) -> np.ndarray | None:
-        """A slot mask of ``ids`` (None: every document)."""
+        """A slot mask of ``ids`` (None: every document): the filtered path's
+        restriction, as :meth:`fused`, :meth:`search` and :meth:`similar` take it."""
         if ids is None:
             return None
         mask = np.zeros(self.state.catalog.slots, dtype=bool)
@@ -154,19 +155,25 @@ class View:
                 mask[slot] = True
         return mask
 
-    def fused(self, query: str, embedding: bytes, ids: Sequence[str] | None) -> Fusion:
-        """BM25 (and cosine with an ``embedding``) of every matching document, fused."""
-        allowed = self.allowed(ids)
+    def mask(self, slots: np.ndarray) -> np.ndarray:
+        """A slot mask holding ``slots``."""
+        out = np.zeros(self.state.catalog.slots, dtype=bool)
+        out[slots] = True
+        return out
+
+    def fused(self, query: str, embedding: bytes, allowed: np.ndarray | None) -> Fusion:
+        """BM25 (and cosine with an ``embedding``) of every matching document, fused;
+        ``allowed`` (a slot mask) restricts the candidates."""
         lex = self.state.bm25.score(query, allowed)
         sem = None
         if embedding:
             sem = self.state.embeddings.cosine(np.frombuffer(embedding, dtype="<f4"), allowed)
         return fuse(lex, sem)
 
-    def search(self, query: str, k: int, embedding: bytes, ids: Sequence[str] | None
+    def search(self, query: str, k: int, embedding: bytes, allowed: np.ndarray | None
                ) -> list[Hit]:
         """The ``k`` best documents, best first; ties in write order (SPEC §2)."""
-        fused = self.fused(query, embedding, ids)
+        fused = self.fused(query, embedding, allowed)
         ids_of = self.state.catalog.ids
         return [
             Hit(id=ids_of[int(fused.slots[i])] or "", score=float(fused.score[i]),
@@ -185,10 +192,10 @@ class View:
             self._encode_hrr(self.state, source)
         return index
 
-    def similar(self, text: str, k: int, ids: Sequence[str] | None) -> list[Hit]:
+    def similar(self, text: str, k: int, allowed: np.ndarray | None) -> list[Hit]:
         """Documents whose HRR content vector is most similar to ``text``'s."""
         index = self.hrr()
-        slots, scores = index.similar(tokenize(text), self.allowed(ids))
+        slots, scores = index.similar(tokenize(text), allowed)
         ids_of = self.state.catalog.ids
         return [Hit(id=ids_of[int(slots[i])] or "", score=float(scores[i]), lexical_score=0.0)
                 for i in top_k(slots, scores, k)]

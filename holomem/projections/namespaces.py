@@ -1,0 +1,107 @@
+"""The namespace index: which namespace every fact lives in, and the facts under a prefix.
+
+Owns: the namespace of each fact slot (an interned id), the live facts of each
+namespace, and the lookups of SPEC §4a — the facts at or under a prefix (the
+filtered path: built from per-namespace member lists, never a scan of every
+fact) and the namespaces that hold facts. Part of the fact index
+(:mod:`holomem.projections.facts`), which feeds it. Imports numpy and the base.
+
+A namespace is a tuple of 0 to 8 non-empty strings; the empty tuple is the root,
+and every namespace is under the root. Nothing here is persisted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from holomem.projections.base import GrowArray
+
+Namespace = tuple[str, ...]
+ROOT: Namespace = ()
+
+
+class NamespaceIndex:
+    def __init__(self) -> None:
+        self._ids: dict[Namespace, int] = {}
+        self.names: list[Namespace] = []
+        #: the namespace id of each slot's fact (-1: not a fact)
+        self.of_slot = GrowArray(np.int32)
+        self._members: list[list[int]] = []  # per namespace id; may hold dead slots
+        self._live: list[int] = []  # live facts per namespace id
+
+    # -- changes (called by the fact index) ---------------------------------------------
+    def new_slot(self) -> None:
+        self.of_slot.append(-1)
+
+    def intern(self, namespace: Namespace) -> int:
+        nid = self._ids.get(namespace)
+        if nid is None:
+            nid = self._ids[namespace] = len(self.names)
+            self.names.append(namespace)
+            self._members.append([])
+            self._live.append(0)
+        return nid
+
+    def intern_id(self, namespace: Namespace) -> int:
+        """The id of ``namespace``, or -1 if no fact ever lived there."""
+        return self._ids.get(namespace, -1)
+
+    def add(self, slot: int, namespace: Namespace) -> int:
+        """Place the fact in ``slot`` in ``namespace``; returns its namespace id."""
+        nid = self.intern(namespace)
+        self.of_slot[slot] = nid
+        self._members[nid].append(slot)
+        self._live[nid] += 1
+        return nid
+
+    def move(self, old: int, new: int) -> None:
+        """The fact of slot ``old`` now lives in slot ``new`` (its document replaced)."""
+        nid = int(self.of_slot[old])
+        self.of_slot[old] = -1
+        self.of_slot[new] = nid
+        if nid >= 0:
+            self._members[nid].append(new)
+
+    def remove(self, slot: int) -> None:
+        nid = int(self.of_slot[slot])
+        if nid >= 0:
+            self.of_slot[slot] = -1
+            self._live[nid] -= 1
+            members = self._members[nid]
+            if len(members) > 64 and len(members) > 2 * self._live[nid]:
+                col = self.of_slot.view()
+                members[:] = [s for s in members if col[s] == nid]
+
+    # -- queries ------------------------------------------------------------------------
+    def namespace(self, slot: int) -> Namespace:
+        nid = self.of_slot.item(slot)
+        return self.names[nid] if nid >= 0 else ROOT
+
+    def under(self, prefix: Namespace) -> Iterator[int]:
+        """Ids of the namespaces at or under ``prefix`` that hold a live fact."""
+        n = len(prefix)
+        for nid, name in enumerate(self.names):
+            if self._live[nid] and name[:n] == prefix:
+                yield nid
+
+    def slots(self, prefix: Namespace) -> np.ndarray:
+        """Slots of the live facts at or under ``prefix``, ascending (write order)."""
+        col = self.of_slot.view()
+        parts = []
+        for nid in self.under(prefix):
+            members = np.asarray(self._members[nid], dtype=np.int64)
+            parts.append(members[col[members] == nid])
+        if not parts:
+            return np.zeros(0, dtype=np.int64)
+        out = np.concatenate(parts)
+        out.sort()
+        return out
+
+    def counts(self, prefix: Namespace) -> list[tuple[Namespace, int]]:
+        """(namespace, live facts) of every namespace at or under ``prefix``, sorted."""
+        return sorted((self.names[nid], self._live[nid]) for nid in self.under(prefix))
+
+    def memory_bytes(self) -> int:
+        return self.of_slot.nbytes + 8 * sum(len(m) for m in self._members)

@@ -1,0 +1,188 @@
+"""Namespaces (SPEC §4a): one store, many users, and nothing of one reaches another.
+
+Two users' facts live in ``["users", "alice"]`` and ``["users", "bob"]`` (and one in
+``["users", "alice", "work"]``, under Alice's). Every op that takes a namespace
+prefix is asked for one user and must answer from that user's facts only; the
+root sees everything; prefixes match whole strings (``["users", "al"]`` is not
+Alice's); subjects, supersession, contradiction and consolidation never cross a
+namespace; content ids cover the namespace; forgetting a namespace removes
+everything under it; and all of it survives a reopen and a compaction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from holomem import InvalidError, LimitError, ManualClock, Memory, MemoryConfig, Store
+from holomem.api.types import ConsolidationConfig, Duplicates
+
+ALICE = ["users", "alice"]
+ALICE_WORK = ["users", "alice", "work"]
+BOB = ["users", "bob"]
+CONFIG = MemoryConfig(supersession="latest-by-subject", entity_extractor="regex",
+                      consolidation=ConsolidationConfig(duplicates=Duplicates()))
+
+
+def fill(memory: Memory, clock: ManualClock) -> None:
+    for ns, who in ((ALICE, "alice"), (BOB, "bob")):
+        memory.remember(id=f"{who}-city-1", text=f"{who} lives in Paris near Lisa",
+                        subject="city", namespace=ns, valid_from=1000)
+        clock.advance(1)
+        memory.remember(id=f"{who}-city-2", text=f"{who} lives in Berlin near Lisa",
+                        subject="city", namespace=ns, valid_from=2000)
+        clock.advance(1)
+        memory.remember(id=f"{who}-dup-1", text="the same sentence twice", namespace=ns)
+        memory.remember(id=f"{who}-dup-2", text="the same sentence twice", namespace=ns)
+    memory.remember(id="alice-job", text="alice works as a nurse with Lisa",
+                    namespace=ALICE_WORK)
+
+
+@pytest.fixture
+def filled(store: Store, clock: ManualClock) -> Memory:
+    memory = Memory(store, CONFIG, clock=clock)
+    fill(memory, clock)
+    return memory
+
+
+def ids_of(results: list[object]) -> set[str]:
+    return {r.id for r in results}  # type: ignore[attr-defined]
+
+
+def test_recall_sees_only_facts_at_or_under_its_prefix(filled: Memory) -> None:
+    everyone = ids_of(filled.recall("lives Lisa nurse", k=50, history="all"))
+    alice = ids_of(filled.recall("lives Lisa nurse", k=50, history="all", namespace=ALICE))
+    bob = ids_of(filled.recall("lives Lisa nurse", k=50, history="all", namespace=BOB))
+    work = ids_of(filled.recall("lives Lisa nurse", k=50, history="all", namespace=ALICE_WORK))
+    assert alice == {"alice-city-1", "alice-city-2", "alice-job"}
+    assert bob == {"bob-city-1", "bob-city-2"}
+    assert work == {"alice-job"}
+    assert everyone == alice | bob
+    # Whole strings, not string prefixes.
+    assert filled.recall("lives", namespace=["users", "al"]) == []
+    users = ids_of(filled.recall("lives Lisa nurse", k=50, history="all", namespace=["users"]))
+    assert users == everyone
+
+
+def test_every_record_says_its_namespace(filled: Memory) -> None:
+    got = filled.get("alice-job")
+    assert got is not None and got.namespace == ALICE_WORK
+    root = filled.remember(text="a fact at the root")
+    fact = filled.get(root.id)
+    assert fact is not None and fact.namespace == []
+
+
+def test_supersession_never_crosses_namespaces(filled: Memory) -> None:
+    # Each user's city chain is their own: Berlin superseded Paris within each.
+    for who in ("alice", "bob"):
+        first = filled.get(f"{who}-city-1")
+        assert first is not None and first.superseded_by == [f"{who}-city-2"]
+        assert [f.id for f in filled.history(f"{who}-city-2")] == [f"{who}-city-1",
+                                                                    f"{who}-city-2"]
+    with pytest.raises(InvalidError, match="another namespace"):
+        filled.remember(text="bob moved", namespace=BOB, supersedes=["alice-city-2"])
+
+
+def test_the_same_text_for_two_users_is_two_facts(memory: Memory) -> None:
+    a = memory.remember(text="likes green tea", namespace=ALICE)
+    b = memory.remember(text="likes green tea", namespace=BOB)
+    root = memory.remember(text="likes green tea")
+    assert len({a.id, b.id, root.id}) == 3 and a.created and b.created
+    assert not memory.remember(text="likes green tea", namespace=ALICE).created
+    # The root namespace is no namespace: [] and None are the same fact.
+    assert memory.remember(text="likes green tea", namespace=[]).id == root.id
+
+
+def test_list_explain_and_the_holographic_ops_stay_in_their_prefix(filled: Memory) -> None:
+    assert {f.id for f in filled.list(namespace=BOB).facts} == {
+        "bob-city-1", "bob-city-2", "bob-dup-1", "bob-dup-2"}
+    assert {h.id for h in filled.probe("Lisa", namespace=BOB).results} <= {
+        "bob-city-1", "bob-city-2"}
+    assert {h.id for h in filled.reason(["Lisa"], namespace=ALICE_WORK).results} == {
+        "alice-job"}
+    related = {h.entity for h in filled.related("Lisa", namespace=ALICE_WORK).results}
+    assert "Paris" not in related and "Berlin" not in related
+    explanation = filled.explain("lives Paris", "alice-city-1", namespace=BOB)
+    assert not explanation.retrieved
+
+
+def test_contradiction_pairs_never_cross_namespaces(store: Store, clock: ManualClock) -> None:
+    memory = Memory(store, MemoryConfig(entity_extractor="regex"), clock=clock)
+    for ns in (ALICE, BOB):  # no supersession policy: both stay current
+        memory.remember(text="Lisa lives in Paris", subject="lisa/city", namespace=ns)
+        memory.remember(text="Lisa lives in Rome", subject="lisa/city", namespace=ns)
+    every = memory.contradict(k=50).pairs
+    assert len(every) == 2, "one clash of the subject slot in each namespace, no other"
+    for pair in every:
+        a, b = memory.get(pair.a), memory.get(pair.b)
+        assert a is not None and b is not None and a.namespace == b.namespace
+    only_bob = memory.contradict(k=50, namespace=BOB).pairs
+    assert only_bob and all(memory.get(p.a).namespace == BOB for p in only_bob)  # type: ignore[union-attr]
+
+
+def test_consolidation_groups_only_within_a_namespace(filled: Memory) -> None:
+    report = filled.consolidate(dry_run=True)
+    assert sorted(g.sources for g in report.groups) == [["alice-dup-1", "alice-dup-2"],
+                                                       ["bob-dup-1", "bob-dup-2"]]
+    done = filled.consolidate(dry_run=False, namespace=BOB)
+    assert [g.sources for g in done.groups] == [["bob-dup-1", "bob-dup-2"]]
+    summary = filled.get(done.added[0])
+    assert summary is not None and summary.namespace == BOB
+
+
+def test_forgetting_a_namespace_removes_everything_under_it(filled: Memory) -> None:
+    report = filled.forget({"namespace": ALICE}, dry_run=True)
+    assert set(report.removed) == {"alice-city-1", "alice-city-2", "alice-dup-1",
+                                   "alice-dup-2", "alice-job"}
+    filled.forget({"namespace": ALICE})
+    assert filled.recall("lives Lisa nurse", k=50, history="all", namespace=ALICE) == []
+    assert {f.id for f in filled.list().facts} == {"bob-city-1", "bob-city-2", "bob-dup-1",
+                                                   "bob-dup-2"}
+    # Another scope, restricted to one user with `within`.
+    filled.forget({"subject": "city"}, within=BOB)
+    assert {f.id for f in filled.list().facts} == {"bob-dup-1", "bob-dup-2"}
+
+
+def test_list_namespaces_counts_pages_and_cuts_at_a_depth(filled: Memory) -> None:
+    page = filled.list_namespaces()
+    assert [(n.namespace, n.facts) for n in page.namespaces] == [
+        (ALICE, 4), (ALICE_WORK, 1), (BOB, 4)]
+    cut = filled.list_namespaces(prefix=["users"], max_depth=2)
+    assert [(n.namespace, n.facts) for n in cut.namespaces] == [(ALICE, 5), (BOB, 4)]
+    first = filled.list_namespaces(limit=2)
+    assert len(first.namespaces) == 2 and first.next_cursor is not None
+    rest = filled.list_namespaces(limit=2, cursor=first.next_cursor)
+    assert [n.namespace for n in rest.namespaces] == [BOB] and rest.next_cursor is None
+    filled.forget({"namespace": BOB})
+    assert [n.namespace for n in filled.list_namespaces().namespaces] == [ALICE, ALICE_WORK]
+
+
+def test_namespaces_are_checked_like_ids(memory: Memory) -> None:
+    with pytest.raises(LimitError):
+        memory.remember(text="too deep", namespace=[f"n{i}" for i in range(9)])
+    memory.remember(text="deep enough", namespace=[f"n{i}" for i in range(8)])
+    for bad in ([""], ["a\nb"], "users", [1], ["x" * 513]):
+        with pytest.raises(InvalidError):
+            memory.remember(text="bad", namespace=bad)
+    with pytest.raises(InvalidError):
+        memory.recall("x", namespace=[""])
+    with pytest.raises(InvalidError):
+        memory.call("recall", {"query": "x", "namespace": "users"})
+
+
+def test_namespaces_survive_reopen_and_compaction(tmp_path: Path) -> None:
+    clock = ManualClock(1_000_000)
+    path = tmp_path / "store"
+    with Store.open(path) as store:
+        fill(Memory(store, CONFIG, clock=clock), clock)
+        before = Memory(store, CONFIG, clock=clock).list_namespaces()
+        store.compact()
+        assert Memory(store, CONFIG, clock=clock).list_namespaces() == before
+    with Store.open(path) as store:
+        memory = Memory(store, CONFIG, clock=clock)
+        assert memory.list_namespaces() == before
+        assert ids_of(memory.recall("lives", k=50, history="all", namespace=BOB)) == {
+            "bob-city-1", "bob-city-2"}
+        first = memory.get("bob-city-1")
+        assert first is not None and first.superseded_by == ["bob-city-2"]

@@ -8,10 +8,6 @@ through (holomem.log.tap), so the power-loss model would never see it. This walk
 ``fcntl``, ``mmap`` and pathlib's reading and writing methods (aliases and
 ``from os import ...`` included). ``os.path`` predicates, ``os.urandom``,
 ``os.getpid`` and ``os.environ`` are not file operations.
-
-:data:`NOT_YET` lists the files that still make such calls while the API layer is
-restructured (issue 12, item 1): a documented exception that only shrinks. The last
-test fails when an entry is clean (or gone), so that it leaves the list.
 """
 
 from __future__ import annotations
@@ -25,14 +21,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCANNED = ("holomem", "tools")
 #: The one module allowed to touch files.
 FILE_LAYER = "holomem/log/fs.py"
-
-#: Files that still call the OS for file operations themselves, until the API layer's
-#: restructuring routes them through holomem/log/fs.py. Empty it; never add to it.
-NOT_YET = {
-    "holomem/api/doors/cli.py",
-    "holomem/api/doors/demo.py",
-    "holomem/integrations/hermes_plugin.py",
-}
 
 #: ``os`` functions that operate on files, directories or file descriptors.
 OS_FILE_OPS = frozenset({
@@ -135,7 +123,7 @@ def _sources() -> dict[str, str]:
 
 def test_no_file_operation_bypasses_the_file_layer() -> None:
     found = [hit for rel, source in sorted(_sources().items())
-             if rel != FILE_LAYER and rel not in NOT_YET
+             if rel != FILE_LAYER
              for hit in forbidden_calls(source, rel)]
     assert found == [], "file operations outside holomem/log/fs.py:\n" + "\n".join(found)
 
@@ -176,10 +164,3 @@ def test_the_checker_catches_a_forbidden_call(snippet: str) -> None:
 def test_the_checker_lets_through_what_is_no_file_operation(snippet: str) -> None:
     assert forbidden_calls(snippet) == [], snippet
 
-
-def test_every_exception_is_still_needed() -> None:
-    """An entry of NOT_YET that is clean, or that no longer exists, leaves the list."""
-    sources = _sources()
-    stale = sorted(rel for rel in NOT_YET
-                   if rel not in sources or not forbidden_calls(sources[rel], rel))
-    assert stale == [], f"remove from NOT_YET (clean or gone): {stale}"

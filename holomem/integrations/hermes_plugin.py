@@ -27,6 +27,8 @@ import os
 import sys
 from pathlib import Path
 
+from holomem.log import fs
+
 PLUGIN_NAME = "holomem"
 
 INIT_PY = '''"""holomem as a Hermes Agent memory provider (written by `holomem hermes install`).
@@ -81,9 +83,9 @@ def hermes_home(explicit: str | None = None) -> Path:
 def install(home: Path) -> Path:
     """Write (or refresh) ``<home>/plugins/holomem/``; returns the directory."""
     target = home / "plugins" / PLUGIN_NAME
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "plugin.yaml").write_text(manifest(_version()), encoding="utf-8")
-    (target / "__init__.py").write_text(INIT_PY, encoding="utf-8")
+    fs.make_dirs(str(target))
+    fs.write_file_atomic(str(target / "plugin.yaml"), manifest(_version()).encode("utf-8"))
+    fs.write_file_atomic(str(target / "__init__.py"), INIT_PY.encode("utf-8"))
     return target
 
 

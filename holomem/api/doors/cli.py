@@ -26,7 +26,6 @@ import datetime as dt
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +36,7 @@ from holomem.api.render import format_time
 from holomem.api.types import MemoryConfig, config_from_json
 from holomem.api.validate import to_ms
 from holomem.errors import HolomemError, InvalidError, NotFoundError
+from holomem.log import fs
 
 
 def _when(text: str) -> int:
@@ -57,12 +57,10 @@ def _when(text: str) -> int:
 def _open(args: argparse.Namespace) -> Memory:
     key = None
     if getattr(args, "key_file", None):
-        with open(args.key_file, "rb") as f:
-            key = f.read()
+        key = fs.read_file(args.key_file)
     config = MemoryConfig()
     if getattr(args, "config", None):
-        with open(args.config, "rb") as f:
-            config = config_from_json(f.read())
+        config = config_from_json(fs.read_file(args.config))
     # Only remember writes: the read commands open a follower, so they work while a
     # server, an MCP client or an agent holds the store's writer lock.
     writes = args.command == "remember"
@@ -176,7 +174,7 @@ def _memory_command(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from holomem.api.doors.demo import run
 
-    base = args.dir or tempfile.mkdtemp(prefix="holomem-demo-")
+    base = args.dir or fs.make_temp_dir("holomem-demo-")
     return run(os.path.join(base, "store"))
 
 
@@ -209,8 +207,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _read(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
+    return fs.read_file(path)
 
 
 def _mcp(args: argparse.Namespace) -> int:

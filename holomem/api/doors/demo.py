@@ -14,6 +14,7 @@ from holomem.api.memory import Memory
 from holomem.api.policies import ManualClock
 from holomem.api.render import format_time
 from holomem.api.types import MemoryConfig
+from holomem.log import fs
 
 
 def _ms(year: int, month: int = 1, day: int = 1) -> int:
@@ -22,12 +23,11 @@ def _ms(year: int, month: int = 1, day: int = 1) -> int:
 
 def _files_with(path: str, marker: bytes) -> list[str]:
     found = []
-    for root, _, files in os.walk(path):
+    for root, _, files in fs.walk(path):
         for name in files:
             full = os.path.join(root, name)
-            with open(full, "rb") as f:
-                if marker in f.read():
-                    found.append(os.path.relpath(full, path))
+            if marker in fs.read_file(full):
+                found.append(os.path.relpath(full, path))
     return found
 
 

@@ -184,6 +184,14 @@ class MiniLM:
         ``UnavailableError`` when the archive is damaged or not the expected one."""
         _model(self._path)
 
+    def token_ids(self, text: str) -> list[int]:
+        """The word-piece ids ``embed`` runs the model on for ``text``: ``[CLS]`` (101),
+        the text's pieces, ``[SEP]`` (102), at most :data:`MAX_TOKENS` in all. Raises
+        ``InvalidError`` for a text that is not a valid str."""
+        (item,) = check_texts([text])
+        ids: list[int] = _model(self._path).tokenizer.encode(item).ids
+        return ids
+
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Vectors for ``texts``: float32, C-contiguous, ``[len(texts), 384]``, each of
         unit norm. Raises ``InvalidError`` for input that is not a sequence of valid

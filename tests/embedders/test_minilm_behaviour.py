@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from holomem.embedders import by_name
+from holomem.embedders import MiniLM, by_name
 from holomem.errors import InvalidError
 
 EMBEDDER = by_name("minilm")
@@ -50,6 +50,14 @@ def test_text_past_256_word_pieces_is_truncated() -> None:
     assert a.tobytes() == b.tobytes() == c.tobytes()  # nothing past the limit counts
     short_a, short_b = EMBEDDER.embed(["The committee " + tail_a[:60], "The committee "])
     assert short_a.tobytes() != short_b.tobytes()  # below the limit, the tail counts
+
+
+def test_token_ids_are_the_truncated_word_pieces_with_special_tokens() -> None:
+    minilm = MiniLM()
+    assert minilm.token_ids("") == [101, 102]
+    ids = minilm.token_ids("word " * 10_000)
+    assert len(ids) == 256 and ids[0] == 101 and ids[-1] == 102
+    assert len(minilm.token_ids("She works as a nurse")) == 7
 
 
 @pytest.mark.parametrize("texts", [

@@ -79,6 +79,7 @@ class ContradictRequest(Request, frozen=True, kw_only=True):
     max_pairs: int = 100_000
     cursor: str | None = None
     namespace: list[str] | None = None
+    filter: dict[str, Any] | None = None
 
 
 class FeedbackRequest(Request, frozen=True, kw_only=True):
@@ -185,7 +186,8 @@ def _contradict(request: dict[str, Any]) -> Invocation:
     req = _decode(request, ContradictRequest)
     return Invocation("contradict", (), {"subject": req.subject, "entity": req.entity,
                                          "k": req.k, "max_pairs": req.max_pairs,
-                                         "cursor": req.cursor, "namespace": req.namespace},
+                                         "cursor": req.cursor, "namespace": req.namespace,
+                                         "filter": req.filter},
                       _same)
 
 

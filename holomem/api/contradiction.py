@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from holomem.api import validate
+from holomem.api import filters, validate
 from holomem.api.engine import View
 from holomem.api.holographic import BLOCK, MAX_K
 from holomem.api.types import ContradictionPair, ContradictResult
@@ -139,7 +139,8 @@ def _by_namespace(slots: np.ndarray, of_ns: np.ndarray) -> list[np.ndarray]:
 
 def contradict(view: View, now: int, *, subject: str | None = None, entity: str | None = None,
                k: int = 10, max_pairs: int = MAX_PAIRS, cursor: str | None = None,
-               namespace: Namespace = ()) -> ContradictResult:
+               namespace: Namespace = (), where: filters.Filter | None = None
+               ) -> ContradictResult:
     """Pairs of current facts that likely contradict each other, most likely first.
 
     Only facts at or under ``namespace``; a pair never crosses namespaces (subjects
@@ -161,6 +162,8 @@ def contradict(view: View, now: int, *, subject: str | None = None, entity: str 
     current = facts.current_mask(now)
     if namespace:
         current &= view.mask(facts.namespaces.slots(namespace))
+    if where is not None:
+        current &= filters.evaluate(view, where)
     if subject is not None:
         keep = np.zeros_like(current)
         keep[[facts.slot(i) for i in facts.subjects(subject, namespace)]] = True

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from holomem.api import validate
+from holomem.api import filters, validate
 from holomem.api.engine import View
 from holomem.api.types import ForgetOptions, ForgetScope, ForgettingConfig, Relink
 from holomem.errors import LimitError
@@ -79,28 +79,14 @@ def select(view: View, scope: ForgetScope, within: Namespace = ()) -> list[str]:
         bound = scope.ingested_before if field == "ingested_before" else scope.event_before
         assert bound is not None
         slots = [int(s) for s in live[(col != UNSET) & (col < bound)]]
-    else:
-        wanted = dict(scope.metadata or {})
-        slots = []
-        for s in np.flatnonzero(cat.alive.view()):
-            meta = validate.load_metadata(view.record(int(s)).metadata) or {}
-            if all(k in meta and _same_json(meta[k], v) for k, v in wanted.items()):
-                slots.append(int(s))
+    else:  # metadata: every given key equal, as JSON (the filter's $eq)
+        equal = filters.Filter(tuple(filters.Condition(k, "$eq", v)
+                                     for k, v in (scope.metadata or {}).items()), (), (), (), ())
+        slots = [int(s) for s in np.flatnonzero(filters.evaluate(view, equal))]
     if within:
         keep = set(live_facts(view, within).tolist())
         slots = [s for s in slots if s in keep]
     return [cat.ids[s] or "" for s in slots]
-
-
-def _same_json(a: object, b: object) -> bool:
-    """Equal as JSON values: ``true`` is not ``1`` (Python's ``True == 1`` is)."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(map(_same_json, a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same_json(v, b[k]) for k, v in a.items())
-    return a == b
 
 
 def with_chains(facts: FactIndex, ids: Iterable[str]) -> list[str]:

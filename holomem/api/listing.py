@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from holomem.api import validate
+from holomem.api import filters, validate
 from holomem.api.engine import View
 from holomem.api.forgetting import live_facts
 from holomem.api.records import fact_record, wanted
@@ -51,6 +51,7 @@ class Listing(NamedTuple):
     filter: ListFilter
     history: str
     namespace: tuple[str, ...]
+    where: filters.Filter | None
 
 
 def request(cursor: object, limit: object, filter: ListFilter | Mapping[str, Any] | None,
@@ -59,18 +60,20 @@ def request(cursor: object, limit: object, filter: ListFilter | Mapping[str, Any
     limit = validate.positive_int(limit, "limit", MAX_LIMIT)
     if history not in ("all", "current", "historical"):
         raise InvalidError("history must be all, current or historical")
-    flt = validate.to_struct(ListFilter, filter, {}, "list filter")
+    flt = validate.to_struct(ListFilter, filter, {}, "list filter",
+                             ("ingested_after", "ingested_before", "event_after",
+                              "event_before"))
     if flt.subject is not None:
         validate.doc_id(flt.subject, "filter.subject")
     if flt.entity is not None:
         validate.entities([flt.entity], "filter.entity")
     return Listing(validate.cursor(cursor, "list()"), limit, flt, str(history),
-                   validate.namespace(namespace))
+                   validate.namespace(namespace), filters.compile_filter(flt.conditions()))
 
 
 def page(view: View, req: Listing, now: int) -> ListPage:
     """One page of the walk, statuses at ``now``."""
-    cursor, limit, flt, history, prefix = req
+    cursor, limit, flt, history, prefix, where = req
     start = 0
     if cursor is not None:
         gen, slot, fid = _decode(cursor)
@@ -91,6 +94,8 @@ def page(view: View, req: Listing, now: int) -> ListPage:
         live = live[np.isin(live, members)]
     if flt.entity is not None:
         live = live[np.isin(live, view.entities.slots(flt.entity))]
+    if where is not None:
+        live = live[filters.evaluate(view, where)[live]]
     out: list[FactRecord] = []
     last = start - 1
     scanned = 0

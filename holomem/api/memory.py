@@ -25,6 +25,7 @@ from holomem.api import (
     contract,
     contradiction,
     explain,
+    filters,
     forgetting,
     holographic,
     listing,
@@ -398,17 +399,18 @@ class Memory(Configured):
 
     def contradict(self, *, subject: str | None = None, entity: str | None = None,
                    k: int = 10, max_pairs: int = contradiction.MAX_PAIRS,
-                   cursor: str | None = None, namespace: Sequence[str] | None = None
-                   ) -> ContradictResult:
+                   cursor: str | None = None, namespace: Sequence[str] | None = None,
+                   filter: Mapping[str, Any] | None = None) -> ContradictResult:
         """Pairs of current facts that likely contradict; counts what was compared.
 
         Limits: ``k`` <= ``holographic.MAX_K``, ``max_pairs`` <=
         ``contradiction.MAX_PAIRS_LIMIT``; a page stops there and gives a cursor."""
         now = self.clock.now_ms()
         ns = validate.namespace(namespace)
+        where = filters.compile_filter(filter)
         return self.store.read(lambda view: contradiction.contradict(
             view, now, subject=subject, entity=entity, k=k, max_pairs=max_pairs,
-            cursor=cursor, namespace=ns))
+            cursor=cursor, namespace=ns, where=where))
 
     # -- the JSON contract ----------------------------------------------------------------
     def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from holomem.api import validate
+from holomem.api import filters, validate
 from holomem.api.engine import View
 from holomem.api.policies import Policies
 from holomem.api.records import fact_record, wanted
@@ -40,6 +40,7 @@ def options(value: RecallOptions | Mapping[str, Any] | None,
     if o.entities is not None:
         validate.entities(o.entities)
     validate.namespace(o.namespace)
+    filters.compile_filter(o.filter)
     return o
 
 
@@ -67,6 +68,7 @@ class Ranking:
         self.options = o
         self.at = at
         self.namespace = validate.namespace(o.namespace)
+        self.filter = filters.compile_filter(o.filter)
         self.embedding = self._embedding()
         #: the slot mask of the filtered path (None: every document)
         self.allowed = self._restriction()
@@ -80,10 +82,10 @@ class Ranking:
         return validate.embedding(o.embedding, dim)
 
     def _restriction(self) -> np.ndarray | None:
-        """The slot mask of the facts the namespace prefix and the subject / entities
-        filters allow (None: no restriction) — built from their indexes (the filtered
-        path), intersected one at a time over sorted slot arrays, so memory stays
-        linear in the store however many entities the filter names."""
+        """The slot mask of the facts the namespace prefix, the subject / entities
+        filters and the filter allow (None: no restriction) — built from their indexes
+        (the filtered path), intersected one at a time over sorted slot arrays, so
+        memory stays linear in the store however many entities the filter names."""
         o, view = self.options, self.view
         keep: np.ndarray | None = None
         if self.namespace:
@@ -100,7 +102,11 @@ class Ranking:
                 break
             slots = view.entities.slots(entity)
             keep = slots if keep is None else np.intersect1d(keep, slots, assume_unique=True)
-        return None if keep is None else view.mask(keep)
+        mask = None if keep is None else view.mask(keep)
+        if self.filter is not None:
+            held = filters.evaluate(view, self.filter)
+            mask = held if mask is None else mask & held
+        return mask
 
     def identity(self) -> bool:
         """SPEC §4's identity rule: nothing can change document search's answer."""

@@ -103,6 +103,8 @@ class RecallOptions(Request, frozen=True):
     candidate_limit: int = 100
     #: Only facts at or under this namespace prefix (None or []: the root, everything).
     namespace: list[str] | None = None
+    #: Only facts this filter holds for (SPEC §4b; the grammar is in holomem.api.filters).
+    filter: dict[str, Any] | None = None
 
 
 class MatchedTerm(_Response, frozen=True):
@@ -317,9 +319,30 @@ class FeedbackReport(_Response, frozen=True):
 
 
 class ListFilter(Request, frozen=True):
+    """What ``list`` walks: a subject, an entity, a status, and the filter of SPEC §4b
+    (its keys, at the top level of the same object)."""
+
     subject: str | None = None
     entity: str | None = None
     status: Status | None = None
+    metadata: dict[str, Any] | None = None
+    ingested_after: int | None = None
+    ingested_before: int | None = None
+    event_after: int | None = None
+    event_before: int | None = None
+    all_of: list[dict[str, Any]] | None = msgspec.field(default=None, name="$and")
+    any_of: list[dict[str, Any]] | None = msgspec.field(default=None, name="$or")
+    none_of: dict[str, Any] | None = msgspec.field(default=None, name="$not")
+
+    def conditions(self) -> dict[str, Any] | None:
+        """The SPEC §4b part, in its JSON form (None when it has none)."""
+        names = {"metadata": "metadata", "ingested_after": "ingestedAfter",
+                 "ingested_before": "ingestedBefore", "event_after": "eventAfter",
+                 "event_before": "eventBefore", "all_of": "$and", "any_of": "$or",
+                 "none_of": "$not"}
+        out = {json: getattr(self, f) for f, json in names.items()
+               if getattr(self, f) is not None}
+        return out or None
 
 
 class ListPage(_Response, frozen=True):

@@ -298,7 +298,8 @@ def to_ms(value: object, field: str) -> int | None:
 
 def to_struct(cls: type[S], value: object, fields: Mapping[str, Any], what: str,
               times: Sequence[str] = ()) -> S:
-    """A checked request Struct from a Struct, a snake_case dict, or keyword fields.
+    """A checked request Struct from a Struct, a dict or keyword fields (a dict's keys
+    may be the Python names or the JSON ones).
 
     ``times`` name the fields that also take an aware datetime. A numpy array becomes
     a list (an embedding), a set a sorted list (a set has no order; sorting gives the
@@ -314,9 +315,6 @@ def to_struct(cls: type[S], value: object, fields: Mapping[str, Any], what: str,
         raw = {**value, **fields}
     else:
         raise InvalidError(f"{what} must be a {cls.__name__}, a dict or keyword fields")
-    for name in times:
-        if name in raw:
-            raw[name] = to_ms(raw[name], name)
     for name, item in raw.items():
         if isinstance(item, np.ndarray):
             raw[name] = item.tolist()
@@ -327,9 +325,19 @@ def to_struct(cls: type[S], value: object, fields: Mapping[str, Any], what: str,
                 raise InvalidError(f"{what}: {name} mixes values that cannot be ordered") \
                     from exc
     names = _encoded_names(cls)
+    encoded = {v: k for k, v in names.items()}
+    # A dict may also use the JSON names (camelCase, "$and"): the same fields.
+    renamed = {encoded.get(k, k) if isinstance(k, str) and k not in names else k: v
+               for k, v in raw.items()}
+    if len(renamed) != len(raw):
+        raise InvalidError(f"{what}: a field is given twice (by its Python and JSON names)")
+    raw = renamed
     unknown = [k for k in raw if k not in names]
     if unknown:
         raise InvalidError(f"{what}: unknown fields {sorted(map(str, unknown))}")
+    for name in times:
+        if name in raw:
+            raw[name] = to_ms(raw[name], name)
     try:
         # Struct constructors do not check types; converting the fields under their
         # encoded (camelCase) names does, exactly as a JSON request is checked.

@@ -21,6 +21,7 @@ from holomem.projections.embeddings import Embeddings
 from holomem.projections.entities import Entities
 from holomem.projections.facts import FactIndex
 from holomem.projections.hrr import HRRIndex
+from holomem.projections.metadata import MetadataIndex
 from holomem.projections.text import TextSegment
 
 
@@ -36,6 +37,7 @@ class ProjectionState:
         self.entities = Entities(self.catalog)
         self.hrr = HRRIndex(self.catalog)
         self.facts = FactIndex(self.catalog)
+        self.metadata = MetadataIndex(self.catalog)
         #: A PurgeRequested event in this generation: a purge was asked for and its
         #: compaction has not switched generations yet.
         self.purge_pending = False
@@ -47,6 +49,7 @@ class ProjectionState:
             self.bm25.apply(seq, event, change)
             self.embeddings.apply(seq, event, change)
             self.entities.apply(seq, event, change)
+            self.metadata.apply(seq, event, change)
             # The HRR index needs no call: it encodes new slots lazily.
         elif isinstance(event, StoreSettings):
             self.embeddings.apply(seq, event, change)
@@ -77,5 +80,6 @@ class ProjectionState:
         """Resident bytes of the in-memory indexes (an estimate for ``stats()``)."""
         return (self.bm25.memory_bytes() + self.embeddings.memory_bytes()
                 + self.hrr.memory_bytes() + self.facts.memory_bytes()
+                + self.metadata.memory_bytes()
                 + self.catalog.seq.nbytes + self.catalog.alive.nbytes
                 + self.text.offset.nbytes + self.text.size.nbytes)

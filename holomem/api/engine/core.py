@@ -144,7 +144,7 @@ class Engine:
     def _view(self, state: ProjectionState) -> View:
         return View(state, revision=self._revision, generation=self._journal.generation,
                     journal=self._journal, heal=None if self.read_only else self._heal,
-                    encode_hrr=self._encode_hrr)
+                    locked=self._locked)
 
     def _heal(self, state: ProjectionState, slot: int, seq: int, event: DocEvent) -> None:
         # Unless a writer is busy: a reader may hold the state lock here, and waiting
@@ -157,11 +157,11 @@ class Engine:
             finally:
                 self._write_lock.release()
 
-    def _encode_hrr(self, state: ProjectionState,
-                    source: Callable[[Sequence[int]], list[tuple[str, tuple[str, ...]]]]
-                    ) -> None:
+    def _locked(self, build: Callable[[], None]) -> None:
+        # A lazily built index (HRR, metadata) is filled in under the state lock, so no
+        # writer applies an event to it halfway.
         with self._state_lock:
-            state.hrr.ensure(source)
+            build()
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[View]:

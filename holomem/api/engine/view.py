@@ -28,6 +28,7 @@ from holomem.projections.entities import Entities
 from holomem.projections.facts import FactIndex
 from holomem.projections.fusion import Fusion, fuse, top_k
 from holomem.projections.hrr import HRRIndex
+from holomem.projections.metadata import MetadataIndex
 from holomem.projections.state import ProjectionState
 from holomem.projections.text import TextRecord
 from holomem.projections.tokenize import tokenize
@@ -60,14 +61,13 @@ class View:
 
     def __init__(self, state: ProjectionState, *, revision: int, generation: int,
                  journal: Journal, heal: Heal | None,
-                 encode_hrr: Callable[[ProjectionState, Callable[[Sequence[int]],
-                                       list[tuple[str, tuple[str, ...]]]]], None]) -> None:
+                 locked: Callable[[Callable[[], None]], None]) -> None:
         self.state = state
         self.revision = revision
         self.generation = generation
         self._journal = journal
         self._heal = heal
-        self._encode_hrr = encode_hrr
+        self._locked = locked
 
     # -- the projections --------------------------------------------------------------
     @property
@@ -189,7 +189,18 @@ class View:
             def source(slots: Sequence[int]) -> list[tuple[str, tuple[str, ...]]]:
                 recs = [self.record(s) for s in slots]
                 return [(r.text, r.entities) for r in recs]
-            self._encode_hrr(self.state, source)
+            def encode() -> None:
+                index.ensure(source)
+            self._locked(encode)
+        return index
+
+    def metadata(self) -> MetadataIndex:
+        """The metadata index with every live document in it (built lazily, once)."""
+        index = self.state.metadata
+        if index.stale:
+            def source(slots: Sequence[int]) -> list[bytes]:
+                return [self.record(s).metadata for s in slots]
+            self._locked(lambda: index.ensure(source))
         return index
 
     def similar(self, text: str, k: int, allowed: np.ndarray | None) -> list[Hit]:

@@ -1,0 +1,171 @@
+"""The metadata index: each top-level metadata key's values, by type, for filters.
+
+Owns: per key, the slots that carry it and their values, split by JSON type —
+numbers (float64), strings, booleans, nulls and the rest (arrays and objects) —
+and the slot sets a comparison selects (SPEC §4b: ``$eq``, the ranges, ``$exists``).
+Imports numpy, :mod:`holomem.events` and the base. Nothing here is persisted.
+
+Built lazily, like the HRR index: a replay does not parse every document's
+metadata; the first filter that needs the index reads the metadata of the slots
+not yet indexed (:meth:`ensure`), and from then on each new document is indexed
+from its event as it is applied. A vacated slot's entries stay until the next
+compaction; every query masks them out with the catalog's ``alive``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from holomem.events import DocumentAdded, DocumentReplaced, Event
+from holomem.projections.base import Change
+from holomem.projections.catalog import Catalog
+
+#: slots -> the canonical JSON metadata of each (b"" for none)
+Source = Callable[[Sequence[int]], list[bytes]]
+#: slots read at once by ensure()
+CHUNK = 4096
+
+
+def same_json(a: object, b: object) -> bool:
+    """Equal as JSON values: ``true`` is not ``1`` (Python's ``True == 1`` is)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(same_json, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_json(v, b[k]) for k, v in a.items())
+    return a == b
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class _Column:
+    """One key's entries: slot lists and value lists by type, arrays made on demand."""
+
+    __slots__ = ("_arrays", "bools", "nulls", "numbers", "others", "present", "strings")
+
+    def __init__(self) -> None:
+        self.present: list[int] = []
+        self.numbers: tuple[list[int], list[float]] = ([], [])
+        self.strings: tuple[list[int], list[str]] = ([], [])
+        self.bools: tuple[list[int], list[bool]] = ([], [])
+        self.nulls: list[int] = []
+        self.others: list[tuple[int, Any]] = []
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def add(self, slot: int, value: object) -> None:
+        self._arrays.clear()
+        self.present.append(slot)
+        if is_number(value):
+            self.numbers[0].append(slot)
+            self.numbers[1].append(float(value))  # type: ignore[arg-type]
+        elif isinstance(value, str):
+            self.strings[0].append(slot)
+            self.strings[1].append(value)
+        elif isinstance(value, bool):
+            self.bools[0].append(slot)
+            self.bools[1].append(value)
+        elif value is None:
+            self.nulls.append(slot)
+        else:
+            self.others.append((slot, value))
+
+    def _array(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        got = self._arrays.get(kind)
+        if got is None:
+            slots, values = {"numbers": self.numbers, "strings": self.strings,
+                             "bools": self.bools}[kind]
+            dtype: Any = {"numbers": np.float64, "strings": object, "bools": np.bool_}[kind]
+            got = self._arrays[kind] = (np.asarray(slots, dtype=np.int64),
+                                        np.asarray(values, dtype=dtype))
+        return got
+
+    def equal(self, value: object) -> np.ndarray:
+        """Slots whose value equals ``value`` as JSON."""
+        keep: Any
+        if is_number(value):
+            slots, values = self._array("numbers")
+            keep = values == float(value)  # type: ignore[arg-type]
+        elif isinstance(value, str):
+            slots, values = self._array("strings")
+            keep = values == value if len(values) else np.zeros(0, dtype=bool)
+        elif isinstance(value, bool):
+            slots, values = self._array("bools")
+            keep = values == value
+        else:
+            return self._rest(value)
+        out: np.ndarray = slots[np.asarray(keep, dtype=bool)]
+        return out
+
+    def _rest(self, value: object) -> np.ndarray:
+        if value is None:
+            return np.asarray(self.nulls, dtype=np.int64)
+        return np.asarray([s for s, v in self.others if same_json(v, value)], dtype=np.int64)
+
+    def compare(self, op: str, value: float | str) -> np.ndarray:
+        """Slots whose value is of ``value``'s type (number or string) and compares
+        to it as ``op`` says (``$gt``, ``$gte``, ``$lt``, ``$lte``)."""
+        slots, values = self._array("numbers" if is_number(value) else "strings")
+        if not len(values):
+            return slots
+        if op == "$gt":
+            keep = values > value
+        elif op == "$gte":
+            keep = values >= value
+        elif op == "$lt":
+            keep = values < value
+        else:
+            keep = values <= value
+        out: np.ndarray = slots[np.asarray(keep, dtype=bool)]
+        return out
+
+
+class MetadataIndex:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._columns: dict[str, _Column] = {}
+        self._indexed = 0  # slots [0, _indexed) are in the index
+        self._built = False  # ensure() ran: from then on, apply() indexes as it goes
+
+    @property
+    def stale(self) -> bool:
+        return self._indexed < self.catalog.slots
+
+    def apply(self, seq: int, event: Event, change: Change) -> None:
+        if not self._built or change.new < 0 or change.new != self._indexed:
+            return  # not built yet (a replay, or no filter so far): ensure() catches up
+        assert isinstance(event, (DocumentAdded, DocumentReplaced))
+        self._index(change.new, event.metadata)
+        self._indexed = change.new + 1
+
+    def ensure(self, source: Source) -> None:
+        """Index every slot not indexed yet, reading live slots' metadata from ``source``."""
+        alive = self.catalog.alive.view()
+        while self._indexed < self.catalog.slots:
+            end = min(self.catalog.slots, self._indexed + CHUNK)
+            todo = [s for s in range(self._indexed, end) if alive[s]]
+            for slot, raw in zip(todo, source(todo), strict=True):
+                self._index(slot, raw)
+            self._indexed = end
+        self._built = True
+
+    def _index(self, slot: int, raw: bytes) -> None:
+        if not raw:
+            return
+        for key, value in json.loads(raw).items():
+            column = self._columns.get(key)
+            if column is None:
+                column = self._columns[key] = _Column()
+            column.add(slot, value)
+
+    def column(self, key: str) -> _Column | None:
+        return self._columns.get(key)
+
+    def memory_bytes(self) -> int:
+        return sum(64 + 16 * len(c.present) for c in self._columns.values())

@@ -1,0 +1,208 @@
+"""Filters (SPEC §4b) select exactly what a brute-force evaluator selects.
+
+Hypothesis draws a store of facts with random metadata (numbers, strings, booleans,
+nulls, lists and objects under a few keys, or no key at all), ingest and event times,
+and random filters over the whole grammar ($eq $ne $gt $gte $lt $lte $in $nin
+$exists, $and $or $not, the time bounds). Every filter's result — through ``list``
+(exhaustive) and ``recall`` (the ranking restricted to what it holds for) — must be
+exactly what a plain Python evaluation of the same filter over each fact's metadata
+gives. Filters that cannot be evaluated are refused with ``invalid_request`` or
+``limit``, and nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from holomem import InvalidError, LimitError, ManualClock, Memory, Store
+from holomem.api import filters
+
+KEYS = ["a", "b", "c"]
+scalars = st.one_of(st.integers(-3, 3), st.sampled_from([0.5, -1.5, 2.0]),
+                    st.sampled_from(["x", "y", "z", ""]), st.booleans(), st.none())
+values = st.one_of(scalars, st.lists(scalars, max_size=2),
+                   st.dictionaries(st.sampled_from(["p", "q"]), scalars, max_size=2))
+metadata = st.dictionaries(st.sampled_from(KEYS), values, max_size=3)
+
+
+def same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(v, b[k]) for k, v in a.items())
+    return bool(a == b)
+
+
+def number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def holds(cond: Any, meta: dict[str, Any], key: str) -> bool:
+    ops = cond if isinstance(cond, dict) and any(k.startswith("$") for k in cond) \
+        else {"$eq": cond}
+    for op, arg in ops.items():
+        present = key in meta
+        v = meta.get(key)
+        if op == "$eq":
+            ok = present and same(v, arg)
+        elif op == "$ne":
+            ok = not (present and same(v, arg))
+        elif op == "$in":
+            ok = present and any(same(v, x) for x in arg)
+        elif op == "$nin":
+            ok = not (present and any(same(v, x) for x in arg))
+        elif op == "$exists":
+            ok = present == arg
+        else:
+            comparable = present and ((number(v) and number(arg)) or
+                                      (isinstance(v, str) and isinstance(arg, str)))
+            ok = comparable and {"$gt": v > arg, "$gte": v >= arg, "$lt": v < arg,
+                                 "$lte": v <= arg}[op] if comparable else False
+        if not ok:
+            return False
+    return True
+
+
+def brute(flt: dict[str, Any], fact: dict[str, Any]) -> bool:
+    for key, item in flt.items():
+        if key == "metadata":
+            if not all(holds(c, fact["metadata"], k) for k, c in item.items()):
+                return False
+        elif key == "ingestedAfter" and not fact["ingest"] > item:
+            return False
+        elif key == "ingestedBefore" and not fact["ingest"] < item:
+            return False
+        elif key == "eventAfter" and not (fact["event"] is not None and fact["event"] > item):
+            return False
+        elif key == "eventBefore" and not (fact["event"] is not None and fact["event"] < item):
+            return False
+        elif key == "$and" and not all(brute(f, fact) for f in item):
+            return False
+        elif key == "$or" and not any(brute(f, fact) for f in item):
+            return False
+        elif key == "$not" and brute(item, fact):
+            return False
+    return True
+
+
+def conditions() -> st.SearchStrategy[Any]:
+    compare = st.sampled_from(["$gt", "$gte", "$lt", "$lte"])
+    ordered = st.one_of(st.integers(-3, 3), st.sampled_from([0.5, "y", ""]))
+    return st.one_of(
+        values,
+        st.dictionaries(compare, ordered, min_size=1, max_size=2),
+        st.fixed_dictionaries({"$eq": values}), st.fixed_dictionaries({"$ne": values}),
+        st.fixed_dictionaries({"$in": st.lists(values, max_size=3)}),
+        st.fixed_dictionaries({"$nin": st.lists(values, max_size=3)}),
+        st.fixed_dictionaries({"$exists": st.booleans()}))
+
+
+leaf = st.one_of(
+    st.fixed_dictionaries({"metadata": st.dictionaries(st.sampled_from(KEYS), conditions(),
+                                                       min_size=1, max_size=2)}),
+    st.fixed_dictionaries({"ingestedAfter": st.integers(1_000, 1_040)}),
+    st.fixed_dictionaries({"ingestedBefore": st.integers(1_000, 1_040)}),
+    st.fixed_dictionaries({"eventAfter": st.integers(0, 40)}),
+    st.fixed_dictionaries({"eventBefore": st.integers(0, 40)}))
+filter_trees = st.recursive(leaf, lambda inner: st.one_of(
+    st.fixed_dictionaries({"$and": st.lists(inner, min_size=1, max_size=3)}),
+    st.fixed_dictionaries({"$or": st.lists(inner, min_size=1, max_size=3)}),
+    st.fixed_dictionaries({"$not": inner})), max_leaves=6)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(facts=st.lists(st.tuples(metadata, st.one_of(st.none(), st.integers(0, 40))),
+                      min_size=1, max_size=25),
+       flts=st.lists(filter_trees, min_size=1, max_size=4))
+def test_filter_results_equal_a_brute_force_evaluation(
+        tmp_path_factory: pytest.TempPathFactory, facts: list[tuple[dict[str, Any], int | None]],
+        flts: list[dict[str, Any]]) -> None:
+    clock = ManualClock(1_000)
+    with Store.open(tmp_path_factory.mktemp("f") / "s", sync="none") as store:
+        memory = Memory(store, clock=clock)
+        truth = []
+        for i, (meta, event) in enumerate(facts):
+            memory.remember(id=f"f{i}", text=f"shared word fact {i}", metadata=meta or None,
+                            event_time=event)
+            truth.append({"id": f"f{i}", "metadata": meta, "ingest": clock.now_ms(),
+                          "event": event})
+            clock.advance(1)
+        for flt in flts:
+            expected = [t["id"] for t in truth if brute(flt, t)]
+            listed = [f.id for f in memory.list(filter=flt_list(flt), limit=1000).facts]
+            assert listed == expected, flt
+            recalled = sorted((r.id for r in memory.recall("shared word", k=1000, filter=flt)),
+                              key=lambda i: int(i[1:]))
+            assert recalled == expected, flt
+
+
+def flt_list(flt: dict[str, Any]) -> dict[str, Any]:
+    """The same filter as ``list`` takes it: its keys in the list filter's object."""
+    return dict(flt)
+
+
+def test_a_filter_restricts_the_unfiltered_ranking_without_reordering_it(
+        tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store, clock=ManualClock(1_000))
+        for i in range(40):
+            memory.remember(id=f"f{i}", text=" ".join(["tea"] * (1 + i % 7) + ["cup"] * i),
+                            metadata={"n": i, "even": i % 2 == 0})
+        full = [r.id for r in memory.recall("tea cup", k=40)]
+        even = [r.id for r in memory.recall("tea cup", k=40,
+                                            filter={"metadata": {"even": True}})]
+        assert even == [i for i in full if int(i[1:]) % 2 == 0]
+        scores = {r.id: r.score for r in memory.recall("tea cup", k=40)}
+        for r in memory.recall("tea cup", k=40, filter={"metadata": {"n": {"$lt": 10}}}):
+            assert math.isclose(r.score, scores[r.id])
+
+
+@pytest.mark.parametrize("bad, error", [
+    ({"metadata": {"a": {"$regex": "x"}}}, InvalidError),
+    ({"metadata": {"a": {"$gt": True}}}, InvalidError),
+    ({"metadata": {"a": {"$gt": [1]}}}, InvalidError),
+    ({"metadata": {"a": {"$in": 3}}}, InvalidError),
+    ({"metadata": {"a": {"$exists": 1}}}, InvalidError),
+    ({"metadata": {"a": {"$eq": 1, "plain": 2}}}, InvalidError),
+    ({"colour": "red"}, InvalidError),
+    ({"$or": []}, InvalidError),
+    ({"ingestedAfter": "yesterday"}, InvalidError),
+    ({"metadata": {"a": {"$in": list(range(filters.MAX_IN + 1))}}}, LimitError),
+    ({"$or": [{"metadata": {"a": i}} for i in range(filters.MAX_NODES + 1)]}, LimitError),
+])
+def test_a_filter_that_cannot_be_evaluated_is_refused(memory: Memory, bad: dict[str, Any],
+                                                      error: type[Exception]) -> None:
+    memory.remember(text="anything at all", metadata={"a": 1})
+    with pytest.raises(error):
+        memory.recall("anything", filter=bad)
+    with pytest.raises(error):
+        memory.list(filter=bad)
+    with pytest.raises(error):
+        memory.call("recall", {"query": "anything", "filter": bad})
+
+
+def test_a_filter_nested_too_deeply_is_a_limit(memory: Memory) -> None:
+    deep: dict[str, Any] = {"metadata": {"a": 1}}
+    for _ in range(filters.MAX_DEPTH):
+        deep = {"$not": deep}
+    with pytest.raises(LimitError):
+        memory.recall("x", filter=deep)
+
+
+def test_contradict_takes_a_filter(store: Store, clock: ManualClock) -> None:
+    memory = Memory(store, clock=clock)  # no supersession: all three stay current
+    memory.remember(text="Lisa lives in Paris", subject="lisa/city", metadata={"src": "a"})
+    memory.remember(text="Lisa lives in Rome", subject="lisa/city", metadata={"src": "a"})
+    memory.remember(text="Lisa lives in Oslo", subject="lisa/city", metadata={"src": "b"})
+    with_b = memory.contradict(k=10)
+    only_a = memory.contradict(k=10, filter={"metadata": {"src": "a"}})
+    assert len(only_a.pairs) == 1 and len(with_b.pairs) >= len(only_a.pairs)

@@ -1,7 +1,8 @@
 """How fast the built-in "minilm" embedder is on this machine (issue 14, item 2).
 
     python benchmarks/embed_bench.py [--rounds 5] [--texts 256] [--batch 32]
-                                     [--blas-threads N] [--profile] [--save]
+                                     [--blas-threads N] [--one-thread-too]
+                                     [--profile] [--save]
 
 Texts are LoCoMo development dialogue turns (``../shared/data/locomo/``; a synthetic
 24-word corpus when that file is absent) and, for single queries, LoCoMo questions.
@@ -17,7 +18,8 @@ After loading the model (timed once, cold), each round times:
 Reports the median over rounds, the token counts of the texts, the BLAS and its thread
 count, the machine and its load average before and after (the CPU is shared: on a busy
 machine OpenBLAS's threads wait on each other, so compare runs at similar load, and
-``--blas-threads 1`` shows the single-core figure). Target: at least 150 single
+``--blas-threads 1``, or ``--one-thread-too`` in the same run, shows the figure with
+one BLAS thread, which a busy machine hurts far less). Target: at least 150 single
 texts/s, judged for the dialogue turns and for the questions. ``--profile`` prints the
 heaviest functions of one single-text pass (cProfile) to stderr; it cannot see inside
 numpy, for which a sampling profiler with native frames (``py-spy record --native``)
@@ -43,6 +45,8 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--blas-threads", type=int, default=0,
                     help="set OPENBLAS_NUM_THREADS before numpy loads (0: leave as is)")
+    ap.add_argument("--one-thread-too", action="store_true",
+                    help="then measure again in a child with OPENBLAS_NUM_THREADS=1")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--save", action="store_true",
                     help="also write benchmarks/results/embed_bench.json")
@@ -54,6 +58,7 @@ if ARGS.blas_threads:  # must precede the first import of numpy
     os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.blas_threads)
 
 import json  # noqa: E402
+import subprocess  # noqa: E402
 import time  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -107,7 +112,7 @@ def _verdict(per_s: float) -> str:
     return "met" if per_s >= TARGET_SINGLE_PER_S else "missed"
 
 
-def main() -> None:
+def measure() -> dict[str, Any]:
     before = machine(ROOT)
     source, texts, questions = _texts(ARGS.texts)
     embedder = MiniLM()
@@ -115,7 +120,12 @@ def main() -> None:
     embedder.embed(["warm up"])  # the first call loads the model
     load_s = time.perf_counter() - t
     embed = embedder.embed
-    tokens = [len(embedder.token_ids(x)) for x in texts]
+
+    def counts(xs: list[str]) -> dict[str, float]:
+        n = [len(embedder.token_ids(x)) for x in xs]
+        return {"median": float(np.median(n)), "mean": round(float(np.mean(n)), 1),
+                "max": max(n)}
+
     _single(embed, texts[:16], [])
     if ARGS.profile:
         import cProfile
@@ -135,21 +145,19 @@ def main() -> None:
     def latency(xs: list[float]) -> dict[str, float]:
         return {f"p{p}_ms": round(percentile(xs, p) * 1e3, 2) for p in (50, 90, 99)}
 
-    single_per_s = median(single)
-    result = {
+    return {
         "benchmark": "embed_bench",
         "machine": before,
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "conditions": {
             "embedder": embedder.identity.name, "digest": embedder.identity.digest,
             "texts": source, "n_texts": len(texts), "n_questions": len(questions),
-            "tokens_per_text": {"median": float(np.median(tokens)),
-                                "mean": round(float(np.mean(tokens)), 1), "max": max(tokens)},
+            "tokens_per_text": counts(texts), "tokens_per_question": counts(questions),
             "rounds": ARGS.rounds, "batch": ARGS.batch, "blas": _blas(),
             "numpy": np.__version__,
         },
         "load_s": round(load_s, 3),
-        "single": {"texts_per_s": round(single_per_s, 1),
+        "single": {"texts_per_s": round(median(single), 1),
                    "rounds": [round(x, 1) for x in single], **latency(lat_single)},
         "single_queries": {"texts_per_s": round(median(queries), 1),
                            "rounds": [round(x, 1) for x in queries], **latency(lat_queries)},
@@ -157,10 +165,24 @@ def main() -> None:
                     "rounds": [round(x, 1) for x in batched]},
         "targets": {
             "single_texts_per_s_at_least": TARGET_SINGLE_PER_S,
-            "single": _verdict(single_per_s),
+            "single": _verdict(median(single)),
             "single_queries": _verdict(median(queries)),
         },
     }
+
+
+def main() -> None:
+    result = measure()
+    if ARGS.one_thread_too:
+        child = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--blas-threads", "1",
+             "--rounds", str(ARGS.rounds), "--texts", str(ARGS.texts),
+             "--batch", str(ARGS.batch)], capture_output=True, text=True, check=True)
+        one = json.loads(child.stdout)
+        result["one_blas_thread"] = {
+            k: one[k] for k in ("loadavg_after", "single", "single_queries", "batched",
+                                "targets")}
+        result["one_blas_thread"]["loadavg_before"] = one["machine"]["loadavg"]
     if ARGS.save:
         save("embed_bench", result)
     else:

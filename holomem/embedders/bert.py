@@ -83,7 +83,8 @@ def weights_from_state(state: Mapping[str, npt.NDArray[np.generic]], *, heads: i
                        eps: float, prefix: str = "") -> BertWeights:
     """Lay out a Hugging Face ``BertModel`` state dict (``embeddings.*``,
     ``encoder.layer.N.*``) for :func:`encode_group`. Raises ``KeyError`` or
-    ``ValueError`` on a state dict of another shape (the caller translates)."""
+    ``ValueError`` on a state dict of another shape: callers pass only files whose
+    digest they pinned, so that would be a bug, not bad input."""
 
     def get(name: str) -> F32:
         return _f32(state[prefix + name])

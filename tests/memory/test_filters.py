@@ -72,25 +72,18 @@ def holds(cond: Any, meta: dict[str, Any], key: str) -> bool:
 
 
 def brute(flt: dict[str, Any], fact: dict[str, Any]) -> bool:
-    for key, item in flt.items():
-        if key == "metadata":
-            if not all(holds(c, fact["metadata"], k) for k, c in item.items()):
-                return False
-        elif key == "ingestedAfter" and not fact["ingest"] > item:
-            return False
-        elif key == "ingestedBefore" and not fact["ingest"] < item:
-            return False
-        elif key == "eventAfter" and not (fact["event"] is not None and fact["event"] > item):
-            return False
-        elif key == "eventBefore" and not (fact["event"] is not None and fact["event"] < item):
-            return False
-        elif key == "$and" and not all(brute(f, fact) for f in item):
-            return False
-        elif key == "$or" and not any(brute(f, fact) for f in item):
-            return False
-        elif key == "$not" and brute(item, fact):
-            return False
-    return True
+    event = fact["event"]
+    checks = {
+        "metadata": lambda item: all(holds(c, fact["metadata"], k) for k, c in item.items()),
+        "ingestedAfter": lambda item: fact["ingest"] > item,
+        "ingestedBefore": lambda item: fact["ingest"] < item,
+        "eventAfter": lambda item: event is not None and event > item,
+        "eventBefore": lambda item: event is not None and event < item,
+        "$and": lambda item: all(brute(f, fact) for f in item),
+        "$or": lambda item: any(brute(f, fact) for f in item),
+        "$not": lambda item: not brute(item, fact),
+    }
+    return all(checks[key](item) for key, item in flt.items())
 
 
 def conditions() -> st.SearchStrategy[Any]:

@@ -127,6 +127,17 @@ class StoreSettings(_Event, tag="store.settings", frozen=True, kw_only=True):
     embedding_dim: int = 0
 
 
+class ConfigRecorded(_Event, tag="memory.config", frozen=True, kw_only=True):
+    """The memory configuration every door applies to this store (SPEC §4c).
+
+    ``config`` is the canonical JSON of a ``MemoryConfig`` (camelCase, sorted keys);
+    a custom Python policy appears in it by name only. The last one recorded holds.
+    """
+
+    config: bytes
+    time: int = 0
+
+
 class PurgeRequested(_Event, tag="store.purge", frozen=True, kw_only=True):
     """A compaction that erases removed text must run; finished on the next open if cut."""
 
@@ -144,6 +155,7 @@ Event = (
     | ConfidenceSet
     | StoreSettings
     | PurgeRequested
+    | ConfigRecorded
 )
 
 _encoder = msgspec.msgpack.Encoder()

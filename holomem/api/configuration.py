@@ -1,17 +1,20 @@
 """A Memory's configuration: its store, checked config, policies, clock and observers.
 
-Owns: :class:`Configured`, the base of ``Memory`` — construction from a
-``MemoryConfig`` (checked whole) and the ``with_*`` calls that return a copy with
-one policy replaced. Imports the engine, the policies, the types and validate.
+Owns: :class:`Configured`, the base of ``Memory`` — construction under the store's
+configuration (SPEC §4c: recorded by the first Memory, used by every later one and
+every door, changed only with ``persist``; :func:`settle`), the caller's own
+policies named ``custom:NAME``, and the ``with_*`` calls that return a copy with one
+policy replaced (in this process only: nothing a ``with_*`` call sets is recorded).
+Imports the engine, the events, the policies, the types and validate.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Self
 
 from holomem.api import validate
-from holomem.api.engine import Store
+from holomem.api.engine import Store, View
 from holomem.api.policies import (
     EXTRACTORS,
     SUPERSESSION,
@@ -24,9 +27,11 @@ from holomem.api.policies import (
     SupersessionPolicy,
     SystemClock,
     resolve,
+    supplied_policy,
 )
-from holomem.api.types import MemoryConfig
-from holomem.errors import InvalidError
+from holomem.api.types import MemoryConfig, config_from_json, config_to_json
+from holomem.errors import ConflictError, InvalidError
+from holomem.events import ConfigRecorded, Event
 
 #: A custom forgetting policy: (memory, now in ms) -> ids to forget.
 ForgettingPolicy = Callable[[Any, int], list[str]]
@@ -34,21 +39,79 @@ ForgettingPolicy = Callable[[Any, int], list[str]]
 ConsolidationPolicy = Callable[[Any, int], list[tuple[list[str], str]]]
 
 
+def settle(store: Store, given: MemoryConfig | None, initial: MemoryConfig | None,
+           persist: bool, now: int) -> MemoryConfig:
+    """The configuration a new Memory applies, recording it when the store needs it.
+
+    Decided again under the write lock, so two Memory values created at once over a
+    new store cannot record two configurations unnoticed.
+    """
+    chosen: list[MemoryConfig] = []
+
+    def decide(recorded: bytes | None) -> tuple[MemoryConfig, bool]:
+        stored = config_from_json(recorded) if recorded is not None else None
+        if given is None:
+            config = stored or initial or MemoryConfig()
+            return config, stored is None
+        if stored is None or config_to_json(stored) == config_to_json(given):
+            return given, stored is None
+        if not persist:
+            raise ConflictError(
+                "this store's configuration differs from the one given: "
+                f"{config_to_json(stored).decode()} is recorded; omit the configuration to "
+                "use it, or pass persist=True to record the new one")
+        return given, True
+
+    if store.read_only:
+        return decide(store.read(lambda view: view.state.memory_config))[0]
+
+    def build(view: View) -> list[Event]:
+        config, record = decide(view.state.memory_config)
+        chosen[:] = [config]
+        return [ConfigRecorded(config=config_to_json(config), time=now)] if record else []
+
+    store.commit(build)
+    return chosen[0]
+
+
 class Configured:
     """A Memory's configuration, and the ``with_*`` calls that replace one policy."""
 
-    def __init__(self, store: Store, config: MemoryConfig | None = None, *,
-                 clock: Clock | None = None) -> None:
+    def __init__(self, store: Store, config: MemoryConfig | Mapping[str, Any] | None = None, *,
+                 clock: Clock | None = None,
+                 policies: Mapping[str, Callable[..., Any]] | None = None,
+                 initial: MemoryConfig | Mapping[str, Any] | None = None,
+                 persist: bool = False) -> None:
+        """A Memory over ``store``, under the store's configuration (SPEC §4c).
+
+        Args:
+            config: the configuration to apply. None: the one the store recorded (or,
+                on a store that has none yet, ``initial``, else the defaults). When the
+                store has none yet, this one is recorded (writer only).
+            policies: the caller's own policies a configuration names ``custom:NAME``,
+                by NAME (code is never stored: a store whose configuration names one
+                needs it supplied again).
+            initial: what a door applies to a store that has recorded nothing yet.
+            persist: record ``config`` even though the store recorded another one.
+
+        Errors: ``invalid_request`` (a bad configuration, a missing custom policy),
+        ``conflict`` (``config`` differs from the store's, without ``persist``).
+        """
         if not isinstance(store, Store):
             raise InvalidError("Memory needs a holomem.Store")
         self.store = store
-        #: The configuration, checked whole (types and every number's range).
-        self.config = validate.memory_config(config if config is not None else MemoryConfig())
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.policies = Policies.from_config(self.config)
+        given = validate.memory_config(config) if config is not None else None
+        start = validate.memory_config(initial) if initial is not None else None
+        #: The configuration in force, checked whole (types and every number's range).
+        self.config = settle(store, given, start, persist, self.clock.now_ms())
+        custom = validate.custom_policies(policies)
+        self.policies = Policies.from_config(self.config, custom)
         self._observers: list[Observer] = []
-        self._forgetting: ForgettingPolicy | None = None
-        self._consolidation: ConsolidationPolicy | None = None
+        self._forgetting: ForgettingPolicy | None = supplied_policy(
+            self.config.forgetting, custom, "forgetting policy")
+        self._consolidation: ConsolidationPolicy | None = supplied_policy(
+            self.config.consolidation, custom, "consolidation policy")
 
     def _copy(self) -> Self:
         clone = object.__new__(type(self))

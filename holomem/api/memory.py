@@ -77,9 +77,10 @@ class Memory(Configured):
     """
 
     # -- remember ---------------------------------------------------------------------
-    def remember(self, input: RememberInput | Mapping[str, Any] | None = None, /,
+    def remember(self, input: str | RememberInput | Mapping[str, Any] | None = None, /,
                  **fields: Any) -> Remembered:
-        """Store one fact (``remember(text=..., subject=..., ...)`` or a RememberInput).
+        """Store one fact: ``remember("text", subject=..., ...)``, ``remember(text=...,
+        ...)``, a RememberInput or a dict.
 
         Same id and same payload again: ``created=False`` and nothing is written.
         Same id, another payload: ``conflict``. The text must hold something other
@@ -88,6 +89,8 @@ class Memory(Configured):
         entities, embedding <= 8192 numbers, ``supersedes`` <= ``validate.MAX_IDS``
         ids. Errors: ``invalid_request``, ``limit``, ``conflict``.
         """
+        if isinstance(input, str):
+            input, fields = None, {"text": input, **fields}
         x = validate.to_struct(RememberInput, input, fields, "remember input",
                                validate.TIME_FIELDS)
         return self.remember_many([x])[0]

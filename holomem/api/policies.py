@@ -14,9 +14,10 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from holomem.api.types import (
+    CUSTOM_PREFIX,
     ContextConfig,
     FeedbackConfig,
     MemoryConfig,
@@ -256,6 +257,21 @@ def resolve(value: str | P, builtins: Mapping[str, P], what: str) -> P:
     raise InvalidError(f"{what} must be a name or a callable")
 
 
+def supplied_policy(value: object, custom: Mapping[str, Callable[..., Any]], what: str
+                    ) -> Any:
+    """The caller's own policy a configuration field names ``custom:NAME`` (None when
+    it names a built-in). Errors: ``invalid_request`` when NAME was not supplied."""
+    if not isinstance(value, str) or not value.startswith(CUSTOM_PREFIX):
+        return None
+    name = value[len(CUSTOM_PREFIX):]
+    if name not in custom:
+        raise InvalidError(
+            f"the configuration names the custom {what} {name!r}: supply it again with "
+            f"Memory(store, policies={{{name!r}: your_function}}) (a door that runs no "
+            "Python code cannot open this store)")
+    return custom[name]
+
+
 class Policies(NamedTuple):
     """Every policy a Memory applies, resolved from its configuration (and replaced
     one by one by ``Memory.with_*``). The memory API's modules take this, never the
@@ -272,13 +288,26 @@ class Policies(NamedTuple):
     historical_weight: float
 
     @classmethod
-    def from_config(cls, config: MemoryConfig) -> Policies:
-        """The built-ins a (checked) configuration names."""
-        recency = (exponential_recency(config.recency.exponential.half_life_ms)
-                   if isinstance(config.recency, RecencyConfig) else None)
+    def from_config(cls, config: MemoryConfig,
+                    custom: Mapping[str, Callable[..., Any]] | None = None) -> Policies:
+        """The policies a (checked) configuration names: built-ins, and the caller's own
+        (``custom:NAME``) from ``custom``. Errors: ``invalid_request`` for a custom name
+        not supplied."""
+        custom = custom or {}
+
+        def pick(value: object, builtins: Mapping[str, P], what: str) -> P:
+            own = supplied_policy(value, custom, what)
+            return own if own is not None else builtins[value]  # type: ignore[index]
+
+        recency: RecencyPolicy | None = None
+        if isinstance(config.recency, RecencyConfig):
+            recency = exponential_recency(config.recency.exponential.half_life_ms)
+        elif config.recency != "none":
+            recency = pick(config.recency, {}, "recency policy")
         return cls(
-            supersession=SUPERSESSION[config.supersession], recency=recency,
-            extractor=EXTRACTORS[config.entity_extractor],
+            supersession=pick(config.supersession, SUPERSESSION, "supersession policy"),
+            recency=recency, extractor=pick(config.entity_extractor, EXTRACTORS,
+                                            "entity extractor"),
             feedback_weight=(config.feedback.weight
                              if isinstance(config.feedback, FeedbackConfig) else None),
             context=(config.context.neighbors if isinstance(config.context, ContextConfig)

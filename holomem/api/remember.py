@@ -199,6 +199,9 @@ class Planner:
                                                  self._current_at(p.id, eff))))
         members.sort(key=lambda m: m[0])
         links = self.policies.supersession(new, [m for _, m in members])
+        if not isinstance(links, Links):
+            raise InvalidError(f"the supersession policy returned {type(links).__name__}, "
+                               "not Links(supersedes, superseded_by)")
         known = {m.id for _, m in members}
         return Links([i for i in links.supersedes if i in known],
                      [i for i in links.superseded_by if i in known])

@@ -425,6 +425,20 @@ class ContextConfig(_Config, frozen=True):
     neighbors: Neighbors
 
 
+#: A policy of the caller's own, named in a stored configuration: ``custom:NAME``. The
+#: callable itself is code, so it is never stored: ``Memory(store, policies={NAME: fn})``
+#: supplies it again, and a door that cannot refuses the store clearly.
+CUSTOM_PREFIX = "custom:"
+_CUSTOM = r"custom:[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+SupersessionName = Annotated[str, msgspec.Meta(
+    pattern=f"^(none|latest-by-subject|{_CUSTOM})$",
+    description='"none", "latest-by-subject" or "custom:NAME"')]
+ExtractorName = Annotated[str, msgspec.Meta(
+    pattern=f"^(none|regex|{_CUSTOM})$", description='"none", "regex" or "custom:NAME"')]
+PolicyName = Annotated[str, msgspec.Meta(pattern=f"^(none|{_CUSTOM})$",
+                                         description='"none" or "custom:NAME"')]
+
+
 class MemoryConfig(_Config, frozen=True):
     """Every policy, with a default that changes nothing (SPEC §4).
 
@@ -432,11 +446,11 @@ class MemoryConfig(_Config, frozen=True):
     :func:`holomem.api.validate.memory_config` check every field's type and range.
     """
 
-    supersession: Literal["none", "latest-by-subject"] = "none"
-    recency: Literal["none"] | RecencyConfig = "none"
-    forgetting: Literal["none"] | ForgettingConfig = "none"
-    consolidation: Literal["none"] | ConsolidationConfig = "none"
-    entity_extractor: Literal["none", "regex"] = "none"
+    supersession: SupersessionName = "none"
+    recency: PolicyName | RecencyConfig = "none"
+    forgetting: PolicyName | ForgettingConfig = "none"
+    consolidation: PolicyName | ConsolidationConfig = "none"
+    entity_extractor: ExtractorName = "none"
     #: Multiplier in [0, 1] for facts that are not current (only matters with
     #: history="all" or "historical").
     historical_weight: Fraction = 1.0
@@ -461,10 +475,6 @@ def config_from_json(data: bytes | str) -> MemoryConfig:
         raise InvalidError(f"config: {exc}") from exc
 
 
-def config_to_json(config: MemoryConfig) -> bytes:
-    return msgspec.json.encode(config)
-
-
 # -- namespaces ---------------------------------------------------------------------------
 class NamespaceCount(_Response, frozen=True):
     namespace: list[str]
@@ -476,3 +486,9 @@ class NamespacePage(_Response, frozen=True):
 
     namespaces: list[NamespaceCount]
     next_cursor: str | None = None
+
+
+def config_to_json(config: MemoryConfig) -> bytes:
+    """The canonical JSON of a configuration (camelCase, sorted keys): what a store
+    records, and what two configurations are compared by."""
+    return msgspec.json.encode(msgspec.to_builtins(config), order="sorted")

@@ -432,3 +432,19 @@ def namespace(value: object, field: str = "namespace") -> tuple[str, ...]:
             raise LimitError(f"{field} holds more than {MAX_NAMESPACE_DEPTH} strings")
         parts.append(doc_id(part, f"{field}[{len(parts)}]"))
     return tuple(parts)
+
+
+def custom_policies(value: object) -> dict[str, Any]:
+    """The caller's named policies (``custom:NAME`` in a configuration): NAME -> callable."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidError("policies must be a dict of name -> callable")
+    out = {}
+    for name, fn in value.items():
+        if not isinstance(name, str) or not name:
+            raise InvalidError("a policy's name must be a non-empty string")
+        if not callable(fn):
+            raise InvalidError(f"policy {name!r} is not callable")
+        out[name] = fn
+    return out

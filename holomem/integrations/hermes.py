@@ -149,7 +149,8 @@ class HolomemMemoryProvider(MemoryProvider):  # type: ignore[misc]
             self.shutdown()
         home = kwargs.get("hermes_home") or _default_home()
         self._path = os.path.join(os.fspath(home), "holomem")
-        self._memory = Memory(_STORES.acquire(self._path), CONFIG)
+        # The store's own configuration; the provider's for a store that has none yet.
+        self._memory = Memory(_STORES.acquire(self._path), initial=CONFIG)
         self._session_id = session_id
         self._write_turns = kwargs.get("agent_context", "primary") == "primary"
         self._prefetched = None

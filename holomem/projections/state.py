@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from holomem.events import Event, PurgeRequested, StoreSettings
+from holomem.events import ConfigRecorded, Event, PurgeRequested, StoreSettings
 from holomem.projections.base import Change, RecordStore
 from holomem.projections.bm25 import BM25
 from holomem.projections.catalog import Catalog
@@ -41,6 +41,8 @@ class ProjectionState:
         #: A PurgeRequested event in this generation: a purge was asked for and its
         #: compaction has not switched generations yet.
         self.purge_pending = False
+        #: The memory configuration last recorded (ConfigRecorded), or None.
+        self.memory_config: bytes | None = None
 
     def apply(self, seq: int, event: Event) -> Change:
         change = self.catalog.apply(seq, event)
@@ -56,6 +58,8 @@ class ProjectionState:
         self.facts.apply(seq, event, change)
         if isinstance(event, PurgeRequested):
             self.purge_pending = True
+        elif isinstance(event, ConfigRecorded):
+            self.memory_config = event.config
         return change
 
     @contextlib.contextmanager

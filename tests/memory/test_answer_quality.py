@@ -84,7 +84,7 @@ def test_consolidation_says_the_sources_were_kept_without_allow_destructive(
         gone = memory.consolidate(dry_run=False, allow_destructive=True)
         assert gone.sources_kept is None and "d3" in gone.removed
         plain = Memory(store, MemoryConfig(consolidation=ConsolidationConfig(
-            duplicates=Duplicates())), clock=ManualClock(1_000_000))
+            duplicates=Duplicates())), clock=ManualClock(1_000_000), persist=True)
         plain.remember(id="e1", text="Erin runs")
         plain.remember(id="e2", text="erin runs")
         assert plain.consolidate(dry_run=False).sources_kept is None  # kept by design

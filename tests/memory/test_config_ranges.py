@@ -48,7 +48,7 @@ def _outcomes(data: dict[str, Any], store: Store) -> list[str]:
     raw = json.dumps(data)
     for attempt in (lambda: config_from_json(raw), lambda: validate.memory_config(data),
                     lambda: validate.memory_config(_build(data)),
-                    lambda: Memory(store, _build(data))):
+                    lambda: Memory(store, _build(data), persist=True)):
         try:
             attempt()
             out.append("ok")
@@ -119,7 +119,7 @@ def test_non_finite_weights_are_refused(tmp_path: Any, value: float) -> None:
             with pytest.raises(InvalidError):
                 validate.memory_config(shape)
             with pytest.raises(InvalidError):
-                Memory(store, _build(shape))
+                Memory(store, _build(shape), persist=True)
 
 
 def test_a_negative_half_life_is_refused_before_any_request(tmp_path: Any) -> None:

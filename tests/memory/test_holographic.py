@@ -94,7 +94,7 @@ def test_feedback_never_changes_what_history_all_returns(memory: Memory) -> None
     assert record is not None and record.unhelpful == 5 and record.confidence == 1.0
     assert [f.note for f in record.feedback] == ["not useful"] * 5
     weighted = Memory(memory.store, MemoryConfig(feedback=FeedbackConfig(weight=0.9)),
-                      clock=ManualClock(1_000_000))
+                      clock=ManualClock(1_000_000), persist=True)
     got = weighted.recall("Alice", history="all", k=20)
     assert sorted(r.id for r in got) == sorted(before)  # reordered, never hidden
     e = weighted.explain("Alice", "tea")

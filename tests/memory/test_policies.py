@@ -109,7 +109,7 @@ def test_extractor_fills_entities_when_none_are_given(store: Store, clock: Manua
     assert rec is not None and rec.entities == ["tea"]  # the caller's own win
     assert [r.id for r in memory.recall("met", entities=["New York"])] == ["e1"]
     # The default extractor extracts nothing.
-    plain = Memory(store, clock=clock)
+    plain = Memory(store, MemoryConfig(), clock=clock, persist=True)
     plain.remember(id="e3", text="Carol met Dave")
     rec = plain.get("e3")
     assert rec is not None and rec.entities == []

@@ -33,7 +33,7 @@ from holomem.api import validate
 from holomem.api.engine import Store
 from holomem.api.memory import Memory
 from holomem.api.render import format_time
-from holomem.api.types import MemoryConfig, config_from_json
+from holomem.api.types import MemoryConfig, config_from_json, config_to_json
 from holomem.api.validate import to_ms
 from holomem.errors import HolomemError, InvalidError, NotFoundError
 from holomem.log import fs
@@ -58,7 +58,9 @@ def _open(args: argparse.Namespace) -> Memory:
     key = None
     if getattr(args, "key_file", None):
         key = fs.read_file(args.key_file)
-    config = MemoryConfig()
+    # Without --config, the store's own configuration applies (SPEC §4c); with one, it
+    # must be the store's (a conflict otherwise), or a new store records it.
+    config = None
     if getattr(args, "config", None):
         config = config_from_json(fs.read_file(args.config))
     # Only remember writes: the read commands open a follower, so they work while a
@@ -171,6 +173,31 @@ def _memory_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _config(args: argparse.Namespace) -> int:
+    """Print the store's configuration (the defaults when nothing is recorded yet);
+    with --set, record another one (SPEC §4c)."""
+    try:
+        key = fs.read_file(args.key_file) if args.key_file else None
+        config = config_from_json(fs.read_file(args.set)) if args.set else None
+        store = Store.open(args.store, key=key, create=config is not None,
+                           read_only=config is None)
+    except HolomemError as exc:
+        print(f"error: {exc.code}: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, InvalidError) else 3
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    try:
+        memory = Memory(store, config, persist=True)
+    except HolomemError as exc:
+        print(f"error: {exc.code}: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, InvalidError) else 3
+    finally:
+        store.close()
+    print(json.dumps(json.loads(config_to_json(memory.config)), indent=2))
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from holomem.api.doors.demo import run
 
@@ -215,7 +242,7 @@ def _mcp(args: argparse.Namespace) -> int:
     try:
         key = _read(args.key_file) if args.key_file else None
         config = config_from_json(_read(args.memory_config)) if args.memory_config \
-            else MemoryConfig()
+            else None
     except (OSError, HolomemError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -225,7 +252,8 @@ def _mcp(args: argparse.Namespace) -> int:
         print(f"error: {args.data}: {exc}", file=sys.stderr)
         return 3
     try:
-        memory = Memory(store, config)
+        # The store's configuration; --memory-config for a store that has none yet.
+        memory = Memory(store, initial=config)
         from holomem.api.doors.mcp import serve
     except (HolomemError, ImportError) as exc:
         store.close()
@@ -253,7 +281,8 @@ def _parser() -> argparse.ArgumentParser:
     mcp = sub.add_parser("mcp", help="serve one store to an MCP client over stdio")
     mcp.add_argument("--data", required=True, help="the store directory (created if missing)")
     mcp.add_argument("--key-file", help="file holding the 32-byte encryption key")
-    mcp.add_argument("--memory-config", help="a MemoryConfig JSON file (camelCase)")
+    mcp.add_argument("--memory-config",
+                     help="a MemoryConfig JSON file for a store that has recorded none yet")
     mcp.set_defaults(func=_mcp)
     hermes = sub.add_parser("hermes", help="Hermes Agent integration")
     hermes_sub = hermes.add_subparsers(dest="hermes_command", required=True)
@@ -294,12 +323,19 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--known-at", type=_when)
         p.add_argument("--subject")
         p.add_argument("--history", choices=("current", "all", "historical"), default="current")
+    cfg = sub.add_parser("config", help="print the store's configuration, or record one")
+    cfg.add_argument("store", help="the store directory")
+    cfg.add_argument("--set", metavar="FILE",
+                     help="record this MemoryConfig JSON file as the store's configuration")
+    cfg.add_argument("--key-file", help="a file holding the store's 32-byte key")
+    cfg.set_defaults(func=_config)
     srv = sub.add_parser("serve", help="serve the JSON contract over HTTP, with tenants")
     srv.add_argument("--data", required=True, help="directory holding the tenants' stores")
     srv.add_argument("--host", default="127.0.0.1")
     srv.add_argument("--port", type=int, default=8080)
     srv.add_argument("--api-key-file", help="file holding the API key clients must send")
-    srv.add_argument("--memory-config", help="a MemoryConfig JSON file (validated at start)")
+    srv.add_argument("--memory-config", help="a MemoryConfig JSON file for tenants that have "
+                     "recorded none yet (validated at start)")
     srv.add_argument("--key-file", help="file holding the 32-byte encryption key")
     srv.add_argument("--max-tenants", type=int, default=64, help="stores kept open at once")
     srv.add_argument("--allow-host", action="append", default=[], metavar="NAME[:PORT]",

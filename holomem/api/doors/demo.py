@@ -88,7 +88,8 @@ def run(path: str) -> int:
     store.close()
     print("6. reopen: the journal is replayed into every index")
     store = Store.open(path)
-    memory = Memory(store, config, clock=clock)
+    memory = Memory(store, clock=clock)  # no config: the one the store recorded applies
+    print(f"   the store's own configuration: supersession={memory.config.supersession}")
     for r in memory.recall(query):
         print(f"   now: {r.text}  [{r.status}]")
     stats = store.stats()

@@ -68,7 +68,8 @@ class TenantPool:
         fs.make_dirs(self.root)  # DATA/tenants and any new parent, synced
         store = Store.open(os.path.join(self.root, tenant), key=self.key, sync="batch")
         try:
-            return Tenant(store, Memory(store, self.config))
+            # The tenant store's own configuration; the server's for a new tenant.
+            return Tenant(store, Memory(store, initial=self.config))
         except BaseException:
             store.close()  # or the store stays locked by a handle nobody holds
             raise

@@ -12,7 +12,15 @@ from __future__ import annotations
 from holomem import events as ev
 from holomem.api.engine.replay import text_file
 from holomem.api.engine.view import View
-from holomem.events import DocumentAdded, Event, FactAdded, FactLinks, FeedbackGiven, StoreSettings
+from holomem.events import (
+    ConfigRecorded,
+    DocumentAdded,
+    Event,
+    FactAdded,
+    FactLinks,
+    FeedbackGiven,
+    StoreSettings,
+)
 from holomem.log import Journal
 from holomem.log import crashpoints as cp
 from holomem.log.journal import Rewrite
@@ -57,6 +65,8 @@ def rewrite(journal: Journal, target: Rewrite, view: View) -> tuple[ProjectionSt
     batch: list[Event] = []
     if view.embedding_dim:
         batch.append(StoreSettings(embedding_dim=view.embedding_dim))
+    if view.state.memory_config is not None:
+        batch.append(ConfigRecorded(config=view.state.memory_config))
 
     def flush() -> None:
         if batch:

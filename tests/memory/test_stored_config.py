@@ -1,0 +1,193 @@
+"""The stored configuration (SPEC §4c): the first Memory records its configuration,
+every later Memory and every door applies it, a different one is a conflict unless
+``persist=True`` records it, and a custom policy is recorded by name only.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from holomem import ConflictError, InvalidError, ManualClock, Memory, MemoryConfig, Store
+from holomem.api.policies import Links
+from holomem.api.types import ForgettingConfig
+from holomem.events import ConfigRecorded
+
+LATEST = MemoryConfig(supersession="latest-by-subject")
+
+
+def supersedes(memory: Memory) -> bool:
+    """Whether the configuration in force links facts of one subject."""
+    first = memory.remember("Ann lives in Oslo", subject="ann.city")
+    second = memory.remember("Ann lives in Rome", subject="ann.city")
+    return memory.get(first.id).status == "superseded" and second.superseded == [first.id]
+
+
+def recorded_events(path: Path) -> list[ConfigRecorded]:
+    store = Store.open(path, read_only=True)
+    try:
+        return [e for _, batch in store.events() for e in batch
+                if isinstance(e, ConfigRecorded)]
+    finally:
+        store.close()
+
+
+def test_the_first_memory_records_its_configuration_and_a_later_one_applies_it(
+        tmp_path: Path, clock: ManualClock) -> None:
+    with Store.open(tmp_path / "s", sync="none") as store:
+        Memory(store, LATEST, clock=clock)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store, clock=clock)
+        assert memory.config == LATEST
+        assert supersedes(memory)
+
+
+def test_a_memory_without_a_configuration_records_the_defaults_once(
+        tmp_path: Path, clock: ManualClock) -> None:
+    with Store.open(tmp_path / "s", sync="none") as store:
+        Memory(store, clock=clock)
+        Memory(store, clock=clock)
+        Memory(store, MemoryConfig(), clock=clock)  # the same: nothing new to record
+    assert len(recorded_events(tmp_path / "s")) == 1
+
+
+def test_a_different_explicit_configuration_is_a_conflict_and_records_nothing(
+        tmp_path: Path, clock: ManualClock) -> None:
+    with Store.open(tmp_path / "s", sync="none") as store:
+        Memory(store, clock=clock)
+        with pytest.raises(ConflictError, match="persist=True"):
+            Memory(store, LATEST, clock=clock)
+        assert Memory(store, clock=clock).config == MemoryConfig()
+    assert len(recorded_events(tmp_path / "s")) == 1
+
+
+def test_persist_records_the_change_and_it_survives_reopen_and_compaction(
+        tmp_path: Path, clock: ManualClock) -> None:
+    with Store.open(tmp_path / "s", sync="none") as store:
+        Memory(store, clock=clock)
+        memory = Memory(store, LATEST, clock=clock, persist=True)
+        assert supersedes(memory)
+        store.compact()
+    with Store.open(tmp_path / "s", sync="none") as store:
+        assert Memory(store, clock=clock).config == LATEST
+    assert [json.loads(e.config)["supersession"] for e in recorded_events(tmp_path / "s")] \
+        == ["latest-by-subject"]  # compaction keeps only the one in force
+
+
+def test_initial_applies_only_to_a_store_that_recorded_nothing(
+        tmp_path: Path, clock: ManualClock) -> None:
+    with Store.open(tmp_path / "new", sync="none") as store:
+        assert Memory(store, initial=LATEST, clock=clock).config == LATEST
+    with Store.open(tmp_path / "old", sync="none") as store:
+        Memory(store, clock=clock)
+        assert Memory(store, initial=LATEST, clock=clock).config == MemoryConfig()
+
+
+def test_a_follower_applies_the_writers_configuration_and_records_nothing(
+        tmp_path: Path, clock: ManualClock) -> None:
+    with Store.open(tmp_path / "s", sync="none") as writer:
+        Memory(writer, LATEST, clock=clock)
+        with Store.open(tmp_path / "s", read_only=True) as follower:
+            assert Memory(follower, clock=clock).config == LATEST
+            with pytest.raises(ConflictError):
+                Memory(follower, MemoryConfig(), clock=clock)
+
+
+def test_a_custom_policy_is_recorded_by_name_and_must_be_supplied_again(
+        tmp_path: Path, clock: ManualClock) -> None:
+    def forget_nothing(memory: Memory, now: int) -> list[str]:
+        return []
+
+    custom = MemoryConfig(forgetting="custom:keep-all")
+    with Store.open(tmp_path / "s", sync="none") as store:
+        Memory(store, custom, clock=clock, policies={"keep-all": forget_nothing})
+    events = recorded_events(tmp_path / "s")
+    assert json.loads(events[0].config)["forgetting"] == "custom:keep-all"
+    with Store.open(tmp_path / "s", sync="none") as store:
+        with pytest.raises(InvalidError, match="keep-all"):
+            Memory(store, clock=clock)
+        memory = Memory(store, clock=clock, policies={"keep-all": forget_nothing})
+        assert memory.config.forgetting == "custom:keep-all"
+
+
+def test_a_custom_supersession_policy_named_in_the_configuration_is_used(
+        store: Store, clock: ManualClock) -> None:
+    calls: list[int] = []
+
+    def never(*args: object) -> Links:
+        calls.append(1)
+        return Links([], [])
+
+    memory = Memory(store, MemoryConfig(supersession="custom:never"), clock=clock,
+                    policies={"never": never})
+    memory.remember("Ann lives in Oslo", subject="ann.city")
+    memory.remember("Ann lives in Rome", subject="ann.city")
+    assert calls, "the supplied policy was not consulted"
+    assert all(f.status == "current" for f in memory.list().facts)
+
+
+@pytest.mark.parametrize("value", ["custom:", "custom:a b", "Custom:x", "latest"])
+def test_a_malformed_policy_name_is_invalid(store: Store, value: str) -> None:
+    with pytest.raises(InvalidError):
+        Memory(store, {"supersession": value})
+
+
+def test_policies_must_be_named_callables(store: Store) -> None:
+    with pytest.raises(InvalidError):
+        Memory(store, policies={"x": 3})  # type: ignore[dict-item]
+    with pytest.raises(InvalidError):
+        Memory(store, policies=[("x", print)])  # type: ignore[arg-type]
+
+
+def test_two_memories_racing_over_a_new_store_record_one_configuration(
+        tmp_path: Path, clock: ManualClock) -> None:
+    import threading
+
+    outcomes: list[object] = []
+    with Store.open(tmp_path / "s", sync="none") as store:
+        def start(config: MemoryConfig) -> None:
+            try:
+                outcomes.append(Memory(store, config, clock=clock).config)
+            except ConflictError as exc:
+                outcomes.append(exc)
+
+        threads = [threading.Thread(target=start, args=(c,))
+                   for c in (LATEST, MemoryConfig(forgetting=ForgettingConfig(
+                       expired_for_longer_than_ms=1)))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert sum(isinstance(o, ConflictError) for o in outcomes) == 1
+    assert len(recorded_events(tmp_path / "s")) == 1
+
+
+def test_the_cli_applies_the_stored_configuration_and_config_set_records_one(
+        tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    config_file = tmp_path / "latest.json"
+    config_file.write_text(json.dumps({"supersession": "latest-by-subject"}))
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "holomem", *args], capture_output=True,
+                              text=True, timeout=120)
+
+    assert cli("config", str(path), "--set", str(config_file)).returncode == 0
+    # No --config: the CLI applies the stored supersession, as the server would.
+    for city in ("Oslo", "Rome"):
+        out = cli("remember", str(path), "--text", f"Ann lives in {city}",
+                  "--subject", "ann.city", "--json")
+        assert out.returncode == 0, out.stderr
+    latest = json.loads(out.stdout)
+    assert latest["remembered"][0]["superseded"]
+    shown = cli("config", str(path))
+    assert json.loads(shown.stdout)["supersession"] == "latest-by-subject"
+    # An explicit different configuration is refused, and says how to change it.
+    other = tmp_path / "none.json"
+    other.write_text("{}")
+    refused = cli("remember", str(path), "--text", "x", "--config", str(other))
+    assert refused.returncode != 0 and "conflict" in refused.stderr

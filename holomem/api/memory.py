@@ -17,7 +17,7 @@ every ``Memory`` over one ``Store`` reads the same, current index.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from holomem.api import (
@@ -33,6 +33,7 @@ from holomem.api import (
     records,
     remember,
     render,
+    transfer,
     validate,
 )
 from holomem.api.configuration import Configured
@@ -50,6 +51,7 @@ from holomem.api.types import (
     ForgetReport,
     ForgetScope,
     ForgettingConfig,
+    ImportReport,
     ListFilter,
     ListPage,
     MaintenanceOptions,
@@ -414,6 +416,57 @@ class Memory(Configured):
         return self.store.read(lambda view: contradiction.contradict(
             view, now, subject=subject, entity=entity, k=k, max_pairs=max_pairs,
             cursor=cursor, namespace=ns, where=where))
+
+    # -- export and import ----------------------------------------------------------------
+    def export(self, namespace: Sequence[str] | None = None
+               ) -> Iterator[dict[str, Any]]:
+        """Every fact at or under ``namespace`` (default: all), one JSON-ready dict each
+        (camelCase; the :class:`~holomem.api.types.FactExport` form), in write order,
+        with all it takes to rebuild it exactly: id, namespace, text, subject,
+        entities, metadata, the caller's embedding, every time including
+        ``ingestTime``, links with their known-at times, confidence and feedback.
+
+        Facts are read ``transfer.EXPORT_BLOCK`` at a time, so writers are never held
+        up for long; facts written after the export began are not in it. Plain
+        documents (``Store.add_documents``) are not facts and are not exported.
+        Errors: ``invalid_request`` (a bad namespace).
+        """
+        ns = validate.namespace(namespace)
+        for block in transfer.export_blocks(self.store, ns):
+            yield from (transfer.as_dict(r) for r in block)
+
+    def import_(self, records: Iterable[Any], *, batch_size: int = transfer.IMPORT_BATCH,
+                progress: Callable[[int], None] | None = None) -> ImportReport:
+        """Restore exported facts: JSON lines (str or bytes), dicts or FactExport records.
+
+        Written ``batch_size`` records per transaction (each all or nothing), keeping
+        ids, ingest times, digests, confidence, feedback and links exactly; no policy
+        runs. Into an empty store, every recall answers as it did on the source. A
+        fact already stored with the same payload is left alone (``unchanged``); one
+        with another payload is a ``conflict`` naming its line, and a malformed record
+        is ``invalid_request`` naming its line: that batch writes nothing and the
+        import stops (earlier batches stay). ``progress(n)`` is called with the
+        records done after each batch.
+        Limits: ``batch_size`` <= ``transfer.MAX_IMPORT_BATCH``; each record as
+        :meth:`remember`. Errors: ``invalid_request``, ``limit``, ``conflict``.
+        """
+        size = transfer.batch_size(batch_size)
+        importer = transfer.Importer()
+        done = 0
+        for batch in transfer.batches(records, size):
+            def build(view: View, batch: builtins.list[transfer.Incoming] = batch
+                      ) -> builtins.list[Event]:
+                return importer.plan(view, batch)
+
+            seq, _ = self.store.commit(build)
+            done += len(batch)
+            if seq and importer.written:
+                self.notify("import", importer.written, seq)
+            if progress is not None:
+                progress(done)
+        return ImportReport(imported=importer.imported, unchanged=importer.unchanged,
+                            batches=importer.batches,
+                            unresolved_links=importer.unresolved_links)
 
     # -- the JSON contract ----------------------------------------------------------------
     def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:

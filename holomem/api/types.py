@@ -492,3 +492,61 @@ def config_to_json(config: MemoryConfig) -> bytes:
     """The canonical JSON of a configuration (camelCase, sorted keys): what a store
     records, and what two configurations are compared by."""
     return msgspec.json.encode(msgspec.to_builtins(config), order="sorted")
+
+
+# -- export and import (SPEC §4d) ---------------------------------------------------------
+class LinkRecord(Request, frozen=True):
+    """A supersession link, kept in the successor's record: this fact supersedes
+    ``supersedes``, known from ``known_at`` (ms) on."""
+
+    supersedes: str
+    known_at: int
+
+
+class FeedbackRecord(Request, frozen=True):
+    helpful: bool
+    time: int
+    note: str | None = None
+
+
+#: The version of :class:`FactExport`'s form; a record of another version is refused.
+EXPORT_FORMAT = 1
+
+
+class FactExport(Request, frozen=True):
+    """One fact as ``Memory.export`` writes it and ``Memory.import_`` reads it: all it
+    takes to rebuild the fact exactly (JSON: camelCase, one object per line).
+
+    ``embedding`` is the caller's vector as written; ``requested`` the caller's own
+    ``supersedes`` list; ``links`` every supersession link this fact holds as the
+    successor (its own, a policy's, re-pointed ones), each with its known-at time;
+    ``digest`` the hex payload digest that makes a retried remember idempotent.
+    """
+
+    id: str
+    text: str
+    ingest_time: int
+    namespace: list[str] = []
+    subject: str | None = None
+    entities: list[str] = []
+    metadata: dict[str, Any] | None = None
+    embedding: list[float] | None = None
+    event_time: int | None = None
+    valid_from: int | None = None
+    valid_to: int | None = None
+    requested: list[str] = []
+    links: list[LinkRecord] = []
+    confidence: float = 1.0
+    feedback: list[FeedbackRecord] = []
+    digest: str | None = None
+    format: int = EXPORT_FORMAT
+
+
+class ImportReport(_Response, frozen=True):
+    """What ``import_`` did: facts written, facts already there with the same payload
+    (no-ops), transactions, and links whose other fact never arrived (not written)."""
+
+    imported: int
+    unchanged: int
+    batches: int
+    unresolved_links: int = 0

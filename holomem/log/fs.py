@@ -29,7 +29,7 @@ import fcntl
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from holomem.errors import FsyncError, StorageIOError, StoreLockedError
@@ -290,18 +290,27 @@ def rmdir(path: str) -> None:
     _remove(path, directory=True)
 
 
-def write_file_atomic(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data``: temp file, fsync, rename, fsync the directory."""
+def write_file_atomic(path: str, data: bytes | Iterable[bytes]) -> int:
+    """Replace ``path`` with ``data`` (bytes, or chunks written as they come): temp
+    file, fsync, rename, fsync the directory. Returns the bytes written. A failure
+    part-way leaves ``path`` as it was (and the temp file removed)."""
     tmp = path + TMP_SUFFIX
     unlink(tmp)
     fd = create(tmp)
+    offset = 0
     try:
-        write_at(fd, data, 0, tmp)
+        for chunk in [data] if isinstance(data, bytes) else data:
+            write_at(fd, chunk, offset, tmp)
+            offset += len(chunk)
         sync(fd, tmp)
-    finally:
+    except BaseException:
         close(fd)
+        unlink(tmp)
+        raise
+    close(fd)
     rename(tmp, path)
     sync_dir(os.path.dirname(path) or ".")
+    return offset
 
 
 def zero_range(fd: int, offset: int, length: int, path: str) -> None:

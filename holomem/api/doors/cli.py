@@ -26,8 +26,11 @@ import datetime as dt
 import json
 import os
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
+
+import msgspec
 
 from holomem.api import validate
 from holomem.api.engine import Store
@@ -198,6 +201,147 @@ def _config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _namespace(text: str) -> list[str]:
+    """A namespace on the command line: a JSON array (``'["users", "ann"]'``), or its
+    parts joined by "/" (``users/ann``; "" is the root)."""
+    if text.startswith("["):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise argparse.ArgumentTypeError(f"not a JSON array: {exc}") from exc
+        if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+            raise argparse.ArgumentTypeError("a namespace is an array of strings")
+        return value
+    return [part for part in text.split("/") if part]
+
+
+class _Progress:
+    """Records done, on stderr: a line rewritten in place on a terminal, else one line
+    per ``every`` records (so a log stays short)."""
+
+    def __init__(self, verb: str, every: int = 50_000) -> None:
+        self.verb, self.every = verb, every
+        self.tty = sys.stderr.isatty()
+        self.start = time.monotonic()
+        self.shown = 0
+
+    def __call__(self, done: int) -> None:
+        rate = done / max(time.monotonic() - self.start, 1e-9)
+        if self.tty:
+            print(f"\r{self.verb} {done:,} facts ({rate:,.0f}/s)", end="", file=sys.stderr,
+                  flush=True)
+        elif done - self.shown >= self.every:
+            print(f"{self.verb} {done:,} facts ({rate:,.0f}/s)", file=sys.stderr, flush=True)
+            self.shown = done
+
+    def close(self) -> None:
+        if self.tty:
+            print(file=sys.stderr)
+
+
+def _chunks(records: Iterable[dict[str, Any]], progress: _Progress,
+            size: int = 1 << 20) -> Iterator[bytes]:
+    """JSON Lines of ``records``, about ``size`` bytes at a time."""
+    encoder = msgspec.json.Encoder()
+    buf = bytearray()
+    done = 0
+    for record in records:
+        encoder.encode_into(record, buf, len(buf))
+        buf += b"\n"
+        done += 1
+        if len(buf) >= size:
+            yield bytes(buf)
+            buf.clear()
+            progress(done)
+    if buf:
+        yield bytes(buf)
+    progress(done)
+
+
+def _export(args: argparse.Namespace) -> int:
+    """Every fact at or under --namespace as JSON Lines, to --output (written whole and
+    synced, or not at all) or to stdout."""
+    try:
+        key = fs.read_file(args.key_file) if args.key_file else None
+        store = Store.open(args.store, key=key, create=False, read_only=True)
+    except HolomemError as exc:
+        print(f"error: {exc.code}: {exc}", file=sys.stderr)
+        return 3
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    progress = _Progress("exported")
+    try:
+        chunks = _chunks(Memory(store).export(args.namespace), progress)
+        if args.output:
+            fs.write_file_atomic(args.output, chunks)
+        else:
+            for chunk in chunks:
+                sys.stdout.buffer.write(chunk)
+            sys.stdout.flush()
+    except HolomemError as exc:
+        print(f"error: {exc.code}: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, InvalidError) else 3
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    finally:
+        progress.close()
+        store.close()
+    return 0
+
+
+def _file_lines(path: str, size: int = 1 << 20) -> Iterator[bytes]:
+    """The lines of a file, read ``size`` bytes at a time (opened now, so a missing file
+    is an error before anything else happens)."""
+    fd = fs.open_ro(path)
+
+    def lines() -> Iterator[bytes]:
+        try:
+            offset, rest = 0, b""
+            while chunk := fs.read_at(fd, size, offset, path):
+                offset += len(chunk)
+                *whole, rest = (rest + chunk).split(b"\n")
+                yield from whole
+            if rest:
+                yield rest
+        finally:
+            fs.close(fd)
+
+    return lines()
+
+
+def _import(args: argparse.Namespace) -> int:
+    """JSON Lines from FILE (or - for stdin) into the store, in atomic batches."""
+    try:
+        key = fs.read_file(args.key_file) if args.key_file else None
+        config = config_from_json(fs.read_file(args.config)) if args.config else None
+        lines = iter(sys.stdin.buffer) if args.file == "-" else _file_lines(args.file)
+        store = Store.open(args.store, key=key)
+    except HolomemError as exc:
+        print(f"error: {exc.code}: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, InvalidError) else 3
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    progress = _Progress("imported")
+    try:
+        memory = Memory(store, config)
+        report = memory.import_(lines, batch_size=args.batch_size, progress=progress)
+    except HolomemError as exc:
+        progress.close()
+        print(f"error: {exc.code}: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, InvalidError) else 1 if exc.status < 500 else 3
+    finally:
+        store.close()
+    progress.close()
+    if report.unresolved_links:
+        print(f"warning: {report.unresolved_links} links name facts that were not "
+              "imported; they were not written", file=sys.stderr)
+    print(json.dumps(msgspec.to_builtins(report)))
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from holomem.api.doors.demo import run
 
@@ -329,6 +473,20 @@ def _parser() -> argparse.ArgumentParser:
                      help="record this MemoryConfig JSON file as the store's configuration")
     cfg.add_argument("--key-file", help="a file holding the store's 32-byte key")
     cfg.set_defaults(func=_config)
+    exp = sub.add_parser("export", help="write every fact as JSON Lines (with history)")
+    exp.add_argument("store", help="the store directory")
+    exp.add_argument("--namespace", type=_namespace, default=[],
+                     help='only facts at or under it: a/b or a JSON array \'["a", "b"]\'')
+    exp.add_argument("--output", "-o", help="the file to write (default: stdout)")
+    exp.add_argument("--key-file", help="a file holding the store's 32-byte key")
+    exp.set_defaults(func=_export)
+    imp = sub.add_parser("import", help="restore facts from JSON Lines, in atomic batches")
+    imp.add_argument("store", help="the store directory (created if missing)")
+    imp.add_argument("file", nargs="?", default="-", help="the JSON Lines file (- : stdin)")
+    imp.add_argument("--batch-size", type=int, default=1000, help="facts per transaction")
+    imp.add_argument("--config", help="a MemoryConfig JSON file for a new store")
+    imp.add_argument("--key-file", help="a file holding the store's 32-byte key")
+    imp.set_defaults(func=_import)
     srv = sub.add_parser("serve", help="serve the JSON contract over HTTP, with tenants")
     srv.add_argument("--data", required=True, help="directory holding the tenants' stores")
     srv.add_argument("--host", default="127.0.0.1")

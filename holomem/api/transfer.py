@@ -1,0 +1,285 @@
+"""Export and import: facts moved between stores with their whole history (SPEC §4d).
+
+Owns: the export record of a stored fact (:func:`export_record`), reading every fact
+at or under a namespace in blocks (:func:`export_blocks`), and planning an import's
+transactions (:class:`Importer`): each record checked like a remember, written with
+its own ingest time, digest, feedback and confidence, and its supersession links
+restored as they were (a link waits until both of its facts are stored). No policy
+runs on import: what the source decided is what the target holds. Imports the
+engine's view, remember (its checks), the types and validate.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, NamedTuple
+
+import msgspec
+import numpy as np
+
+from holomem.api import remember, validate
+from holomem.api.engine import Store, View
+from holomem.api.forgetting import live_facts
+from holomem.api.types import (
+    EXPORT_FORMAT,
+    FactExport,
+    FeedbackRecord,
+    LinkRecord,
+    RememberInput,
+)
+from holomem.errors import ConflictError, InvalidError, LimitError
+from holomem.events import DocumentAdded, Event, FactAdded, FactLinks, FeedbackGiven
+from holomem.projections.namespaces import Namespace
+
+#: Facts read under one read block by an export (writers wait at most that long).
+EXPORT_BLOCK = 1000
+#: Facts per import transaction, and the most one transaction may take.
+IMPORT_BATCH = 1000
+MAX_IMPORT_BATCH = 10_000
+#: The most feedback entries and links one imported record may carry.
+MAX_FEEDBACK = 100_000
+MAX_LINKS = validate.MAX_IDS
+
+
+def export_record(view: View, slot: int) -> FactExport:
+    """The stored fact in ``slot`` as an export record."""
+    facts = view.facts
+    fid = view.id_of(slot)
+    rec = view.record(slot)
+    t = facts.times(slot)
+    raw = view.event(slot).embedding if view.embeddings.vector(slot) is not None else b""
+    return FactExport(
+        id=fid, text=rec.text, ingest_time=t.ingest_time,
+        namespace=list(facts.namespace(slot)), subject=t.subject,
+        entities=list(rec.entities), metadata=validate.load_metadata(rec.metadata),
+        embedding=np.frombuffer(raw, dtype="<f4").tolist() if raw else None,
+        event_time=t.event_time, valid_from=t.valid_from, valid_to=t.valid_to,
+        requested=list(facts.requested.get(fid, ())),
+        links=[LinkRecord(supersedes=link.other, known_at=link.known_at)
+               for link in facts.supersedes.get(fid, ())],
+        confidence=facts.confidence.get(fid, 1.0),
+        feedback=[FeedbackRecord(helpful=h, time=tm, note=n)
+                  for h, tm, n in facts.feedback.get(fid, ())],
+        digest=t.digest.hex())
+
+
+def export_blocks(store: Store, prefix: Namespace, block: int = EXPORT_BLOCK
+                  ) -> Iterator[builtins.list[FactExport]]:
+    """Every fact at or under ``prefix`` that was stored when the export began, in
+    write order, ``block`` facts per read (so a long export never holds writers up
+    for long). A fact changed meanwhile is exported as its block found it; one
+    forgotten meanwhile is left out."""
+    slots, ids = store.read(lambda view: _initial(view, prefix))
+    for start in range(0, len(slots), block):
+        part = list(zip(slots[start:start + block].tolist(), ids[start:start + block],
+                        strict=True))
+
+        def read(view: View, part: builtins.list[tuple[int, str]] = part
+                 ) -> builtins.list[FactExport]:
+            return [export_record(view, slot) for slot, fid in part
+                    if view.slot(fid) == slot]
+
+        yield store.read(read)
+
+
+def _initial(view: View, prefix: Namespace) -> tuple[np.ndarray, builtins.list[str]]:
+    slots = live_facts(view, prefix)
+    return slots, [view.id_of(int(s)) for s in slots]
+
+
+# -- import -----------------------------------------------------------------------------
+class Incoming(NamedTuple):
+    """A checked import record: where it came from (1-based), and its payload digest."""
+
+    line: int
+    record: FactExport
+    digest: bytes
+
+
+def decode(item: object, line: int) -> FactExport:
+    """One import record from a JSON line (str or bytes), a dict or a FactExport.
+    Errors: ``invalid_request`` naming the line."""
+    try:
+        if isinstance(item, FactExport):
+            return item
+        if isinstance(item, (str, bytes, bytearray, memoryview)):
+            return msgspec.json.decode(item, type=FactExport)
+        if isinstance(item, Mapping):
+            return msgspec.convert(dict(item), FactExport)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise InvalidError(f"line {line}: {exc}") from None
+    raise InvalidError(f"line {line}: a record must be a JSON line, a dict or a FactExport")
+
+
+def check(x: FactExport, line: int) -> Incoming:
+    """Check a record as a remember of the same fact is checked, and the rest of it."""
+    where = f"line {line}"
+    if x.format != EXPORT_FORMAT:
+        raise InvalidError(f"{where}: format {x.format} is not one this version reads "
+                           f"({EXPORT_FORMAT})")
+    validate.doc_id(x.id, f"{where}: id")
+    as_input = RememberInput(
+        text=x.text, id=x.id, subject=x.subject, entities=x.entities, metadata=x.metadata,
+        embedding=x.embedding, event_time=x.event_time, valid_from=x.valid_from,
+        valid_to=x.valid_to, supersedes=x.requested or None, confidence=x.confidence,
+        namespace=x.namespace)
+    try:
+        digest = remember.check(as_input, 0).digest
+    except (InvalidError, LimitError) as exc:
+        raise type(exc)(f"{where}: {exc.message.removeprefix('remember: ')}") from None
+    ingest = validate.to_ms(x.ingest_time, f"{where}: ingestTime")
+    if ingest is None or ingest < 0:
+        raise InvalidError(f"{where}: ingestTime must be a time at or after the epoch")
+    if len(x.links) > MAX_LINKS:
+        raise LimitError(f"{where}: more than {MAX_LINKS} links")
+    for link in x.links:
+        validate.doc_id(link.supersedes, f"{where}: links")
+        validate.to_ms(link.known_at, f"{where}: links knownAt")
+        if link.supersedes == x.id:
+            raise InvalidError(f"{where}: a fact cannot supersede itself")
+    if len(x.feedback) > MAX_FEEDBACK:
+        raise LimitError(f"{where}: more than {MAX_FEEDBACK} feedback entries")
+    for fb in x.feedback:
+        validate.to_ms(fb.time, f"{where}: feedback time")
+        if fb.note is not None:
+            validate.text(fb.note, f"{where}: feedback note")
+    if x.digest is not None:
+        try:
+            raw = bytes.fromhex(x.digest)
+        except ValueError:
+            raw = b""
+        if len(raw) != 8:
+            raise InvalidError(f"{where}: digest must be 16 hex digits")
+        digest = raw
+    if x.embedding is not None:
+        # Kept as float32, as the store keeps it: what is exported again compares equal.
+        x = msgspec.structs.replace(
+            x, embedding=np.asarray(x.embedding, dtype="<f4").tolist())
+    return Incoming(line, x, digest[:8])
+
+
+class Importer:
+    """Plans an import's transactions; links wait here until both facts are stored."""
+
+    def __init__(self) -> None:
+        self.imported = 0
+        self.unchanged = 0
+        self.batches = 0
+        #: Ids the last planned batch writes.
+        self.written: builtins.list[str] = []
+        # (successor, predecessor, known_at, line of the successor's record)
+        self._waiting: builtins.list[tuple[str, str, int, int]] = []
+
+    @property
+    def unresolved_links(self) -> int:
+        return len(self._waiting)
+
+    def plan(self, view: View, batch: builtins.list[Incoming]) -> builtins.list[Event]:
+        """The events of one transaction (under the write lock): every new fact of
+        ``batch``, and every waiting link whose two facts now exist. A batch it
+        refuses (a conflict, a link across namespaces) ends the import."""
+        events: builtins.list[Event] = []
+        here: dict[str, Incoming] = {}
+        waiting = list(self._waiting)
+        dim = view.embedding_dim
+        unchanged = 0
+        for item in batch:
+            x = item.record
+            earlier = here.get(x.id)
+            slot = view.facts.slot(x.id)
+            if earlier is not None or slot >= 0:
+                existing = earlier.record if earlier is not None else export_record(view, slot)
+                if _comparable(existing, x) != x:
+                    raise ConflictError(f"line {item.line}: fact {x.id!r} already exists "
+                                        "with another payload")
+                unchanged += 1
+                continue
+            if x.id in view.catalog:
+                raise ConflictError(f"line {item.line}: id {x.id!r} belongs to a document "
+                                    "that is not a fact")
+            emb = validate.embedding(x.embedding, dim, f"line {item.line}: embedding")
+            if emb and not dim:
+                dim = len(emb) // 4
+            here[x.id] = item
+            events.append(DocumentAdded(
+                id=x.id, text=x.text, metadata=validate.metadata(x.metadata), embedding=emb,
+                entities=tuple(x.entities)))
+            events.append(FactAdded(
+                id=x.id, ingest_time=x.ingest_time, subject=x.subject,
+                event_time=x.event_time, valid_from=x.valid_from, valid_to=x.valid_to,
+                requested=tuple(x.requested), digest=item.digest,
+                confidence=None if x.confidence == 1.0 else x.confidence,
+                namespace=tuple(x.namespace)))
+            events.extend(FeedbackGiven(id=x.id, helpful=fb.helpful, time=fb.time,
+                                        note=fb.note) for fb in x.feedback)
+            waiting.extend((x.id, link.supersedes, link.known_at, item.line)
+                           for link in x.links)
+        ready, still = self._ready(view, here, waiting)
+        if ready:
+            events.append(FactLinks(links=tuple(ready)))
+        self._waiting = still
+        self.written = list(here)
+        self.imported += len(here)
+        self.unchanged += unchanged
+        self.batches += 1 if events else 0
+        return events
+
+    def _ready(self, view: View, here: Mapping[str, Incoming],
+               waiting: builtins.list[tuple[str, str, int, int]]
+               ) -> tuple[builtins.list[tuple[str, str, int]],
+                          builtins.list[tuple[str, str, int, int]]]:
+        def namespace(fid: str) -> Namespace | None:
+            if fid in here:
+                return tuple(here[fid].record.namespace)
+            slot = view.facts.slot(fid)
+            return view.facts.namespace(slot) if slot >= 0 else None
+
+        ready, still = [], []
+        for succ, pred, known_at, line in waiting:
+            a, b = namespace(succ), namespace(pred)
+            if a is None or b is None:
+                still.append((succ, pred, known_at, line))
+                continue
+            if a != b:
+                raise InvalidError(f"line {line}: {succ!r} supersedes {pred!r} of another "
+                                   "namespace (supersession never crosses namespaces)")
+            ready.append((succ, pred, known_at))
+        return ready, still
+
+
+def _comparable(record: FactExport, incoming: FactExport) -> FactExport:
+    """``record`` as compared with ``incoming``: a record that carries no digest is
+    compared on everything else."""
+    return record if incoming.digest is not None else msgspec.structs.replace(record,
+                                                                               digest=None)
+
+
+def batches(items: Iterable[object], size: int) -> Iterator[builtins.list[Incoming]]:
+    """Checked records ``size`` at a time; blank lines are skipped (and counted)."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise InvalidError("import_ takes an iterable of records (JSON lines or dicts)")
+    batch: builtins.list[Incoming] = []
+    for line, item in enumerate(items, 1):
+        if isinstance(item, (str, bytes)) and not item.strip():
+            continue
+        batch.append(check(decode(item, line), line))
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def batch_size(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidError("batch_size must be a positive integer")
+    if value > MAX_IMPORT_BATCH:
+        raise LimitError(f"batch_size is at most {MAX_IMPORT_BATCH}")
+    return value
+
+
+def as_dict(record: FactExport) -> dict[str, Any]:
+    """A record's JSON form as a dict (camelCase)."""
+    out: dict[str, Any] = msgspec.to_builtins(record)
+    return out

@@ -8,7 +8,9 @@ changing one line::
     memory = Client("http://127.0.0.1:8080").memory        # served
 
 Arguments are checked and converted exactly as ``Memory`` does (same types,
-datetimes accepted) before anything is sent. An error the server answers with
+datetimes accepted, in filters at any depth too; a namespace any sequence of strings)
+before anything is sent; every namespace and filter argument of ``Memory`` is here
+with the same name. An error the server answers with
 raises exactly the class the embedded library raises for the same code
 (:func:`holomem.errors.from_code`: ``InvalidError``, ``LimitError``,
 ``NotFoundError``, ``ConflictError``, ...), so ``except`` clauses written for the
@@ -26,7 +28,7 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
-from holomem.api import validate
+from holomem.api import filters, listing, recall, validate
 from holomem.api.types import (
     ConsolidateOptions,
     ConsolidationReport,
@@ -37,12 +39,13 @@ from holomem.api.types import (
     ForgetOptions,
     ForgetReport,
     ForgetScope,
+    ListFilter,
     ListPage,
     MaintenanceOptions,
+    NamespacePage,
     ProbeResult,
     ReasonResult,
     Recalled,
-    RecallOptions,
     RelatedResult,
     Remembered,
     RememberInput,
@@ -76,13 +79,55 @@ def _builtins(struct: Any) -> dict[str, Any]:
     return out
 
 
+#: The filter keys (SPEC §4b) that are times: a Python caller may give datetimes.
+_FILTER_TIMES = ("ingestedAfter", "ingestedBefore", "eventAfter", "eventBefore")
+
+
+def _wire_filter(value: Any) -> Any:
+    """A filter as JSON: checked exactly as ``Memory`` checks it, datetimes made ms."""
+    filters.compile_filter(value)
+    return _filter_json(value)
+
+
+def _filter_json(value: Any) -> Any:
+    # Only called on a filter compile_filter accepted: its shape and depth are known.
+    if not isinstance(value, Mapping):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in _FILTER_TIMES:
+            out[key] = validate.to_ms(item, key)
+        elif key in ("$and", "$or"):
+            out[key] = [_filter_json(f) for f in item]
+        elif key == "$not":
+            out[key] = _filter_json(item)
+        else:
+            out[key] = item
+    return out
+
+
+def _namespace(value: Any, field: str = "namespace") -> list[str] | None:
+    """A namespace (or prefix) as JSON, checked as ``Memory`` checks it (None: the root)."""
+    return None if value is None else list(validate.namespace(value, field))
+
+
 def _recall_request(query: str, options: Any, fields: Mapping[str, Any],
                     **extra: Any) -> dict[str, Any]:
-    if not isinstance(query, str):
-        raise InvalidError("query must be a string")
-    o = validate.to_struct(RecallOptions, options, fields, "recall options",
-                           validate.RECALL_TIME_FIELDS)
-    return {"query": query, **extra, **_builtins(o)}
+    validate.query(query)
+    o = recall.options(options, fields)
+    out = {"query": query, **extra, **_builtins(o)}
+    out["namespace"] = _namespace(o.namespace)
+    if o.filter is not None:
+        out["filter"] = _filter_json(o.filter)
+    return out
+
+
+def _list_filter(flt: ListFilter) -> dict[str, Any] | None:
+    """A checked list filter as JSON: its own keys, then the SPEC §4b part."""
+    out: dict[str, Any] = {k: v for k, v in (("subject", flt.subject), ("entity", flt.entity),
+                                             ("status", flt.status)) if v is not None}
+    out.update(_filter_json(flt.conditions() or {}))
+    return out or None
 
 
 class _Ops:
@@ -91,6 +136,8 @@ class _Ops:
     @staticmethod
     def remember(input: Any = None, /, **fields: Any
                  ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        if isinstance(input, str):
+            input, fields = None, {"text": input, **fields}
         x = validate.to_struct(RememberInput, input, fields, "remember input",
                                validate.TIME_FIELDS)
         return "remember", _builtins(x), lambda r: _as(list[Remembered], r["remembered"])[0]
@@ -122,8 +169,11 @@ class _Ops:
         sc = validate.to_struct(ForgetScope, scope, {}, "forget scope",
                                 ("ingested_before", "event_before"))
         o = validate.to_struct(ForgetOptions, options, fields, "forget options")
-        return ("forget", {"scope": _builtins(sc), **_builtins(o)},
-                lambda r: _as(ForgetReport, r))
+        validate.forget_scope(sc)
+        req = {"scope": _builtins(sc), **_builtins(o), "within": _namespace(o.within, "within")}
+        if sc.namespace is not None:
+            req["scope"]["namespace"] = _namespace(sc.namespace, "scope.namespace")
+        return "forget", req, lambda r: _as(ForgetReport, r)
 
     @staticmethod
     def get(id: str) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
@@ -138,34 +188,46 @@ class _Ops:
     def apply_forgetting(options: Any = None, **fields: Any
                          ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
         o = validate.to_struct(MaintenanceOptions, options, fields, "apply_forgetting options")
-        return "applyForgetting", _builtins(o), lambda r: _as(ForgetReport, r)
+        return ("applyForgetting", {**_builtins(o), "namespace": _namespace(o.namespace)},
+                lambda r: _as(ForgetReport, r))
 
     @staticmethod
     def consolidate(options: Any = None, **fields: Any
                     ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
         o = validate.to_struct(ConsolidateOptions, options, fields, "consolidate options")
-        return "consolidate", _builtins(o), lambda r: _as(ConsolidationReport, r)
+        return ("consolidate", {**_builtins(o), "namespace": _namespace(o.namespace)},
+                lambda r: _as(ConsolidationReport, r))
 
     @staticmethod
-    def probe(entity: str, k: int = 10) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
-        return "probe", {"entity": entity, "k": k}, lambda r: _as(ProbeResult, r)
+    def probe(entity: str, k: int = 10, namespace: Sequence[str] | None = None
+              ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        return ("probe", {"entity": entity, "k": k, "namespace": _namespace(namespace)},
+                lambda r: _as(ProbeResult, r))
 
     @staticmethod
-    def related(entity: str, k: int = 10) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
-        return "related", {"entity": entity, "k": k}, lambda r: _as(RelatedResult, r)
+    def related(entity: str, k: int = 10, namespace: Sequence[str] | None = None
+                ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        return ("related", {"entity": entity, "k": k, "namespace": _namespace(namespace)},
+                lambda r: _as(RelatedResult, r))
 
     @staticmethod
-    def reason(entities: Sequence[str], k: int = 10
+    def reason(entities: Sequence[str], k: int = 10, namespace: Sequence[str] | None = None
                ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
-        return ("reason", {"entities": list(entities), "k": k},
+        if isinstance(entities, (str, bytes, Mapping)) or not isinstance(entities, Iterable):
+            raise InvalidError("entities must be a list of strings")
+        return ("reason", {"entities": list(entities), "k": k,
+                           "namespace": _namespace(namespace)},
                 lambda r: _as(ReasonResult, r))
 
     @staticmethod
     def contradict(*, subject: str | None = None, entity: str | None = None, k: int = 10,
-                   max_pairs: int = 100_000, cursor: str | None = None
+                   max_pairs: int = 100_000, cursor: str | None = None,
+                   namespace: Sequence[str] | None = None,
+                   filter: Mapping[str, Any] | None = None
                    ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
         req = {"subject": subject, "entity": entity, "k": k, "maxPairs": max_pairs,
-               "cursor": cursor}
+               "cursor": cursor, "namespace": _namespace(namespace),
+               "filter": None if filter is None else _wire_filter(filter)}
         return "contradict", req, lambda r: _as(ContradictResult, r)
 
     @staticmethod
@@ -175,13 +237,39 @@ class _Ops:
                 lambda r: _as(FeedbackReport, r))
 
     @staticmethod
+    def set_confidence(id: str, confidence: float
+                       ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        return ("setConfidence", {"id": id, "confidence": confidence},
+                lambda r: _as(FactRecord, r["fact"]))
+
+    @staticmethod
     def list(cursor: str | None = None, limit: int = 100, filter: Any = None,
-             history: str = "all") -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
-        return ("list", {"cursor": cursor, "limit": limit, "filter": filter,
-                         "history": history}, lambda r: _as(ListPage, r))
+             history: str = "all", namespace: Sequence[str] | None = None
+             ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        req = listing.request(cursor, limit, filter, history, namespace)
+        return ("list", {"cursor": req.cursor, "limit": req.limit,
+                         "filter": _list_filter(req.filter), "history": req.history,
+                         "namespace": list(req.namespace) or None},
+                lambda r: _as(ListPage, r))
+
+    @staticmethod
+    def list_namespaces(prefix: Sequence[str] | None = None, max_depth: int | None = None,
+                        limit: int = 100, cursor: str | None = None
+                        ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+        return ("listNamespaces", {"prefix": _namespace(prefix, "prefix"),
+                                   "maxDepth": max_depth, "limit": limit, "cursor": cursor},
+                lambda r: _as(NamespacePage, r))
 
 
 _METHODS = [name for name in vars(_Ops) if not name.startswith("_")]
+
+
+def _encode(op: str, request: dict[str, Any]) -> bytes:
+    try:
+        return msgspec.json.encode(request)
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        # msgspec.EncodeError is a ValueError: a value that is not JSON (an object, NaN ...).
+        raise InvalidError(f"{op}: an argument cannot be sent as JSON: {exc}") from exc
 
 
 class RemoteMemory:
@@ -192,7 +280,7 @@ class RemoteMemory:
 
     def _do(self, spec: tuple[str, dict[str, Any], Callable[[Any], Any]]) -> Any:
         op, request, decode = spec
-        response = self._http.post(f"/api/v1/memory/{op}", content=msgspec.json.encode(request))
+        response = self._http.post(f"/api/v1/memory/{op}", content=_encode(op, request))
         _raise_for(response)
         return decode(response.json())
 
@@ -206,7 +294,7 @@ class AsyncRemoteMemory:
     async def _do(self, spec: tuple[str, dict[str, Any], Callable[[Any], Any]]) -> Any:
         op, request, decode = spec
         response = await self._http.post(f"/api/v1/memory/{op}",
-                                         content=msgspec.json.encode(request))
+                                         content=_encode(op, request))
         _raise_for(response)
         return decode(response.json())
 

@@ -3,6 +3,7 @@
 The public surface is :data:`__all__` (pinned by tests/contract/test_public_api.py).
 """
 
+from holomem.api.aio import AsyncMemory
 from holomem.api.engine import Document, DocumentInput, Hit, Store, StoreStats
 from holomem.api.memory import Memory
 from holomem.api.policies import Clock, ManualClock, Observation, SystemClock
@@ -11,10 +12,12 @@ from holomem.api.types import (
     ConsolidateOptions,
     ConsolidationReport,
     Explanation,
+    FactExport,
     FactRecord,
     ForgetOptions,
     ForgetReport,
     ForgetScope,
+    ImportReport,
     MaintenanceOptions,
     MemoryConfig,
     Recalled,
@@ -36,6 +39,7 @@ from holomem.errors import (
 from holomem.log import Journal
 
 __all__ = [
+    "AsyncMemory",
     "ChainEntry",
     "Clock",
     "ConflictError",
@@ -45,12 +49,14 @@ __all__ = [
     "Document",
     "DocumentInput",
     "Explanation",
+    "FactExport",
     "FactRecord",
     "ForgetOptions",
     "ForgetReport",
     "ForgetScope",
     "Hit",
     "HolomemError",
+    "ImportReport",
     "InvalidError",
     "LimitError",
     "Journal",

@@ -8,6 +8,7 @@ import pytest
 import holomem
 
 PUBLIC = [
+    "AsyncMemory",
     "ChainEntry",
     "Clock",
     "ConflictError",
@@ -17,12 +18,14 @@ PUBLIC = [
     "Document",
     "DocumentInput",
     "Explanation",
+    "FactExport",
     "FactRecord",
     "ForgetOptions",
     "ForgetReport",
     "ForgetScope",
     "Hit",
     "HolomemError",
+    "ImportReport",
     "InvalidError",
     "Journal",
     "LimitError",

@@ -9,9 +9,10 @@ types, starlette and uvicorn (the ``serve`` extra).
 Why Starlette and uvicorn: Starlette is the small, well-kept ASGI toolkit (routing,
 requests, responses, lifespan) without a model layer we would not use — msgspec
 already owns validation; uvicorn is the reference ASGI server. Handlers run the
-blocking library calls in a thread pool, so concurrent requests reach the
-journal's group commit together and share fsyncs; a response is sent only after
-the journal acknowledged the write.
+blocking library calls in worker threads — memory ops through each tenant's
+``AsyncMemory`` — so concurrent requests reach the journal's group commit together
+and share fsyncs; a response is sent only after the journal acknowledged the
+write, and a request whose client went away finishes what it started.
 
 Routes (JSON in and out; every error, 404 and 405 included, is
 ``{"error": {"code", "message"}}``):
@@ -42,6 +43,7 @@ the protocol for httptools, which buffers a head without any limit of its own.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import hmac
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -49,7 +51,6 @@ from typing import Any
 
 import msgspec
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -59,6 +60,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from holomem.api import validate
+from holomem.api.aio import offload
 from holomem.api.doors import webguard
 from holomem.api.doors.tenants import DEFAULT_TENANT, Tenant, TenantPool
 from holomem.api.doors.webguard import (
@@ -76,6 +78,8 @@ from holomem.errors import HolomemError, InvalidError, LimitError, NotFoundError
 
 MAX_BODY = 1 << 20
 MAX_BATCH = 1000
+#: Worker threads for blocking calls (Starlette's own thread pool has 40).
+WORKERS = 40
 
 
 def _json(value: Any) -> Response:
@@ -123,7 +127,12 @@ def create_app(data_dir: str, *, api_key: str | None = None,
         raise InvalidError(f"port (--port) must be from 0 to 65535, not {port}")
     hosts = Hosts(host, port, allowed_hosts)
     origins = webguard.origins(allowed_origins)
-    pool = TenantPool(data_dir, key=key, config=config, max_open=max_tenants)
+    # The worker threads every blocking call runs in (as many as requests in flight
+    # that can usefully share one group commit).
+    workers = concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS,
+                                                    thread_name_prefix="holomem-http")
+    pool = TenantPool(data_dir, key=key, config=config, max_open=max_tenants,
+                      executor=workers)
     expected = api_key.encode() if api_key else None
 
     def authorised(request: Request) -> bool:
@@ -138,6 +147,10 @@ def create_app(data_dir: str, *, api_key: str | None = None,
     async def with_tenant(request: Request,
                           work: Callable[[Tenant, dict[str, Any]], Any],
                           body: bool = True) -> Response:
+        """Run ``work`` on the request's tenant: decoding the body, opening the store
+        (a replay, syncs) and the work itself all happen in worker threads, and a
+        cancelled request (a client gone) never leaves work half done or its tenant
+        marked busy: what started runs to its end first (:func:`offload`)."""
         if not authorised(request):
             return error_response(401, "unauthorized", "a valid API key is required")
         raw = b""
@@ -148,32 +161,49 @@ def create_app(data_dir: str, *, api_key: str | None = None,
             raw = read
         name = request.headers.get("x-tenant-id", DEFAULT_TENANT)
 
+        def prepare() -> tuple[Tenant, dict[str, Any]]:
+            data = decode_body(raw)  # first: a bad body opens no store
+            return pool.acquire(name), data
+
         def run() -> Any:
-            # Decode, acquire, work and release in one worker thread: decoding a large
-            # body and opening a store (a replay, syncs) must not stall the event
-            # loop, and a cancelled request cannot leave its tenant marked busy.
-            data = decode_body(raw)
-            tenant = pool.acquire(name)
+            tenant, data = prepare()
             try:
                 return work(tenant, data)
             finally:
                 pool.release(tenant)
 
         try:
-            return _json(await run_in_threadpool(run))
+            return _json(await offload(run, workers))
         except HolomemError as exc:
             return error_response(exc.status, exc.code, exc.message)
 
     async def memory_op(request: Request) -> Response:
+        """An op of the contract, through the tenant's AsyncMemory."""
         op = request.path_params["op"]
+        if not authorised(request):
+            return error_response(401, "unauthorized", "a valid API key is required")
+        read = await read_body(request, max_body)
+        if isinstance(read, JSONResponse):
+            return read
+        name = request.headers.get("x-tenant-id", DEFAULT_TENANT)
 
-        def work(t: Tenant, data: dict[str, Any]) -> Any:
+        def prepare() -> tuple[Tenant, dict[str, Any]]:
+            data = decode_body(read)
             facts = data.get("facts") if op == "remember" else None
             if isinstance(facts, list) and len(facts) > max_batch:
                 raise LimitError(f"at most {max_batch} facts per request")
-            return t.memory.call(op, data)
+            return pool.acquire(name), data
 
-        return await with_tenant(request, work)
+        try:
+            tenant, data = await offload(prepare, workers,
+                                         discard=lambda got: pool.release(got[0]))
+            try:
+                return _json(await tenant.memory.call(op, data))
+            finally:
+                # The call has ended (AsyncMemory waits for it even when cancelled).
+                pool.release(tenant, evict=False)
+        except HolomemError as exc:
+            return error_response(exc.status, exc.code, exc.message)
 
     async def add_documents(request: Request) -> Response:
         def work(t: Tenant, data: dict[str, Any]) -> Any:
@@ -228,6 +258,7 @@ def create_app(data_dir: str, *, api_key: str | None = None,
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         pool.close()  # graceful shutdown: every store synced and closed
+        workers.shutdown(wait=False)
 
     middleware = [Middleware(Guard, hosts=hosts, origins=origins)]
     if origins:

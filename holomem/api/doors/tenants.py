@@ -7,11 +7,13 @@ beyond a bound. Imports the engine, the memory API and the file layer.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import re
 import threading
 from collections import OrderedDict
 
+from holomem.api.aio import AsyncMemory
 from holomem.api.engine import Store
 from holomem.api.memory import Memory
 from holomem.api.types import MemoryConfig
@@ -25,7 +27,7 @@ DEFAULT_TENANT = "default"
 class Tenant:
     """An open tenant: its store, its memory, and how many requests use it."""
 
-    def __init__(self, store: Store, memory: Memory) -> None:
+    def __init__(self, store: Store, memory: AsyncMemory) -> None:
         self.store = store
         self.memory = memory
         self.users = 0
@@ -35,11 +37,12 @@ class TenantPool:
     """Open tenant stores, least recently used first; closes idle ones beyond the bound."""
 
     def __init__(self, data_dir: str, *, key: bytes | None, config: MemoryConfig,
-                 max_open: int) -> None:
+                 max_open: int, executor: concurrent.futures.Executor | None = None) -> None:
         self.root = os.path.join(os.path.abspath(data_dir), "tenants")
         self.key = key
         self.config = config
         self.max_open = max_open
+        self.executor = executor  # where the tenants' AsyncMemory calls run
         self._open: OrderedDict[str, Tenant] = OrderedDict()
         self._mu = threading.Lock()
         self._closed = False
@@ -69,15 +72,19 @@ class TenantPool:
         store = Store.open(os.path.join(self.root, tenant), key=self.key, sync="batch")
         try:
             # The tenant store's own configuration; the server's for a new tenant.
-            return Tenant(store, Memory(store, initial=self.config))
+            memory = Memory(store, initial=self.config)
+            return Tenant(store, AsyncMemory(memory, executor=self.executor))
         except BaseException:
             store.close()  # or the store stays locked by a handle nobody holds
             raise
 
-    def release(self, t: Tenant) -> None:
+    def release(self, t: Tenant, *, evict: bool = True) -> None:
+        """Done with ``t``. ``evict=False`` (on the event loop): close nothing now; the
+        next ``acquire`` closes what is over the bound."""
         with self._mu:
             t.users -= 1
-            self._evict()
+            if evict:
+                self._evict()
 
     def _evict(self, room: int = 0) -> None:
         """Close idle stores until ``room`` more fit under the bound."""

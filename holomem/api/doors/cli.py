@@ -383,7 +383,10 @@ def _read(path: str) -> bytes:
 
 def _mcp(args: argparse.Namespace) -> int:
     """Options and the store first (fast, clear errors), then the MCP SDK (slow to import)."""
+    from holomem.api.doors.scoping import Scope
+
     try:
+        scope = Scope(args.namespace or ())
         key = _read(args.key_file) if args.key_file else None
         config = config_from_json(_read(args.memory_config)) if args.memory_config \
             else None
@@ -405,7 +408,7 @@ def _mcp(args: argparse.Namespace) -> int:
             if isinstance(exc, ImportError) else ""
         print(f"error: {extra}{exc}", file=sys.stderr)
         return 2
-    serve(memory)
+    serve(memory, scope)
     return 0
 
 
@@ -427,6 +430,9 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--key-file", help="file holding the 32-byte encryption key")
     mcp.add_argument("--memory-config",
                      help="a MemoryConfig JSON file for a store that has recorded none yet")
+    mcp.add_argument("--namespace", action="append", metavar="PART",
+                     help="confine every call to this namespace, one string per flag "
+                     "(--namespace users --namespace u-42); tools' namespaces are under it")
     mcp.set_defaults(func=_mcp)
     hermes = sub.add_parser("hermes", help="Hermes Agent integration")
     hermes_sub = hermes.add_subparsers(dest="hermes_command", required=True)

@@ -1,0 +1,194 @@
+"""A door's namespace (holomem.api.doors.scoping): no request reaches past it.
+
+The MCP server's ``--namespace`` and the Hermes provider's per-user namespace run
+every call through one ``Scope``. Hypothesis sends every op of the contract through
+Alice's scope with arbitrary namespace-bearing fields (relative, empty, wrong types,
+names that look like paths, too deep) and arbitrary ids, Bob's included: every
+answer is a response or a caller error, no answer holds anything of Bob's, and after
+it all Bob's facts are exactly as they were.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from holomem import HolomemError, Memory, MemoryConfig, Store
+from holomem.api import contract
+from holomem.api.doors.scoping import HANDLED, Scope
+from holomem.api.types import ConsolidationConfig, Duplicates, ForgettingConfig
+from holomem.errors import InvalidError, LimitError, NotFoundError
+
+ALICE = ["users", "alice"]
+BOB = ["users", "bob"]
+CONFIG = MemoryConfig(supersession="latest-by-subject",
+                      forgetting=ForgettingConfig(superseded_for_longer_than_ms=0),
+                      consolidation=ConsolidationConfig(duplicates=Duplicates()))
+BOB_IDS = [f"bobfact-{i}" for i in range(6)]
+ALICE_IDS = [f"alicefact-{i}" for i in range(6)]
+
+
+def fill(memory: Memory) -> None:
+    for who, ns, ids in (("zqxbob", BOB, BOB_IDS), ("alice", ALICE, ALICE_IDS)):
+        memory.remember(id=ids[0], text=f"Lisa lives in Paris {who}", subject="city",
+                        entities=["Lisa"], namespace=ns, valid_from=1000,
+                        metadata={"kind": "city"})
+        memory.remember(id=ids[1], text=f"Lisa lives in Berlin {who}", subject="city",
+                        entities=["Lisa"], namespace=ns, valid_from=2000,
+                        metadata={"kind": "city"})
+        memory.remember(id=ids[2], text=f"Tom works at Acme {who}", entities=["Tom"],
+                        namespace=ns)
+        memory.remember(id=ids[3], text=f"Tom works at Initech {who}", entities=["Tom"],
+                        namespace=ns)
+        memory.remember(id=ids[4], text=f"twice the same {who}", namespace=ns)
+        memory.remember(id=ids[5], text=f"twice the same {who}", namespace=[*ns, "deeper"])
+
+
+def bobs(memory: Memory) -> bytes:
+    """Everything of Bob's, as stored: records, statuses, links, votes."""
+    return msgspec.json.encode(memory.list(namespace=BOB, limit=1000).facts)
+
+
+def test_every_contract_op_is_confined_by_a_scope() -> None:
+    assert set(contract.OPS) == HANDLED
+
+
+def test_a_root_scope_changes_nothing(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store, CONFIG)
+        fill(memory)
+        for op, request in (("recall", {"query": "Lisa", "namespace": BOB}),
+                            ("get", {"id": BOB_IDS[1]}),
+                            ("listNamespaces", {})):
+            assert Scope().call(memory, op, request) == memory.call(op, request)
+
+
+def test_the_base_is_checked_like_a_namespace() -> None:
+    for bad in ("users", [""], ["a\nb"], [1]):
+        with pytest.raises(InvalidError):
+            Scope(bad)  # type: ignore[arg-type]
+    with pytest.raises(LimitError):
+        Scope(["x"] * 9)
+    assert Scope(("users", "alice")).base == ("users", "alice")
+
+
+def test_namespaces_are_relative_and_answers_speak_relative_names(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store, CONFIG)
+        fill(memory)
+        alice = Scope(ALICE)
+        made = alice.call(memory, "remember", {"text": "a note", "namespace": ["notes"]})
+        fid = made["remembered"][0]["id"]
+        got = memory.get(fid)
+        assert got is not None and got.namespace == [*ALICE, "notes"]
+        assert alice.call(memory, "get", {"id": fid})["fact"]["namespace"] == ["notes"]
+        assert [n["namespace"] for n in alice.call(memory, "listNamespaces", {})["namespaces"]] \
+            == [[], ["deeper"], ["notes"]]
+        found = alice.call(memory, "recall", {"query": "note", "namespace": ["notes"]})
+        assert [r["fact"]["namespace"] for r in found["results"]] == [["notes"]]
+        # Path-like strings are plain strings: ".." is a namespace named "..".
+        up = alice.call(memory, "remember", {"text": "up?", "namespace": ["..", "bob"]})
+        placed = memory.get(up["remembered"][0]["id"])
+        assert placed is not None and placed.namespace == [*ALICE, "..", "bob"]
+        with pytest.raises(LimitError, match="at most 6"):
+            alice.call(memory, "recall", {"query": "x", "namespace": ["n"] * 7})
+        # A fact outside answers exactly as one that does not exist.
+        assert alice.call(memory, "get", {"id": BOB_IDS[0]}) == \
+            alice.call(memory, "get", {"id": "no-such-fact"}) == {"fact": None}
+        for op, request in (("history", {"id": BOB_IDS[0]}),
+                            ("explain", {"query": "Lisa", "id": BOB_IDS[0]}),
+                            ("feedback", {"id": BOB_IDS[0], "helpful": False}),
+                            ("setConfidence", {"id": BOB_IDS[0], "confidence": 0.0})):
+            with pytest.raises(NotFoundError) as outside:
+                alice.call(memory, op, request)
+            with pytest.raises(NotFoundError) as missing:
+                alice.call(memory, op, {**request, "id": "no-such-fact"})
+            assert outside.value.message == missing.value.message.replace(
+                "no-such-fact", BOB_IDS[0])
+
+
+NAMESPACE_PARTS = st.sampled_from(["", "..", ".", "/", "users", "bob", "alice", "deeper",
+                                   "x", " ", "a\nb", "*"])
+NAMESPACES = st.one_of(st.none(), st.lists(NAMESPACE_PARTS, max_size=9),
+                       st.sampled_from(["users", 7, {"a": 1}, [1], [None]]))
+IDS = st.sampled_from([*BOB_IDS, *ALICE_IDS, "no-such-fact"])
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    op = draw(st.sampled_from(sorted(HANDLED)))
+    ns = draw(NAMESPACES)
+    flags = {"dryRun": draw(st.booleans())}
+    request: dict[str, Any]
+    if op == "remember":
+        fact = {"text": "alice remembers this", "namespace": ns,
+                "supersedes": draw(st.lists(IDS, max_size=1))}
+        request = {"facts": [fact]} if draw(st.booleans()) else fact
+    elif op in ("recall", "explain"):
+        request = {"query": "zqxbob Lisa Tom twice alice", "k": 50, "history": "all",
+                   "namespace": ns, "explain": draw(st.booleans())}
+        if op == "explain":
+            request = {**request, "id": draw(IDS)}
+            del request["explain"]
+    elif op == "forget":
+        scope = draw(st.sampled_from([{"ids": draw(st.lists(IDS, max_size=4))},
+                                      {"namespace": draw(NAMESPACES)}, {"subject": "city"},
+                                      {"entity": "Lisa"}, {"metadata": {"kind": "city"}}]))
+        request = {"scope": scope, "within": ns, "includeChain": draw(st.booleans()), **flags}
+    elif op in ("probe", "related"):
+        request = {"entity": draw(st.sampled_from(["Lisa", "Tom"])), "namespace": ns}
+    elif op == "reason":
+        request = {"entities": ["Lisa"], "namespace": ns}
+    elif op == "list":
+        request = {"namespace": ns, "limit": 1000}
+    elif op == "listNamespaces":
+        request = {"prefix": ns, "maxDepth": draw(st.one_of(st.none(), st.integers(1, 8)))}
+    elif op == "contradict":
+        request = {"namespace": ns}
+    elif op in ("applyForgetting", "consolidate"):
+        request = {"namespace": ns, **flags}
+    elif op == "feedback":
+        request = {"id": draw(IDS), "helpful": draw(st.booleans())}
+    elif op == "setConfidence":
+        request = {"id": draw(IDS), "confidence": 0.5}
+    else:
+        request = {"id": draw(IDS)}
+    if ns is None and draw(st.booleans()):  # also left out, not only null
+        for key in ("namespace", "within", "prefix"):
+            request.pop(key, None)
+    return op, request
+
+
+def test_no_request_through_a_scope_reaches_anything_outside_it(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "s", sync="none")
+    memory = Memory(store, CONFIG)
+    fill(memory)
+    before = bobs(memory)
+    alice = Scope(ALICE)
+    answered = []
+
+    @settings(max_examples=300, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(requests())
+    def run(call: tuple[str, dict[str, Any]]) -> None:
+        op, request = call
+        try:
+            response = alice.call(memory, op, request)
+        except HolomemError as exc:
+            assert exc.status < 500, (op, request, exc)  # a caller error, never a fault
+            return
+        text = msgspec.json.encode(response).decode()
+        assert "zqxbob" not in text and "bobfact" not in text, (op, request, text)
+        answered.append(op)
+
+    try:
+        run()
+        assert bobs(memory) == before  # nothing of Bob's changed, whatever Alice sent
+        assert set(answered) == HANDLED  # and every op did answer some of it
+    finally:
+        store.close()

@@ -12,6 +12,18 @@ this module. ``holomem hermes install`` writes the plugin directory that loads i
   writer, the provider opens it read-only, keeps recall working (catching up before
   each read) and skips writes with a warning.
 - **Policies**: ``MemoryConfig(supersession="latest-by-subject")``.
+- **One namespace per user** (SPEC §4a): a gateway passes the platform's user id to
+  ``initialize`` (``user_id``, with ``platform``), and everything the provider does —
+  turns, mirrored entries, prefetch, every tool — happens in
+  ``["hermes", "users", <platform>, <user_id>]``; a session without a user id (the
+  CLI, the TUI, cron jobs: the home's owner) in ``["hermes", "local"]``. With
+  ``memory.holomem.scope: session`` in Hermes' config, each session has its own
+  namespace under that (``[..., "sessions", <session id>]``; a conversation going on
+  under a new id after context compression keeps its namespace while it runs). A
+  user id or platform that is not a valid namespace string is replaced by
+  ``sha256:<hex digest>``. The tools are confined with
+  :class:`~holomem.api.doors.scoping.Scope`: a tool's ``namespace`` is taken under
+  the user's, and a fact outside it does not exist for them.
 - **Built-in memory mirrored, removals included**: every entry of Hermes' ``memory``
   tool (targets ``memory`` and ``user``) is a fact with its own subject
   ``hermes/<target>/<key>`` and the entity ``hermes:<target>``. ``add`` remembers a
@@ -30,12 +42,14 @@ this module. ``holomem hermes install`` writes the plugin directory that loads i
   recall (milliseconds); ``queue_prefetch`` computes it ahead on Hermes' worker.
 - **Tools**: ``holomem_remember``, ``holomem_recall``, ``holomem_forget``,
   ``holomem_history``; inputs are the contract's request schemas, each call is
-  ``Memory.call``; results are JSON strings, errors ``{"error", "code"}``.
+  ``Memory.call`` through the provider's scope; results are JSON strings, errors
+  ``{"error", "code"}``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import logging
 import os
@@ -45,6 +59,8 @@ from typing import Any
 
 from agent.memory_provider import MemoryProvider
 
+from holomem.api import validate
+from holomem.api.doors.scoping import Scope
 from holomem.api.doors.toolschema import TOOLS, input_schema
 from holomem.api.engine import Store
 from holomem.api.memory import Memory
@@ -57,6 +73,10 @@ CONFIG = MemoryConfig(supersession="latest-by-subject")
 PREFETCH_K = 5
 MAX_QUERY_CHARS = 2000
 TURN_ENTITY = "hermes:turn"
+#: The namespace of a session Hermes gives no user id (the home's owner).
+LOCAL = ("hermes", "local")
+#: ``memory.holomem.scope`` in Hermes' config: one namespace per user, or per session.
+SCOPES = ("user", "session")
 
 #: Hermes tool name -> (the contract tool it is, properties not offered to the model)
 HERMES_TOOLS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -121,6 +141,9 @@ class HolomemMemoryProvider(MemoryProvider):  # type: ignore[misc]
         self._memory: Memory | None = None
         self._path = ""
         self._session_id = ""
+        self._user: tuple[str, ...] = LOCAL
+        self._per_session = False
+        self._scope = Scope(LOCAL)
         self._write_turns = True
         self._mirror_lock = threading.Lock()
         self._prefetched: tuple[str, int, str] | None = None  # query, revision, block
@@ -141,6 +164,11 @@ class HolomemMemoryProvider(MemoryProvider):  # type: ignore[misc]
     def path(self) -> str:
         return self._path
 
+    @property
+    def namespace(self) -> list[str]:
+        """The namespace this provider reads and writes (see the module doc)."""
+        return list(self._scope.base)
+
     def is_available(self) -> bool:
         return True  # a local store: nothing to configure, no network
 
@@ -149,15 +177,30 @@ class HolomemMemoryProvider(MemoryProvider):  # type: ignore[misc]
             self.shutdown()
         home = kwargs.get("hermes_home") or _default_home()
         self._path = os.path.join(os.fspath(home), "holomem")
+        user = str(kwargs.get("user_id") or "").strip()
+        platform = str(kwargs.get("platform") or "cli").strip() or "cli"
+        self._user = ("hermes", "users", _part(platform), _part(user)) if user else LOCAL
+        self._per_session = _configured_scope() == "session"
+        self._set_session(session_id)
         # The store's own configuration; the provider's for a store that has none yet.
         self._memory = Memory(_STORES.acquire(self._path), initial=CONFIG)
-        self._session_id = session_id
         self._write_turns = kwargs.get("agent_context", "primary") == "primary"
+
+    def _set_session(self, session_id: str) -> None:
+        self._session_id = session_id
+        base = self._user
+        if self._per_session:
+            base = (*base, "sessions", _part(session_id or "none"))
+        self._scope = Scope(base)
         self._prefetched = None
 
     def on_session_switch(self, new_session_id: str, **kwargs: Any) -> None:
-        self._session_id = new_session_id
-        self._prefetched = None
+        if kwargs.get("reason") == "compression" or kwargs.get("rewound"):
+            # The same conversation goes on (compressed, or rewound in place): its
+            # memory stays where it is, whatever the new id.
+            self._prefetched = None
+            return
+        self._set_session(new_session_id)
 
     def on_session_end(self, messages: list[dict[str, Any]]) -> None:
         # Nothing is pending: every write was durable when its call returned.
@@ -189,7 +232,8 @@ class HolomemMemoryProvider(MemoryProvider):  # type: ignore[misc]
 
     def _block(self, query: str) -> str:
         memory = self._readable()
-        results = memory.recall(query[:MAX_QUERY_CHARS], {"k": PREFETCH_K})
+        results = memory.recall(query[:MAX_QUERY_CHARS], {"k": PREFETCH_K,
+                                                          "namespace": self.namespace})
         return fence(results) if results else ""
 
     def prefetch(self, query: str, *, session_id: str = "") -> str:
@@ -238,7 +282,8 @@ class HolomemMemoryProvider(MemoryProvider):  # type: ignore[misc]
         while budget >= 64:
             text = f"user: {user[:budget]}\nassistant: {assistant[:budget]}"
             try:
-                memory.remember(text=text, entities=[TURN_ENTITY], metadata=meta)
+                memory.remember(text=text, entities=[TURN_ENTITY], metadata=meta,
+                                namespace=self.namespace)
                 return
             except LimitError:
                 budget //= 2
@@ -268,14 +313,15 @@ class HolomemMemoryProvider(MemoryProvider):  # type: ignore[misc]
                     elif text and text != entry.text:
                         memory.remember(text=text, subject=entry.subject,
                                         entities=[entry_entity(target)],
-                                        metadata=_entry_meta(target))
+                                        metadata=_entry_meta(target),
+                                        namespace=self.namespace)
                 elif action == "remove":
                     entry = self._find(memory, target, needle or text)
                     if entry is None:
                         log.info("holomem: no mirrored %s entry holds %r; nothing to forget",
                                  target, needle or text)
                     else:
-                        memory.forget({"subject": entry.subject})
+                        memory.forget({"subject": entry.subject}, within=self.namespace)
         except HolomemError as exc:
             log.warning("holomem could not mirror the memory %s: %s", action, exc)
         self._prefetched = None
@@ -287,14 +333,16 @@ class HolomemMemoryProvider(MemoryProvider):  # type: ignore[misc]
         # (deterministic; an entry added again after it was replaced is a new entry).
         key = hashlib.sha256(f"{target}\0{text}\0{memory.store.revision}".encode()).hexdigest()
         memory.remember(text=text, subject=f"hermes/{target}/{key[:16]}",
-                        entities=[entry_entity(target)], metadata=_entry_meta(target))
+                        entities=[entry_entity(target)], metadata=_entry_meta(target),
+                        namespace=self.namespace)
 
     def _entries(self, memory: Memory, target: str) -> list[FactRecord]:
         """The current mirrored entries of one target, in write order."""
         out: list[FactRecord] = []
         cursor = None
         while True:
-            page = memory.list(cursor, 1000, {"entity": entry_entity(target)}, "current")
+            page = memory.list(cursor, 1000, {"entity": entry_entity(target)}, "current",
+                               self.namespace)
             out.extend(f for f in page.facts if f.subject is not None)
             if page.next_cursor is None:
                 return out
@@ -328,7 +376,7 @@ class HolomemMemoryProvider(MemoryProvider):  # type: ignore[misc]
         tool = HERMES_TOOLS[tool_name][0]
         try:
             memory = self._readable()
-            response = memory.call(TOOLS[tool].op, args if args is not None else {})
+            response = self._scope.call(memory, TOOLS[tool].op, args if args is not None else {})
         except HolomemError as exc:
             if exc.status >= 500:
                 log.warning("holomem tool %s failed: %s", tool_name, exc)
@@ -354,6 +402,34 @@ def _convert(value: Any, kind: Any) -> Any:
 
 def _entry_meta(target: str) -> dict[str, Any]:
     return {"source": "hermes.memory", "target": target}
+
+
+def _part(value: str) -> str:
+    """One namespace string from a name Hermes gives: itself when it is a valid one, else
+    its digest (an id too long, or holding control characters, is still one user)."""
+    try:
+        return validate.doc_id(value, "namespace part")
+    except HolomemError:
+        raw = value.encode("utf-8", "surrogatepass")
+        return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def _configured_scope() -> str:
+    """``memory.holomem.scope`` from Hermes' config ("user" unless it says "session")."""
+    try:
+        # Hermes ships no types: imported by name, its loader is an Any.
+        load_config = importlib.import_module("hermes_cli.config").load_config
+        section = (load_config().get("memory") or {}).get("holomem") or {}
+        scope = str(section.get("scope", "user")) if isinstance(section, dict) else "user"
+    except Exception as exc:  # Hermes' own loader: its failure must not stop the agent
+        log.warning("holomem: could not read memory.holomem from Hermes' config (%s); "
+                    "one namespace per user", exc)
+        return "user"
+    if scope not in SCOPES:
+        log.warning("holomem: memory.holomem.scope is %r, not one of %s; one namespace "
+                    "per user", scope, ", ".join(SCOPES))
+        return "user"
+    return scope
 
 
 def _error(code: str, message: str) -> str:

@@ -9,7 +9,9 @@ found and loaded the way a Hermes agent does (``hermes_cli.plugins`` discovery,
 mirrored with supersession for replacements and real forgetting for removals; recall
 is fenced, fast, and survives Hermes' own context wrapping; the store is released on
 shutdown and everything is intact on reopen; a store written by another process is
-read, never corrupted.
+read, never corrupted; and two users of one gateway store (user ids as a gateway
+passes them to ``initialize``) never see each other's turns, entries or tool facts —
+nor does the home's owner — with one namespace per session when Hermes' config asks.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("hermes_cli", reason="hermes-agent is not installed; the Hermes provider "
-                    "test needs it (pip install 'holomem[hermes]')")
+                    "test needs it (pip install 'holomem-db[hermes]')")
 
 from holomem import Memory, Store
 from holomem.integrations.hermes_plugin import DESCRIPTION
@@ -87,13 +89,15 @@ def load_provider() -> Any:
     return provider
 
 
-def start(provider: Any, home: Path, session: str = "s1", context: str = "primary") -> Any:
+def start(provider: Any, home: Path, session: str = "s1", context: str = "primary",
+          platform: str = "cli", **extra: Any) -> Any:
+    """What agent_init does: ``extra`` is what a gateway adds (``user_id``, ...)."""
     from agent.memory_manager import MemoryManager
 
     manager = MemoryManager()
     manager.add_provider(provider)
-    manager.initialize_all(session_id=session, platform="cli", hermes_home=str(home),
-                           agent_context=context)
+    manager.initialize_all(session_id=session, platform=platform, hermes_home=str(home),
+                           agent_context=context, **extra)
     return manager
 
 
@@ -107,7 +111,7 @@ def test_hermes_own_loaders_find_the_installed_plugin(home: Path) -> None:
     plugin = home / "plugins" / "holomem"
     manifest = yaml.safe_load((plugin / "plugin.yaml").read_text())
     assert manifest["name"] == "holomem" and manifest["kind"] == "exclusive"
-    assert manifest["pip_dependencies"] == ["holomem"]
+    assert manifest["pip_dependencies"] == ["holomem-db"]
     assert "register_memory_provider" in (plugin / "__init__.py").read_text()[:8192]
 
     manager = PluginManager()
@@ -289,13 +293,14 @@ def test_a_store_with_another_writer_is_read_not_written(home: Path) -> None:
     path = home / "holomem"
     with Store.open(path) as held:  # another writer (in another process, in real life)
         writer = Memory(held)
-        writer.remember(id="w", text="Written by the other Hermes process")
+        local = ["hermes", "local"]  # the other process's CLI session: the home's owner
+        writer.remember(id="w", text="Written by the other Hermes process", namespace=local)
         provider = load_provider()
         manager = start(provider, home)
         assert provider.memory.store.read_only
         (line,) = fenced(manager.prefetch_all("other Hermes process"))
         assert line.startswith("- [w]")
-        writer.remember(id="w2", text="Later news from the other process")
+        writer.remember(id="w2", text="Later news from the other process", namespace=local)
         assert "[w2]" in manager.prefetch_all("later news")  # caught up before reading
         builtin = MemoryStore()
         builtin.load_from_disk()
@@ -307,3 +312,136 @@ def test_a_store_with_another_writer_is_read_not_written(home: Path) -> None:
         assert refused["code"] == "read_only" and "read" in refused["error"]
         manager.shutdown_all()
         assert [f.id for f in writer.list(None, 100).facts] == ["w", "w2"]  # nothing written
+
+
+# -- one namespace per user (and per session, when asked) -------------------------------------
+def disk(path: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file())
+
+
+def test_two_users_of_one_gateway_store_never_see_each_other(home: Path) -> None:
+    from tools.memory_tool import MemoryStore, memory_tool
+
+    # Two users of one Telegram gateway (one Hermes home, one store), an agent each, as
+    # the gateway builds them: user_id and platform in initialize's kwargs.
+    managers, providers = {}, {}
+    for who, uid in (("alice", "111"), ("bob", "222")):
+        providers[who] = load_provider()
+        managers[who] = start(providers[who], home, session=f"tg-{who}", platform="telegram",
+                              user_id=uid, user_name=who.capitalize(), chat_id=uid)
+    assert providers["alice"].namespace == ["hermes", "users", "telegram", "111"]
+    assert providers["bob"].namespace == ["hermes", "users", "telegram", "222"]
+    assert providers["alice"].memory.store is providers["bob"].memory.store  # one store
+
+    builtin = MemoryStore()
+    builtin.load_from_disk()
+    marker = {"alice": "zqxalicemarker", "bob": "zqxbobmarker"}
+    for who, m in managers.items():
+        m.sync_all(f"my locker code is {marker[who]}", "I will remember it",
+                   session_id=f"tg-{who}")
+        m.sync_all("I like green tea", "Noted: green tea", session_id=f"tg-{who}")  # the same
+        args = {"action": "add", "target": "user", "content": f"User's code {marker[who]}"}
+        m.notify_memory_tool_write(memory_tool(store=builtin, **args), args)
+        got = call(m, "holomem_remember", {"id": f"{who}-tool", "subject": "code",
+                                           "text": f"tool fact {marker[who]}"})
+        assert got["remembered"][0]["created"] is True
+        assert m.flush_pending(timeout=30)
+
+    query = "locker code green tea tool fact zqxalicemarker zqxbobmarker"
+    for who, other in (("alice", "bob"), ("bob", "alice")):
+        m = managers[who]
+        m.queue_prefetch_all(query)
+        assert m.flush_pending(timeout=30)
+        views = [m.prefetch_all(query), providers[who].prefetch(query),
+                 call(m, "holomem_recall", {"query": query, "history": "all", "k": 50})["memory"],
+                 call(m, "holomem_recall", {"query": query, "namespace": []})["memory"]]
+        for view in views:
+            assert marker[who] in view and marker[other] not in view, (who, view)
+        own = {f.id for f in providers[who].memory.list(
+            namespace=providers[who].namespace).facts}
+        assert len(own) == 4 and f"{who}-tool" in own
+        dry = call(m, "holomem_forget", {"scope": {"namespace": []}, "dryRun": True})
+        assert set(dry["removed"]) == own
+        assert sum("green tea" in line for line in fenced(views[2])) == 1  # their own turn
+        assert call(m, "holomem_history", {"id": f"{other}-tool"})["code"] == "not_found"
+        forgot = call(m, "holomem_forget", {"scope": {"ids": [f"{other}-tool"]}})
+        assert forgot["removed"] == []
+        # No namespace argument reaches the other user: it is taken under one's own.
+        spoof = call(m, "holomem_recall", {"query": query, "namespace": [
+            "hermes", "users", "telegram", "111" if who == "bob" else "222"]})
+        assert spoof["count"] == 0
+    # Subjects are per user: Bob's "code" fact superseded nothing of Alice's.
+    assert providers["alice"].memory.get("alice-tool").status == "current"
+
+    # The home's owner (a CLI session: no user id) sees neither of them.
+    owner = start(load_provider(), home, session="cli-1")
+    assert owner.providers[-1].namespace == ["hermes", "local"]
+    assert owner.prefetch_all(query) == ""
+    assert call(owner, "holomem_recall", {"query": query})["count"] == 0
+    owner.shutdown_all()
+
+    # Bob leaves: one call deletes him, bytes included; Alice keeps everything.
+    gone = call(managers["bob"], "holomem_forget", {"scope": {"namespace": []}, "purge": True})
+    assert gone["purged"] is True and len(gone["removed"]) == 4
+    assert marker["bob"].encode() not in disk(home / "holomem")
+    assert marker["alice"].encode() in disk(home / "holomem")
+    assert marker["alice"] in managers["alice"].prefetch_all(query)
+    assert managers["bob"].prefetch_all(query) == ""
+    for m in managers.values():
+        m.shutdown_all()
+    with Store.open(home / "holomem") as store:
+        names = [n.namespace for n in Memory(store).list_namespaces().namespaces]
+    assert names == [["hermes", "users", "telegram", "111"]]
+
+
+def test_a_user_id_that_is_not_a_namespace_string_is_still_one_user(home: Path) -> None:
+    odd = "x" * 600  # longer than a namespace string may be
+    first = start(load_provider(), home, platform="discord", user_id=odd)
+    first.sync_all("odd user says zqxoddmarker", "ok", session_id="s1")
+    assert first.flush_pending(timeout=30)
+    namespace = first.providers[-1].namespace
+    assert namespace[:3] == ["hermes", "users", "discord"] and namespace[3].startswith("sha256:")
+    again = start(load_provider(), home, platform="discord", user_id=odd)
+    assert "zqxoddmarker" in again.prefetch_all("odd user says")  # the same user, later
+    other = start(load_provider(), home, platform="discord", user_id="x" * 599 + "y")
+    assert other.prefetch_all("odd user says") == ""
+    for m in (first, again, other):
+        m.shutdown_all()
+
+
+def test_one_namespace_per_session_when_configured(home: Path) -> None:
+    done = sh("hermes config set memory.holomem.scope session", home)
+    assert done.returncode == 0, done.stderr
+    assert "scope: session" in sh("hermes memory status", home).stdout
+    provider = load_provider()
+    m = start(provider, home, session="s-1", platform="telegram", user_id="111")
+    assert provider.namespace == ["hermes", "users", "telegram", "111", "sessions", "s-1"]
+    m.sync_all("first session talks of zqxfirst", "ok", session_id="s-1")
+    assert m.flush_pending(timeout=30)
+    assert "zqxfirst" in m.prefetch_all("zqxfirst")
+
+    # /new: a new conversation, a namespace of its own.
+    m.on_session_switch("s-2", parent_session_id="s-1", reset=True, reason="new_session")
+    assert provider.namespace[-1] == "s-2"
+    assert m.prefetch_all("zqxfirst") == ""
+    m.sync_all("second session talks of zqxsecond", "ok", session_id="s-2")
+    assert m.flush_pending(timeout=30)
+    # Context compression gives the conversation a new id; its memory stays with it.
+    m.on_session_switch("s-3", parent_session_id="s-2", reset=False, reason="compression")
+    assert provider.namespace[-1] == "s-2"
+    assert "zqxsecond" in m.prefetch_all("zqxsecond")
+    # /resume of the first session: back to its namespace.
+    m.on_session_switch("s-1", parent_session_id="s-3", reset=False)
+    assert "zqxfirst" in m.prefetch_all("zqxfirst") and m.prefetch_all("zqxsecond") == ""
+    m.shutdown_all()
+
+    # Another user's session of the same id is still another user's.
+    bob = start(load_provider(), home, session="s-1", platform="telegram", user_id="222")
+    assert bob.prefetch_all("zqxfirst") == ""
+    bob.shutdown_all()
+
+    # A value the provider does not know: one namespace per user, with a warning.
+    assert sh("hermes config set memory.holomem.scope sesion", home).returncode == 0
+    typo = load_provider()
+    start(typo, home, session="s-9", platform="telegram", user_id="111").shutdown_all()
+    assert typo.namespace == ["hermes", "users", "telegram", "111"]

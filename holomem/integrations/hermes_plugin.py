@@ -56,7 +56,7 @@ def manifest(version: str) -> str:
         f"description: {json.dumps(DESCRIPTION)}",
         "kind: exclusive",
         "pip_dependencies:",
-        "  - holomem",
+        "  - holomem-db",
         "",
     ])
 
@@ -93,7 +93,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("holomem")
+        return version("holomem-db")
     except PackageNotFoundError:
         return "0"
 

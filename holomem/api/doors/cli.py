@@ -355,7 +355,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         from holomem.api.doors.http import create_app, run
     except ImportError as exc:
-        print(f"error: serving needs the serve extra (pip install 'holomem[serve]'): {exc}",
+        print(f"error: serving needs the serve extra (pip install 'holomem-db[serve]'): {exc}",
               file=sys.stderr)
         return 2
     try:
@@ -404,7 +404,7 @@ def _mcp(args: argparse.Namespace) -> int:
         from holomem.api.doors.mcp import serve
     except (HolomemError, ImportError) as exc:
         store.close()
-        extra = "the MCP server needs the serve extra (pip install 'holomem[serve]'): " \
+        extra = "the MCP server needs the serve extra (pip install 'holomem-db[serve]'): " \
             if isinstance(exc, ImportError) else ""
         print(f"error: {extra}{exc}", file=sys.stderr)
         return 2
@@ -418,9 +418,20 @@ def _hermes(args: argparse.Namespace) -> int:
     return hermes_main(args)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("holomem-db")  # the distribution's name; the package is holomem
+    except PackageNotFoundError:
+        return "(not installed: pip install -e .)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="holomem",
                                      description="holomem: agent memory you can trust")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                        help="print the installed version (holomem-db) and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the whole story on an embedded store")
     demo.add_argument("--dir", help="where to put the demo store (default: a new temp dir)")

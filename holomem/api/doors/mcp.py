@@ -170,7 +170,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("holomem")
+        return version("holomem-db")
     except PackageNotFoundError:
         return "0"
 

@@ -11,6 +11,7 @@ answer of each of Bob's calls, not only on the ids it names.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ import pytest
 
 from holomem import InvalidError, LimitError, Memory, Store
 from holomem.api.types import config_from_json
-from holomem.client import Client
+from holomem.client import AsyncClient, Client
 
 from .conftest import API_KEY, Server, start
 
@@ -252,3 +253,28 @@ def test_namespace_and_filter_arguments_are_taken_and_checked_as_memory_does(
         with pytest.raises(cls):
             call()
     assert {f.id for f in m.list(namespace=BOB).facts} >= {"bob-job-1"}  # nothing went
+
+
+def test_the_async_client_takes_the_same_namespaces_and_filters(tmp_path: Path) -> None:
+    srv = start(tmp_path / "data")
+
+    async def main() -> None:
+        async with AsyncClient(srv.url, api_key=API_KEY, tenant="shared") as client:
+            m = client.memory
+            await m.remember("alice drinks tea", namespace=ALICE, metadata={"n": 1})
+            await m.remember("bob drinks tea", namespace=BOB, metadata={"n": 2})
+            hits = await m.recall("drinks tea", namespace=tuple(BOB),
+                                  filter={"ingestedAfter": dt.datetime(2000, 1, 1,
+                                                                       tzinfo=dt.UTC)})
+            assert [h.text for h in hits] == ["bob drinks tea"]
+            page = await m.list_namespaces(prefix=["users"])
+            assert [n.namespace for n in page.namespaces] == [ALICE, BOB]
+            gone = await m.forget({"namespace": ALICE}, purge=True)
+            assert gone.purged and len(gone.removed) == 1
+            assert [f.text for f in (await m.list(filter={"metadata": {"n": {"$lt": 5}}})
+                                     ).facts] == ["bob drinks tea"]
+
+    try:
+        asyncio.run(main())
+    finally:
+        srv.stop()

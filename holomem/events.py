@@ -138,6 +138,26 @@ class ConfigRecorded(_Event, tag="memory.config", frozen=True, kw_only=True):
     time: int = 0
 
 
+class VectorsSet(_Event, tag="doc.vectors", frozen=True, kw_only=True):
+    """New embeddings for stored documents, in place: their slots, text and order do
+    not change (a re-embed). ``vectors`` holds ``len(ids)`` float32 little-endian
+    vectors of the store's dimension, back to back."""
+
+    ids: tuple[str, ...]
+    vectors: bytes
+
+
+class EmbedderRecorded(_Event, tag="memory.embedder", frozen=True, kw_only=True):
+    """The embedder whose vectors the store holds (SPEC §4e): its identity as canonical
+    JSON. ``pending``: a re-embed to this identity has begun and not finished (the
+    identity in force stays the previous one until the same identity is recorded
+    without ``pending``)."""
+
+    identity: bytes
+    pending: bool = False
+    time: int = 0
+
+
 class PurgeRequested(_Event, tag="store.purge", frozen=True, kw_only=True):
     """A compaction that erases removed text must run; finished on the next open if cut."""
 
@@ -156,6 +176,8 @@ Event = (
     | StoreSettings
     | PurgeRequested
     | ConfigRecorded
+    | VectorsSet
+    | EmbedderRecorded
 )
 
 _encoder = msgspec.msgpack.Encoder()

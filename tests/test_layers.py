@@ -8,7 +8,8 @@ functions, and under ``TYPE_CHECKING`` alike (a hidden import is still an edge):
   API shapes (``api.types``, ``api.validate``); the memory API -> the engine;
   doors -> the memory API. Nothing imports upward;
 - the memory API's modules never import ``holomem.api.memory``: ``Memory``
-  orchestrates them, not the other way round;
+  orchestrates them, not the other way round (``holomem.api.aio``, AsyncMemory, wraps
+  Memory: it sits above it, below the doors);
 - the import graph of holomem has no cycle;
 - no ``_private`` name is imported from, or reached through, another module.
 """
@@ -29,7 +30,7 @@ PROJECTIONS = (*EVENTS, "holomem.projections")
 #: The shapes and checks every API tier shares: they import projections at most.
 SHARED = ("holomem.api.types", "holomem.api.validate")
 ENGINE = (*LOG, *PROJECTIONS, *SHARED, "holomem.api.engine")
-MEMORY_API = (*ENGINE, "holomem.api")  # every api module but the doors (below)
+MEMORY_API = (*ENGINE, "holomem.api", "holomem.embedders")  # every api module but the doors
 DOORS = (*MEMORY_API, "holomem.api.doors", "holomem.integrations", "holomem.client")
 
 #: module prefix -> (holomem modules it may import, third-party top-level packages).
@@ -47,6 +48,8 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("holomem.api.engine", ENGINE, ("msgspec", "numpy")),
     ("holomem.api.doors", DOORS, ("msgspec", "numpy", "starlette", "uvicorn", "mcp", "anyio",
                                   "httptools", "h11")),
+    # AsyncMemory is Memory's asyncio face: above Memory, below the doors.
+    ("holomem.api.aio", MEMORY_API, ()),
     ("holomem.api", MEMORY_API, ("msgspec", "numpy")),
     ("holomem.integrations", DOORS, ("msgspec", "agent", "hermes_constants")),
     ("holomem.client", DOORS, ("msgspec", "httpx")),
@@ -151,7 +154,7 @@ def test_no_memory_api_module_imports_memory() -> None:
     graph = _graph()
     bad = [m for m, edges in graph.items()
            if "holomem.api.memory" in edges and m.startswith("holomem.api")
-           and not m.startswith("holomem.api.doors")]
+           and not m.startswith(("holomem.api.doors", "holomem.api.aio"))]
     assert bad == []
 
 

@@ -111,6 +111,10 @@ class AsyncMemory:
     def config(self) -> Any:
         return self.memory.config
 
+    @property
+    def embedder(self) -> Any:
+        return self.memory.embedder
+
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await offload(functools.partial(fn, *args, **kwargs), self.executor)
 
@@ -136,6 +140,9 @@ class AsyncMemory:
 
     async def consolidate(self, options: Any = None, /, **fields: Any) -> ConsolidationReport:
         return await self._run(self.memory.consolidate, options, **fields)
+
+    async def reembed(self, **kwargs: Any) -> int:
+        return await self._run(self.memory.reembed, **kwargs)
 
     async def import_(self, records: Iterable[Any], **kwargs: Any) -> ImportReport:
         """As ``Memory.import_``; ``records`` is read in the worker (a plain iterable)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Self
 
-from holomem.api import validate
+from holomem.api import embedding, validate
 from holomem.api.engine import Store, View
 from holomem.api.policies import (
     EXTRACTORS,
@@ -30,6 +30,7 @@ from holomem.api.policies import (
     supplied_policy,
 )
 from holomem.api.types import MemoryConfig, config_from_json, config_to_json
+from holomem.embedders import Embedder
 from holomem.errors import ConflictError, InvalidError
 from holomem.events import ConfigRecorded, Event
 
@@ -81,7 +82,8 @@ class Configured:
                  clock: Clock | None = None,
                  policies: Mapping[str, Callable[..., Any]] | None = None,
                  initial: MemoryConfig | Mapping[str, Any] | None = None,
-                 persist: bool = False) -> None:
+                 persist: bool = False, embedder: Embedder | None = None,
+                 reembed: bool = False) -> None:
         """A Memory over ``store``, under the store's configuration (SPEC §4c).
 
         Args:
@@ -93,9 +95,18 @@ class Configured:
                 needs it supplied again).
             initial: what a door applies to a store that has recorded nothing yet.
             persist: record ``config`` even though the store recorded another one.
+            embedder: embeds facts and queries given without a vector (SPEC §4e).
+                None: the configuration's ``embedder`` by name, else the built-in the
+                store recorded, else none. Its identity is recorded by the first
+                writer that uses one.
+            reembed: open even though the store's vectors are another embedder's;
+                :meth:`~holomem.Memory.reembed` must then rewrite them before
+                remember or recall embeds anything.
 
         Errors: ``invalid_request`` (a bad configuration, a missing custom policy),
-        ``conflict`` (``config`` differs from the store's, without ``persist``).
+        ``conflict`` (``config`` differs from the store's, without ``persist``; the
+        store's vectors are another embedder's, without ``reembed``),
+        ``unavailable`` (a built-in embedder whose model is not installed).
         """
         if not isinstance(store, Store):
             raise InvalidError("Memory needs a holomem.Store")
@@ -112,6 +123,11 @@ class Configured:
             self.config.forgetting, custom, "forgetting policy")
         self._consolidation: ConsolidationPolicy | None = supplied_policy(
             self.config.consolidation, custom, "consolidation policy")
+        held = store.read(lambda view: view.state.embedder or view.state.reembed_target)
+        #: The embedder (None: recall is lexical unless a call brings a vector).
+        self.embedder: Embedder | None = embedding.choose(embedder, self.config, held)
+        self._pinned = (embedding.settle(store, self.embedder, reembed, self.clock.now_ms())
+                        if self.embedder is not None else None)
 
     def _copy(self) -> Self:
         clone = object.__new__(type(self))

@@ -20,10 +20,13 @@ import builtins
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import msgspec
+
 from holomem.api import (
     consolidation,
     contract,
     contradiction,
+    embedding,
     explain,
     filters,
     forgetting,
@@ -114,9 +117,15 @@ class Memory(Configured):
             checked.append(remember.check(item, i))
         if not checked:
             raise InvalidError("remember_many needs at least one input")
+        embedded = False
+        if self.embedder is not None:  # outside the write lock: a model takes time
+            checked, embedded = embedding.fill(checked, self.embedder)
         planners: builtins.list[remember.Planner] = []
 
         def build(view: View) -> builtins.list[Event]:
+            if embedded:
+                assert self._pinned is not None
+                embedding.check_current(view, self._pinned)
             planners[:] = [remember.Planner(view, self.policies, self.clock.now_ms())]
             return planners[0].plan(checked)
 
@@ -153,10 +162,13 @@ class Memory(Configured):
         Errors: ``invalid_request``, ``limit``.
         """
         q = validate.query(query)
-        o = recall.options(options, fields)
+        o, embedded = self._embedded(q, recall.options(options, fields))
         at = o.as_of if o.as_of is not None else self.clock.now_ms()
 
         def run(view: View) -> builtins.list[Recalled]:
+            if embedded:
+                assert self._pinned is not None
+                embedding.check_current(view, self._pinned)
             ranking = recall.Ranking(view, self.policies, q, o, at)
             found = ranking.results()
             why = explain.explain_many(ranking, [s for s, _ in found]) if o.explain else None
@@ -173,10 +185,13 @@ class Memory(Configured):
         """
         q = validate.query(query)
         fid = validate.doc_id(id)
-        o = recall.options(options, fields)
+        o, embedded = self._embedded(q, recall.options(options, fields))
         at = o.as_of if o.as_of is not None else self.clock.now_ms()
 
         def run(view: View) -> Explanation:
+            if embedded:
+                assert self._pinned is not None
+                embedding.check_current(view, self._pinned)
             slot = view.slot(fid)
             if slot < 0:
                 raise NotFoundError(f"no fact {fid!r}")
@@ -184,6 +199,13 @@ class Memory(Configured):
                                         [slot])[0]
 
         return self.store.read(run)
+
+    def _embedded(self, query: str, o: RecallOptions) -> tuple[RecallOptions, bool]:
+        """``o`` with the query's vector when it brought none and there is an embedder."""
+        if self.embedder is None or o.embedding is not None:
+            return o, False
+        vector = embedding.query_vector(self.embedder, query)
+        return msgspec.structs.replace(o, embedding=vector), True
 
     def list(self, cursor: str | None = None, limit: int = 100,
              filter: ListFilter | Mapping[str, Any] | None = None,
@@ -436,7 +458,8 @@ class Memory(Configured):
             yield from (transfer.as_dict(r) for r in block)
 
     def import_(self, records: Iterable[Any], *, batch_size: int = transfer.IMPORT_BATCH,
-                progress: Callable[[int], None] | None = None) -> ImportReport:
+                progress: Callable[[int], None] | None = None,
+                drop_embeddings: bool = False) -> ImportReport:
         """Restore exported facts: JSON lines (str or bytes), dicts or FactExport records.
 
         Written ``batch_size`` records per transaction (each all or nothing), keeping
@@ -446,7 +469,9 @@ class Memory(Configured):
         with another payload is a ``conflict`` naming its line, and a malformed record
         is ``invalid_request`` naming its line: that batch writes nothing and the
         import stops (earlier batches stay). ``progress(n)`` is called with the
-        records done after each batch.
+        records done after each batch. With an embedder, a record without an
+        embedding is embedded; ``drop_embeddings`` ignores every record's embedding
+        (to move facts to a store of another embedder).
         Limits: ``batch_size`` <= ``transfer.MAX_IMPORT_BATCH``; each record as
         :meth:`remember`. Errors: ``invalid_request``, ``limit``, ``conflict``.
         """
@@ -454,6 +479,9 @@ class Memory(Configured):
         importer = transfer.Importer()
         done = 0
         for batch in transfer.batches(records, size):
+            if drop_embeddings or self.embedder is not None:
+                batch = transfer.revectored(batch, self._embed_all, drop_embeddings)
+
             def build(view: View, batch: builtins.list[transfer.Incoming] = batch
                       ) -> builtins.list[Event]:
                 return importer.plan(view, batch)
@@ -467,6 +495,29 @@ class Memory(Configured):
         return ImportReport(imported=importer.imported, unchanged=importer.unchanged,
                             batches=importer.batches,
                             unresolved_links=importer.unresolved_links)
+
+    def _embed_all(self, texts: builtins.list[str]) -> builtins.list[builtins.list[float]] | None:
+        if self.embedder is None:
+            return None
+        return embedding.vectors(self.embedder, texts).tolist()  # type: ignore[no-any-return]
+
+    def reembed(self, *, batch_size: int = embedding.REEMBED_BATCH,
+                progress: Callable[[int], None] | None = None) -> int:
+        """Rewrite every stored document's vector with this Memory's embedder, in place
+        (order, text and ids unchanged), ``batch_size`` per transaction; the store
+        records the new identity with the last batch. Resumable: after a crash, open
+        again with ``reembed=True`` and call this again; it goes on where it stopped.
+        Meanwhile semantic scores mix both models. Returns the documents rewritten.
+        Limits: ``batch_size`` <= ``embedding.MAX_REEMBED_BATCH``.
+        Errors: ``invalid_request`` (no embedder), ``conflict`` (another re-embed, to
+        another embedder, began meanwhile), ``read_only``.
+        """
+        if self.embedder is None or self._pinned is None:
+            raise InvalidError("reembed() needs a Memory with an embedder")
+        done = embedding.reembed(self.store, self.embedder, self._pinned,
+                                 embedding.batch_size(batch_size), self.clock.now_ms, progress)
+        self._pinned = embedding.Pinned(self._pinned.mine, True)
+        return done
 
     # -- the JSON contract ----------------------------------------------------------------
     def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:

@@ -20,11 +20,13 @@ from holomem.api.types import (
     CUSTOM_PREFIX,
     ContextConfig,
     FeedbackConfig,
+    FusionConfig,
     MemoryConfig,
     Neighbors,
     RecencyConfig,
 )
 from holomem.errors import InvalidError
+from holomem.projections.fusion import DEFAULT_FUSION, FusionParams
 
 # -- clock -------------------------------------------------------------------------------
 
@@ -286,6 +288,8 @@ class Policies(NamedTuple):
     context: Neighbors | None
     #: multiplier of facts that are not current (only matters with history="all")
     historical_weight: float
+    #: how BM25 and cosine combine when the query has a vector
+    fusion: FusionParams = DEFAULT_FUSION
 
     @classmethod
     def from_config(cls, config: MemoryConfig,
@@ -312,7 +316,10 @@ class Policies(NamedTuple):
                              if isinstance(config.feedback, FeedbackConfig) else None),
             context=(config.context.neighbors if isinstance(config.context, ContextConfig)
                      else None),
-            historical_weight=config.historical_weight)
+            historical_weight=config.historical_weight,
+            fusion=(FusionParams(config.fusion.method, config.fusion.lexical_weight,
+                                 config.fusion.rrf_k)
+                    if isinstance(config.fusion, FusionConfig) else DEFAULT_FUSION))
 
     def usefulness(self, feedback: Sequence[tuple[bool, int, str | None]]) -> float:
         """The usefulness multiplier of a fact with these feedback entries."""

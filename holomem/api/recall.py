@@ -21,7 +21,7 @@ from holomem.api.policies import Policies
 from holomem.api.records import fact_record, wanted
 from holomem.api.types import Explanation, Recalled, RecallOptions
 from holomem.projections.facts import CURRENT
-from holomem.projections.fusion import Fusion, top_k
+from holomem.projections.fusion import DEFAULT_FUSION, Fusion, top_k
 
 #: Limits of recall and explain (README "Limits"); the others are in validate.
 MAX_CANDIDATES = 1000
@@ -113,16 +113,18 @@ class Ranking:
         facts, o, p = self.view.facts, self.options, self.policies
         return (facts.windows == 0 and facts.links == 0 and p.recency is None
                 and p.feedback_weight is None and p.context is None
-                and o.known_at is None and o.history == "current" and facts.max_eff <= self.at)
+                and o.known_at is None and o.history == "current" and facts.max_eff <= self.at
+                and (not self.embedding or p.fusion == DEFAULT_FUSION))
 
     def plain(self) -> Fusion:
         """Document search's fused scores, no context policy, no id filter."""
-        return self.view.fused(self.query, self.embedding, None)
+        return self.view.fused(self.query, self.embedding, None, self.policies.fusion)
 
     def fused(self) -> Fusion:
         """Every matching document's fused score, with the context policy's share."""
         if self.policies.context is None:
-            return self.view.fused(self.query, self.embedding, self.allowed)
+            return self.view.fused(self.query, self.embedding, self.allowed,
+                                   self.policies.fusion)
         return self._with_context(self.plain())
 
     def _with_context(self, fused: Fusion) -> Fusion:

@@ -12,7 +12,7 @@ engine's view, remember (its checks), the types and validate.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 import msgspec
@@ -48,7 +48,7 @@ def export_record(view: View, slot: int) -> FactExport:
     fid = view.id_of(slot)
     rec = view.record(slot)
     t = facts.times(slot)
-    raw = view.event(slot).embedding if view.embeddings.vector(slot) is not None else b""
+    raw = view.vector_as_written(slot)
     return FactExport(
         id=fid, text=rec.text, ingest_time=t.ingest_time,
         namespace=list(facts.namespace(slot)), subject=t.subject,
@@ -246,6 +246,24 @@ class Importer:
                                    "namespace (supersession never crosses namespaces)")
             ready.append((succ, pred, known_at))
         return ready, still
+
+
+def revectored(batch: builtins.list[Incoming],
+               embed: Callable[[builtins.list[str]], builtins.list[builtins.list[float]] | None],
+               drop: bool) -> builtins.list[Incoming]:
+    """``batch`` with the embedder's vectors for records that carry none (every record,
+    with ``drop``); without an embedder (``embed`` gives None), ``drop`` only removes
+    them."""
+    todo = [i for i, x in enumerate(batch) if drop or x.record.embedding is None]
+    if not todo:
+        return batch
+    vecs = embed([batch[i].record.text for i in todo])
+    out = list(batch)
+    for row, i in enumerate(todo):
+        x = batch[i]
+        vec = vecs[row] if vecs is not None else None
+        out[i] = x._replace(record=msgspec.structs.replace(x.record, embedding=vec))
+    return out
 
 
 def _comparable(record: FactExport, incoming: FactExport) -> FactExport:

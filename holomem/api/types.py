@@ -439,6 +439,21 @@ PolicyName = Annotated[str, msgspec.Meta(pattern=f"^(none|{_CUSTOM})$",
                                          description='"none" or "custom:NAME"')]
 
 
+class FusionConfig(_Config, frozen=True):
+    """How recall combines BM25 with cosine when a query has a vector (SPEC §4e):
+    ``linear`` (w * bm25 / max bm25 + (1 - w) * cosine) or ``rrf`` (reciprocal ranks,
+    w / (rrfK + lexical rank) + (1 - w) / (rrfK + semantic rank)); w is
+    ``lexical_weight``."""
+
+    method: Literal["linear", "rrf"] = "linear"
+    lexical_weight: Fraction = 0.5
+    rrf_k: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 60
+
+
+EmbedderName = Annotated[str, msgspec.Meta(
+    pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$", description='a built-in embedder, e.g. "minilm"')]
+
+
 class MemoryConfig(_Config, frozen=True):
     """Every policy, with a default that changes nothing (SPEC §4).
 
@@ -458,6 +473,11 @@ class MemoryConfig(_Config, frozen=True):
     #: Conversation context: a fact's score borrows from the facts written just
     #: before and after it (useful when facts are consecutive turns of a dialogue).
     context: Literal["none"] | ContextConfig = "none"
+    #: The built-in embedder facts and queries without a vector are embedded with
+    #: (SPEC §4e), or None: none (unless the store recorded one, or Memory(embedder=)).
+    embedder: EmbedderName | None = None
+    #: The fusion of the two signals; "default" is document search's own (linear, 0.5).
+    fusion: Literal["default"] | FusionConfig = "default"
 
 
 def config_from_json(data: bytes | str) -> MemoryConfig:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from holomem.errors import CorruptError
-from holomem.events import DocumentAdded, DocumentReplaced, Event, StoreSettings
+from holomem.events import DocumentAdded, DocumentReplaced, Event, StoreSettings, VectorsSet
 from holomem.projections.base import Change, GrowArray
 from holomem.projections.catalog import Catalog
 
@@ -29,12 +29,20 @@ class Embeddings:
         self.dim = 0
         self._mat: GrowArray | None = None
         self.has = GrowArray(np.bool_)
+        #: Slots whose vector a VectorsSet replaced: slot -> that event's sequence
+        #: number (where the vector as written is read back from).
+        self.replaced: dict[int, int] = {}
 
     def apply(self, seq: int, event: Event, change: Change) -> None:
         if isinstance(event, StoreSettings):
             if event.embedding_dim and not self.dim:
                 self._fix_dim(event.embedding_dim, self.has.n)
             return
+        if isinstance(event, VectorsSet):
+            self._set(seq, event)
+            return
+        if change.old >= 0:
+            self.replaced.pop(change.old, None)
         if change.new < 0 or not isinstance(event, (DocumentAdded, DocumentReplaced)):
             return
         assert self.has.n == change.new
@@ -56,6 +64,28 @@ class Embeddings:
         assert self._mat is not None
         self._mat.append(unit(vec))
         self.has.append(True)
+
+    def _set(self, seq: int, event: VectorsSet) -> None:
+        n = len(event.ids)
+        if not n:
+            return
+        if len(event.vectors) % (4 * n):
+            raise CorruptError(f"event {seq}: {len(event.vectors)} bytes of vectors for {n} ids")
+        dim = len(event.vectors) // (4 * n)
+        if not self.dim:
+            self._fix_dim(dim, self.has.n)
+        elif dim != self.dim:
+            raise CorruptError(f"event {seq}: vectors of dimension {dim} in a store of "
+                               f"dimension {self.dim}")
+        assert self._mat is not None
+        vectors = np.frombuffer(event.vectors, dtype="<f4").reshape(n, dim)
+        for doc_id, vec in zip(event.ids, vectors, strict=True):
+            slot = self.catalog.slot(doc_id)
+            if slot < 0:
+                continue  # forgotten in the same transaction: nothing to hold
+            self._mat[slot] = unit(vec)
+            self.has[slot] = True
+            self.replaced[slot] = seq
 
     def _fix_dim(self, dim: int, rows: int) -> None:
         self.dim = dim

@@ -15,6 +15,12 @@ has bm25 = 0, and one without an embedding has cosine = 0. W_LEXICAL = W_SEMANTI
 = 0.5. HRR similarity is not fused by default: on the LoCoMo development set it
 did not help (benchmarks/locomo.py records the measurement).
 
+A memory can choose another fusion (:class:`FusionParams`): the linear one with
+another lexical weight w (score = w * bm25/max + (1 - w) * max(cosine, 0)), or
+reciprocal-rank fusion, score = w / (k + lexical rank) + (1 - w) / (k + semantic
+rank), ranks counted from 1 among the documents that have that signal (a missing
+signal adds nothing). Document search always uses the default.
+
 Ranking: score descending, then slot ascending (the order documents were written),
 so equal scores always come back in the same order.
 """
@@ -29,6 +35,18 @@ W_LEXICAL = 0.5
 W_SEMANTIC = 0.5
 
 
+class FusionParams(NamedTuple):
+    """How a query's two signals combine: ``method`` "linear" or "rrf"; the lexical
+    signal's weight (the semantic one gets the rest); RRF's rank offset ``rrf_k``."""
+
+    method: str = "linear"
+    lexical_weight: float = W_LEXICAL
+    rrf_k: int = 60
+
+
+DEFAULT_FUSION = FusionParams()
+
+
 class Fusion(NamedTuple):
     slots: np.ndarray  # int64
     score: np.ndarray  # float64
@@ -41,19 +59,33 @@ class Fusion(NamedTuple):
 
 
 def fuse(lexical: tuple[np.ndarray, np.ndarray],
-         semantic: tuple[np.ndarray, np.ndarray] | None) -> Fusion:
+         semantic: tuple[np.ndarray, np.ndarray] | None,
+         params: FusionParams = DEFAULT_FUSION) -> Fusion:
     lex_slots, lex_scores = lexical
     if semantic is None:
         return Fusion(lex_slots, lex_scores, lex_scores, None)
     sem_slots, cosine = semantic
     slots = np.union1d(lex_slots, sem_slots)
     lex = np.zeros(len(slots))
-    lex[np.searchsorted(slots, lex_slots)] = lex_scores
+    lex_at = np.searchsorted(slots, lex_slots)
+    lex[lex_at] = lex_scores
     sem = np.zeros(len(slots))
-    sem[np.searchsorted(slots, sem_slots)] = cosine
+    sem_at = np.searchsorted(slots, sem_slots)
+    sem[sem_at] = cosine
+    w = params.lexical_weight
+    if params.method == "rrf":
+        score = np.zeros(len(slots))
+        for at, values, weight in ((lex_at, lex_scores, w), (sem_at, cosine, 1.0 - w)):
+            ranks = np.empty(len(at))
+            ranks[np.lexsort((slots[at], -values))] = np.arange(1, len(at) + 1)
+            score[at] += weight / (params.rrf_k + ranks)
+        return Fusion(slots, score, lex, sem)
     top = lex.max() if len(lex) else 0.0
     lex_part = lex / top if top > 0 else lex
-    score = W_LEXICAL * lex_part + W_SEMANTIC * np.maximum(sem, 0.0)
+    if params == DEFAULT_FUSION:  # spelled out: the same floating-point steps as ever
+        score = W_LEXICAL * lex_part + W_SEMANTIC * np.maximum(sem, 0.0)
+    else:
+        score = w * lex_part + (1.0 - w) * np.maximum(sem, 0.0)
     return Fusion(slots, score, lex, sem)
 
 

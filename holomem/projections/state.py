@@ -13,7 +13,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from holomem.events import ConfigRecorded, Event, PurgeRequested, StoreSettings
+from holomem.events import (
+    ConfigRecorded,
+    EmbedderRecorded,
+    Event,
+    PurgeRequested,
+    StoreSettings,
+    VectorsSet,
+)
 from holomem.projections.base import Change, RecordStore
 from holomem.projections.bm25 import BM25
 from holomem.projections.catalog import Catalog
@@ -43,6 +50,12 @@ class ProjectionState:
         self.purge_pending = False
         #: The memory configuration last recorded (ConfigRecorded), or None.
         self.memory_config: bytes | None = None
+        #: The identity (canonical JSON) of the embedder whose vectors the store
+        #: holds, or None; a re-embed under way: its target, and the slots below
+        #: ``reembed_cursor`` it has rewritten so far.
+        self.embedder: bytes | None = None
+        self.reembed_target: bytes | None = None
+        self.reembed_cursor = 0
 
     def apply(self, seq: int, event: Event) -> Change:
         change = self.catalog.apply(seq, event)
@@ -53,13 +66,21 @@ class ProjectionState:
             self.entities.apply(seq, event, change)
             self.metadata.apply(seq, event, change)
             # The HRR index needs no call: it encodes new slots lazily.
-        elif isinstance(event, StoreSettings):
+        elif isinstance(event, (StoreSettings, VectorsSet)):
             self.embeddings.apply(seq, event, change)
+            if isinstance(event, VectorsSet) and self.reembed_target is not None:
+                slots = [self.catalog.slot(i) for i in event.ids]
+                self.reembed_cursor = max([self.reembed_cursor, *(s + 1 for s in slots)])
         self.facts.apply(seq, event, change)
         if isinstance(event, PurgeRequested):
             self.purge_pending = True
         elif isinstance(event, ConfigRecorded):
             self.memory_config = event.config
+        elif isinstance(event, EmbedderRecorded):
+            if event.pending:
+                self.reembed_target, self.reembed_cursor = event.identity, 0
+            else:
+                self.embedder, self.reembed_target = event.identity, None
         return change
 
     @contextlib.contextmanager

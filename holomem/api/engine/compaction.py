@@ -15,6 +15,7 @@ from holomem.api.engine.view import View
 from holomem.events import (
     ConfigRecorded,
     DocumentAdded,
+    EmbedderRecorded,
     Event,
     FactAdded,
     FactLinks,
@@ -39,9 +40,7 @@ P_COMPACT_DONE = cp.point("store.compact.done", "the old generation is erased")
 def live_events(view: View, slot: int) -> list[Event]:
     """Events that re-create the document (and fact) in ``slot`` as it is now."""
     rec = view.record(slot)
-    # The caller's vector as written, not the unit vector the projection holds:
-    # normalising that again on replay would move it by an ulp per compaction.
-    emb = view.event(slot).embedding if view.embeddings.vector(slot) is not None else b""
+    emb = view.vector_as_written(slot)
     out: list[Event] = [DocumentAdded(
         id=rec.id, text=rec.text, metadata=rec.metadata, embedding=emb, entities=rec.entities)]
     facts = view.facts
@@ -65,8 +64,15 @@ def rewrite(journal: Journal, target: Rewrite, view: View) -> tuple[ProjectionSt
     batch: list[Event] = []
     if view.embedding_dim:
         batch.append(StoreSettings(embedding_dim=view.embedding_dim))
-    if view.state.memory_config is not None:
-        batch.append(ConfigRecorded(config=view.state.memory_config))
+    source = view.state
+    if source.memory_config is not None:
+        batch.append(ConfigRecorded(config=source.memory_config))
+    if source.embedder is not None:
+        batch.append(EmbedderRecorded(identity=source.embedder))
+    if source.reembed_target is not None:
+        # The vectors go over as they are; the re-embed starts over in the new
+        # generation (rewriting a vector twice gives the same vector).
+        batch.append(EmbedderRecorded(identity=source.reembed_target, pending=True))
 
     def flush() -> None:
         if batch:

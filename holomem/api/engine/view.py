@@ -19,14 +19,14 @@ import numpy as np
 from holomem import events as ev
 from holomem.api.engine.types import Hit
 from holomem.errors import CorruptError
-from holomem.events import DocumentAdded, DocumentReplaced, Event, PurgeRequested
+from holomem.events import DocumentAdded, DocumentReplaced, Event, PurgeRequested, VectorsSet
 from holomem.log import Journal
 from holomem.projections.bm25 import BM25
 from holomem.projections.catalog import Catalog
 from holomem.projections.embeddings import Embeddings
 from holomem.projections.entities import Entities
 from holomem.projections.facts import FactIndex
-from holomem.projections.fusion import Fusion, fuse, top_k
+from holomem.projections.fusion import DEFAULT_FUSION, Fusion, FusionParams, fuse, top_k
 from holomem.projections.hrr import HRRIndex
 from holomem.projections.metadata import MetadataIndex
 from holomem.projections.state import ProjectionState
@@ -142,6 +142,25 @@ class View:
         """The document event that wrote ``slot`` (the caller's bytes, as written)."""
         return fetch_event(self._journal, self.state, slot)
 
+    def vector_as_written(self, slot: int) -> bytes:
+        """The embedding of ``slot`` as it was written (b"": none) — not the unit vector
+        the projection holds, which normalising again would move by an ulp: the
+        document event's, or that of the re-embed that replaced it."""
+        embeddings = self.state.embeddings
+        if embeddings.vector(slot) is None:
+            return b""
+        seq = embeddings.replaced.get(slot)
+        if seq is None:
+            return self.event(slot).embedding
+        doc_id = self.id_of(slot)
+        for payload in self._journal.read(seq):
+            event = ev.decode(payload, seq=seq)
+            if isinstance(event, VectorsSet) and doc_id in event.ids:
+                i = event.ids.index(doc_id)
+                size = len(event.vectors) // len(event.ids)
+                return event.vectors[i * size:(i + 1) * size]
+        raise CorruptError(f"transaction {seq} does not hold the vector of {doc_id!r}")
+
     # -- search -------------------------------------------------------------------------
     def allowed(self, ids: Sequence[str] | None) -> np.ndarray | None:
         """A slot mask of ``ids`` (None: every document): the filtered path's
@@ -161,14 +180,15 @@ class View:
         out[slots] = True
         return out
 
-    def fused(self, query: str, embedding: bytes, allowed: np.ndarray | None) -> Fusion:
+    def fused(self, query: str, embedding: bytes, allowed: np.ndarray | None,
+              fusion: FusionParams = DEFAULT_FUSION) -> Fusion:
         """BM25 (and cosine with an ``embedding``) of every matching document, fused;
         ``allowed`` (a slot mask) restricts the candidates."""
         lex = self.state.bm25.score(query, allowed)
         sem = None
         if embedding:
             sem = self.state.embeddings.cosine(np.frombuffer(embedding, dtype="<f4"), allowed)
-        return fuse(lex, sem)
+        return fuse(lex, sem, fusion)
 
     def search(self, query: str, k: int, embedding: bytes, allowed: np.ndarray | None
                ) -> list[Hit]:

@@ -73,7 +73,9 @@ def main() -> None:
                     memory.remember_many(sessions[n])
                 facts += len(conv.turns)
                 clock.advance(86_400_000)
-                handles = {name: Memory(store, cfg, clock=clock) for name, cfg in configs.items()}
+                # Several configurations over one store: each records its own (persist).
+                handles = {name: Memory(store, cfg, clock=clock, persist=True)
+                           for name, cfg in configs.items()}
                 for q in conv.questions:
                     for name, m in handles.items():
                         ranked = [r.id for r in m.recall(q.text, k=10)]

@@ -36,6 +36,7 @@ from holomem.api.types import (
     ForgetReport,
     ImportReport,
     ListPage,
+    MemoryInfo,
     NamespacePage,
     ProbeResult,
     ReasonResult,
@@ -149,6 +150,9 @@ class AsyncMemory:
         return await self._run(self.memory.import_, records, **kwargs)
 
     # -- reading ------------------------------------------------------------------------
+    async def info(self) -> MemoryInfo:
+        return await self._run(self.memory.info)
+
     async def get(self, id: str) -> FactRecord | None:
         return await self._run(self.memory.get, id)
 

@@ -58,6 +58,7 @@ from holomem.api.types import (
     ListFilter,
     ListPage,
     MaintenanceOptions,
+    MemoryInfo,
     NamespacePage,
     ProbeResult,
     ReasonResult,
@@ -193,7 +194,10 @@ class Memory(Configured):
                 assert self._pinned is not None
                 embedding.check_current(view, self._pinned)
             slot = view.slot(fid)
-            if slot < 0:
+            ns = validate.namespace(o.namespace)
+            if slot < 0 or (ns and view.facts.namespace(slot)[:len(ns)] != ns):
+                # Outside the namespace asked about: as unknown as a missing id, so a
+                # caller scoped to one user learns nothing of another's facts.
                 raise NotFoundError(f"no fact {fid!r}")
             return explain.explain_many(recall.Ranking(view, self.policies, q, o, at),
                                         [slot])[0]
@@ -206,6 +210,20 @@ class Memory(Configured):
             return o, False
         vector = embedding.query_vector(self.embedder, query)
         return msgspec.structs.replace(o, embedding=vector), True
+
+    def info(self) -> MemoryInfo:
+        """The store's facts and namespaces (counts), the embedder identity it pinned,
+        a re-embed under way, and the configuration this Memory applies."""
+        def read(view: View) -> MemoryInfo:
+            state = view.state
+            return MemoryInfo(
+                facts=view.facts.facts, namespaces=len(view.facts.namespaces.counts(())),
+                embedder=msgspec.json.decode(state.embedder) if state.embedder else None,
+                reembed_pending=(msgspec.json.decode(state.reembed_target)
+                                 if state.reembed_target else None),
+                config=self.config)
+
+        return self.store.read(read)
 
     def list(self, cursor: str | None = None, limit: int = 100,
              filter: ListFilter | Mapping[str, Any] | None = None,

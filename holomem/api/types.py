@@ -570,3 +570,14 @@ class ImportReport(_Response, frozen=True):
     unchanged: int
     batches: int
     unresolved_links: int = 0
+
+
+class MemoryInfo(_Response, frozen=True):
+    """What ``Memory.info`` tells of a store: its facts, the embedder whose vectors it
+    holds (and a re-embed under way), and the configuration in force."""
+
+    facts: int
+    namespaces: int
+    embedder: dict[str, Any] | None
+    reembed_pending: dict[str, Any] | None
+    config: MemoryConfig

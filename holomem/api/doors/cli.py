@@ -342,6 +342,43 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _info(args: argparse.Namespace) -> int:
+    """What a store is: id, generation, facts, bytes, embedder, configuration. Opens a
+    follower, so it works while a server holds the store."""
+    try:
+        key = fs.read_file(args.key_file) if args.key_file else None
+        store = Store.open(args.store, key=key, create=False, read_only=True)
+    except HolomemError as exc:
+        print(f"error: {exc.code}: {exc}", file=sys.stderr)
+        return 3
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    try:
+        stats = store.stats()
+        info = Memory(store).info()
+    except HolomemError as exc:
+        print(f"error: {exc.code}: {exc}", file=sys.stderr)
+        return 3
+    finally:
+        store.close()
+    out = {"store": os.path.abspath(args.store), "storeId": stats.store_id,
+           "generation": stats.generation, "revision": stats.revision,
+           "facts": info.facts, "documents": stats.documents, "namespaces": info.namespaces,
+           "encrypted": stats.encrypted, "journalBytes": stats.journal_bytes,
+           "textBytes": stats.text_bytes, "indexBytes": stats.index_bytes,
+           "embedder": info.embedder, "reembedPending": info.reembed_pending,
+           "config": msgspec.to_builtins(info.config)}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    width = max(len(k) for k in out)
+    for name, value in out.items():
+        shown = json.dumps(value) if isinstance(value, (dict, list)) else value
+        print(f"{name:<{width}}  {shown if value is not None else '(none)'}")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from holomem.api.doors.demo import run
 
@@ -490,6 +527,12 @@ def _parser() -> argparse.ArgumentParser:
                      help="record this MemoryConfig JSON file as the store's configuration")
     cfg.add_argument("--key-file", help="a file holding the store's 32-byte key")
     cfg.set_defaults(func=_config)
+    inf = sub.add_parser("info", help="a store's id, generation, facts, bytes, embedder "
+                         "and configuration")
+    inf.add_argument("store", help="the store directory")
+    inf.add_argument("--json", action="store_true", help="print JSON")
+    inf.add_argument("--key-file", help="a file holding the store's 32-byte key")
+    inf.set_defaults(func=_info)
     exp = sub.add_parser("export", help="write every fact as JSON Lines (with history)")
     exp.add_argument("store", help="the store directory")
     exp.add_argument("--namespace", type=_namespace, default=[],

@@ -359,7 +359,8 @@ class Engine:
                 text_bytes=text.size() if text is not None else 0,
                 index_bytes=state.index_bytes(), encrypted=js.encrypted, sync=js.sync,
                 read_only=self.read_only, opened_by=self.opened_by,
-                open_seconds=round(self.open_seconds, 6))
+                open_seconds=round(self.open_seconds, 6),
+                store_id=self._journal.store_id.hex())
 
     def sync(self) -> None:
         """Make every write durable (needed only with sync="none")."""

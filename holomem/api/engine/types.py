@@ -55,3 +55,5 @@ class StoreStats(msgspec.Struct, frozen=True, kw_only=True):
     #: "replay+reconcile" (the text segment was checked, and repaired if needed)
     opened_by: str
     open_seconds: float
+    #: the store's id (hex): every generation and backup of it carries it
+    store_id: str = ""

@@ -1,14 +1,18 @@
-"""Shared by the benchmarks: machine description, medians, and saving results.
+"""Shared by the benchmarks: machine description, medians, targets, and saving results.
 
-Every benchmark prints one JSON document and saves it under benchmarks/results/,
-with the machine and the conditions it ran under, so that figures quoted in notes
-can be traced to a run.
+Every benchmark prints one JSON document with the machine and the conditions it ran
+under and each of its targets as met or missed (:func:`check`), and writes it under
+benchmarks/results/ only when run with ``--save`` (:func:`emit`), so that running a
+benchmark never changes the checkout and figures quoted in notes can be traced to a run.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
+import math
+import operator
 import os
 import platform
 import resource
@@ -100,3 +104,36 @@ def save(name: str, result: dict[str, Any]) -> str:
         f.write(text + "\n")
     print(text)
     return path
+
+
+_OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def check(value: float | None, op: str, bound: float) -> dict[str, Any]:
+    """One target: the value measured, the bound it must meet, and ``status`` "met",
+    "missed" or "not measured" (no value: a run that did not include it)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        status = "not measured"
+    else:
+        status = "met" if _OPS[op](value, bound) else "missed"
+    return {"value": value, "target": f"{op} {bound}", "status": status}
+
+
+def add_save(ap: argparse.ArgumentParser, name: str) -> None:
+    ap.add_argument("--save", action="store_true",
+                    help=f"also write benchmarks/results/{name}.json (default: print only)")
+
+
+def emit(name: str, result: dict[str, Any], save_it: bool) -> None:
+    """Print ``result`` as JSON, and a line per target on stderr; write
+    benchmarks/results/<name>.json only when ``save_it`` (the ``--save`` flag)."""
+    if save_it:
+        save(name, result)
+    else:
+        print(json.dumps(result, indent=2, sort_keys=False))
+    for key, targets in result.items():
+        if key.startswith("targets") and isinstance(targets, dict):
+            for what, t in targets.items():
+                if isinstance(t, dict) and "status" in t:
+                    print(f"target {what}: {t['status']} ({t['value']} {t['target']})",
+                          file=sys.stderr)

@@ -2,10 +2,12 @@
 
     python benchmarks/embed_bench.py [--rounds 5] [--texts 256] [--batch 32]
                                      [--blas-threads N] [--one-thread-too]
-                                     [--profile] [--save]
+                                     [--profile] [--data DIR] [--save]
 
-Texts are LoCoMo development dialogue turns (``../shared/data/locomo/``; a synthetic
-24-word corpus when that file is absent) and, for single queries, LoCoMo questions.
+Texts are LoCoMo development dialogue turns (``--data DIR``, default
+``../shared/data/locomo/`` beside the repository; when the file is not there, a warning
+on stderr says so and a synthetic 24-word corpus is used, named in the output's
+conditions) and, for single queries, LoCoMo questions.
 After loading the model (timed once, cold), each round times:
 
 - ``single``: ``embed([text])`` for every text, one call each — what a ``recall``
@@ -34,7 +36,7 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LOCOMO = os.path.join(os.path.dirname(ROOT), "shared", "data", "locomo", "locomo_dev.json")
+LOCOMO_DIR = os.path.join(os.path.dirname(ROOT), "shared", "data", "locomo")
 TARGET_SINGLE_PER_S = 150.0
 
 
@@ -48,6 +50,9 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--one-thread-too", action="store_true",
                     help="then measure again in a child with OPENBLAS_NUM_THREADS=1")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--data", metavar="DIR", default=LOCOMO_DIR,
+                    help="the LoCoMo development set's directory, holding locomo_dev.json "
+                    "(default: ../shared/data/locomo/ beside the repository)")
     ap.add_argument("--save", action="store_true",
                     help="also write benchmarks/results/embed_bench.json")
     return ap.parse_args()
@@ -71,14 +76,18 @@ from holomem.embedders import MiniLM  # noqa: E402
 
 
 def _texts(n: int) -> tuple[str, list[str], list[str]]:
-    if os.path.exists(LOCOMO):
-        with open(LOCOMO, encoding="utf-8") as f:
+    path = ARGS.data if ARGS.data.endswith(".json") else os.path.join(ARGS.data,
+                                                                      "locomo_dev.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
             records = json.load(f)
         turns = [turn["text"] for r in records for key, session in r["conversation"].items()
                  if key.startswith("session_") and isinstance(session, list)
                  for turn in session]
         questions = [q["question"] for r in records for q in r["qa"]]
         return "locomo_dev dialogue turns / questions", turns[:n], questions[:n]
+    print(f"warning: the LoCoMo development set is not at {path} (pass --data DIR): "
+          "measuring on a synthetic corpus instead", file=sys.stderr)
     from benchmarks.search_bench import corpus, queries
     return "synthetic 24-word corpus / 3-6 word queries", corpus(n), queries(n)["heavy"]
 
@@ -177,7 +186,8 @@ def main() -> None:
         child = subprocess.run(
             [sys.executable, os.path.abspath(__file__), "--blas-threads", "1",
              "--rounds", str(ARGS.rounds), "--texts", str(ARGS.texts),
-             "--batch", str(ARGS.batch)], capture_output=True, text=True, check=True)
+             "--batch", str(ARGS.batch), "--data", ARGS.data], capture_output=True, text=True,
+            check=True)
         one = json.loads(child.stdout)
         result["one_blas_thread"] = {
             k: one[k] for k in ("loadavg_after", "single", "single_queries", "batched",

@@ -1,24 +1,50 @@
-"""Loading the LoCoMo development set (../shared/data/locomo/) as facts and questions.
+"""Loading the LoCoMo development set (``--data DIR``, default ``../shared/data/locomo/``
+beside the checkout) as facts and questions.
 
 One store per conversation, one fact per dialog turn: id = dia_id, text =
 "speaker: text", event_time = the session's date. A question's relevant facts are
 its evidence ids, normalised as the data's README describes (split on ';', ',' and
 whitespace; "D:11:26" -> "D11:26"; "D30:05" -> "D30:5"; unknown ids dropped;
-questions left without evidence skipped). The data is CC BY-NC 4.0 and stays in
-../shared; nothing of it is copied into this repository.
+questions left without evidence skipped). The data is CC BY-NC 4.0 and stays where
+it is; nothing of it is copied into this repository. A benchmark that needs it takes
+``--data DIR`` (:func:`add_data_argument`) and stops with a message saying where it
+looked when the file is not there (:func:`data_file`).
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data", "locomo",
-                                        "locomo_dev.json"))
+#: The directory holding the development set: ../shared/data/locomo/ beside the
+#: repository (resolved from the repository, so any working directory will do).
+DEFAULT_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data", "locomo"))
+FILE = "locomo_dev.json"
+DEFAULT = os.path.join(DEFAULT_DIR, FILE)
+
+
+def add_data_argument(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--data", metavar="DIR", default=DEFAULT_DIR,
+                    help=f"the LoCoMo development set's directory, holding {FILE} "
+                    "(default: ../shared/data/locomo/ beside the repository)")
+
+
+def data_file(directory: str) -> str:
+    """The development set's file in ``directory`` (or ``directory`` itself when it
+    names the file); exits with status 2 and says so when it is not there."""
+    path = directory if directory.endswith(".json") else os.path.join(directory, FILE)
+    if not os.path.isfile(path):
+        print(f"error: the LoCoMo development set is not at {path}; pass --data DIR, the "
+              f"directory that holds {FILE} (the data is not part of this repository: "
+              "CC BY-NC 4.0)", file=sys.stderr)
+        raise SystemExit(2)
+    return path
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
               5: "adversarial"}
 

@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from holomem import InvalidError, LimitError, ManualClock, Memory, MemoryConfig, Store
+from holomem import (
+    InvalidError,
+    LimitError,
+    ManualClock,
+    Memory,
+    MemoryConfig,
+    NotFoundError,
+    Store,
+)
 from holomem.api.types import ConsolidationConfig, Duplicates
 
 ALICE = ["users", "alice"]
@@ -103,8 +111,10 @@ def test_list_explain_and_the_holographic_ops_stay_in_their_prefix(filled: Memor
         "alice-job"}
     related = {h.entity for h in filled.related("Lisa", namespace=ALICE_WORK).results}
     assert "Paris" not in related and "Berlin" not in related
-    explanation = filled.explain("lives Paris", "alice-city-1", namespace=BOB)
-    assert not explanation.retrieved
+    # A fact outside the prefix is as unknown to explain as a missing id.
+    with pytest.raises(NotFoundError, match="alice-city-1"):
+        filled.explain("lives Paris", "alice-city-1", namespace=BOB)
+    assert filled.explain("lives Paris", "alice-city-1", namespace=ALICE).rank == 1
 
 
 def test_contradiction_pairs_never_cross_namespaces(store: Store, clock: ManualClock) -> None:

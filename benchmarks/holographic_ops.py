@@ -17,7 +17,8 @@ Measured per operation: precision@10 and recall@10 against the planted truth, an
 the median latency. The peer is Hermes Agent's holographic memory plugin
 (``hermes-agent`` 0.19.0, an optional benchmark dependency): its ``MemoryStore``
 and ``FactRetriever`` are imported from the installed package and fed the same
-fact texts. Saves benchmarks/results/holographic_ops.json.
+fact texts. Prints its targets (at 10,000 facts) as met or missed; writes
+benchmarks/results/holographic_ops.json only with ``--save``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks._common import machine, median, save
+from benchmarks._common import add_save, check, emit, machine, median
 from holomem import Memory, Store
 
 VERBS = ["likes", "visits", "paints", "studies", "collects", "repairs", "sells", "writes about"]
@@ -233,6 +234,7 @@ def main() -> None:
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--peer-queries", type=int, default=10,
                     help="queries per op for the peer (it scans every fact in Python: slow)")
+    add_save(ap, "holographic_ops")
     args = ap.parse_args()
     runs: dict[str, Any] = {}
     for n in (int(x) for x in args.sizes.split(",")):
@@ -249,17 +251,28 @@ def main() -> None:
             if not args.no_peer:
                 runs[str(n)]["hermes_holographic"] = run_peer(
                     data, t, queries[: args.peer_queries], pairs[: args.peer_queries], d)
-    save("holographic_ops", {
+    at = runs.get("10000", {}).get("holomem", {})
+
+    def got(op: str, key: str) -> float | None:
+        value = at.get(op, {}).get(key)
+        return float(value) if value is not None else None
+
+    emit("holographic_ops", {
         "benchmark": "holographic_ops", "machine": machine(tempfile.gettempdir()),
         "conditions": {"queries_per_op": args.queries, "peer_queries_per_op": args.peer_queries,
                        "seed": 7,
                        "entities": "n/20 invented names; 35% of facts name two",
                        "contradictions": "n/50 planted pairs (same subject, other value)"},
         "runs": runs,
-        "targets_at_10000": {"probe_precision@10": ">= 0.9", "reason_precision@10": ">= 0.9",
-                             "contradict": "recall >= 0.9 at precision >= 0.8",
-                             "latency": "< 10 ms per operation"},
-    })
+        "targets_at_10000": {
+            "probe_precision@10": check(got("probe", "precision@10"), ">=", 0.9),
+            "reason_precision@10": check(got("reason", "precision@10"), ">=", 0.9),
+            "contradict_recall": check(got("contradict", "recall"), ">=", 0.9),
+            "contradict_precision": check(got("contradict", "precision"), ">=", 0.8),
+            **{f"{op}_latency_ms": check(got(op, "latency_p50_ms"), "<", 10)
+               for op in ("probe", "related", "reason")},
+            "contradict_latency_ms": check(got("contradict", "latency_ms"), "<", 10)},
+    }, args.save)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ contender alike:
 - ``batch8``: ``Journal.append`` from 8 threads, sync="batch" (group commit).
 
 Reports the median over rounds of each rate and of the ratios computed within each
-round. Saves benchmarks/results/journal_bench.json.
+round. Prints its targets as met or missed; writes benchmarks/results/journal_bench.json
+only with ``--save``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks._common import machine, median, percentile, save
+from benchmarks._common import add_save, check, emit, machine, median, percentile
 from holomem.log import Journal
 from holomem.log.format import FRAME_HEADER_SIZE
 
@@ -123,6 +124,7 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=2000, help="transactions per contender per round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--dir", default=None, help="directory on the disk to measure (default: tmp)")
+    add_save(ap, "journal_bench")
     args = ap.parse_args()
     base = args.dir or tempfile.gettempdir()
     texts = _texts(args.ops)
@@ -156,11 +158,13 @@ def main() -> None:
             "full_over_sqlite": round(median([r["full"] / r["sqlite"] for r in rounds]), 3),
             "batch8_over_full": round(median([r["batch8"] / r["full"] for r in rounds]), 2),
         },
-        "targets": {"full_over_raw": ">= 0.8", "full_over_sqlite": ">= 1.0",
-                    "batch8_over_full": ">= 5"},
         "rounds": rounds,
     }
-    save("journal_bench", result)
+    ratio = result["median_ratios"]
+    result["targets"] = {"full_over_raw": check(ratio["full_over_raw"], ">=", 0.8),
+                         "full_over_sqlite": check(ratio["full_over_sqlite"], ">=", 1.0),
+                         "batch8_over_full": check(ratio["batch8_over_full"], ">=", 5)}
+    emit("journal_bench", result, args.save)
 
 
 if __name__ == "__main__":

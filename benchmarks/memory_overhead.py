@@ -15,7 +15,8 @@ For each size, in one process, on the same store:
 Latencies are medians over the queries, measured interleaved (search, recall,
 search, recall, ...). Also the fact index's memory per fact: the bytes of its
 arrays and dicts, measured as the growth of the process's heap (tracemalloc)
-while it is built by replay. Saves benchmarks/results/memory_overhead.json.
+while it is built by replay. Prints its targets, at every size, as met or missed;
+writes benchmarks/results/memory_overhead.json only with ``--save``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks._common import machine, median, save
+from benchmarks._common import add_save, check, emit, machine, median
 from benchmarks.search_bench import corpus, queries
 from holomem import ManualClock, Memory, MemoryConfig, Store
 from holomem.projections.catalog import Catalog
@@ -105,6 +106,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--queries", type=int, default=300)
+    add_save(ap, "memory_overhead")
     args = ap.parse_args()
     qs = queries(args.queries)["heavy"][: args.queries // 2] + \
         queries(args.queries)["light"][: args.queries // 2]
@@ -133,14 +135,21 @@ def main() -> None:
                     size, facts = fact_index_bytes(path)
                     row["fact_index_bytes_per_fact"] = round(size / max(1, facts), 1)
             runs[str(n)] = row
-    save("memory_overhead", {
+    targets: dict[str, Any] = {}
+    for n, row in runs.items():
+        targets[f"plain_recall_over_search@{n}"] = check(
+            row["plain"]["recall_over_search_median"], "<=", 1.1)
+        targets[f"history_recall_over_search@{n}"] = check(
+            row["history"]["recall_over_search_median"], "<=", 3)
+        targets[f"fact_index_bytes_per_fact@{n}"] = check(
+            row["fact_index_bytes_per_fact"], "<=", 200)
+    emit("memory_overhead", {
         "benchmark": "memory_overhead", "machine": machine(tempfile.gettempdir()),
         "conditions": {"queries": len(qs), "k": 10, "history_store": "a fifth superseded, "
                        "a fifth expired", "texts": "24 Zipf words, as in search_bench"},
         "runs": runs,
-        "targets": {"plain recall_over_search": "<= 1.1", "history recall_over_search": "<= 3",
-                    "fact_index_bytes_per_fact": "<= 200"},
-    })
+        "targets": targets,
+    }, args.save)
 
 
 if __name__ == "__main__":

@@ -163,14 +163,15 @@ class Memory(Configured):
         Errors: ``invalid_request``, ``limit``.
         """
         q = validate.query(query)
-        o, embedded = self._embedded(q, recall.options(options, fields))
+        o, where = recall.checked(options, fields)
+        o, embedded = self._embedded(q, o)
         at = o.as_of if o.as_of is not None else self.clock.now_ms()
 
         def run(view: View) -> builtins.list[Recalled]:
             if embedded:
                 assert self._pinned is not None
                 embedding.check_current(view, self._pinned)
-            ranking = recall.Ranking(view, self.policies, q, o, at)
+            ranking = recall.Ranking(view, self.policies, q, o, at, where)
             found = ranking.results()
             why = explain.explain_many(ranking, [s for s, _ in found]) if o.explain else None
             return recall.recalled(ranking, found, why)
@@ -186,7 +187,8 @@ class Memory(Configured):
         """
         q = validate.query(query)
         fid = validate.doc_id(id)
-        o, embedded = self._embedded(q, recall.options(options, fields))
+        o, where = recall.checked(options, fields)
+        o, embedded = self._embedded(q, o)
         at = o.as_of if o.as_of is not None else self.clock.now_ms()
 
         def run(view: View) -> Explanation:
@@ -199,7 +201,7 @@ class Memory(Configured):
                 # Outside the namespace asked about: as unknown as a missing id, so a
                 # caller scoped to one user learns nothing of another's facts.
                 raise NotFoundError(f"no fact {fid!r}")
-            return explain.explain_many(recall.Ranking(view, self.policies, q, o, at),
+            return explain.explain_many(recall.Ranking(view, self.policies, q, o, at, where),
                                         [slot])[0]
 
         return self.store.read(run)

@@ -31,6 +31,12 @@ MAX_RECALL_K = 1000
 def options(value: RecallOptions | Mapping[str, Any] | None,
             fields: Mapping[str, Any]) -> RecallOptions:
     """Checked recall options from a RecallOptions, a dict or keywords."""
+    return checked(value, fields)[0]
+
+
+def checked(value: RecallOptions | Mapping[str, Any] | None, fields: Mapping[str, Any]
+            ) -> tuple[RecallOptions, filters.Filter | None]:
+    """Checked recall options and their filter, compiled (once: a Ranking takes it)."""
     o = validate.to_struct(RecallOptions, value, fields, "recall options",
                            validate.RECALL_TIME_FIELDS)
     validate.positive_int(o.k, "k", MAX_RECALL_K)
@@ -40,8 +46,7 @@ def options(value: RecallOptions | Mapping[str, Any] | None,
     if o.entities is not None:
         validate.entities(o.entities)
     validate.namespace(o.namespace)
-    filters.compile_filter(o.filter)
-    return o
+    return o, filters.compile_filter(o.filter)
 
 
 class Candidate(NamedTuple):
@@ -61,14 +66,15 @@ class Ranking:
     """One query's ranking over one view: what recall and explain share."""
 
     def __init__(self, view: View, policies: Policies, query: str, o: RecallOptions,
-                 at: int) -> None:
+                 at: int, where: filters.Filter | None = None) -> None:
+        """``where``: ``o.filter`` compiled (by :func:`checked`)."""
         self.view = view
         self.policies = policies
         self.query = query
         self.options = o
         self.at = at
         self.namespace = validate.namespace(o.namespace)
-        self.filter = filters.compile_filter(o.filter)
+        self.filter = where
         self.embedding = self._embedding()
         #: the slot mask of the filtered path (None: every document)
         self.allowed = self._restriction()

@@ -48,7 +48,8 @@ def is_number(value: object) -> bool:
 class _Column:
     """One key's entries: slot lists and value lists by type, arrays made on demand."""
 
-    __slots__ = ("_arrays", "bools", "nulls", "numbers", "others", "present", "strings")
+    __slots__ = ("_arrays", "_by_value", "bools", "nulls", "numbers", "others", "present",
+                 "strings")
 
     def __init__(self) -> None:
         self.present: list[int] = []
@@ -58,6 +59,9 @@ class _Column:
         self.nulls: list[int] = []
         self.others: list[tuple[int, Any]] = []
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        #: (type, value) -> slots holding it, for numbers, strings and booleans: an
+        #: equality is a look-up, not a scan (JSON equality: 1 == 1.0, true != 1).
+        self._by_value: dict[tuple[str, object], list[int]] = {}
 
     def add(self, slot: int, value: object) -> None:
         self._arrays.clear()
@@ -65,12 +69,15 @@ class _Column:
         if is_number(value):
             self.numbers[0].append(slot)
             self.numbers[1].append(float(value))  # type: ignore[arg-type]
+            self._by_value.setdefault(("n", float(value)), []).append(slot)  # type: ignore[arg-type]
         elif isinstance(value, str):
             self.strings[0].append(slot)
             self.strings[1].append(value)
+            self._by_value.setdefault(("s", value), []).append(slot)
         elif isinstance(value, bool):
             self.bools[0].append(slot)
             self.bools[1].append(value)
+            self._by_value.setdefault(("b", value), []).append(slot)
         elif value is None:
             self.nulls.append(slot)
         else:
@@ -88,20 +95,15 @@ class _Column:
 
     def equal(self, value: object) -> np.ndarray:
         """Slots whose value equals ``value`` as JSON."""
-        keep: Any
         if is_number(value):
-            slots, values = self._array("numbers")
-            keep = values == float(value)  # type: ignore[arg-type]
+            key: tuple[str, object] = ("n", float(value))  # type: ignore[arg-type]
         elif isinstance(value, str):
-            slots, values = self._array("strings")
-            keep = values == value if len(values) else np.zeros(0, dtype=bool)
+            key = ("s", value)
         elif isinstance(value, bool):
-            slots, values = self._array("bools")
-            keep = values == value
+            key = ("b", value)
         else:
             return self._rest(value)
-        out: np.ndarray = slots[np.asarray(keep, dtype=bool)]
-        return out
+        return np.asarray(self._by_value.get(key, ()), dtype=np.int64)
 
     def _rest(self, value: object) -> np.ndarray:
         if value is None:
@@ -168,4 +170,4 @@ class MetadataIndex:
         return self._columns.get(key)
 
     def memory_bytes(self) -> int:
-        return sum(64 + 16 * len(c.present) for c in self._columns.values())
+        return sum(64 + 32 * len(c.present) for c in self._columns.values())

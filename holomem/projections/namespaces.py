@@ -30,6 +30,8 @@ class NamespaceIndex:
         self.of_slot = GrowArray(np.int32)
         self._members: list[list[int]] = []  # per namespace id; may hold dead slots
         self._live: list[int] = []  # live facts per namespace id
+        #: proper prefix -> ids of the namespaces strictly under it (the root's: all)
+        self._below: dict[Namespace, list[int]] = {}
 
     # -- changes (called by the fact index) ---------------------------------------------
     def new_slot(self) -> None:
@@ -42,6 +44,8 @@ class NamespaceIndex:
             self.names.append(namespace)
             self._members.append([])
             self._live.append(0)
+            for k in range(len(namespace)):
+                self._below.setdefault(namespace[:k], []).append(nid)
         return nid
 
     def intern_id(self, namespace: Namespace) -> int:
@@ -80,17 +84,29 @@ class NamespaceIndex:
         return self.names[nid] if nid >= 0 else ROOT
 
     def under(self, prefix: Namespace) -> Iterator[int]:
-        """Ids of the namespaces at or under ``prefix`` that hold a live fact."""
-        n = len(prefix)
-        for nid, name in enumerate(self.names):
-            if self._live[nid] and name[:n] == prefix:
-                yield nid
+        """Ids of the namespaces at or under ``prefix`` that hold a live fact, ascending
+        (looked up, not searched: each namespace is filed under its prefixes)."""
+        exact = self._ids.get(prefix)
+        below = self._below.get(prefix, ())
+        nids = sorted([exact, *below]) if exact is not None else below
+        live = self._live
+        return (nid for nid in nids if live[nid])
 
     def slots(self, prefix: Namespace) -> np.ndarray:
-        """Slots of the live facts at or under ``prefix``, ascending (write order)."""
+        """Slots of the live facts at or under ``prefix``, ascending (write order).
+
+        From the member lists when they are few; when they are many (a wide prefix),
+        from one pass over the slots' namespace ids, which costs the same whatever
+        the number of namespaces."""
         col = self.of_slot.view()
+        nids = list(self.under(prefix))
+        if sum(len(self._members[nid]) for nid in nids) * 16 > len(col):
+            wanted = np.zeros(len(self.names) + 1, dtype=bool)  # [-1]: no namespace
+            wanted[nids] = True
+            out: np.ndarray = np.flatnonzero(wanted[col])
+            return out
         parts = []
-        for nid in self.under(prefix):
+        for nid in nids:
             members = np.asarray(self._members[nid], dtype=np.int64)
             parts.append(members[col[members] == nid])
         if not parts:

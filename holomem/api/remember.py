@@ -37,6 +37,12 @@ class Checked(NamedTuple):
 
 def check(x: RememberInput, i: int) -> Checked:
     """Validate everything about one input that does not depend on the store."""
+    validated(x, i)
+    return Checked(x, digest(x))
+
+
+def validated(x: RememberInput, i: int) -> bytes:
+    """Check one input as :func:`check` does; returns its canonical metadata bytes."""
     where = f"input {i}" if i else "remember"
     if x.id is not None:
         validate.doc_id(x.id, f"{where}: id")
@@ -47,7 +53,7 @@ def check(x: RememberInput, i: int) -> Checked:
     if x.subject is not None:
         validate.doc_id(x.subject, f"{where}: subject")
     validate.entities(x.entities, f"{where}: entities")
-    validate.metadata(x.metadata)
+    meta = validate.metadata(x.metadata)
     validate.embedding(x.embedding, 0, f"{where}: embedding")
     for name in validate.TIME_FIELDS:
         validate.to_ms(getattr(x, name), f"{where}: {name}")
@@ -58,12 +64,17 @@ def check(x: RememberInput, i: int) -> Checked:
     if x.confidence is not None:
         validate.confidence(x.confidence)
     validate.namespace(x.namespace, f"{where}: namespace")
+    return meta
+
+
+def digest(x: RememberInput) -> bytes:
+    """The SHA-256 of an input's canonical payload (everything but its id)."""
     # The root namespace is no namespace: [] and None give the same payload (and the
     # same content id as a fact written before namespaces existed).
     payload = {k: v for k, v in msgspec.to_builtins(x).items()
                if k != "id" and v is not None and not (k == "namespace" and not v)}
     canon = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return Checked(x, hashlib.sha256(canon.encode("utf-8")).digest())
+    return hashlib.sha256(canon.encode("utf-8")).digest()
 
 
 def content_id(digest: bytes) -> str:

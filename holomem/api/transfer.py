@@ -95,6 +95,7 @@ class Incoming(NamedTuple):
     line: int
     record: FactExport
     digest: bytes
+    metadata: bytes  # canonical JSON, as the event holds it
 
 
 def decode(item: object, line: int) -> FactExport:
@@ -125,7 +126,7 @@ def check(x: FactExport, line: int) -> Incoming:
         valid_to=x.valid_to, supersedes=x.requested or None, confidence=x.confidence,
         namespace=x.namespace)
     try:
-        digest = remember.check(as_input, 0).digest
+        meta = remember.validated(as_input, 0)
     except (InvalidError, LimitError) as exc:
         raise type(exc)(f"{where}: {exc.message.removeprefix('remember: ')}") from None
     ingest = validate.to_ms(x.ingest_time, f"{where}: ingestTime")
@@ -146,17 +147,18 @@ def check(x: FactExport, line: int) -> Incoming:
             validate.text(fb.note, f"{where}: feedback note")
     if x.digest is not None:
         try:
-            raw = bytes.fromhex(x.digest)
+            digest = bytes.fromhex(x.digest)
         except ValueError:
-            raw = b""
-        if len(raw) != 8:
+            digest = b""
+        if len(digest) != 8:
             raise InvalidError(f"{where}: digest must be 16 hex digits")
-        digest = raw
+    else:  # a record written by hand: the digest a remember of it would have
+        digest = remember.digest(as_input)
     if x.embedding is not None:
         # Kept as float32, as the store keeps it: what is exported again compares equal.
         x = msgspec.structs.replace(
             x, embedding=np.asarray(x.embedding, dtype="<f4").tolist())
-    return Incoming(line, x, digest[:8])
+    return Incoming(line, x, digest[:8], meta)
 
 
 class Importer:
@@ -203,7 +205,7 @@ class Importer:
                 dim = len(emb) // 4
             here[x.id] = item
             events.append(DocumentAdded(
-                id=x.id, text=x.text, metadata=validate.metadata(x.metadata), embedding=emb,
+                id=x.id, text=x.text, metadata=item.metadata, embedding=emb,
                 entities=tuple(x.entities)))
             events.append(FactAdded(
                 id=x.id, ingest_time=x.ingest_time, subject=x.subject,

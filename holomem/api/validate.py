@@ -23,6 +23,7 @@ import base64
 import datetime as dt
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -62,6 +63,10 @@ def _utf8(value: str, field: str) -> bytes:
         raise InvalidError(f"{field} is not valid Unicode text (lone surrogate?)") from exc
 
 
+#: What an id may not contain: the C0 control characters and DEL.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def doc_id(value: object, field: str = "id") -> str:
     if not isinstance(value, str):
         raise InvalidError(f"{field} must be a string, got {type(value).__name__}")
@@ -69,7 +74,7 @@ def doc_id(value: object, field: str = "id") -> str:
         raise InvalidError(f"{field} must not be empty")
     if len(value) > MAX_ID_CHARS:
         raise LimitError(f"{field} is longer than {MAX_ID_CHARS} characters")
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+    if _CONTROL.search(value):
         raise InvalidError(f"{field} must not contain control characters")
     _utf8(value, field)
     return value

@@ -6,8 +6,9 @@ encoding of results (:func:`encode`). ``Memory.call`` runs the two around its ow
 method; every door — HTTP, CLI, MCP — goes through it, so they all speak the same
 contract. A client's input can only ever produce a response or a caller error of
 the library's one vocabulary (:mod:`holomem.errors`): ``invalid_request``,
-``limit``, ``not_found``, ``conflict``, and ``read_only`` on a follower. Imports the
-memory API's types only.
+``limit``, ``not_found``, ``conflict``, and ``read_only`` on a follower. A time may be
+milliseconds or an ISO 8601 string. Imports the memory API's types and its time
+conversion (:func:`holomem.api.validate.to_ms`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from holomem.api import validate
 from holomem.api.types import (
     ConsolidateOptions,
     ForgetScope,
@@ -235,9 +237,31 @@ OPS: dict[str, Callable[[dict[str, Any]], Invocation]] = {
 }
 
 
+#: The fields that hold a time, by JSON name, and the fields whose objects hold some
+#: (a list of facts, a forget scope, a filter). A request may give a time as
+#: milliseconds or as an ISO 8601 string; the Structs take milliseconds, so strings are
+#: converted first (:func:`holomem.api.validate.to_ms`), only where a time can be.
+_TIMES = frozenset({"eventTime", "validFrom", "validTo", "asOf", "knownAt", "ingestedAfter",
+                    "ingestedBefore", "eventAfter", "eventBefore"})
+_HOLDING_TIMES = ("facts", "scope", "filter")
+
+
+def _times(obj: dict[str, Any], where: str) -> dict[str, Any]:
+    out = {k: validate.to_ms(v, where + k) if k in _TIMES and isinstance(v, str) else v
+           for k, v in obj.items()}
+    for key in _HOLDING_TIMES:
+        held = out.get(key)
+        if isinstance(held, dict):
+            out[key] = _times(held, f"{where}{key}.")
+        elif key == "facts" and isinstance(held, list):
+            out[key] = [_times(x, f"{where}{key}[{i}].") if isinstance(x, dict) else x
+                        for i, x in enumerate(held)]
+    return out
+
+
 def _decode(request: dict[str, Any], cls: type[Any]) -> Any:
     try:
-        return msgspec.convert(request, cls, strict=True)
+        return msgspec.convert(_times(request, ""), cls, strict=True)
     except msgspec.ValidationError as exc:
         raise InvalidError(str(exc)) from exc
     except UnicodeEncodeError as exc:  # msgspec cannot even name a lone surrogate

@@ -285,9 +285,19 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def to_ms(value: object, field: str) -> int | None:
-    """Milliseconds since the epoch from an aware datetime or an int (None stays None)."""
+    """Milliseconds since the epoch from an int, an aware datetime, or an ISO 8601 string
+    (None stays None).
+
+    A string is how JSON writes a time when it is not a number: ``2024-05-01``,
+    ``2024-05-01T12:00:00Z``, ``2024-05-01T14:00:00.250+02:00``; one without an offset
+    is UTC (as the CLI reads it: a JSON text has no local time zone, unlike a naive
+    ``datetime``, which is the process's local time and so refused). Fractions below a
+    millisecond are dropped. Errors: ``invalid_request`` naming ``field``.
+    """
     if value is None:
         return None
+    if isinstance(value, str):
+        value = _iso_time(value, field)
     if isinstance(value, dt.datetime):
         if value.utcoffset() is None:
             raise InvalidError(f"{field}: a datetime must be timezone-aware")
@@ -295,10 +305,28 @@ def to_ms(value: object, field: str) -> int | None:
         # whole-millisecond times one millisecond down (e.g. in 2039).
         return (value - _EPOCH) // dt.timedelta(milliseconds=1)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidError(f"{field} must be milliseconds (int) or an aware datetime")
+        raise InvalidError(f"{field} must be milliseconds (int), an ISO 8601 string or an "
+                           "aware datetime")
     if not -TIME_LIMIT < value < TIME_LIMIT:
         raise InvalidError(f"{field} is out of range")
     return value
+
+
+#: The longest ISO 8601 time string taken (the longest form is 32 characters).
+MAX_TIME_CHARS = 64
+
+
+def _iso_time(value: str, field: str) -> dt.datetime:
+    if len(value) <= MAX_TIME_CHARS:
+        try:
+            when = dt.datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            return when if when.utcoffset() is not None else when.replace(tzinfo=dt.UTC)
+    shown = value if len(value) <= MAX_TIME_CHARS else value[:MAX_TIME_CHARS] + "..."
+    raise InvalidError(f"{field}: {shown!r} is not a time: give milliseconds since the epoch "
+                       "or an ISO 8601 date/time such as 2024-05-01T12:00:00Z")
 
 
 def to_struct(cls: type[S], value: object, fields: Mapping[str, Any], what: str,

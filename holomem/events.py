@@ -74,7 +74,7 @@ class FactAdded(_Event, tag="fact.added", frozen=True, kw_only=True):
     requested: tuple[str, ...] = ()
     digest: bytes = b""
     confidence: float | None = None
-    #: The namespace (SPEC §4a): 0 to 8 strings; the empty tuple is the root.
+    #: The namespace (docs/contract.md §4a): 0 to 8 strings; the empty tuple is the root.
     namespace: tuple[str, ...] = ()
 
 
@@ -120,7 +120,7 @@ class ConfidenceSet(_Event, tag="fact.confidence", frozen=True, kw_only=True):
 class StoreSettings(_Event, tag="store.settings", frozen=True, kw_only=True):
     """Settings the live state implies but no live document may carry any more.
 
-    Written first by compaction: the embedding dimension stays fixed (SPEC §2) even
+    Written first by compaction: the embedding dimension stays fixed (docs/contract.md §2) even
     when no document with an embedding survives.
     """
 
@@ -128,7 +128,7 @@ class StoreSettings(_Event, tag="store.settings", frozen=True, kw_only=True):
 
 
 class ConfigRecorded(_Event, tag="memory.config", frozen=True, kw_only=True):
-    """The memory configuration every door applies to this store (SPEC §4c).
+    """The memory configuration every door applies to this store (docs/contract.md §4c).
 
     ``config`` is the canonical JSON of a ``MemoryConfig`` (camelCase, sorted keys);
     a custom Python policy appears in it by name only. The last one recorded holds.
@@ -148,7 +148,7 @@ class VectorsSet(_Event, tag="doc.vectors", frozen=True, kw_only=True):
 
 
 class EmbedderRecorded(_Event, tag="memory.embedder", frozen=True, kw_only=True):
-    """The embedder whose vectors the store holds (SPEC §4e): its identity as canonical
+    """The embedder whose vectors the store holds (docs/contract.md §4e): its identity as canonical
     JSON. ``pending``: a re-embed to this identity has begun and not finished (the
     identity in force stays the previous one until the same identity is recorded
     without ``pending``)."""

@@ -1,4 +1,4 @@
-"""The memory API for asyncio: ``holomem.AsyncMemory`` (SPEC §4e).
+"""The memory API for asyncio: ``holomem.AsyncMemory`` (docs/contract.md §4e).
 
 Owns: running a blocking call off the event loop so that cancelling it never cuts it
 in the middle (:func:`offload`), and :class:`AsyncMemory`, every call of ``Memory``

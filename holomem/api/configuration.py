@@ -1,7 +1,7 @@
 """A Memory's configuration: its store, checked config, policies, clock and observers.
 
 Owns: :class:`Configured`, the base of ``Memory`` — construction under the store's
-configuration (SPEC §4c: recorded by the first Memory, used by every later one and
+configuration (docs/contract.md §4c: recorded by the first Memory, used by every later one and
 every door, changed only with ``persist``; :func:`settle`), the caller's own
 policies named ``custom:NAME``, and the ``with_*`` calls that return a copy with one
 policy replaced (in this process only: nothing a ``with_*`` call sets is recorded).
@@ -84,7 +84,7 @@ class Configured:
                  initial: MemoryConfig | Mapping[str, Any] | None = None,
                  persist: bool = False, embedder: Embedder | None = None,
                  reembed: bool = False) -> None:
-        """A Memory over ``store``, under the store's configuration (SPEC §4c).
+        """A Memory over ``store``, under the store's configuration (docs/contract.md §4c).
 
         Args:
             config: the configuration to apply. None: the one the store recorded (or,
@@ -95,7 +95,7 @@ class Configured:
                 needs it supplied again).
             initial: what a door applies to a store that has recorded nothing yet.
             persist: record ``config`` even though the store recorded another one.
-            embedder: embeds facts and queries given without a vector (SPEC §4e).
+            embedder: embeds facts and queries given without a vector (docs/contract.md §4e).
                 None: the configuration's ``embedder`` by name, else the built-in the
                 store recorded, else none. Its identity is recorded by the first
                 writer that uses one.

@@ -1,4 +1,4 @@
-"""Consolidation (SPEC §4): summary facts that supersede what they summarise.
+"""Consolidation (docs/contract.md §4): summary facts that supersede what they summarise.
 
 Owns: the built-in duplicate finder (exact, and near duplicates by a
 prefix-filtered set-similarity join, :func:`near_duplicate_pairs`), summary ids,

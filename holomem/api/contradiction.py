@@ -247,7 +247,7 @@ def _score(keys: np.ndarray, shared: np.ndarray, n: int, subj: np.ndarray,
     sim = 1.0 - 2.0 * np.bitwise_count(x).sum(axis=1) / hrr.D
     keep = ((overlap >= MIN_OVERLAP) & (sim >= MIN_CONTENT_SIMILARITY)
             & (sim <= MAX_CONTENT_SIMILARITY) & (comp[a] != comp[b]))
-    # One subject is a single-valued slot (SPEC §3): two current facts in it
+    # One subject is a single-valued slot (docs/contract.md §3): two current facts in it
     # contradict by definition. Sharing only entities is weaker evidence (one can
     # like two things), so such pairs weigh half.
     weight = np.where(overlap >= 1.0, 1.0, ENTITY_ONLY_WEIGHT * overlap)

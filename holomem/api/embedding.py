@@ -1,4 +1,5 @@
-"""A Memory's embedder: which one, whether the store agrees, and re-embedding (SPEC §4e).
+"""A Memory's embedder: which one, whether the store agrees, and re-embedding
+(docs/contract.md §4e).
 
 Owns: choosing the embedder (:func:`choose`: the caller's object, else the
 configuration's name, else the built-in the store recorded), pinning its identity in

@@ -1,4 +1,4 @@
-"""Explain: why a fact does or does not come back for a query (SPEC §4 Explain).
+"""Explain: why a fact does or does not come back for a query (docs/contract.md §4 Explain).
 
 Owns: :func:`explain_many` — lexical and semantic scores, the fusion and its
 weights, matched terms, the multipliers, validity and status, the rank among

@@ -1,4 +1,4 @@
-"""Filters (SPEC §4b): which facts a recall, explain, list or contradict may return.
+"""Filters (docs/contract.md §4b): which facts a recall, explain, list or contradict may return.
 
 Owns: the filter grammar, its checks and limits (:func:`compile_filter`), and its
 evaluation into a slot mask over the metadata index, the fact index's times and

@@ -1,4 +1,4 @@
-"""Forgetting (SPEC §4 Forget): which facts go, and how the survivors are re-linked.
+"""Forgetting (docs/contract.md §4 Forget): which facts go, and how the survivors are re-linked.
 
 Owns: the forget scope and its checks, which facts a scope selects (:func:`select`),
 chains, the re-links around removed facts (:func:`relinks`), the events of one

@@ -1,4 +1,4 @@
-"""The memory API, ``holomem.Memory`` (SPEC §3, §4): facts over time on a Store.
+"""The memory API, ``holomem.Memory`` (docs/contract.md §3, §4): facts over time on a Store.
 
 Owns: a Memory's configuration (policies, clock, observers) and the orchestration
 of each call — check the request, read or ``commit`` through the engine, notify
@@ -155,7 +155,7 @@ class Memory(Configured):
 
     def recall(self, query: str, options: RecallOptions | Mapping[str, Any] | None = None,
                **fields: Any) -> builtins.list[Recalled]:
-        """Facts relevant to ``query``, best first (SPEC §4 Recall).
+        """Facts relevant to ``query``, best first (docs/contract.md §4 Recall).
 
         Limits: ``query`` <= 64 KiB and ``validate.MAX_QUERY_TERMS`` distinct words,
         ``k`` <= ``recall.MAX_RECALL_K``, ``candidate_limit`` <= ``recall.MAX_CANDIDATES``,
@@ -181,7 +181,7 @@ class Memory(Configured):
     def explain(self, query: str, id: str,
                 options: RecallOptions | Mapping[str, Any] | None = None,
                 **fields: Any) -> Explanation:
-        """Why ``id`` does or does not come back for ``query`` (SPEC §4 Explain).
+        """Why ``id`` does or does not come back for ``query`` (docs/contract.md §4 Explain).
 
         Limits: as :meth:`recall`. Errors: ``invalid_request``, ``limit``, ``not_found``.
         """
@@ -246,7 +246,7 @@ class Memory(Configured):
                         max_depth: int | None = None, limit: int = 100,
                         cursor: str | None = None) -> NamespacePage:
         """The namespaces at or under ``prefix`` that hold facts, with their fact counts,
-        sorted, a page at a time (SPEC §4a); ``max_depth`` cuts each namespace to its
+        sorted, a page at a time (docs/contract.md §4a); ``max_depth`` cuts each namespace to its
         first ``max_depth`` strings. Errors: ``invalid_request``, ``limit``."""
         return self.store.read(lambda view: listing.namespace_page(view, prefix, max_depth,
                                                                    limit, cursor))
@@ -315,7 +315,7 @@ class Memory(Configured):
 
         Idempotent. Gone means gone from search, recall, get, history, explain and
         every index at once; the text-segment records are zeroed and synced before
-        this returns; with ``purge`` no file keeps their text (SPEC §6).
+        this returns; with ``purge`` no file keeps their text (docs/guarantees.md §6).
         Limits: an ``ids`` scope names at most ``forgetting.MAX_IDS`` ids.
         Errors: ``invalid_request``, ``limit``.
         """
@@ -541,7 +541,8 @@ class Memory(Configured):
 
     # -- the JSON contract ----------------------------------------------------------------
     def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
-        """SPEC §5: run ``op`` with a camelCase JSON request; return a camelCase response.
+        """Run ``op`` with a camelCase JSON request; return a camelCase response
+        (docs/contract.md §5).
 
         Every op's work is bounded by its request's documented limits (README
         "Limits"); a request nesting deeper than ``contract.MAX_REQUEST_DEPTH`` is

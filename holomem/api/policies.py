@@ -3,7 +3,8 @@
 Owns: supersession, recency, feedback (the one usefulness formula), entity
 extraction, forgetting and consolidation policies, observers, and :class:`Clock`.
 Every built-in is chosen by name in :class:`~holomem.api.types.MemoryConfig`; Python
-code can pass its own callable with ``Memory.with_*``. Every default changes nothing (SPEC §4).
+code can pass its own callable with ``Memory.with_*``. Every default changes nothing
+(docs/contract.md §4).
 :class:`Policies` is the resolved set a Memory applies. Imports the memory API's types.
 """
 

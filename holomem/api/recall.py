@@ -1,4 +1,4 @@
-"""Recall: ranking facts for a query over time (SPEC §4 Recall).
+"""Recall: ranking facts for a query over time (docs/contract.md §4 Recall).
 
 Owns: recall options and their limits, the filtered path (subject and entity
 restrictions), the identity rule, the context policy's neighbour scores, the
@@ -115,7 +115,7 @@ class Ranking:
         return mask
 
     def identity(self) -> bool:
-        """SPEC §4's identity rule: nothing can change document search's answer."""
+        """docs/contract.md §4's identity rule: nothing can change document search's answer."""
         facts, o, p = self.view.facts, self.options, self.policies
         return (facts.windows == 0 and facts.links == 0 and p.recency is None
                 and p.feedback_weight is None and p.context is None

@@ -17,7 +17,7 @@ from holomem.projections.facts import CURRENT
 
 
 def wanted(history: str, status: str) -> bool:
-    """Whether a fact of ``status`` passes the ``history`` filter (SPEC §4 Recall)."""
+    """Whether a fact of ``status`` passes the ``history`` filter (docs/contract.md §4 Recall)."""
     if history == "all":
         return True
     if history == "current":

@@ -1,4 +1,5 @@
-"""Planning a remember: from checked inputs to the events of one transaction (SPEC §3, §4).
+"""Planning a remember: from checked inputs to the events of one transaction
+(docs/contract.md §3, §4).
 
 Owns: what is checked of an input before the store is consulted (:func:`check`),
 content-derived ids and payload digests, idempotent retries and conflicts, and

@@ -1,4 +1,4 @@
-"""Export and import: facts moved between stores with their whole history (SPEC §4d).
+"""Export and import: facts moved between stores with their whole history (docs/contract.md §4d).
 
 Owns: the export record of a stored fact (:func:`export_record`), reading every fact
 at or under a namespace in blocks (:func:`export_blocks`), and planning an import's

@@ -1,4 +1,4 @@
-"""The memory API's types: inputs, options, results and configuration (SPEC §4, §5).
+"""The memory API's types: inputs, options, results and configuration (docs/contract.md §4, §5).
 
 Owns: every Struct the memory API takes or returns. Python attributes are
 snake_case; their JSON form (``Memory.call``, HTTP, CLI) is camelCase, and
@@ -30,7 +30,7 @@ class _Response(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 # -- remember ---------------------------------------------------------------------------
 class RememberInput(Request, frozen=True):
-    """One fact to store. Only ``text`` is required; see SPEC §3 for the fields."""
+    """One fact to store. Only ``text`` is required; see docs/contract.md §3 for the fields."""
 
     text: str
     id: str | None = None
@@ -45,7 +45,7 @@ class RememberInput(Request, frozen=True):
     #: What the agent believes, in [0, 1] (default 1). Changed later only by
     #: ``set_confidence``; feedback never touches it. It never hides a fact.
     confidence: float | None = None
-    #: Where the fact lives (SPEC §4a): 0 to 8 non-empty strings, e.g.
+    #: Where the fact lives (docs/contract.md §4a): 0 to 8 non-empty strings, e.g.
     #: ``["memories", "user-42"]``; empty or absent is the root.
     namespace: list[str] | None = None
 
@@ -103,7 +103,8 @@ class RecallOptions(Request, frozen=True):
     candidate_limit: int = 100
     #: Only facts at or under this namespace prefix (None or []: the root, everything).
     namespace: list[str] | None = None
-    #: Only facts this filter holds for (SPEC §4b; the grammar is in holomem.api.filters).
+    #: Only facts this filter holds for (docs/contract.md §4b; the grammar is in
+    #: holomem.api.filters).
     filter: dict[str, Any] | None = None
 
 
@@ -319,7 +320,7 @@ class FeedbackReport(_Response, frozen=True):
 
 
 class ListFilter(Request, frozen=True):
-    """What ``list`` walks: a subject, an entity, a status, and the filter of SPEC §4b
+    """What ``list`` walks: a subject, an entity, a status, and the filter of docs/contract.md §4b
     (its keys, at the top level of the same object)."""
 
     subject: str | None = None
@@ -335,7 +336,7 @@ class ListFilter(Request, frozen=True):
     none_of: dict[str, Any] | None = msgspec.field(default=None, name="$not")
 
     def conditions(self) -> dict[str, Any] | None:
-        """The SPEC §4b part, in its JSON form (None when it has none)."""
+        """The docs/contract.md §4b part, in its JSON form (None when it has none)."""
         names = {"metadata": "metadata", "ingested_after": "ingestedAfter",
                  "ingested_before": "ingestedBefore", "event_after": "eventAfter",
                  "event_before": "eventBefore", "all_of": "$and", "any_of": "$or",
@@ -440,7 +441,7 @@ PolicyName = Annotated[str, msgspec.Meta(pattern=f"^(none|{_CUSTOM})$",
 
 
 class FusionConfig(_Config, frozen=True):
-    """How recall combines BM25 with cosine when a query has a vector (SPEC §4e):
+    """How recall combines BM25 with cosine when a query has a vector (docs/contract.md §4e):
     ``linear`` (w * bm25 / max bm25 + (1 - w) * cosine) or ``rrf`` (reciprocal ranks,
     w / (rrfK + lexical rank) + (1 - w) / (rrfK + semantic rank)); w is
     ``lexical_weight``."""
@@ -455,7 +456,7 @@ EmbedderName = Annotated[str, msgspec.Meta(
 
 
 class MemoryConfig(_Config, frozen=True):
-    """Every policy, with a default that changes nothing (SPEC §4).
+    """Every policy, with a default that changes nothing (docs/contract.md §4).
 
     The constructor checks nothing (msgspec Structs never do); ``Memory`` and
     :func:`holomem.api.validate.memory_config` check every field's type and range.
@@ -474,7 +475,7 @@ class MemoryConfig(_Config, frozen=True):
     #: before and after it (useful when facts are consecutive turns of a dialogue).
     context: Literal["none"] | ContextConfig = "none"
     #: The built-in embedder facts and queries without a vector are embedded with
-    #: (SPEC §4e), or None: none (unless the store recorded one, or Memory(embedder=)).
+    #: (docs/contract.md §4e), or None: none (unless the store recorded one, or Memory(embedder=)).
     embedder: EmbedderName | None = None
     #: The fusion of the two signals; "default" is document search's own (linear, 0.5).
     fusion: Literal["default"] | FusionConfig = "default"
@@ -514,7 +515,7 @@ def config_to_json(config: MemoryConfig) -> bytes:
     return msgspec.json.encode(msgspec.to_builtins(config), order="sorted")
 
 
-# -- export and import (SPEC §4d) ---------------------------------------------------------
+# -- export and import (docs/contract.md §4d) ------------------------------------------
 class LinkRecord(Request, frozen=True):
     """A supersession link, kept in the successor's record: this fact supersedes
     ``supersedes``, known from ``known_at`` (ms) on."""

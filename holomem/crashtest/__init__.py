@@ -1,4 +1,4 @@
-"""``python -m holomem.crashtest``: the crash-injection harness (SPEC §6, issue 6).
+"""``python -m holomem.crashtest``: the crash-injection harness (docs/guarantees.md §6, issue 6).
 
 A tool, like :mod:`holomem.fsck`: it imports anything. This package owns nothing itself;
 it says how a run goes and gathers the names the harness's tests and callers use. Its

@@ -169,7 +169,7 @@ def _needles(e: _Expected, steps: list[dict[str, Any]], encrypted: bool) -> dict
 def _forgotten(e: _Expected, steps: list[dict[str, Any]], reference: list[Any]
                ) -> dict[str, bytes]:
     """Texts of forgotten facts: zeroed and synced in the text segment before forget
-    returned (SPEC §6), so no text segment may hold them, even after a power cut."""
+    returned (docs/guarantees.md §6), so no text segment may hold them, even after a power cut."""
     out = {}
     for text, fid in _queries(steps, reference):
         if fid in e.removed and fid not in e.facts:
@@ -291,7 +291,7 @@ def verify(store_dir: str, key: bytes | None, steps: list[dict[str, Any]],
                 if fid in observed.texts and fid not in got:
                     violations.append(f"recall of its own text does not find {fid}")
             if purge is not None:
-                # A forget cut short is finished by the same call (SPEC §4).
+                # A forget cut short is finished by the same call (docs/contract.md §4).
                 memory.forget(ForgetScope(ids=purge["ids"]), purge=True)
         finally:
             store.close()

@@ -237,7 +237,7 @@ def _recovery_crashes(res: Result, run_dir: str, key: bytes | None, sync: str,
                       steps: list[dict[str, Any]], reference: list[Any], acked: int,
                       begun: int) -> None:
     """Crash the recovery of a crashed store at every point it reaches (the first and
-    last time), and check each result like a first crash (SPEC §6; lesson 9: a second
+    last time), and check each result like a first crash (docs/guarantees.md §6; lesson 9: a second
     crash during recovery is survivable too)."""
     crashed = store_path(run_dir)
 

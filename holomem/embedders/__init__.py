@@ -1,4 +1,4 @@
-"""Embedders: text to vectors with a pinned identity (SPEC §4e).
+"""Embedders: text to vectors with a pinned identity (docs/contract.md §4e).
 
 Owns: the embedder interface (:class:`Embedder`, :class:`EmbedderIdentity`), the
 built-in local model (``"minilm"``, :class:`MiniLM`) and :func:`by_name`, which the

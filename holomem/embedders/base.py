@@ -1,7 +1,7 @@
 """What an embedder is: an identity that pins its model, and ``embed``.
 
 Owns: :class:`EmbedderIdentity`, the :class:`Embedder` protocol the memory API calls
-(SPEC §4e), and :func:`check_texts`, the one check of ``embed``'s input. Imports
+(docs/contract.md §4e), and :func:`check_texts`, the one check of ``embed``'s input. Imports
 msgspec, numpy and ``holomem.errors`` only.
 
 An identity is what a store records at first use, so that a store written with one

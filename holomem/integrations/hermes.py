@@ -12,7 +12,7 @@ this module. ``holomem hermes install`` writes the plugin directory that loads i
   writer, the provider opens it read-only, keeps recall working (catching up before
   each read) and skips writes with a warning.
 - **Policies**: ``MemoryConfig(supersession="latest-by-subject")``.
-- **One namespace per user** (SPEC §4a): a gateway passes the platform's user id to
+- **One namespace per user** (docs/contract.md §4a): a gateway passes the platform's user id to
   ``initialize`` (``user_id``, with ``platform``), and everything the provider does —
   turns, mirrored entries, prefetch, every tool — happens in
   ``["hermes", "users", <platform>, <user_id>]``; a session without a user id (the

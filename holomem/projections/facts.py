@@ -1,6 +1,6 @@
 """The fact index: times, subjects and the supersession graph of every fact.
 
-Owns: the temporal model of SPEC §3 — each fact's ingest, event and validity
+Owns: the temporal model of docs/contract.md §3 — each fact's ingest, event and validity
 times, its subject slot, the supersession links and when each became known — and
 the status of a fact at an evaluation time. Imports numpy, :mod:`holomem.events`
 and the other projections. Nothing here is persisted: it is rebuilt by replay.

@@ -2,7 +2,7 @@
 
 Owns: per key, the slots that carry it and their values, split by JSON type —
 numbers (float64), strings, booleans, nulls and the rest (arrays and objects) —
-and the slot sets a comparison selects (SPEC §4b: ``$eq``, the ranges, ``$exists``).
+and the slot sets a comparison selects (docs/contract.md §4b: ``$eq``, the ranges, ``$exists``).
 Imports numpy, :mod:`holomem.events` and the base. Nothing here is persisted.
 
 Built lazily, like the HRR index: a replay does not parse every document's

@@ -1,7 +1,7 @@
 """The namespace index: which namespace every fact lives in, and the facts under a prefix.
 
 Owns: the namespace of each fact slot (an interned id), the live facts of each
-namespace, and the lookups of SPEC §4a — the facts at or under a prefix (the
+namespace, and the lookups of docs/contract.md §4a — the facts at or under a prefix (the
 filtered path: built from per-namespace member lists, never a scan of every
 fact) and the namespaces that hold facts. Part of the fact index
 (:mod:`holomem.projections.facts`), which feeds it. Imports numpy and the base.

@@ -1,4 +1,4 @@
-"""No client input can cause an internal failure (SPEC §5).
+"""No client input can cause an internal failure (docs/contract.md §5).
 
 ``Memory.call`` is fed arbitrary JSON-like requests (recursive dicts, lists,
 strings, ints of any size, floats including NaN and infinity, booleans, None,

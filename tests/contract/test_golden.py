@@ -1,4 +1,4 @@
-"""Golden request/response pairs of the JSON contract (SPEC §5).
+"""Golden request/response pairs of the JSON contract (docs/contract.md §5).
 
 Each op of §5 is called with hand-written camelCase requests on a store filled by
 the same calls, with explicit ids and a ManualClock, so every response is fully

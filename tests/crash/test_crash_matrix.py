@@ -1,6 +1,6 @@
-"""Crash injection (issue 6, SPEC §6): a crash at any crash point loses no acknowledged
-write, link or removal, and leaves no partial transaction, for a process crash and for a
-power loss (also after a restart), and a crash of the recovery itself, on plain,
+"""Crash injection (issue 6, docs/guarantees.md §6): a crash at any crash point loses no
+acknowledged write, link or removal, and leaves no partial transaction, for a process
+crash and for a power loss (also after a restart), and a crash of the recovery itself, on plain,
 encrypted and group-commit stores.
 
 Each run starts ``python -m holomem.crashtest --child`` with ``HOLOMEM_CRASH_AT`` set,

@@ -1,5 +1,5 @@
 """An embedder's identity pins its model and is the same in every process and on every
-machine (issue 14, item 2; SPEC §4e).
+machine (issue 14, item 2; docs/contract.md §4e).
 
 The store records the identity at first use and refuses another, so it must not
 depend on the process, the path the package is installed at, or anything but the

@@ -1,4 +1,5 @@
-"""A repair never loses what it cuts: the backup is kept, durably, before the cut (SPEC §7)."""
+"""A repair never loses what it cuts: the backup is kept, durably, before the cut
+(docs/guarantees.md §7)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``python -m holomem.fsck`` and ``python tools/fsck.py``: e2fsck exit codes, readable
-text, and JSON that parses (SPEC §7)."""
+text, and JSON that parses (docs/guarantees.md §7)."""
 
 from __future__ import annotations
 

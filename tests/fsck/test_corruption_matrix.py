@@ -1,6 +1,6 @@
 """fsck finds every kind of damage where it is, repairs what can be, and touches nothing else.
 
-SPEC §7 and issue 6. Each case damages a copy of a small, cleanly closed store
+docs/guarantees.md §7 and issue 6. Each case damages a copy of a small, cleanly closed store
 (``corruption.build``: 34 facts, a forget and a final batch, over 3 journal
 segments of 4 KiB) at a place the test computes from the bytes, then:
 

@@ -1,6 +1,6 @@
 """A single flipped bit anywhere in a journal is detected; it never changes what is read.
 
-SPEC §6: corruption that is not a torn tail is never silently skipped: open fails
+docs/guarantees.md §6: corruption that is not a torn tail is never silently skipped: open fails
 with an error naming the segment and the offset. In a cleanly closed journal that
 holds for every byte, the last frame's included: the watermark written at close says
 every transaction was durable (issue 11, item 1). Only when the writer crashed after

@@ -1,7 +1,7 @@
 """An encrypted store holds only ciphertext, opens only with its key, and binds every
 frame to its place: a frame moved, duplicated or spliced from another store fails.
 
-SPEC §6 "Encrypted stores"; §2 "a wrong key is a clear error, never garbage".
+docs/guarantees.md §6 "Encrypted stores"; §2 "a wrong key is a clear error, never garbage".
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A read-only follower sees the writer's new transactions after refresh(), including
 across segment rotations, and never writes.
 
-SPEC §2: "Store.open(path, read_only=True) opens a follower that never writes and can
+docs/contract.md §2: "Store.open(path, read_only=True) opens a follower that never writes and can
 refresh() to see the writer's new events."
 """
 

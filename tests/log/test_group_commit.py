@@ -1,7 +1,7 @@
 """Durability modes: batch mode shares fsyncs between concurrent appenders without
 losing, duplicating or reordering anything; none mode syncs only when asked.
 
-SPEC §2: "batch" (group commit: concurrent callers share one fsync; each call still
+docs/contract.md §2: "batch" (group commit: concurrent callers share one fsync; each call still
 returns only after its event is durable), "none" (tests and bulk loads).
 """
 

@@ -1,7 +1,7 @@
 """A torn tail is not an error: opening drops it, says so, keeps the cut bytes, and the
 journal goes on.
 
-SPEC §6: "A torn tail (power cut mid-append) is detected by checksum and dropped on
+docs/guarantees.md §6: "A torn tail (power cut mid-append) is detected by checksum and dropped on
 open, with a warning." A tail is torn only if its append never returned: each case
 here is what a writer that died during (or right after) its last append leaves, so
 the watermark does not cover the last transaction (see test_acknowledged_tail.py for

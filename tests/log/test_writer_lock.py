@@ -1,6 +1,6 @@
 """One writer per store, across processes; followers open freely and never write.
 
-SPEC §2: "a second process that opens it for writing gets a clear StoreLockedError.
+docs/contract.md §2: "a second process that opens it for writing gets a clear StoreLockedError.
 Store.open(path, read_only=True) opens a follower that never writes".
 """
 

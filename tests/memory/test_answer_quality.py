@@ -36,8 +36,8 @@ def test_an_empty_or_whitespace_fact_is_refused_and_nothing_is_written(
 
 
 def test_the_document_engine_keeps_accepting_empty_documents(tmp_path: Path) -> None:
-    """A Store document is a raw primitive (SPEC §2 sets no minimum, and the engine's own
-    tests store empty texts): only facts must say something."""
+    """A Store document is a raw primitive (docs/contract.md §2 sets no minimum, and the
+    engine's own tests store empty texts): only facts must say something."""
     with Store.open(tmp_path / "s", sync="none") as store:
         store.add_document("blank", "")
         assert store.get_document("blank") is not None

@@ -1,4 +1,4 @@
-"""As-of consistency (SPEC §3): for one subject slot, the current fact at time t is
+"""As-of consistency (docs/contract.md §3): for one subject slot, the current fact at time t is
 the latest one that had begun by t, for every arrival order of the facts; and
 ``known_at=T`` ignores the facts and supersession links ingested after T.
 
@@ -35,7 +35,7 @@ def fid(i: int) -> str:
 
 
 def expected_statuses(t: int, known: set[int]) -> dict[int, str]:
-    """SPEC §3 read directly: the status of each known fact of the slot at ``t``."""
+    """docs/contract.md §3 read directly: the status of each known fact of the slot at ``t``."""
     out = {}
     for i in known:
         if t < STARTS[i]:

@@ -1,4 +1,4 @@
-"""The embedder hook (SPEC §4e): facts and queries without a vector are embedded, a
+"""The embedder hook (docs/contract.md §4e): facts and queries without a vector are embedded, a
 caller's vector wins, the store pins the embedder's identity (another one is a
 conflict until ``reembed()`` rewrites every vector, resumably), and without an
 embedder nothing changes.

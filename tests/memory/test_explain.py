@@ -1,4 +1,4 @@
-"""Explanations agree with what recall did (SPEC §4 Explain): a result's explanation
+"""Explanations agree with what recall did (docs/contract.md §4 Explain): a result's explanation
 says it was retrieved, its rank follows the result order, its lexical score is the
 document hit's, the matched terms add up to it, and the multipliers multiply to the
 score. A fact that did not come back is explained with the reason.

@@ -1,4 +1,4 @@
-"""Export and import (SPEC §4d): a memory moved to another store with its whole history
+"""Export and import (docs/contract.md §4d): a memory moved to another store with its whole history
 answers every recall — any as-of, known-at and history — byte for byte as the source
 did; importing again changes nothing; a different payload is a conflict and a
 malformed record is invalid, each naming its line, and that batch writes nothing.

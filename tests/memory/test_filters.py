@@ -1,4 +1,4 @@
-"""Filters (SPEC §4b) select exactly what a brute-force evaluator selects.
+"""Filters (docs/contract.md §4b) select exactly what a brute-force evaluator selects.
 
 Hypothesis draws a store of facts with random metadata (numbers, strings, booleans,
 nulls, lists and objects under a few keys, or no key at all), ingest and event times,

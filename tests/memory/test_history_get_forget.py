@@ -1,4 +1,4 @@
-"""history, get and forget (SPEC §4): history lists a chain in effect order with each
+"""history, get and forget (docs/contract.md §4): history lists a chain in effect order with each
 version's status now; forget removes exactly what its one scope selects, re-links
 around removed middle versions without resurrecting older ones, is idempotent, and
 "gone" means gone from every read at once and after a reopen.

@@ -1,4 +1,4 @@
-"""The identity rule (SPEC §4): with no validity window, no supersession link and no
+"""The identity rule (docs/contract.md §4): with no validity window, no supersession link and no
 recency policy in the store, recall returns exactly document search's ids and
 scores, bit for bit (``==``, never approx), for any query and k; a subject or
 entity filter gives what ``search_documents(ids=...)`` gives for the matching ids.

@@ -1,4 +1,4 @@
-"""Namespaces (SPEC §4a): one store, many users, and nothing of one reaches another.
+"""Namespaces (docs/contract.md §4a): one store, many users, and nothing of one reaches another.
 
 Two users' facts live in ``["users", "alice"]`` and ``["users", "bob"]`` (and one in
 ``["users", "alice", "work"]``, under Alice's). Every op that takes a namespace

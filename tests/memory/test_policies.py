@@ -1,4 +1,4 @@
-"""Policies (SPEC §4): recency, the regex entity extractor, the built-in forgetting
+"""Policies (docs/contract.md §4): recency, the regex entity extractor, the built-in forgetting
 and consolidation policies (maintenance never runs by itself: dry run by default),
 observers, the ``with_*`` copies, and MemoryConfig's camelCase JSON form.
 """

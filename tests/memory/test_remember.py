@@ -1,4 +1,4 @@
-"""remember and remember_many (SPEC §3, §4): idempotent retries, content-derived ids,
+"""remember and remember_many (docs/contract.md §3, §4): idempotent retries, content-derived ids,
 conflicts, atomic batches, batches that see their own earlier inputs, status at the
 edges of a validity window, and explicit supersession.
 """

@@ -1,4 +1,4 @@
-"""Reopening changes no answer (SPEC §1: the log is the only source of truth): after
+"""Reopening changes no answer (docs/contract.md §1: the log is the only source of truth): after
 every step of a remember / supersede / forget / consolidate / compact sequence the
 store is closed and reopened, and recall, explain, get and history answer exactly
 as before (compared as msgspec builtins, so every float must match to the bit).

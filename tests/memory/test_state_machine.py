@@ -1,4 +1,4 @@
-"""Memory against a reference model of SPEC §3 (Hypothesis state machine).
+"""Memory against a reference model of docs/contract.md §3 (Hypothesis state machine).
 
 The model keeps, for each live fact, its subject, effective time (``valid_from``,
 else its ingest time) and ingest order, and reads status straight from §3 with

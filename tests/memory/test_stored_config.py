@@ -1,4 +1,4 @@
-"""The stored configuration (SPEC §4c): the first Memory records its configuration,
+"""The stored configuration (docs/contract.md §4c): the first Memory records its configuration,
 every later Memory and every door applies it, a different one is a conflict unless
 ``persist=True`` records it, and a custom policy is recorded by name only.
 """

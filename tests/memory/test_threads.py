@@ -1,4 +1,4 @@
-"""Thread safety (SPEC §4): writers are serialised, readers run concurrently with
+"""Thread safety (docs/contract.md §4): writers are serialised, readers run concurrently with
 writes, and several Memory handles over one Store stay correct.
 
 For about two seconds, writer threads remember single facts and pairs of facts

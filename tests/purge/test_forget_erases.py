@@ -1,4 +1,5 @@
-"""Forgotten text is physically gone: a marker is searched for in every file (SPEC §6).
+"""Forgotten text is physically gone: a marker is searched for in every file
+(docs/guarantees.md §6).
 
 A marker string sits in the text, subject, entities and metadata of the facts a
 forget removes (and in the text, metadata and entities of a deleted document).

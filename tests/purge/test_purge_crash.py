@@ -1,6 +1,6 @@
 """A purge cut short by a crash is finished by the next open: the marker goes anyway.
 
-SPEC §6 and issue 5: "once ``forget(..., purge=True)`` has been acknowledged, the
+docs/guarantees.md §6 and issue 5: "once ``forget(..., purge=True)`` has been acknowledged, the
 removed text is gone from every file after the next successful open, whatever
 happened in between"; and since the purge request is recorded in the removal's own
 transaction (issue 11, item 7), the same holds for a crash at any point after

@@ -1,7 +1,7 @@
 """Incremental state equals a full rebuild, and search equals a brute-force reference.
 
-SPEC §1: "Deleting every projection file and reopening must give the same answers."
-SPEC §2: lexical scoring is BM25 (k1 = 1.2, b = 0.75), cosine fused when the caller
+docs/contract.md §1: "Deleting every projection file and reopening must give the same answers."
+docs/contract.md §2: lexical scoring is BM25 (k1 = 1.2, b = 0.75), cosine fused when the caller
 gives an embedding, ties broken deterministically by insertion order.
 
 A Hypothesis state machine drives one writable Store through adds, replacements,
@@ -54,7 +54,7 @@ from holomem.projections.tokenize import STOPWORDS, stem, tokenize
 # As documented in holomem.projections.bm25 (b = 0.4 was measured on LoCoMo).
 K1 = 1.2
 B = 0.4
-W_LEXICAL = W_SEMANTIC = 0.5  # SPEC §2 / holomem.projections.fusion
+W_LEXICAL = W_SEMANTIC = 0.5  # docs/contract.md §2 / holomem.projections.fusion
 
 # Small on purpose, so that queries match and document frequencies collide. Plurals,
 # inflections, case and an apostrophe exercise tokenize() and stem(); "the" and "and"

@@ -207,7 +207,7 @@ def test_remember_recall_explain_get_history_forget(shared: Session) -> None:
     assert json.loads(body)["removed"] == ["b"]
     assert ok(s.call("get", {"id": "b"})) == ['{"fact": null}']
     assert error_code(s.call("history", {"id": "b"})) == "not_found"
-    # Removing the newest version makes its predecessor current again (SPEC §4).
+    # Removing the newest version makes its predecessor current again (docs/contract.md §4).
     assert ids(ok(s.call("recall", {"query": "Alice"}))[0]) == ["p"]
 
 

@@ -1,8 +1,8 @@
 """Bad input to the document API raises an ``invalid`` error and writes nothing.
 
-SPEC §2: "Over a limit: a clear error, nothing written." SPEC §5: anything other than
-a caller error "must never be caused by any input a client can send." STYLE.md §4: no
-bare ValueError (or TypeError, or warning) leaves a public call.
+docs/contract.md §2: "Over a limit: a clear error, nothing written." docs/contract.md
+§5: anything other than a caller error "must never be caused by any input a client can
+send." STYLE.md §4: no bare ValueError (or TypeError, or warning) leaves a public call.
 
 Hypothesis generates wrong types, empty ids, over-limit text, metadata that is not
 JSON (or too deep, too big, NaN), embeddings with NaN, zeros or the wrong dimension,
@@ -240,7 +240,7 @@ def test_a_batch_with_one_bad_item_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_limits_are_inclusive(tmp_path: Path) -> None:
-    """Exactly at a limit is accepted; one over is refused (SPEC §2)."""
+    """Exactly at a limit is accepted; one over is refused (docs/contract.md §2)."""
     with Store.open(tmp_path / "store", sync="none") as store:
         store.add_document("words", "w " * validate.MAX_WORDS)
         store.add_document("bytes", "x" * validate.MAX_TEXT_BYTES)

@@ -1,6 +1,6 @@
 """The text segment is derived: deleting or damaging it loses nothing.
 
-SPEC §1: "Deleting every projection file and reopening must give the same answers."
+docs/contract.md §1: "Deleting every projection file and reopening must give the same answers."
 FORMAT.md §1: files named in §9 are derived, deletable, rebuilt from the journal.
 A damaged record is never served: it is detected by its checksum and rebuilt from
 the journal, on open after a crash (stats().opened_by == "replay+reconcile") or on

@@ -1,7 +1,7 @@
 """With a key, no plaintext of text, metadata or entities reaches any file.
 
-SPEC §2: "key: 32 raw bytes turn on encryption (AES-256-GCM); a wrong key is a clear
-error, never garbage." SPEC §6: "With a key, every byte of text, subject, entity and
+docs/contract.md §2: "key: 32 raw bytes turn on encryption (AES-256-GCM); a wrong key is a clear
+error, never garbage." docs/guarantees.md §6: "With a key, every byte of text, subject, entity and
 metadata on disk is ciphertext (journal and text segment alike); tests scan for
 plaintext."
 """

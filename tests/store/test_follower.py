@@ -1,6 +1,6 @@
 """A read-only follower sees the writer's changes after refresh(); one writer per store.
 
-SPEC §2: "One writer process per store: a second process that opens it for writing
+docs/contract.md §2: "One writer process per store: a second process that opens it for writing
 gets a clear StoreLockedError. Store.open(path, read_only=True) opens a follower that
 never writes and can refresh() to see the writer's new events."
 """

@@ -1,6 +1,6 @@
 """Search: deterministic ties, the ids filter, and cosine fusion.
 
-SPEC §2: "search_documents(query, k=10, *, embedding=None, ids=None) -> hits best
+docs/contract.md §2: "search_documents(query, k=10, *, embedding=None, ids=None) -> hits best
 first, each with id, score, lexical_score, semantic_score ... cosine is added when
 the caller gives an embedding ... ids restricts the search to those documents ...
 Ties are broken deterministically (document order of insertion)." "embedding
@@ -174,6 +174,6 @@ def test_compaction_keeps_the_embedding_dimension_and_fused_answers(tmp_path: Pa
         before = store.search_documents("apple", embedding=[1.0, 0.0])
         store.compact()
         assert store.search_documents("apple", embedding=[1.0, 0.0]) == before
-        assert store.embedding_dim == 2  # "fixed per store at first use" (SPEC §2)
+        assert store.embedding_dim == 2  # "fixed per store at first use" (docs/contract.md §2)
         with pytest.raises(InvalidError):
             store.add_document("c", "x", embedding=[1.0, 2.0, 3.0])

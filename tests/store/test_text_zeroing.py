@@ -1,6 +1,6 @@
 """A replaced or deleted document's record in the text segment is overwritten with zeros.
 
-SPEC §6: "Before forget returns, the removed facts' records in the text segment are
+docs/guarantees.md §6: "Before forget returns, the removed facts' records in the text segment are
 overwritten with zeros and synced." The document engine does the same for
 delete_document (zeroed and synced before it returns) and for a replacement (the old
 record is zeroed at once). Without purge the old text stays in the journal: the one
@@ -75,7 +75,7 @@ def test_removed_text_is_zeroed_in_the_text_segment_before_the_call_returns(
         assert data[HEADER_SIZE:off] == neighbours[0]
         assert data[off + size : off + size + len(neighbours[1])] == neighbours[1]
         # The documented exception: the journal still holds the old event until a
-        # compaction (SPEC §6); the text segment is the file that must not.
+        # compaction (docs/guarantees.md §6); the text segment is the file that must not.
         assert marker.encode() in _journal(path)
         doc = store.get_document("victim")
         assert (doc is None) if how == "delete" else (doc is not None and marker not in doc.text)

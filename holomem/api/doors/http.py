@@ -2,7 +2,7 @@
 
 Owns: the routes, authentication, and serving. The tenant pool is in
 :mod:`.tenants`, the checks that keep web pages and oversized requests out in
-:mod:`.webguard`. Every memory route is ``Memory.call`` (SPEC §5), so HTTP speaks
+:mod:`.webguard`. Every memory route is ``Memory.call`` (docs/contract.md §5), so HTTP speaks
 exactly the contract the library does. Imports the memory API, the engine's
 types, starlette and uvicorn (the ``serve`` extra).
 

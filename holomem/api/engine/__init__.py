@@ -1,4 +1,4 @@
-"""The engine tier: the journal wired to the projections (SPEC §2).
+"""The engine tier: the journal wired to the projections (docs/contract.md §2).
 
 - :mod:`.core` — :class:`Engine`: open, ``commit(build)``, ``reading()``/``read()``,
   followers, compaction's switch, close;

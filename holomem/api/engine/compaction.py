@@ -1,4 +1,4 @@
-"""Compaction: the live state rewritten into a new generation (SPEC §6).
+"""Compaction: the live state rewritten into a new generation (docs/guarantees.md §6).
 
 Owns: the events that re-create every live document and fact as it is now
 (:func:`live_events`), and the writing of them into a new generation with its

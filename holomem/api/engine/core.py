@@ -251,7 +251,8 @@ class Engine:
                 self._text.sync()
 
     def compact(self, *, purge: bool = False) -> None:
-        """Rewrite the journal into a new generation holding only the live state (SPEC §6).
+        """Rewrite the journal into a new generation holding only the live state
+        (docs/guarantees.md §6).
 
         Deleted and replaced documents, forgotten facts and their events are left
         behind. The new generation is written beside the old one, synced, and

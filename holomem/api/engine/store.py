@@ -1,4 +1,4 @@
-"""The document engine, ``holomem.Store`` (SPEC §2): the document calls on the engine.
+"""The document engine, ``holomem.Store`` (docs/contract.md §2): the document calls on the engine.
 
 Owns: the document API — add, replace, get, has, delete, search, similar, ids —
 each validated before anything is written and built only on the engine's public
@@ -149,7 +149,7 @@ class Store(Engine):
     def search_documents(self, query: str, k: int = 10, *,
                          embedding: Sequence[float] | None = None,
                          ids: Iterable[str] | None = None) -> list[Hit]:
-        """The ``k`` best documents for ``query``, best first (SPEC §2).
+        """The ``k`` best documents for ``query``, best first (docs/contract.md §2).
 
         Lexical scoring is BM25 (k1 = 1.2, b = 0.4). With ``embedding``, cosine
         similarity is fused in (see :mod:`holomem.projections.fusion`). ``ids``

@@ -1,4 +1,4 @@
-"""The document engine's types: what ``Store`` takes and returns (SPEC §2).
+"""The document engine's types: what ``Store`` takes and returns (docs/contract.md §2).
 
 Owns: :class:`Document`, :class:`DocumentInput`, :class:`Hit`, :class:`StoreStats`.
 Imports msgspec only.

@@ -192,7 +192,7 @@ class View:
 
     def search(self, query: str, k: int, embedding: bytes, allowed: np.ndarray | None
                ) -> list[Hit]:
-        """The ``k`` best documents, best first; ties in write order (SPEC §2)."""
+        """The ``k`` best documents, best first; ties in write order (docs/contract.md §2)."""
         fused = self.fused(query, embedding, allowed)
         ids_of = self.state.catalog.ids
         return [

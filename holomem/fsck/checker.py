@@ -1,70 +1,43 @@
-"""``python -m holomem.fsck STORE [--repair] [--json] [--key-file F]``: check and repair a store.
+"""The store checker: :func:`check` finds every problem of a store, and repairs some.
 
-Owns: the store checker (SPEC §7). Imports the log, the events and the
-projections that lay out derived files; with ``--repair`` it rebuilds derived
-files by opening the store (``holomem.Store``), the same code that builds them on
-every open, rather than a second copy of it.
-
-What is checked, and what ``--repair`` does about it:
-
-==========================  =====================================  ==========================
-problem                     meaning                                repair
-==========================  =====================================  ==========================
-``leftover``                a generation left by an interrupted    overwrite with zeros, unlink
-                            compaction (``gen-N.tmp`` or an old
-                            ``gen-N``)
-``journal.torn``            a torn tail: the last write never      cut it (the cut bytes are
-                            completed                              saved to a backup first)
-``corrupt.*``               damage before the tail: a bad frame,   none: reported, exit 4
-                            a sequence gap, a bad header, a
-                            missing segment, failed authentication;
-                            or damage in the last frames of a
-                            journal whose watermark says they
-                            were durable (acknowledged)
-``corrupt.header`` on       the watermark is unreadable            remove it (saved to a
-the watermark                                                      backup first), if nothing
-                                                                   else is wrong with the
-                                                                   journal; the writer's open
-                                                                   writes a new one
-``event.undecodable``       a frame holding something that is not  none: reported, exit 4
-                            a holomem event
-``text.header``             the text segment is missing, or its    rebuild it from the journal
-                            header is unreadable or foreign
-``text.record``             a live document's record does not      rebuild
-                            read back intact
-``text.stale``              bytes that should be zero are not      rebuild (old bytes zeroed)
-                            (text of a removed document, or of an
-                            unacknowledged write)
-``purge.pending``           a purge was requested and its          finish the purge
-                            compaction did not finish
-==========================  =====================================  ==========================
+Owns: the check (docs/guarantees.md §7) -- the journal frame by frame, its events, the
+watermark, the text segment against the journal, leftovers and pending purges -- and the
+repair. Imports the log, the events and the projections that lay out derived files;
+``repair`` rebuilds derived files by opening the store (``holomem.api.engine.Store``),
+the same code that builds them on every open, rather than a second copy of it. The
+advice attached to each finding is :mod:`holomem.fsck.advice`'s; the findings and the
+report are :mod:`holomem.fsck.findings`'s. The table of finding kinds is in
+:mod:`holomem.fsck`.
 
 Nothing is ever dropped silently: a repair that cuts bytes saves them first and
-says where. Exit codes follow e2fsck: 0 clean, 1 errors corrected, 4 errors left
-uncorrected, 8 operational error (no store, unreadable, wrong key, locked).
-Run it on a closed store; ``--repair`` takes the writer's lock.
+says where. Run it on a closed store; ``repair`` takes the writer's lock.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from holomem.errors import (
     CorruptError,
     HolomemError,
     KeyRequiredError,
+    NotFoundError,
     UnexpectedKeyError,
     WrongKeyError,
 )
 from holomem.events import PurgeRequested
 from holomem.events import decode as decode_event
+from holomem.fsck.advice import Advisor
+from holomem.fsck.findings import (
+    EXIT_CLEAN,
+    EXIT_CORRECTED,
+    EXIT_OPERATIONAL,
+    EXIT_UNCORRECTED,
+    Finding,
+    Report,
+)
 from holomem.log import fs
 from holomem.log.backup import backup_dir as default_backup_dir
 from holomem.log.backup import cut_tail
@@ -89,41 +62,8 @@ from holomem.log.writer import Segment
 from holomem.projections.catalog import Catalog
 from holomem.projections.text import TextSegment
 
-EXIT_CLEAN, EXIT_CORRECTED, EXIT_UNCORRECTED, EXIT_OPERATIONAL = 0, 1, 4, 8
-
-
-@dataclass
-class Finding:
-    code: str
-    path: str
-    offset: int
-    length: int
-    message: str
-    repairable: bool
-    repaired: bool = False
-    backup: str | None = None
-
-
-@dataclass
-class Report:
-    store: str
-    generation: int = 0
-    segments: int = 0
-    transactions: int = 0
-    documents: int = 0
-    findings: list[Finding] = field(default_factory=list)
-    error: str | None = None
-    exit_code: int = EXIT_CLEAN
-    seconds: float = 0.0
-
-    @property
-    def clean(self) -> bool:
-        return not self.findings and self.error is None
-
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["clean"] = self.clean
-        return out
+__all__ = ["EXIT_CLEAN", "EXIT_CORRECTED", "EXIT_OPERATIONAL", "EXIT_UNCORRECTED",
+           "Finding", "Report", "check"]
 
 
 class _Progress:
@@ -162,16 +102,21 @@ def _generations(path: str) -> tuple[list[int], list[str]]:
 
 
 def check(path: str, *, key: bytes | None = None, repair: bool = False,
-          backup_dir: str | None = None) -> Report:
-    """Check (and with ``repair``, repair) the store at ``path``; never raises for damage."""
+          backup_dir: str | None = None, key_file: str | None = None) -> Report:
+    """Check (and with ``repair``, repair) the store at ``path``; never raises for damage.
+
+    Every finding left unrepaired carries its ``next_step``, and the report one for the
+    whole store (or for the error that stopped the check); ``key_file`` is only named in
+    the commands they suggest.
+    """
     t0 = time.monotonic()
     report = Report(store=os.path.abspath(path))
     try:
         _check(report, key, repair, backup_dir)
     except HolomemError as exc:
-        report.error = f"{exc.code}: {exc}"
+        report.error, report.error_code = f"{exc.code}: {exc}", exc.code
     except OSError as exc:
-        report.error = f"io: {exc}"
+        report.error, report.error_code = f"io: {exc}", "io"
     report.seconds = round(time.monotonic() - t0, 3)
     if report.error is not None:
         report.exit_code = EXIT_OPERATIONAL
@@ -179,13 +124,23 @@ def check(path: str, *, key: bytes | None = None, repair: bool = False,
         report.exit_code = EXIT_UNCORRECTED
     elif report.findings:
         report.exit_code = EXIT_CORRECTED
+    advise(report, key_file=key_file, encrypted=key is not None, tried=repair)
     return report
+
+
+def advise(report: Report, *, key_file: str | None, encrypted: bool, tried: bool) -> None:
+    """Attach the next step to every finding of ``report`` and to the report."""
+    advisor = Advisor(report.store, key_file=key_file, encrypted=encrypted)
+    blocked = any(not f.repairable for f in report.findings)
+    for f in report.findings:
+        f.next_step = advisor.for_finding(f, blocked=blocked, tried=tried)
+    report.next_step = advisor.for_report(report, tried=tried)
 
 
 def _check(report: Report, key: bytes | None, repair: bool, backup_dir: str | None) -> None:
     path = report.store
     if not os.path.isdir(path):
-        raise HolomemError(f"no store directory at {path!r}")
+        raise NotFoundError(f"no store directory at {path!r}")
     key = validate_key(key)
     lock_fd = fs.lock(os.path.join(path, LOCK_NAME)) if repair else None
     try:
@@ -225,7 +180,7 @@ def _check(report: Report, key: bytes | None, repair: bool, backup_dir: str | No
 def _scan(report: Report, path: str, key: bytes | None) -> None:
     live, tmp = _generations(path)
     if not live:
-        raise HolomemError(f"{path!r} holds no holomem generation (not a store?)")
+        raise NotFoundError(f"{path!r} holds no holomem generation (not a store?)")
     for name in tmp + [generation_name(g) for g in live[:-1]]:
         report.findings.append(Finding(
             "leftover", os.path.join(path, name), 0, 0,
@@ -241,7 +196,8 @@ def _scan(report: Report, path: str, key: bytes | None) -> None:
     for p in problems:
         report.findings.append(Finding(
             "journal.torn" if p.tail else p.code, p.path, p.offset, p.length,
-            _explain_log(p, alone), p.tail or (alone and _is_watermark(p.path))))
+            _explain_log(p, alone), p.tail or (alone and _is_watermark(p.path)),
+            durable=p.durable))
     if segments:
         _check_key(segments[0], key)
         journal_ok = not any(not p.tail for p in problems)
@@ -355,49 +311,3 @@ def _check_frames_and_text(report: Report, gen_dir: str, segments: list[Segment]
         report.findings.append(Finding(
             "text.stale", text_path, text.end, len(raw) - text.end,
             "bytes past the last record (an unacknowledged write?)", True))
-
-
-def _text(report: Report) -> str:
-    lines = [f"holomem fsck {report.store}"]
-    if report.error:
-        lines.append(f"  cannot check: {report.error}")
-    else:
-        lines.append(f"  generation {report.generation}: {report.segments} segments, "
-                     f"{report.transactions} transactions, {report.documents} live documents")
-        for f in report.findings:
-            state = ("repaired" if f.repaired
-                     else "repairable" if f.repairable else "NOT repairable")
-            where = f"{f.path} at offset {f.offset}" if os.path.isfile(f.path) else f.path
-            lines.append(f"  [{state}] {f.code}: {where} ({f.length} bytes): {f.message}")
-            if f.backup:
-                lines.append(f"      cut bytes saved to {f.backup}")
-        if report.clean:
-            lines.append("  clean")
-    lines.append(f"  exit {report.exit_code} ({report.seconds:.3f} s)")
-    return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m holomem.fsck",
-                                 description="check (and repair) a holomem store")
-    ap.add_argument("store")
-    ap.add_argument("--repair", action="store_true", help="repair what can be repaired")
-    ap.add_argument("--json", action="store_true", help="print the report as JSON")
-    ap.add_argument("--key-file", help="file holding the store's 32-byte key")
-    ap.add_argument("--backup-dir", help="where to save bytes a repair cuts "
-                    "(default: STORE.fsck-backup beside the store)")
-    args = ap.parse_args(argv)
-    key = None
-    if args.key_file:
-        try:
-            key = fs.read_file(args.key_file)
-        except HolomemError as exc:
-            print(f"cannot read the key file: {exc}", file=sys.stderr)
-            return EXIT_OPERATIONAL
-    report = check(args.store, key=key, repair=args.repair, backup_dir=args.backup_dir)
-    print(json.dumps(report.to_json(), indent=2) if args.json else _text(report))
-    return report.exit_code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

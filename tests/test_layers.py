@@ -51,7 +51,7 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     # AsyncMemory is Memory's asyncio face: above Memory, below the doors.
     ("holomem.api.aio", MEMORY_API, ()),
     ("holomem.api", MEMORY_API, ("msgspec", "numpy")),
-    ("holomem.integrations", DOORS, ("msgspec", "agent", "hermes_constants")),
+    ("holomem.integrations", DOORS, ("msgspec", "agent", "hermes_constants", "langgraph")),
     ("holomem.client", DOORS, ("msgspec", "httpx")),
     # fsck checks with the log, the events and the projections that lay out derived
     # files; its --repair rebuilds them by opening the store (the engine).

@@ -404,6 +404,17 @@ def copy_tree(src: str, dst: str) -> None:
                 close(fd)
 
 
+def discard_output(fd: int) -> None:
+    """Point the file descriptor ``fd`` at the null device, so later writes to it vanish
+    (a command whose reader closed the pipe, e.g. ``holomem list S | head -1``, then
+    exits quietly instead of failing again on the interpreter's final flush)."""
+    null = _open(os.devnull, os.O_WRONLY)
+    try:
+        _call("redirecting to", os.devnull, os.dup2, null, fd)
+    finally:
+        close(null)
+
+
 def lock(path: str) -> int:
     """Take the exclusive writer lock at ``path``; raise StoreLockedError if held.
 

@@ -1,0 +1,101 @@
+"""Every command exits as docs/cli.md says: 1 not found (``get`` included) or refused
+(a conflict), 2 bad usage, input or configuration, 3 the store cannot be opened — with
+``error: ...`` on stderr, nothing on stdout, and no traceback. A store that is missing
+stays missing, and a read works while another process holds the writer lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from holomem import Memory, Store
+from tests.cli.run import holomem_all, make_store
+
+
+def check(cases: Sequence[Sequence[str]], status: int) -> None:
+    for args, done in zip(cases, holomem_all(cases), strict=True):
+        assert done.returncode == status, (args, done.returncode, done.stderr)
+        assert done.stdout == "", (args, done.stdout)
+        assert "error: " in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)
+
+
+def test_not_found_and_refused_exit_1(tmp_path: Path) -> None:
+    s = str(tmp_path / "s")
+    make_store(tmp_path / "s", [{"id": "a", "text": "Ann lives in Oslo"}])
+    clash = tmp_path / "clash.jsonl"
+    with Store.open(s, read_only=True) as store:
+        record = next(Memory(store).export())
+    clash.write_text(json.dumps({**record, "text": "Ann lives in Rome", "digest": None}) + "\n")
+    check([["get", s, "nope"], ["get", s, "nope", "--json"], ["history", s, "nope"],
+           ["explain", s, "Oslo", "nope"], ["remember", s, "--id", "a", "--text", "other"],
+           ["import", s, str(clash)]], 1)
+
+
+def test_bad_usage_input_or_configuration_exit_2(tmp_path: Path) -> None:
+    s = str(tmp_path / "s")
+    make_store(tmp_path / "s", [{"id": "a", "text": "Ann lives in Oslo"}])
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"recency": {"exponential": {"halfLifeMs": -5}}}')
+    other = tmp_path / "other.json"
+    other.write_text('{"supersession": "latest-by-subject"}')
+    malformed = tmp_path / "malformed.jsonl"
+    malformed.write_text('{"id": "q"}\n')
+    missing = str(tmp_path / "missing")
+    check([
+        ["recall", s, "Oslo", "--as-of", "yesterday"],
+        ["recall", s, "Oslo", "--k", "0"],
+        ["recall", s, "Oslo", "--namespace", '["unclosed'],
+        ["recall", s, "Oslo", "--config", str(other)],  # not the store's configuration
+        ["remember", s, "--text", "x", "--metadata", "{"],
+        ["remember", s, "--text", "   "],
+        ["remember", s, "--text", "x", "--config", str(bad)],
+        ["remember", s, "--text", "x", "--valid-from", "2025-13-01"],
+        ["get", s, ""],
+        ["list", s, "--cursor", "not-a-cursor"],
+        ["list", s, "--limit", "0"],
+        ["list-namespaces", s, "--max-depth", "-1"],
+        ["info", s, "--key-file", missing],
+        ["forget", s, "--subject", "x"],  # stdin is no terminal and no --yes
+        ["forget", s],  # no scope
+        ["forget", s, "--subject", "x", "--entity", "y", "--dry-run"],  # two scopes
+        ["import", s, missing],
+        ["import", s, str(malformed)],
+        ["export", s, "-o", os.path.join(missing, "out.jsonl")],
+        ["config", s, "--set", str(bad)],
+        ["no-such-command"],
+    ], 2)
+
+
+def test_a_store_that_cannot_be_opened_exits_3(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing")
+    cases: list[list[str]] = [
+        ["recall", missing, "q"], ["explain", missing, "q", "id"], ["get", missing, "id"],
+        ["history", missing, "id"], ["list", missing], ["list-namespaces", missing],
+        ["info", missing], ["config", missing], ["export", missing],
+        ["forget", missing, "--id", "x", "--dry-run"], ["forget", missing, "--id", "x", "-y"]]
+    key, wrong = tmp_path / "key", tmp_path / "wrong"
+    key.write_bytes(os.urandom(32))
+    wrong.write_bytes(os.urandom(32))
+    secret = str(tmp_path / "secret")
+    with Store.open(secret, key=key.read_bytes()):
+        pass
+    cases += [["info", secret], ["list", secret, "--key-file", str(wrong)]]
+    held = str(tmp_path / "held")
+    records = tmp_path / "records.jsonl"
+    records.write_text("")
+    config = tmp_path / "config.json"
+    config.write_text("{}")
+    with Store.open(held) as writer:  # another process's writer, as far as the CLI knows
+        Memory(writer).remember("Ann lives in Oslo", id="a")
+        cases += [["remember", held, "--text", "x"], ["forget", held, "--id", "a", "-y"],
+                  ["import", held, str(records)], ["config", held, "--set", str(config)],
+                  ["info", held, "--key-file", str(key)]]
+        check(cases, 3)
+        reads = holomem_all([["list", held, "--jsonl"], ["forget", held, "--id", "a",
+                                                          "--dry-run", "--json"]])
+    assert [r.returncode for r in reads] == [0, 0], [r.stderr for r in reads]
+    assert json.loads(reads[1].stdout)["removed"] == ["a"]
+    assert not os.path.exists(missing)

@@ -52,7 +52,7 @@ from holomem.crashtest.cases import (
 )
 from holomem.crashtest.checks import CHECK_MS, Verdict, marker_needle, partial_batches, verify
 from holomem.crashtest.child import CHILD_TIMEOUT, STORE_IN_RUN, spawn, store_path
-from holomem.crashtest.cli import main, summary, table
+from holomem.crashtest.cli import Progress, main, parser, summary, table
 from holomem.crashtest.disk import FAULT_LOG, Disk, ModelError, power_loss, read_tree
 from holomem.crashtest.run import (
     FAULTS,
@@ -83,9 +83,9 @@ __all__ = [
     "BASE_MS", "CHECK_MS", "CHILD_TIMEOUT", "CONFIG", "DEFAULT_FAULTS", "FAULTS",
     "FAULT_LOG", "KEY", "MARKERS", "RESUMED", "SEGMENT_SIZE", "STEP_MS", "STORE_IN_RUN",
     "SYNC_MODES",
-    "Case", "Disk", "ModelError", "Reference", "Result", "Verdict",
+    "Case", "Disk", "ModelError", "Progress", "Reference", "Result", "Verdict",
     "case_seed", "default_jobs", "hit_counts", "main", "marker_needle", "matrix",
-    "partial_batches", "plan", "power_loss", "read_acks", "read_resumed_acks",
+    "parser", "partial_batches", "plan", "power_loss", "read_acks", "read_resumed_acks",
     "read_tree", "reference_run", "resume_workload", "run_case", "run_matrix",
     "run_workload", "scan_files", "spawn", "store_path", "summary", "table",
     "variant_name", "verify",

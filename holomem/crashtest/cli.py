@@ -1,11 +1,13 @@
 """The harness's command line: ``python -m holomem.crashtest [options]``.
 
-Owns: the options, the run they ask for (the reference runs, then the matrix), and what
-is printed: a table of every run and every finding in full (:func:`table`), or with
-``--json`` the same as JSON. Exits 0 if every run passed and every crash point was
-reached. Hands ``--child`` to :mod:`holomem.crashtest.child`. The harness's own files
-go through :mod:`holomem.log.fs` too, but only the children record what it does: the
-parent (and the pool it starts) never has a tap installed.
+Owns: the options (:func:`parser`), the run they ask for (the reference runs, then the
+matrix), its progress on stderr (:class:`Progress`: one line per case when stderr is not
+a terminal -- a CI log, a pipe, a file --, one status line rewritten in place when it
+is), and what is printed on stdout: a table of every run and every finding in full
+(:func:`table`), or with ``--json`` the same as JSON. Exits 0 if every run passed and
+every crash point was reached. Hands ``--child`` to :mod:`holomem.crashtest.child`. The
+harness's own files go through :mod:`holomem.log.fs` too, but only the children record
+what it does: the parent (and the pool it starts) never has a tap installed.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sys
 import time
 from collections.abc import Sequence
+from typing import TextIO
 
 from holomem.crashtest import child
-from holomem.crashtest.cases import SYNC_MODES, matrix, run_matrix
+from holomem.crashtest.cases import SYNC_MODES, default_jobs, matrix, run_matrix
 from holomem.crashtest.run import FAULTS, Reference, Result, reference_run
 from holomem.log import fs
 
@@ -66,15 +70,53 @@ def table(results: Sequence[Result], references: Sequence[Reference], seed: int,
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the harness (with ``--child``: be the child); return the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if "--child" in argv:
-        return child.main(argv)
-    # Only the children record (they get the variable from spawn): not this process,
-    # nor the pool's, which inherit its environment.
-    os.environ.pop("HOLOMEM_FAULT_LOG", None)
-    fs.install_tap(None)
+class Progress:
+    """Progress of the matrix on ``stream``: a line per case finished when the stream is
+    not a terminal (so a log shows every case as it ends), else one status line
+    rewritten in place. Reference runs are reported as lines either way."""
+
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = self.stream.isatty()
+        self.total = total
+        self.done = 0
+        self.t0 = time.monotonic()
+        self._status = False  # a status line is on screen, not ended
+
+    def reference(self, ref: Reference) -> None:
+        self.note(f"crashtest: reference run {ref.variant}: {len(ref.hits)} crash points, "
+                  f"{sum(ref.hits.values())} hits in {len(ref.results)} steps "
+                  f"({ref.seconds:.1f} s)")
+
+    def case(self, r: Result) -> None:
+        self.done += 1
+        c = r.case
+        what = (f"[{self.done}/{self.total}] {c.variant} {c.point}:{c.hit} {c.fault}: "
+                f"{r.outcome}")
+        if not self.tty:
+            extra = f"; {r.violations[0].splitlines()[0]}" if r.violations else ""
+            self.note(f"crashtest {what} ({r.seconds:.1f} s){extra}")
+            return
+        elapsed = time.monotonic() - self.t0
+        width = max(20, shutil.get_terminal_size().columns - 1)
+        print(f"\r{f'crashtest {what} ({elapsed:.0f} s)'[:width]}\x1b[K", end="",
+              file=self.stream, flush=True)
+        self._status = True
+
+    def note(self, text: str) -> None:
+        """A line of its own (ending the status line first, on a terminal)."""
+        if self._status:
+            print(file=self.stream)
+            self._status = False
+        print(text, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self._status:
+            print(file=self.stream, flush=True)
+            self._status = False
+
+
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m holomem.crashtest",
                                  description="crash the workload at every crash point and "
                                  "check that every acknowledged write survives")
@@ -95,6 +137,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=None,
                     help="runs at a time (default: twice the CPUs)")
     ap.add_argument("--keep", help="copy the directory of every failing run here")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the harness (with ``--child``: be the child); return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--child" in argv:
+        return child.main(argv)
+    # Only the children record (they get the variable from spawn): not this process,
+    # nor the pool's, which inherit its environment.
+    os.environ.pop("HOLOMEM_FAULT_LOG", None)
+    fs.install_tap(None)
+    ap = parser()
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().getrandbits(32)
     faults = FAULTS if args.fault == "all" else tuple(args.fault.split(","))
@@ -104,22 +159,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     syncs = SYNC_MODES if args.sync == "both" else (args.sync,)
     hits = [int(h) for h in args.hits.split(",")] if args.hits else None
     t0 = time.monotonic()
-    print(f"crashtest: seed {seed}", file=sys.stderr)
-    refs = [reference_run(enc, sync) for enc in keys for sync in syncs]
+    print(f"crashtest: seed {seed}", file=sys.stderr, flush=True)
+    progress = Progress(0)
+    refs = []
+    for enc in keys:
+        for sync in syncs:
+            refs.append(reference_run(enc, sync))
+            progress.reference(refs[-1])
     cases = [c for ref in refs for c in matrix(ref, faults=faults, seed=seed,
                                                 points=args.point, hits=hits, soak=args.soak)]
-    done = [0]
-
-    def tick(r: Result) -> None:
-        done[0] += 1
-        if sys.stderr.isatty():
-            c = r.case
-            print(f"\r{done[0]}/{len(cases)} {c.point}:{c.hit} {c.fault} {r.outcome:<12}",
-                  end="", file=sys.stderr)
-
-    results = run_matrix(cases, refs, jobs=args.jobs, keep=args.keep, progress=tick)
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
+    progress.total = len(cases)
+    progress.note(f"crashtest: {len(cases)} runs, {args.jobs or default_jobs()} at a time")
+    try:
+        results = run_matrix(cases, refs, jobs=args.jobs, keep=args.keep,
+                             progress=progress.case)
+    finally:
+        progress.close()
     seconds = time.monotonic() - t0
     never = [f"{ref.variant}: {p}" for ref in refs for p, n in ref.hits.items() if n == 0]
     if args.json:

@@ -383,3 +383,19 @@ def test_salvage_of_a_store_open_for_writing_is_refused(
     assert report.exit_code == 8 and report.error_code == "locked"
     assert "stop it" in report.next_step
     assert not [n for n in os.listdir(tmp_path) if n.startswith("dest")]
+
+
+@pytest.mark.parametrize("entry", [
+    ["-m", "holomem.fsck"], [str(REPO / "tools" / "fsck.py")], ["-m", "holomem", "fsck"]],
+    ids=["module", "tools", "holomem-cli"])
+def test_every_entry_point_salvages(bases: dict[str, tuple[c.Built, Written]],
+                                    tmp_path: Path, entry: list[str]) -> None:
+    built = _copy(bases["plain"][0], tmp_path / "store")
+    (first,) = first_frame(built.path)
+    dest = str(tmp_path / "salvaged")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, *entry, built.path, "--salvage", dest],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"- transaction 1: {first.path} at offset {first.offset}" in done.stdout
+    assert check(dest).exit_code == 0

@@ -60,7 +60,8 @@ def settle(store: Store, given: MemoryConfig | None, initial: MemoryConfig | Non
             raise ConflictError(
                 "this store's configuration differs from the one given: "
                 f"{config_to_json(stored).decode()} is recorded; omit the configuration to "
-                "use it, or pass persist=True to record the new one")
+                "use it, or record the new one (Memory(..., persist=True); from the shell, "
+                "holomem config STORE --set FILE)")
         return given, True
 
     if store.read_only:

@@ -79,10 +79,10 @@ def select(view: View, scope: ForgetScope, within: Namespace = ()) -> list[str]:
         bound = scope.ingested_before if field == "ingested_before" else scope.event_before
         assert bound is not None
         slots = [int(s) for s in live[(col != UNSET) & (col < bound)]]
-    else:  # metadata: every given key equal, as JSON (the filter's $eq)
-        equal = filters.Filter(tuple(filters.Condition(k, "$eq", v)
-                                     for k, v in (scope.metadata or {}).items()), (), (), (), ())
-        slots = [int(s) for s in np.flatnonzero(filters.evaluate(view, equal))]
+    else:  # metadata: the filter grammar's metadata object (a plain value is $eq)
+        where = filters.compile_filter({"metadata": scope.metadata}, "scope")
+        assert where is not None
+        slots = [int(s) for s in np.flatnonzero(filters.evaluate(view, where))]
     if within:
         keep = set(live_facts(view, within).tolist())
         slots = [s for s in slots if s in keep]

@@ -199,3 +199,14 @@ def test_contradict_takes_a_filter(store: Store, clock: ManualClock) -> None:
     with_b = memory.contradict(k=10)
     only_a = memory.contradict(k=10, filter={"metadata": {"src": "a"}})
     assert len(only_a.pairs) == 1 and len(with_b.pairs) >= len(only_a.pairs)
+
+
+def test_the_metadata_forget_scope_reads_the_filter_grammar(memory: Memory) -> None:
+    for i in range(6):
+        memory.remember(id=f"f{i}", text=f"fact {i}", metadata={"n": i, "tag": "x" * (i % 2)})
+    report = memory.forget({"metadata": {"n": {"$gte": 4}}}, dry_run=True)
+    assert report.removed == ["f4", "f5"]
+    assert memory.forget({"metadata": {"n": 1, "tag": "x"}}, dry_run=True).removed == ["f1"]
+    with pytest.raises(InvalidError):
+        memory.forget({"metadata": {"n": {"$near": 1}}})
+    assert len(memory.list().facts) == 6

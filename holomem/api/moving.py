@@ -1,0 +1,114 @@
+"""The calls of ``Memory`` that move facts: export, import and re-embedding
+(docs/contract.md §4d, §4e).
+
+Owns: :class:`Moving` — export in blocks, import in atomic batches
+(:mod:`.transfer` plans them), and ``reembed`` (:mod:`.embedding` runs it). Imports the
+memory API's modules and the engine; ``Memory`` (:mod:`.memory`) composes it.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from holomem.api import (
+    embedding,
+    transfer,
+    validate,
+)
+from holomem.api.configuration import Configured
+from holomem.api.engine import View
+from holomem.api.types import (
+    ImportReport,
+)
+from holomem.errors import InvalidError
+from holomem.events import Event
+
+
+class Moving(Configured):
+    """Export, import and re-embed.
+
+    (Annotations here say ``builtins.list``: in Memory, ``list`` is a method.)
+    """
+
+    # -- export and import ----------------------------------------------------------------
+    def export(self, namespace: Sequence[str] | None = None
+               ) -> Iterator[dict[str, Any]]:
+        """Every fact at or under ``namespace`` (default: all), one JSON-ready dict each
+        (camelCase; the :class:`~holomem.api.types.FactExport` form), in write order,
+        with all it takes to rebuild it exactly: id, namespace, text, subject,
+        entities, metadata, the caller's embedding, every time including
+        ``ingestTime``, links with their known-at times, confidence and feedback.
+
+        Facts are read ``transfer.EXPORT_BLOCK`` at a time, so writers are never held
+        up for long; facts written after the export began are not in it. Plain
+        documents (``Store.add_documents``) are not facts and are not exported.
+        Errors: ``invalid_request`` (a bad namespace).
+        """
+        ns = validate.namespace(namespace)
+        for block in transfer.export_blocks(self.store, ns):
+            yield from (transfer.as_dict(r) for r in block)
+
+    def import_(self, records: Iterable[Any], *, batch_size: int = transfer.IMPORT_BATCH,
+                progress: Callable[[int], None] | None = None,
+                drop_embeddings: bool = False) -> ImportReport:
+        """Restore exported facts: JSON lines (str or bytes), dicts or FactExport records.
+
+        Written ``batch_size`` records per transaction (each all or nothing), keeping
+        ids, ingest times, digests, confidence, feedback and links exactly; no policy
+        runs. Into an empty store, every recall answers as it did on the source. A
+        fact already stored with the same payload is left alone (``unchanged``); one
+        with another payload is a ``conflict`` naming its line, and a malformed record
+        is ``invalid_request`` naming its line: that batch writes nothing and the
+        import stops (earlier batches stay). ``progress(n)`` is called with the
+        records done after each batch. With an embedder, a record without an
+        embedding is embedded; ``drop_embeddings`` ignores every record's embedding
+        (to move facts to a store of another embedder).
+        Limits: ``batch_size`` <= ``transfer.MAX_IMPORT_BATCH``; each record as
+        :meth:`remember`. Errors: ``invalid_request``, ``limit``, ``conflict``.
+        """
+        size = transfer.batch_size(batch_size)
+        importer = transfer.Importer()
+        done = 0
+        for batch in transfer.batches(records, size):
+            if drop_embeddings or self.embedder is not None:
+                batch = transfer.revectored(batch, self._embed_all, drop_embeddings)
+
+            def build(view: View, batch: builtins.list[transfer.Incoming] = batch
+                      ) -> builtins.list[Event]:
+                return importer.plan(view, batch)
+
+            seq, _ = self.store.commit(build)
+            done += len(batch)
+            if seq and importer.written:
+                self.notify("import", importer.written, seq)
+            if progress is not None:
+                progress(done)
+        return ImportReport(imported=importer.imported, unchanged=importer.unchanged,
+                            batches=importer.batches,
+                            unresolved_links=importer.unresolved_links)
+
+    def _embed_all(self, texts: builtins.list[str]) -> builtins.list[builtins.list[float]] | None:
+        if self.embedder is None:
+            return None
+        return embedding.vectors(self.embedder, texts).tolist()  # type: ignore[no-any-return]
+
+    def reembed(self, *, batch_size: int = embedding.REEMBED_BATCH,
+                progress: Callable[[int], None] | None = None) -> int:
+        """Rewrite every stored document's vector with this Memory's embedder, in place
+        (order, text and ids unchanged), ``batch_size`` per transaction; the store
+        records the new identity with the last batch. Resumable: after a crash, open
+        again with ``reembed=True`` and call this again; it goes on where it stopped.
+        Meanwhile semantic scores mix both models. Returns the documents rewritten.
+        Limits: ``batch_size`` <= ``embedding.MAX_REEMBED_BATCH``.
+        Errors: ``invalid_request`` (no embedder), ``conflict`` (another re-embed, to
+        another embedder, began meanwhile), ``read_only``.
+        """
+        if self.embedder is None or self._pinned is None:
+            raise InvalidError("reembed() needs a Memory with an embedder")
+        done = embedding.reembed(self.store, self.embedder, self._pinned,
+                                 embedding.batch_size(batch_size), self.clock.now_ms, progress)
+        self._pinned = embedding.Pinned(self._pinned.mine, True)
+        return done
+

@@ -150,7 +150,7 @@ def test_a_bad_memory_config_stops_serve_before_it_listens(tmp_path: Path) -> No
 
 
 def test_serve_refuses_bad_options_at_start(tmp_path: Path) -> None:
-    for args in (["--max-tenants", "0"], ["--port", "70000"],
+    for args in (["--max-tenants", "0"], ["--max-tenant-stores", "0"], ["--port", "70000"],
                  ["--allow-origin", "app.example"], ["--allow-origin", "https://a.example/x"],
                  ["--allow-host", "a b"], ["--allow-host", "a.example:http"]):
         done = subprocess.run([sys.executable, "-m", "holomem", "serve", "--data",

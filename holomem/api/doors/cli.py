@@ -509,7 +509,8 @@ def _serve(args: argparse.Namespace) -> int:
                 raise InvalidError(f"--config {args.config}: {exc}") from exc
         app = create_app(args.data, host=args.host, port=args.port, api_key=api_key,
                          config=config, key=key, max_tenants=args.max_tenants,
-                         allowed_hosts=args.allow_host, allowed_origins=args.allow_origin)
+                         allowed_hosts=args.allow_host, allowed_origins=args.allow_origin,
+                         max_tenant_stores=args.max_tenant_stores)
     except (OSError, UnicodeDecodeError, HolomemError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -789,6 +790,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="file holding the 32-byte encryption key of every tenant's store")
     srv.add_argument("--max-tenants", type=int, default=64, metavar="N",
                      help="stores kept open at once (default 64)")
+    srv.add_argument("--max-tenant-stores", type=int, default=1000, metavar="N",
+                     help="tenant stores that may exist; a new tenant past it is refused "
+                     "(limit, HTTP 507) and the others are served (default 1000)")
     srv.add_argument("--allow-host", action="append", default=[], metavar="NAME[:PORT]",
                      help="another Host name clients may use (repeatable; besides IP "
                      "addresses, localhost and --host)")

@@ -2,9 +2,11 @@
 
 Owns: the routes, authentication, and serving. The tenant pool is in
 :mod:`.tenants`, the checks that keep web pages and oversized requests out in
-:mod:`.webguard`. Every memory route is ``Memory.call`` (docs/contract.md §5), so HTTP speaks
-exactly the contract the library does. Imports the memory API, the engine's
-types, starlette and uvicorn (the ``serve`` extra).
+:mod:`.webguard`, the route shapes and the OpenAPI document in :mod:`.httpschema`, the
+startup line and the access log in :mod:`.accesslog`. Every memory route is
+``Memory.call`` (docs/contract.md §5), so HTTP speaks exactly the contract the library
+does. Imports the memory API, the engine's types, starlette and uvicorn (the ``serve``
+extra).
 
 Why Starlette and uvicorn: Starlette is the small, well-kept ASGI toolkit (routing,
 requests, responses, lifespan) without a model layer we would not use — msgspec
@@ -21,12 +23,18 @@ Routes (JSON in and out; every error, 404 and 405 included, is
 - ``POST /api/v1/documents`` — add one document, or ``{"documents": [...]}``;
 - ``GET /api/v1/documents/{id}``; ``DELETE /api/v1/documents/{id}?purge=true``;
 - ``POST /api/v1/documents/search`` — ``{"query", "k", "embedding", "ids"}``;
-- ``GET /healthz`` — ``{"status": "ok"}``; ``openTenants`` too when authorised.
+- ``GET /healthz`` — ``{"status": "ok"}``; ``openTenants`` too when authorised;
+- ``GET /openapi.json`` — the OpenAPI 3.1 document of all of them.
+
+Every name is camelCase, the engine's results too (``lexicalScore``).
 
 Tenants: ``X-Tenant-ID`` picks an isolated store under ``DATA/tenants/<id>`` (ids
 are 1-64 characters of letters, digits, ``.``, ``_``, ``-``, starting with a
 letter or digit: no path can escape). Without the header the tenant is
-``default``. At most ``max_tenants`` stores are open; the least recently used idle
+``default``. Only a write creates a tenant's store: a read of a tenant that has none
+answers as an empty store would (:data:`READ_OPS`, and the document reads) and
+creates nothing. At most ``max_tenant_stores`` stores exist (a new one past it is
+``limit``, 507) and at most ``max_tenants`` are open; the least recently used idle
 one is closed when another is needed.
 
 Web pages: a browser lets any page send a "simple request" (a POST of text/plain,
@@ -46,6 +54,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import hmac
+import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
@@ -59,10 +68,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from holomem.api import validate
+from holomem.api import contract, validate
 from holomem.api.aio import offload
-from holomem.api.doors import webguard
-from holomem.api.doors.tenants import DEFAULT_TENANT, Tenant, TenantPool
+from holomem.api.doors import httpschema, webguard
+from holomem.api.doors.accesslog import LOGGER, AccessLog, address, to_stderr
+from holomem.api.doors.httpschema import DocumentOut, DocumentsRequest, HitOut, SearchRequest
+from holomem.api.doors.tenants import (
+    DEFAULT_TENANT,
+    MAX_TENANT_STORES,
+    Tenant,
+    TenantPool,
+)
 from holomem.api.doors.webguard import (
     MAX_HEAD_BYTES,
     Guard,
@@ -80,6 +96,13 @@ MAX_BODY = 1 << 20
 MAX_BATCH = 1000
 #: Worker threads for blocking calls (Starlette's own thread pool has 40).
 WORKERS = 40
+#: The contract ops that only read: on a tenant with no store they are answered by an
+#: empty one, and create nothing. The writes create the tenant's store (and so does an op
+#: in neither set, to be safe; a test asks that every op be in one).
+READ_OPS = frozenset({"recall", "explain", "get", "history", "list", "listNamespaces",
+                      "probe", "related", "reason", "contradict"})
+WRITE_OPS = frozenset({"remember", "forget", "applyForgetting", "consolidate", "feedback",
+                       "setConfidence"})
 
 
 def _json(value: Any) -> Response:
@@ -109,13 +132,15 @@ def create_app(data_dir: str, *, api_key: str | None = None,
                max_tenants: int = 64, max_body: int = MAX_BODY,
                max_batch: int = MAX_BATCH, host: str = "127.0.0.1",
                port: int | None = None, allowed_hosts: Iterable[str] = (),
-               allowed_origins: Iterable[str] = ()) -> Starlette:
+               allowed_origins: Iterable[str] = (),
+               max_tenant_stores: int = MAX_TENANT_STORES) -> Starlette:
     """The ASGI application serving the stores under ``data_dir``.
 
     ``host`` and ``port`` are where it is bound (``port=None``: any port), for the
     Host check; ``allowed_hosts`` adds names (``NAME`` or ``NAME:PORT``) and
     ``allowed_origins`` the browser origins (``scheme://host[:port]``) it answers.
-    Everything is checked here, before anything listens.
+    ``max_tenants`` bounds the tenant stores open at once, ``max_tenant_stores`` those
+    that exist. Everything is checked here, before anything listens.
 
     Errors: ``invalid_request`` naming the bad option or config field.
     """
@@ -123,6 +148,9 @@ def create_app(data_dir: str, *, api_key: str | None = None,
     if max_tenants < 1:
         raise InvalidError(f"max_tenants (--max-tenants) must be at least 1, not "
                            f"{max_tenants}")
+    if max_tenant_stores < 1:
+        raise InvalidError(f"max_tenant_stores (--max-tenant-stores) must be at least 1, "
+                           f"not {max_tenant_stores}")
     if port is not None and not 0 <= port <= 65535:
         raise InvalidError(f"port (--port) must be from 0 to 65535, not {port}")
     hosts = Hosts(host, port, allowed_hosts)
@@ -132,7 +160,7 @@ def create_app(data_dir: str, *, api_key: str | None = None,
     workers = concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS,
                                                     thread_name_prefix="holomem-http")
     pool = TenantPool(data_dir, key=key, config=config, max_open=max_tenants,
-                      executor=workers)
+                      executor=workers, max_stores=max_tenant_stores)
     expected = api_key.encode() if api_key else None
 
     def authorised(request: Request) -> bool:
@@ -144,13 +172,15 @@ def create_app(data_dir: str, *, api_key: str | None = None,
             given = auth[7:]
         return hmac.compare_digest(given.encode(), expected)
 
-    async def with_tenant(request: Request,
-                          work: Callable[[Tenant, dict[str, Any]], Any],
-                          body: bool = True) -> Response:
-        """Run ``work`` on the request's tenant: decoding the body, opening the store
-        (a replay, syncs) and the work itself all happen in worker threads, and a
-        cancelled request (a client gone) never leaves work half done or its tenant
-        marked busy: what started runs to its end first (:func:`offload`)."""
+    async def with_tenant(request: Request, work: Callable[[Tenant, Any], Any],
+                          body: bool = True, create: bool = True,
+                          parse: Callable[[dict[str, Any]], Any] = dict) -> Response:
+        """Run ``work`` on the request's tenant with the body as ``parse`` makes it:
+        decoding and parsing the body, opening the store (a replay, syncs) and the work
+        itself all happen in worker threads, and a cancelled request (a client gone)
+        never leaves work half done or its tenant marked busy: what started runs to its
+        end first (:func:`offload`). A tenant with no store gets one only when
+        ``create`` (a write), and only for a body that parses."""
         if not authorised(request):
             return error_response(401, "unauthorized", "a valid API key is required")
         raw = b""
@@ -161,9 +191,9 @@ def create_app(data_dir: str, *, api_key: str | None = None,
             raw = read
         name = request.headers.get("x-tenant-id", DEFAULT_TENANT)
 
-        def prepare() -> tuple[Tenant, dict[str, Any]]:
-            data = decode_body(raw)  # first: a bad body opens no store
-            return pool.acquire(name), data
+        def prepare() -> tuple[Tenant, Any]:
+            data = parse(decode_body(raw))  # first: a bad body opens no store
+            return pool.acquire(name, create=create), data
 
         def run() -> Any:
             tenant, data = prepare()
@@ -192,7 +222,12 @@ def create_app(data_dir: str, *, api_key: str | None = None,
             facts = data.get("facts") if op == "remember" else None
             if isinstance(facts, list) and len(facts) > max_batch:
                 raise LimitError(f"at most {max_batch} facts per request")
-            return pool.acquire(name), data
+            # A read, or an op that is none, answers without creating a store; nor does
+            # a write whose request the contract refuses (decoded twice, for a new tenant).
+            writes = op in contract.OPS and op not in READ_OPS  # WRITE_OPS, or new
+            if writes and not pool.has_store(name):
+                contract.decode(op, data)
+            return pool.acquire(name, create=writes), data
 
         try:
             tenant, data = await offload(prepare, workers,
@@ -206,47 +241,49 @@ def create_app(data_dir: str, *, api_key: str | None = None,
             return error_response(exc.status, exc.code, exc.message)
 
     async def add_documents(request: Request) -> Response:
-        def work(t: Tenant, data: dict[str, Any]) -> Any:
-            docs = data.get("documents", [data])
-            if not isinstance(docs, list) or len(docs) > max_batch:
-                raise InvalidError(f"documents must be a list of at most {max_batch}")
-            try:
-                items = msgspec.convert(docs, list[DocumentInput], strict=True)
-            except msgspec.ValidationError as exc:
-                raise InvalidError(str(exc)) from exc
+        def parse(data: dict[str, Any]) -> list[DocumentInput]:
+            docs = data.get("documents")
+            if isinstance(docs, list) and len(docs) > max_batch:
+                raise LimitError(f"at most {max_batch} documents per request")
+            if "documents" in data:
+                items: list[DocumentInput] = shaped(data, DocumentsRequest).documents
+                return items
+            return [shaped(data, DocumentInput)]
+
+        def work(t: Tenant, items: list[DocumentInput]) -> Any:
             return {"revision": t.store.add_documents(items)}
 
-        return await with_tenant(request, work)
+        return await with_tenant(request, work, parse=parse)
 
     async def document(request: Request) -> Response:
         doc_id = request.path_params["doc_id"]
         if request.method == "DELETE":
             purge = request.query_params.get("purge", "false").lower() in ("1", "true", "yes")
 
-            def delete(t: Tenant, _: dict[str, Any]) -> Any:
+            def delete(t: Tenant, _: object) -> Any:
                 return {"deleted": t.store.delete_document(doc_id, purge=purge)}
 
             return await with_tenant(request, delete, body=False)
 
-        def get(t: Tenant, _: dict[str, Any]) -> Any:
+        def get(t: Tenant, _: object) -> Any:
             doc = t.store.get_document(doc_id)
             if doc is None:
                 raise NotFoundError(f"no document {doc_id!r}")
-            return {"document": msgspec.to_builtins(doc)}
+            return {"document": httpschema.served(doc, DocumentOut)}
 
-        return await with_tenant(request, get, body=False)
+        return await with_tenant(request, get, body=False, create=False)
 
     async def search(request: Request) -> Response:
-        def work(t: Tenant, data: dict[str, Any]) -> Any:
-            unknown = set(data) - {"query", "k", "embedding", "ids"}
-            if unknown or "query" not in data:
-                raise InvalidError("search takes query (required), k, embedding and ids")
-            hits = t.store.search_documents(data["query"], data.get("k", 10),
-                                            embedding=data.get("embedding"),
-                                            ids=data.get("ids"))
-            return {"hits": msgspec.to_builtins(hits)}
+        def parse(data: dict[str, Any]) -> SearchRequest:
+            req: SearchRequest = shaped(data, SearchRequest)
+            return req
 
-        return await with_tenant(request, work)
+        def work(t: Tenant, req: SearchRequest) -> Any:
+            hits = t.store.search_documents(req.query, req.k, embedding=req.embedding,
+                                            ids=req.ids)
+            return {"hits": [httpschema.served(h, HitOut) for h in hits]}
+
+        return await with_tenant(request, work, create=False, parse=parse)
 
     async def healthz(request: Request) -> Response:
         # Liveness for anyone; what is open only for those who may read it.
@@ -254,54 +291,108 @@ def create_app(data_dir: str, *, api_key: str | None = None,
             return _json({"status": "ok", "openTenants": len(pool)})
         return _json({"status": "ok"})
 
+    openapi = httpschema.document_bytes()  # the same for every request (and process)
+
+    async def openapi_document(request: Request) -> Response:
+        # What the API is, like /healthz, is no secret: no key needed.
+        return Response(openapi, media_type="application/json")
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         pool.close()  # graceful shutdown: every store synced and closed
         workers.shutdown(wait=False)
 
-    middleware = [Middleware(Guard, hosts=hosts, origins=origins)]
+    routes = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/openapi.json", openapi_document, methods=["GET"]),
+        Route("/api/v1/memory/{op}", memory_op, methods=["POST"]),
+        Route("/api/v1/documents", add_documents, methods=["POST"]),
+        Route("/api/v1/documents/search", search, methods=["POST"]),
+        Route("/api/v1/documents/{doc_id:path}", document, methods=["GET", "DELETE"]),
+    ]
+    # The access log first: it sees every request, those the guard refuses too.
+    middleware = [Middleware(AccessLog, routes=routes, ops=contract.OPS),
+                  Middleware(Guard, hosts=hosts, origins=origins)]
     if origins:
         middleware.append(Middleware(
             CORSMiddleware, allow_origins=sorted(origins),
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["authorization", "content-type", "x-api-key", "x-tenant-id"],
             allow_private_network=True))
-    app = Starlette(routes=[
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/api/v1/memory/{op}", memory_op, methods=["POST"]),
-        Route("/api/v1/documents", add_documents, methods=["POST"]),
-        Route("/api/v1/documents/search", search, methods=["POST"]),
-        Route("/api/v1/documents/{doc_id:path}", document, methods=["GET", "DELETE"]),
-    ], middleware=middleware, lifespan=lifespan,
-        exception_handlers={HTTPException: _route_error, Exception: _internal_error})
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
+                    exception_handlers={HTTPException: _route_error,
+                                        Exception: _internal_error})
     app.state.pool = pool
+    app.state.auth = expected is not None
     return app
 
 
+def startup_line(app: ASGIApp, where: str) -> str:
+    """What ``holomem serve`` says once it listens at ``where`` (``host:port``): the
+    address, the data directory, whether a key is required, and the tenants' bounds."""
+    state = getattr(app, "state", None)
+    pool = getattr(state, "pool", None)
+    if not isinstance(pool, TenantPool):
+        return f"holomem serve listening on http://{where}"
+    return (f"holomem serve listening on http://{where}; data {os.path.dirname(pool.root)}; "
+            f"auth {'on' if getattr(state, 'auth', False) else 'off'}; tenants: "
+            f"{pool.stores} of at most {pool.max_stores} stores exist "
+            f"(--max-tenant-stores), at most {pool.max_open} open (--max-tenants)")
+
+
+def shaped(data: dict[str, Any], cls: type[Any]) -> Any:
+    """``data`` as the route's request Struct ``cls``. Errors: ``invalid_request``."""
+    try:
+        return msgspec.convert(data, cls, strict=True)
+    except msgspec.ValidationError as exc:
+        raise InvalidError(str(exc)) from exc
+
+
 # -- the server ----------------------------------------------------------------------------
-def run(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 8080) -> None:
-    """Serve ``app`` with uvicorn until interrupted, request heads bounded."""
+def run(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 8080,
+        log: bool = True) -> None:
+    """Serve ``app`` with uvicorn until interrupted, request heads bounded.
+
+    With ``log`` (the default, as ``holomem serve`` runs), the ``holomem.http`` logger
+    prints to stderr — the line :func:`startup_line` once the server listens, then an
+    access line per request — unless the process gave that logger a handler already.
+    """
     import uvicorn
+
+    if log:
+        to_stderr()
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[Any] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                bound = [address(s.getsockname()) for srv in self.servers
+                         for s in srv.sockets]
+                LOGGER.info("%s", startup_line(app, ", ".join(bound)))
 
     protocol = bounded_httptools()
     if protocol is not None:
-        uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on",
-                    ws="none", http=protocol)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                lifespan="on", ws="none", http=protocol)
     else:
-        uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on",
-                    ws="none", http="h11", h11_max_incomplete_event_size=MAX_HEAD_BYTES)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                lifespan="on", ws="none", http="h11",
+                                h11_max_incomplete_event_size=MAX_HEAD_BYTES)
+    Server(config).run()
 
 
 def serve(data_dir: str, *, host: str = "127.0.0.1", port: int = 8080,
           api_key: str | None = None, config: MemoryConfig | None = None,
           key: bytes | None = None, max_tenants: int = 64,
-          allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str] = ()) -> None:
+          allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str] = (),
+          max_tenant_stores: int = MAX_TENANT_STORES) -> None:
     """Run the server until interrupted (SIGINT/SIGTERM close every store cleanly).
 
     Errors (before anything listens): ``invalid_request``, as :func:`create_app`.
     """
     app = create_app(data_dir, api_key=api_key, config=config, key=key,
                      max_tenants=max_tenants, host=host, port=port,
-                     allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+                     allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
+                     max_tenant_stores=max_tenant_stores)
     run(app, host=host, port=port)

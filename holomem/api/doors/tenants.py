@@ -2,7 +2,9 @@
 
 Owns: tenant ids (what a ``X-Tenant-ID`` may be, so no path can escape), and
 :class:`TenantPool` — open stores, least recently used first, idle ones closed
-beyond a bound. Imports the engine, the memory API and the file layer.
+beyond a bound; the bound on the stores that exist; and the empty tenant that
+answers reads of a tenant with no store, so that only a write creates one. Imports
+the engine, the memory API and the file layer.
 """
 
 from __future__ import annotations
@@ -17,11 +19,20 @@ from holomem.api.aio import AsyncMemory
 from holomem.api.engine import Store
 from holomem.api.memory import Memory
 from holomem.api.types import MemoryConfig
-from holomem.errors import InvalidError, UnavailableError
+from holomem.errors import InvalidError, LimitError, NotFoundError, UnavailableError
 from holomem.log import fs
 
 TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 DEFAULT_TENANT = "default"
+#: Tenant stores a server lets exist (``--max-tenant-stores``), by default.
+MAX_TENANT_STORES = 1000
+#: The HTTP status of a new tenant past that bound: the server has no room to store it.
+NO_ROOM_STATUS = 507
+
+
+def valid_tenant(tenant: str) -> bool:
+    """Whether ``tenant`` may name a tenant (and so a directory under ``DATA/tenants``)."""
+    return bool(TENANT_RE.match(tenant)) and ".." not in tenant
 
 
 class Tenant:
@@ -34,26 +45,48 @@ class Tenant:
 
 
 class TenantPool:
-    """Open tenant stores, least recently used first; closes idle ones beyond the bound."""
+    """Open tenant stores, least recently used first; closes idle ones beyond the bound.
+
+    ``max_open`` bounds the stores open at once, ``max_stores`` the stores that exist
+    (counted when the pool starts, from the directories under ``DATA/tenants``): a new
+    tenant past it is ``limit`` (HTTP :data:`NO_ROOM_STATUS`), and every existing one
+    keeps working.
+    """
 
     def __init__(self, data_dir: str, *, key: bytes | None, config: MemoryConfig,
-                 max_open: int, executor: concurrent.futures.Executor | None = None) -> None:
+                 max_open: int, executor: concurrent.futures.Executor | None = None,
+                 max_stores: int = MAX_TENANT_STORES) -> None:
         self.root = os.path.join(os.path.abspath(data_dir), "tenants")
         self.key = key
         self.config = config
         self.max_open = max_open
+        self.max_stores = max_stores
         self.executor = executor  # where the tenants' AsyncMemory calls run
         self._open: OrderedDict[str, Tenant] = OrderedDict()
         self._mu = threading.Lock()
         self._closed = False
+        #: The tenants known to have a store: those found at start, and those opened since.
+        self._stores = {name for _, dirs, _ in self._listing() for name in dirs
+                        if valid_tenant(name)}
+        self._empty: Tenant | None = None
+        self._scratch: str | None = None
 
-    def acquire(self, tenant: str) -> Tenant:
-        """The tenant's open store, opened (and created) if need be; ``release`` it.
+    def _listing(self) -> list[tuple[str, list[str], list[str]]]:
+        walk = fs.walk(self.root)
+        top = next(walk, None)  # nothing when DATA/tenants does not exist yet
+        return [top] if top is not None else []
 
-        Errors: ``invalid_request`` (a bad tenant id), ``locked`` (another process is
-        the store's writer), ``unavailable`` (shutting down), and what opening raises.
+    def acquire(self, tenant: str, *, create: bool = True) -> Tenant:
+        """The tenant's open store, opened if need be; ``release`` it.
+
+        A tenant with no store yet gets one when ``create`` (a write); otherwise (a
+        read) the empty tenant answers, exactly as a new store would, and nothing is
+        created. Errors: ``invalid_request`` (a bad tenant id), ``limit`` (a new
+        store past ``max_stores``; status :data:`NO_ROOM_STATUS`), ``locked`` (another
+        process is the store's writer), ``unavailable`` (shutting down), and what
+        opening raises.
         """
-        if not TENANT_RE.match(tenant) or ".." in tenant:
+        if not valid_tenant(tenant):
             raise InvalidError("X-Tenant-ID must be 1-64 letters, digits, '.', '_' or '-', "
                                "starting with a letter or digit")
         with self._mu:
@@ -61,15 +94,46 @@ class TenantPool:
                 raise UnavailableError("the server is shutting down")
             t = self._open.get(tenant)
             if t is None:
-                self._evict(room=1)
-                t = self._open[tenant] = self._open_tenant(tenant)
+                t = self._open_or_create(tenant, create)
+                if t is None:
+                    t = self._empty_tenant()
+                    t.users += 1
+                    return t
             self._open.move_to_end(tenant)
             t.users += 1
             return t
 
-    def _open_tenant(self, tenant: str) -> Tenant:
-        fs.make_dirs(self.root)  # DATA/tenants and any new parent, synced
-        store = Store.open(os.path.join(self.root, tenant), key=self.key, sync="batch")
+    def _open_or_create(self, tenant: str, create: bool) -> Tenant | None:
+        """Open ``tenant``'s store (creating it when ``create``); None: it has none."""
+        path = os.path.join(self.root, tenant)
+        # Known, or made meanwhile by another process (or by hand: a restored store).
+        if tenant in self._stores or next(fs.walk(path), None) is not None:
+            self._evict(room=1)
+            try:
+                t = self._open_tenant(path, create=create)
+            except NotFoundError:
+                if create:
+                    raise
+                return None  # a directory that holds no store (yet)
+        else:
+            if not create:
+                return None
+            if len(self._stores) >= self.max_stores:
+                err = LimitError(
+                    f"this server holds {len(self._stores)} tenant stores, its bound "
+                    f"(--max-tenant-stores {self.max_stores}): no store is created for "
+                    f"tenant {tenant!r}; the existing tenants are served as before")
+                err.status = NO_ROOM_STATUS
+                raise err
+            self._evict(room=1)
+            fs.make_dirs(self.root)  # DATA/tenants and any new parent, synced
+            t = self._open_tenant(path, create=True)
+        self._stores.add(tenant)
+        self._open[tenant] = t
+        return t
+
+    def _open_tenant(self, path: str, *, create: bool) -> Tenant:
+        store = Store.open(path, key=self.key, sync="batch", create=create)
         try:
             # The tenant store's own configuration; the server's for a new tenant.
             memory = Memory(store, initial=self.config)
@@ -77,6 +141,28 @@ class TenantPool:
         except BaseException:
             store.close()  # or the store stays locked by a handle nobody holds
             raise
+
+    def _empty_tenant(self) -> Tenant:
+        """The tenant that answers reads of tenants with no store: a read-only store that
+        holds nothing, under the configuration a new tenant would record. It lives in a
+        scratch directory outside ``DATA`` (removed on close), made on first need."""
+        if self._empty is None:
+            scratch = fs.make_temp_dir("holomem-empty-tenant-")
+            try:
+                path = os.path.join(scratch, "store")
+                Store.open(path).close()  # an empty store: its first generation
+                store = Store.open(path, read_only=True)
+                try:
+                    memory = Memory(store, initial=self.config)
+                except BaseException:
+                    store.close()
+                    raise
+            except BaseException:
+                fs.remove_tree(scratch)
+                raise
+            self._scratch = scratch
+            self._empty = Tenant(store, AsyncMemory(memory, executor=self.executor))
+        return self._empty
 
     def release(self, t: Tenant, *, evict: bool = True) -> None:
         """Done with ``t``. ``evict=False`` (on the event loop): close nothing now; the
@@ -100,6 +186,23 @@ class TenantPool:
             for t in self._open.values():
                 t.store.close()
             self._open.clear()
+            if self._empty is not None:
+                self._empty.store.close()
+                self._empty = None
+            if self._scratch is not None:
+                fs.remove_tree(self._scratch)
+                self._scratch = None
+
+    def has_store(self, tenant: str) -> bool:
+        """Whether ``tenant`` is known to have a store (opened or found at start)."""
+        with self._mu:
+            return tenant in self._stores
+
+    @property
+    def stores(self) -> int:
+        """How many tenant stores exist (as far as this server knows)."""
+        with self._mu:
+            return len(self._stores)
 
     def __len__(self) -> int:
         return len(self._open)

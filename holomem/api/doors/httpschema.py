@@ -232,13 +232,23 @@ def _widen_times(schema: dict[str, Any]) -> None:
         prop.update(rest, anyOf=widened)
 
 
-def _subclasses(cls: type[Any]) -> list[type[Any]]:
-    out, todo = [], [cls]
+def _reachable(schemas: list[Any], components: dict[str, Any]) -> set[str]:
+    """The names of the components ``schemas`` refer to, directly or through others."""
+    found: set[str] = set()
+    todo = list(schemas)
     while todo:
-        for sub in todo.pop().__subclasses__():
-            out.append(sub)
-            todo.append(sub)
-    return out
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(node)
+        elif isinstance(node, dict):
+            target = node.get("$ref")
+            if isinstance(target, str):
+                name = target.rsplit("/", 1)[1]
+                if name not in found:
+                    found.add(name)
+                    todo.append(components[name])
+            todo.extend(v for k, v in node.items() if k != "$ref")
+    return found
 
 
 def _body(types: tuple[type[Any], ...], ref: dict[int, Any]) -> dict[str, Any]:
@@ -275,10 +285,12 @@ def build() -> dict[str, Any]:
              Deleted, SearchResponse, Health, ErrorBody]
     refs, components = msgspec.json.schema_components(types + extra, ref_template=_REF)
     ref = dict(zip(map(id, types + extra), refs, strict=True))
-    requests = {cls.__name__ for cls in _subclasses(Request)}
-    for name, schema in components.items():
-        if name in requests:
-            _widen_times(schema)
+    # The shapes a request body can hold (not those only answers hold, where a time is
+    # always milliseconds).
+    bodies = [ref[id(t)] for op in OPS.values() for t in op.requests]
+    bodies += [ref[id(t)] for t in (DocumentInput, DocumentsRequest, SearchRequest)]
+    for name in _reachable(bodies, components):
+        _widen_times(components[name])
 
     paths: dict[str, Any] = {}
     for name, op in OPS.items():

@@ -210,3 +210,13 @@ def test_an_internal_failure_is_still_the_json_shape(
         r = c.post("/api/v1/memory/recall", json={"query": "x"})
     assert r.status_code == 500
     assert r.json() == {"error": {"code": "error", "message": "internal server error"}}
+
+
+def test_serve_exits_with_status_3_when_its_port_is_taken(server: Server) -> None:
+    port = server.url.rsplit(":", 1)[1]
+    done = subprocess.run([sys.executable, "-m", "holomem", "serve", "--data",
+                           str(server.data.parent / "other"), "--port", port],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 3, done.stderr
+    assert "address already in use" in done.stderr and "listening on" not in done.stderr
+    assert httpx.get(server.url + "/healthz", timeout=5).status_code == 200

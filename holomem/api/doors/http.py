@@ -55,6 +55,7 @@ import concurrent.futures
 import contextlib
 import hmac
 import os
+import sys
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
@@ -379,7 +380,11 @@ def run(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 8080,
         config = uvicorn.Config(app, host=host, port=port, log_level="warning",
                                 lifespan="on", ws="none", http="h11",
                                 h11_max_incomplete_event_size=MAX_HEAD_BYTES)
-    Server(config).run()
+    server = Server(config)
+    with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run: a second Ctrl-C
+        server.run()
+    if not server.started:
+        sys.exit(3)  # uvicorn's STARTUP_FAILURE: e.g. the port is taken (it logged why)
 
 
 def serve(data_dir: str, *, host: str = "127.0.0.1", port: int = 8080,

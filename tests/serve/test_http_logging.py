@@ -6,10 +6,16 @@ other than a valid tenant id."""
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
 import httpx
+import pytest
+from starlette.testclient import TestClient
+
+import holomem.api.doors.tenants as tenants_door
+from holomem.api.doors.http import create_app
 
 from .conftest import API_KEY, headers, start
 
@@ -83,3 +89,25 @@ def test_a_server_without_a_key_says_auth_off(tmp_path: Path) -> None:
     srv.stop()
     (startup,) = [line for line in srv.log().splitlines() if "listening on" in line]
     assert "auth off" in startup and "0 of at most 1000 stores exist" in startup
+
+
+def test_each_record_carries_its_fields_and_a_failure_is_logged_as_500(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """In process, for handlers of one's own: the record's attributes; the status of a
+    request the server failed is the 500 the client got."""
+    def fail(*args: object) -> object:
+        raise RuntimeError("boom: internal detail")
+
+    monkeypatch.setattr(tenants_door.Memory, "call", fail)
+    app = create_app(str(tmp_path / "data"))
+    with caplog.at_level(logging.INFO, logger="holomem.http"), \
+            TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
+        assert c.post("/api/v1/memory/recall", json={"query": "x"},
+                      headers={"x-tenant-id": "t1"}).status_code == 500
+        assert c.get("/api/v1/documents/some-id").status_code == 404
+    first, second = [r for r in caplog.records if r.name == "holomem.http"]
+    assert (first.method, first.route, first.op, first.tenant, first.status) == \
+        ("POST", "/api/v1/memory/{op}", "recall", "t1", 500)
+    assert isinstance(first.duration_ms, float) and "boom" not in first.getMessage()
+    assert (second.route, second.op, second.status) == ("/api/v1/documents/{doc_id}", None, 404)

@@ -1,34 +1,86 @@
-"""The Python client of ``holomem serve``: the same methods and types as ``holomem.Memory``.
+"""The Python client of ``holomem serve``: the methods and types of ``holomem.Memory``.
 
-Owns: turning memory calls into contract requests over HTTP and responses back
-into the library's types. Code written against ``Memory`` runs against a server by
-changing one line::
+Owns: turning memory calls into contract requests over HTTP and the answers back
+into the library's types and errors. Code written against ``Memory`` runs against a
+server by changing one line::
 
     memory = Memory(Store.open("store"))                   # embedded
-    memory = Client("http://127.0.0.1:8080").memory        # served
+    memory = Client("http://127.0.0.1:8080")               # served
 
-Arguments are checked and converted exactly as ``Memory`` does (same types,
+:class:`Client` has every public method of ``Memory``, :class:`AsyncClient` every one
+of ``AsyncMemory`` (coroutines where AsyncMemory has coroutines), with the same
+arguments. ``client.memory`` is the client itself (code written as
+``Client(url).memory.recall(...)`` keeps working). Imports the memory API (its
+checks, types and contract) and httpx, the ``serve`` extra: without it, importing
+this module fails with the command that installs it.
+
+Arguments are checked and converted exactly as ``Memory`` checks them (same types,
 datetimes accepted, in filters at any depth too; a namespace any sequence of strings)
-before anything is sent; every namespace and filter argument of ``Memory`` is here
-with the same name. An error the server answers with
-raises exactly the class the embedded library raises for the same code
-(:func:`holomem.errors.from_code`: ``InvalidError``, ``LimitError``,
-``NotFoundError``, ``ConflictError``, ...), so ``except`` clauses written for the
-embedded library keep working; codes the library has no class for (an
-authentication failure, a server fault) raise a ``HolomemError`` carrying that
-code. ``status`` is the HTTP status the server sent. ``AsyncClient`` is the same
-over asyncio. Needs httpx (the ``serve`` extra).
+before anything is sent, so a bad one raises the same error without a round trip.
+
+Errors: what the server answers raises exactly the class the embedded library raises
+for the same code (:func:`holomem.errors.from_code`: ``InvalidError``, ``LimitError``,
+``NotFoundError``, ``ConflictError``, ...), with ``status`` the HTTP status; a code the
+library has no class for (``unauthorized``, a server fault) raises a ``HolomemError``
+carrying it. A server that cannot be reached, that does not answer within
+``timeout`` seconds, or that answers something that is not holomem's JSON raises
+``UnavailableError`` (code ``unavailable``) naming the URL; never an httpx exception.
+A timed-out write may still have been applied: a retried ``remember`` with the same
+payload is a no-op (``created=False``).
+
+What works differently over the wire:
+
+- ``export(namespace)`` reads pages of at most ``page_size`` (<= 1,000) records
+  (the contract's ``export`` op, whose cursor keeps a walk exact under concurrent
+  writes); ``import_(records)`` sends requests of at most 1,000 records and about
+  1 MB (the contract's ``import`` op; the server's body limit is 1 MiB), each one
+  transaction, so a ``batch_size`` above 1,000 writes 1,000 per transaction; a record
+  larger than a request is a ``limit`` error naming its line. Every record is checked
+  here first, and errors name the line of the caller's input. A supersession link
+  needs both of its facts in one import call: a record whose link names a fact not
+  yet sent is held back and sent after that fact (or at the end), so its write order
+  (which orders ``list`` and breaks exact ties in recall) can differ from the source's.
+- ``remember_many`` sends one request: the HTTP door takes at most 1,000 facts per
+  request (``limit`` beyond; ``Memory`` takes 10,000).
+- ``render_context`` runs here (it needs no store).
+- ``with_supersession``, ``with_recency``, ``with_entity_extractor``,
+  ``with_forgetting``, ``with_consolidation``, ``with_observer`` and ``with_clock``
+  raise ``InvalidError``: they change a policy, an observer or the clock of one
+  process, and the server's calls run in its own process under the store's recorded
+  configuration (change that with ``holomem config STORE --set FILE``). ``reembed``
+  and ``notify`` raise ``InvalidError`` too: re-embedding needs the embedder in the
+  process that holds the store, and a client has no observers to notify. The
+  attributes ``store``, ``config`` and ``embedder`` raise an ``InvalidError`` that is
+  also an ``AttributeError`` (so ``hasattr`` says False): ``info()`` gives the server's
+  configuration and embedder identity.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+import builtins
+import copy
+import re
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from typing import Any, NamedTuple, TypeVar
 
-import httpx
+try:
+    import httpx
+except ImportError as _missing:  # the serve extra is not installed
+    raise ModuleNotFoundError(
+        "holomem.client needs httpx, which the serve extra installs: "
+        "pip install 'holomem-db[serve]'", name="httpx") from _missing
+
 import msgspec
 
-from holomem.api import filters, listing, recall, validate
+from holomem.api import contract, filters, forgetting, listing, recall, render, transfer, validate
 from holomem.api.types import (
     ConsolidateOptions,
     ConsolidationReport,
@@ -38,10 +90,11 @@ from holomem.api.types import (
     FeedbackReport,
     ForgetOptions,
     ForgetReport,
-    ForgetScope,
+    ImportReport,
     ListFilter,
     ListPage,
     MaintenanceOptions,
+    MemoryInfo,
     NamespacePage,
     ProbeResult,
     ReasonResult,
@@ -50,36 +103,29 @@ from holomem.api.types import (
     Remembered,
     RememberInput,
 )
-from holomem.errors import InvalidError, from_code
+from holomem.errors import HolomemError, InvalidError, LimitError, UnavailableError, from_code
+
+__all__ = ["AsyncClient", "Client", "REQUEST_BYTES"]
 
 T = TypeVar("T")
+#: What one memory call becomes: the op, its JSON request, and how its answer decodes.
+Spec = tuple[str, dict[str, Any], Callable[[Any], Any]]
+#: The most bytes of records one import request carries (the server takes 1 MiB bodies).
+REQUEST_BYTES = 1_000_000
 
 
-def _raise_for(response: httpx.Response) -> None:
-    if response.status_code < 400:
-        return
-    try:
-        err = response.json()["error"]
-        code, message = str(err["code"]), str(err["message"])
-    except (ValueError, KeyError, TypeError):
-        code, message = "http", response.text[:500]
-    err = from_code(code, message)
-    err.status = response.status_code
-    raise err
-
-
+# -- requests: built and checked like Memory's own arguments --------------------------------
 def _as(cls: type[T], value: Any) -> T:
     out: T = msgspec.convert(value, cls)
     return out
 
 
-# -- requests: built and checked like Memory's own arguments --------------------------------
 def _builtins(struct: Any) -> dict[str, Any]:
     out: dict[str, Any] = msgspec.to_builtins(struct)
     return out
 
 
-#: The filter keys (SPEC §4b) that are times: a Python caller may give datetimes.
+#: The filter keys that are times (docs/contract.md §4b): a caller may give datetimes.
 _FILTER_TIMES = ("ingestedAfter", "ingestedBefore", "eventAfter", "eventBefore")
 
 
@@ -106,9 +152,9 @@ def _filter_json(value: Any) -> Any:
     return out
 
 
-def _namespace(value: Any, field: str = "namespace") -> list[str] | None:
+def _namespace(value: Any, field: str = "namespace") -> builtins.list[str] | None:
     """A namespace (or prefix) as JSON, checked as ``Memory`` checks it (None: the root)."""
-    return None if value is None else list(validate.namespace(value, field))
+    return None if value is None else builtins.list(validate.namespace(value, field))
 
 
 def _recall_request(query: str, options: Any, fields: Mapping[str, Any],
@@ -123,99 +169,108 @@ def _recall_request(query: str, options: Any, fields: Mapping[str, Any],
 
 
 def _list_filter(flt: ListFilter) -> dict[str, Any] | None:
-    """A checked list filter as JSON: its own keys, then the SPEC §4b part."""
+    """A checked list filter as JSON: its own keys, then the filter of docs/contract.md
+    §4b."""
     out: dict[str, Any] = {k: v for k, v in (("subject", flt.subject), ("entity", flt.entity),
                                              ("status", flt.status)) if v is not None}
     out.update(_filter_json(flt.conditions() or {}))
     return out or None
 
 
+class _ExportPage(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    records: builtins.list[dict[str, Any]]
+    next_cursor: str | None
+
+
+def _same(response: Any) -> Any:
+    return response
+
+
 class _Ops:
     """Every memory call as (op, request, decoder); shared by the sync and async clients."""
 
     @staticmethod
-    def remember(input: Any = None, /, **fields: Any
-                 ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+    def remember(input: Any = None, /, **fields: Any) -> Spec:
         if isinstance(input, str):
             input, fields = None, {"text": input, **fields}
         x = validate.to_struct(RememberInput, input, fields, "remember input",
                                validate.TIME_FIELDS)
-        return "remember", _builtins(x), lambda r: _as(list[Remembered], r["remembered"])[0]
+        return "remember", _builtins(x), lambda r: _as(builtins.list[Remembered],
+                                                       r["remembered"])[0]
 
     @staticmethod
-    def remember_many(inputs: Iterable[Any]) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+    def remember_many(inputs: Iterable[Any]) -> Spec:
         if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Iterable):
             raise InvalidError("remember_many takes a list of inputs")
         facts = [_builtins(validate.to_struct(RememberInput, x, {}, f"input {i}",
                                                 validate.TIME_FIELDS))
                  for i, x in enumerate(inputs)]
-        return "remember", {"facts": facts}, lambda r: _as(list[Remembered], r["remembered"])
+        if not facts:
+            raise InvalidError("remember_many needs at least one input")
+        return ("remember", {"facts": facts},
+                lambda r: _as(builtins.list[Remembered], r["remembered"]))
 
     @staticmethod
-    def recall(query: str, options: Any = None, **fields: Any
-               ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+    def recall(query: str, options: Any = None, **fields: Any) -> Spec:
         return ("recall", _recall_request(query, options, fields),
-                lambda r: _as(list[Recalled], r["results"]))
+                lambda r: _as(builtins.list[Recalled], r["results"]))
 
     @staticmethod
-    def explain(query: str, id: str, options: Any = None, **fields: Any
-                ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+    def explain(query: str, id: str, options: Any = None, **fields: Any) -> Spec:
         return ("explain", _recall_request(query, options, fields, id=id),
                 lambda r: _as(Explanation, r["explanation"]))
 
     @staticmethod
-    def forget(scope: Any, options: Any = None, **fields: Any
-               ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
-        sc = validate.to_struct(ForgetScope, scope, {}, "forget scope",
-                                ("ingested_before", "event_before"))
+    def forget(scope: Any, options: Any = None, **fields: Any) -> Spec:
+        sc = forgetting.scope(scope)
         o = validate.to_struct(ForgetOptions, options, fields, "forget options")
-        validate.forget_scope(sc)
         req = {"scope": _builtins(sc), **_builtins(o), "within": _namespace(o.within, "within")}
         if sc.namespace is not None:
             req["scope"]["namespace"] = _namespace(sc.namespace, "scope.namespace")
         return "forget", req, lambda r: _as(ForgetReport, r)
 
     @staticmethod
-    def get(id: str) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+    def get(id: str) -> Spec:
         return "get", {"id": id}, lambda r: None if r["fact"] is None else _as(FactRecord,
                                                                                r["fact"])
 
     @staticmethod
-    def history(id: str) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
-        return "history", {"id": id}, lambda r: _as(list[FactRecord], r["history"])
+    def history(id: str) -> Spec:
+        return "history", {"id": id}, lambda r: _as(builtins.list[FactRecord], r["history"])
 
     @staticmethod
-    def apply_forgetting(options: Any = None, **fields: Any
-                         ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+    def info() -> Spec:
+        return "info", {}, lambda r: _as(MemoryInfo, r)
+
+    @staticmethod
+    def apply_forgetting(options: Any = None, **fields: Any) -> Spec:
         o = validate.to_struct(MaintenanceOptions, options, fields, "apply_forgetting options")
         return ("applyForgetting", {**_builtins(o), "namespace": _namespace(o.namespace)},
                 lambda r: _as(ForgetReport, r))
 
     @staticmethod
-    def consolidate(options: Any = None, **fields: Any
-                    ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+    def consolidate(options: Any = None, **fields: Any) -> Spec:
         o = validate.to_struct(ConsolidateOptions, options, fields, "consolidate options")
         return ("consolidate", {**_builtins(o), "namespace": _namespace(o.namespace)},
                 lambda r: _as(ConsolidationReport, r))
 
     @staticmethod
-    def probe(entity: str, k: int = 10, namespace: Sequence[str] | None = None
-              ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+    def probe(entity: str, k: int = 10, namespace: Sequence[str] | None = None) -> Spec:
         return ("probe", {"entity": entity, "k": k, "namespace": _namespace(namespace)},
                 lambda r: _as(ProbeResult, r))
 
     @staticmethod
-    def related(entity: str, k: int = 10, namespace: Sequence[str] | None = None
-                ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+    def related(entity: str, k: int = 10, namespace: Sequence[str] | None = None) -> Spec:
         return ("related", {"entity": entity, "k": k, "namespace": _namespace(namespace)},
                 lambda r: _as(RelatedResult, r))
 
     @staticmethod
-    def reason(entities: Sequence[str], k: int = 10, namespace: Sequence[str] | None = None
-               ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
-        if isinstance(entities, (str, bytes, Mapping)) or not isinstance(entities, Iterable):
-            raise InvalidError("entities must be a list of strings")
-        return ("reason", {"entities": list(entities), "k": k,
+    def reason(entities: Sequence[str], k: int = 10,
+               namespace: Sequence[str] | None = None) -> Spec:
+        # Refused as holographic.reason refuses it (a string is no list of entities).
+        if isinstance(entities, str) or not isinstance(entities, Sequence) or not entities:
+            raise InvalidError("entities must be a non-empty list of strings")
+        return ("reason", {"entities": builtins.list(entities), "k": k,
                            "namespace": _namespace(namespace)},
                 lambda r: _as(ReasonResult, r))
 
@@ -223,45 +278,57 @@ class _Ops:
     def contradict(*, subject: str | None = None, entity: str | None = None, k: int = 10,
                    max_pairs: int = 100_000, cursor: str | None = None,
                    namespace: Sequence[str] | None = None,
-                   filter: Mapping[str, Any] | None = None
-                   ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+                   filter: Mapping[str, Any] | None = None) -> Spec:
         req = {"subject": subject, "entity": entity, "k": k, "maxPairs": max_pairs,
                "cursor": cursor, "namespace": _namespace(namespace),
                "filter": None if filter is None else _wire_filter(filter)}
         return "contradict", req, lambda r: _as(ContradictResult, r)
 
     @staticmethod
-    def feedback(id: str, helpful: bool, note: str | None = None
-                 ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+    def feedback(id: str, helpful: bool, note: str | None = None) -> Spec:
+        if not isinstance(helpful, bool):  # as Memory.feedback checks it
+            raise InvalidError("helpful must be true or false")
         return ("feedback", {"id": id, "helpful": helpful, "note": note},
                 lambda r: _as(FeedbackReport, r))
 
     @staticmethod
-    def set_confidence(id: str, confidence: float
-                       ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+    def set_confidence(id: str, confidence: float) -> Spec:
         return ("setConfidence", {"id": id, "confidence": confidence},
                 lambda r: _as(FactRecord, r["fact"]))
 
     @staticmethod
     def list(cursor: str | None = None, limit: int = 100, filter: Any = None,
-             history: str = "all", namespace: Sequence[str] | None = None
-             ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+             history: str = "all", namespace: Sequence[str] | None = None) -> Spec:
         req = listing.request(cursor, limit, filter, history, namespace)
         return ("list", {"cursor": req.cursor, "limit": req.limit,
                          "filter": _list_filter(req.filter), "history": req.history,
-                         "namespace": list(req.namespace) or None},
+                         "namespace": builtins.list(req.namespace) or None},
                 lambda r: _as(ListPage, r))
 
     @staticmethod
     def list_namespaces(prefix: Sequence[str] | None = None, max_depth: int | None = None,
-                        limit: int = 100, cursor: str | None = None
-                        ) -> tuple[str, dict[str, Any], Callable[[Any], Any]]:
+                        limit: int = 100, cursor: str | None = None) -> Spec:
         return ("listNamespaces", {"prefix": _namespace(prefix, "prefix"),
                                    "maxDepth": max_depth, "limit": limit, "cursor": cursor},
                 lambda r: _as(NamespacePage, r))
 
+    @staticmethod
+    def export_page(namespace: builtins.list[str] | None, cursor: str | None,
+                    limit: int) -> Spec:
+        return ("export", {"namespace": namespace, "cursor": cursor, "limit": limit},
+                lambda r: _as(_ExportPage, r))
 
-_METHODS = [name for name in vars(_Ops) if not name.startswith("_")]
+    @staticmethod
+    def import_request(records: builtins.list[dict[str, Any]], batch_size: int,
+                       drop_embeddings: bool) -> Spec:
+        return ("import", {"records": records, "batchSize": batch_size,
+                           "dropEmbeddings": drop_embeddings},
+                lambda r: _as(ImportReport, r))
+
+    @staticmethod
+    def call(op: str, request: dict[str, Any]) -> Spec:
+        contract.decode(op, request)  # refused here exactly as Memory.call refuses it
+        return op, request, _same
 
 
 def _encode(op: str, request: dict[str, Any]) -> bytes:
@@ -272,58 +339,63 @@ def _encode(op: str, request: dict[str, Any]) -> bytes:
         raise InvalidError(f"{op}: an argument cannot be sent as JSON: {exc}") from exc
 
 
-class RemoteMemory:
-    """``Memory``'s methods, answered by a server (see :class:`Client`)."""
-
-    def __init__(self, http: httpx.Client) -> None:
-        self._http = http
-
-    def _do(self, spec: tuple[str, dict[str, Any], Callable[[Any], Any]]) -> Any:
-        op, request, decode = spec
-        response = self._http.post(f"/api/v1/memory/{op}", content=_encode(op, request))
-        _raise_for(response)
-        return decode(response.json())
+# -- the wire: every failure a holomem error -------------------------------------------------
+#: What httpx raises for a request that got no usable answer.
+_TRANSPORT = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
 
 
-class AsyncRemoteMemory:
-    """``Memory``'s methods as coroutines (see :class:`AsyncClient`)."""
+class _Wire:
+    """The server's address and the translation of whatever comes back into holomem
+    errors; shared by the sync and async clients."""
 
-    def __init__(self, http: httpx.AsyncClient) -> None:
-        self._http = http
+    def __init__(self, url: str, timeout: float) -> None:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise InvalidError(f"the server URL must start with http:// or https://, "
+                               f"not {url!r}")
+        self.url = url.rstrip("/")
+        self.timeout = timeout
 
-    async def _do(self, spec: tuple[str, dict[str, Any], Callable[[Any], Any]]) -> Any:
-        op, request, decode = spec
-        response = await self._http.post(f"/api/v1/memory/{op}",
-                                         content=_encode(op, request))
-        _raise_for(response)
-        return decode(response.json())
+    @staticmethod
+    def path(op: str) -> str:
+        return f"/api/v1/memory/{op}"
 
+    def unreachable(self, op: str, exc: Exception) -> UnavailableError:
+        if isinstance(exc, httpx.TimeoutException):
+            return UnavailableError(
+                f"the holomem server at {self.url} did not answer {op} within "
+                f"{self.timeout:g} s (a write may still have been applied; retrying it "
+                f"with the same payload is safe)")
+        return UnavailableError(f"cannot reach the holomem server at {self.url} ({op}): "
+                                f"{type(exc).__name__}: {exc}")
 
-def _sync_method(name: str) -> Callable[..., Any]:
-    build = getattr(_Ops, name)
+    def answer(self, op: str, response: httpx.Response, decode: Callable[[Any], Any]) -> Any:
+        """The decoded answer, or the error the server's answer stands for."""
+        if response.status_code >= 400:
+            raise self._error(response)
+        try:
+            payload = response.json()
+        except ValueError:
+            raise UnavailableError(f"{self.url} answered {op} with something that is not "
+                                   f"holomem's JSON (is it a holomem server?)") from None
+        try:
+            return decode(payload)
+        except (msgspec.ValidationError, KeyError, TypeError, IndexError) as exc:
+            raise HolomemError(f"the answer of {self.url} to {op} does not have the shape "
+                               f"this client expects (another holomem version?): {exc}"
+                               ) from None
 
-    def method(self: RemoteMemory, *args: Any, **kwargs: Any) -> Any:
-        return self._do(build(*args, **kwargs))
-
-    method.__name__ = name
-    method.__doc__ = f"Like ``Memory.{name}``, answered by the server."
-    return method
-
-
-def _async_method(name: str) -> Callable[..., Any]:
-    build = getattr(_Ops, name)
-
-    async def method(self: AsyncRemoteMemory, *args: Any, **kwargs: Any) -> Any:
-        return await self._do(build(*args, **kwargs))
-
-    method.__name__ = name
-    method.__doc__ = f"Like ``Memory.{name}``, answered by the server."
-    return method
-
-
-for _name in _METHODS:
-    setattr(RemoteMemory, _name, _sync_method(_name))
-    setattr(AsyncRemoteMemory, _name, _async_method(_name))
+    def _error(self, response: httpx.Response) -> HolomemError:
+        try:
+            err = response.json()["error"]
+            code, message = str(err["code"]), str(err["message"])
+        except (ValueError, KeyError, TypeError):
+            if response.status_code in (502, 503, 504):  # a proxy in front of it, say
+                return UnavailableError(f"{self.url} answered HTTP {response.status_code}: "
+                                        f"{response.text[:200]}")
+            code, message = "http", f"HTTP {response.status_code}: {response.text[:500]}"
+        out = from_code(code, message)
+        out.status = response.status_code
+        return out
 
 
 def _headers(api_key: str | None, tenant: str | None) -> dict[str, str]:
@@ -335,19 +407,257 @@ def _headers(api_key: str | None, tenant: str | None) -> dict[str, str]:
     return headers
 
 
-class Client:
-    """A connection to ``holomem serve``; ``.memory`` has ``Memory``'s methods."""
+# -- import: records cut into bounded requests ------------------------------------------------
+class _Entry(NamedTuple):
+    line: int
+    id: str
+    record: dict[str, Any]
+    size: int
+    #: The ids its supersession links name.
+    targets: frozenset[str]
+
+
+def _entry(item: transfer.Incoming, drop_embeddings: bool) -> _Entry:
+    x = item.record
+    if drop_embeddings and x.embedding is not None:
+        x = msgspec.structs.replace(x, embedding=None)
+    record = transfer.as_dict(x)
+    size = len(msgspec.json.encode(record)) + 1
+    if size > REQUEST_BYTES:
+        raise LimitError(f"line {item.line}: the record is {size} bytes as JSON; "
+                                  f"one import request holds at most {REQUEST_BYTES}")
+    return _Entry(item.line, x.id, record, size, frozenset(k.supersedes for k in x.links))
+
+
+class _ImportPlan:
+    """Cuts an import's records into requests of at most ``per_request`` records and
+    :data:`REQUEST_BYTES` bytes.
+
+    One request is one ``Memory.import_`` call on the server, and a call writes a link
+    only when both of its facts are stored by its end: so a record is never sent
+    before the records its links name (when they are in the input). A request is
+    filled in input order; a record whose link names a fact that is neither in the
+    request nor sent before is held back, and sent at the front of the request after
+    the one that carries that fact (or, if it never comes, at the end, still after the
+    held records it names: the fact may be in the target store already, else the link
+    is unresolved, as ``Memory`` reports).
+    """
+
+    def __init__(self, per_request: int) -> None:
+        self.per_request = per_request
+        self.sent: set[str] = set()
+        self.current: builtins.list[_Entry] = []
+        self.held: builtins.list[_Entry] = []
+
+    def add(self, entry: _Entry) -> builtins.list[builtins.list[_Entry]]:
+        """The requests ready once ``entry`` is taken."""
+        self.current.append(entry)
+        out = []
+        while self._overfull():
+            out += self._cut(final=False)
+        return out
+
+    def finish(self) -> builtins.list[builtins.list[_Entry]]:
+        """The remaining requests, the held records last (each after what it names)."""
+        out = []
+        while self.current:
+            out += self._cut(final=False)
+        # What a held record names and the input does not hold will not come: it may be
+        # in the target store; if not, its link is unresolved (as Memory reports it).
+        held = {e.id for e in self.held}
+        self.sent |= {t for e in self.held for t in e.targets if t not in held}
+        self.current, self.held = self.held, []
+        while self.current:
+            out += self._cut(final=False)
+        self.current, self.held = self.held, []  # only links in a cycle are left
+        while self.current:
+            out += self._cut(final=True)
+        return out
+
+    def _overfull(self) -> bool:
+        return (len(self.current) > self.per_request
+                or sum(e.size for e in self.current) > REQUEST_BYTES)
+
+    def _cut(self, *, final: bool) -> builtins.list[builtins.list[_Entry]]:
+        n, size = 0, 0
+        for e in self.current[: self.per_request]:
+            if size + e.size > REQUEST_BYTES:
+                break
+            n, size = n + 1, size + e.size
+        assert n >= 1  # every entry fits a request on its own (_entry checks it)
+        candidate, self.current = self.current[:n], self.current[n:]
+        if not final:
+            # Whatever names a fact not sent yet waits (and so does what names it).
+            moved: set[int] = set()
+            changed = True
+            while changed:
+                changed = False
+                here = {e.id for i, e in enumerate(candidate) if i not in moved}
+                for i, e in enumerate(candidate):
+                    if i not in moved and not e.targets <= self.sent | here:
+                        moved.add(i)
+                        changed = True
+            self.held += [e for i, e in enumerate(candidate) if i in moved]
+            candidate = [e for i, e in enumerate(candidate) if i not in moved]
+        if not candidate:
+            return []
+        self.sent.update(e.id for e in candidate)
+        ready = [e for e in self.held if e.targets <= self.sent]
+        if ready:
+            self.held = [e for e in self.held if not e.targets <= self.sent]
+            self.current = ready + self.current
+        return [candidate]
+
+
+_LINE = re.compile(r"line (\d+): ")
+
+
+def _renumbered(exc: HolomemError, request: builtins.list[_Entry]) -> HolomemError:
+    """``exc`` with the line it names (of the request) made the line of the input."""
+    m = _LINE.match(exc.message)
+    if m is None or not 1 <= int(m[1]) <= len(request):
+        return exc
+    message = f"line {request[int(m[1]) - 1].line}: {exc.message[m.end():]}"
+    out = copy.copy(exc)
+    out.message, out.args = message, (message,)
+    return out
+
+
+class _Totals:
+    def __init__(self) -> None:
+        self.imported = self.unchanged = self.batches = self.unresolved = self.done = 0
+
+    def add(self, report: ImportReport, records: int) -> None:
+        self.imported += report.imported
+        self.unchanged += report.unchanged
+        self.batches += report.batches
+        self.unresolved += report.unresolved_links
+        self.done += records
+
+    def report(self) -> ImportReport:
+        return ImportReport(imported=self.imported, unchanged=self.unchanged,
+                            batches=self.batches, unresolved_links=self.unresolved)
+
+
+def _checked(records: Iterable[Any], drop_embeddings: bool) -> Iterator[_Entry]:
+    """Every record checked as ``Memory.import_`` checks it (errors name its line)."""
+    for batch in transfer.batches(records, 1):
+        yield _entry(batch[0], drop_embeddings)
+
+
+async def _checked_async(records: AsyncIterable[Any], drop_embeddings: bool
+                         ) -> AsyncIterator[_Entry]:
+    line = 0
+    async for item in records:
+        line += 1
+        if isinstance(item, (str, bytes)) and not item.strip():
+            continue  # a blank line, as Memory.import_ skips it
+        x = transfer.check(transfer.decode(item, line), line)
+        yield _entry(x, drop_embeddings)
+
+
+# -- what no server can do for a client ------------------------------------------------------
+class _NotHere(InvalidError, AttributeError):
+    """An attribute of ``Memory`` that only the process holding the store has."""
+
+
+def _policy_refused(name: str) -> InvalidError:
+    return InvalidError(
+        f"{name}() changes a policy of one process only; a client's calls run in the "
+        "server's process under the store's recorded configuration, so it cannot apply "
+        "here. Change that configuration instead (holomem config STORE --set FILE, on "
+        "the store the server serves; a custom:NAME policy must be supplied to the "
+        "server's own Memory)")
+
+
+class _Local:
+    """The calls a client answers itself, or refuses with a reason (module doc)."""
+
+    render_context = staticmethod(render.render_context)
+
+    @property
+    def store(self) -> Any:
+        raise _NotHere("a client has no Store: the server holds it (info() tells its "
+                       "facts, export() reads them)")
+
+    @property
+    def config(self) -> Any:
+        raise _NotHere("a client holds no configuration: info().config is the one the "
+                       "server applies")
+
+    @property
+    def embedder(self) -> Any:
+        raise _NotHere("a client has no embedder: the server embeds, and info().embedder "
+                       "names the model its store holds vectors of")
+
+    def with_supersession(self, policy: Any) -> Any:
+        raise _policy_refused("with_supersession")
+
+    def with_recency(self, policy: Any) -> Any:
+        raise _policy_refused("with_recency")
+
+    def with_entity_extractor(self, extractor: Any) -> Any:
+        raise _policy_refused("with_entity_extractor")
+
+    def with_forgetting(self, policy: Any) -> Any:
+        raise _policy_refused("with_forgetting")
+
+    def with_consolidation(self, policy: Any) -> Any:
+        raise _policy_refused("with_consolidation")
+
+    def with_observer(self, observer: Any) -> Any:
+        raise InvalidError("with_observer(): observers are called in the process that "
+                           "commits a change, and the server commits in its own; a client "
+                           "can watch with list() or export() instead")
+
+    def with_clock(self, clock: Any) -> Any:
+        raise InvalidError("with_clock(): the server's clock stamps every write; a client "
+                           "cannot replace it (a call's asOf/knownAt options read the past)")
+
+    @staticmethod
+    def _reembed_refused() -> InvalidError:
+        return InvalidError("reembed() rewrites every vector with an embedder in the "
+                            "process that holds the store; run it there: Memory(store, "
+                            "embedder=..., reembed=True).reembed()")
+
+
+# -- the clients ----------------------------------------------------------------------------
+class Client(_Local):
+    """A connection to ``holomem serve`` with every method of ``holomem.Memory``.
+
+    ``url``: the server (``http://127.0.0.1:8080``); ``api_key``: sent as a bearer
+    token; ``tenant``: the ``X-Tenant-ID`` (a separate store; default the server's
+    ``default``); ``timeout``: seconds to wait for each answer; ``transport``: an httpx
+    transport (tests). Errors: ``invalid_request`` (a URL that is not http(s)).
+    """
 
     def __init__(self, url: str, api_key: str | None = None, tenant: str | None = None, *,
                  timeout: float = 30.0, transport: httpx.BaseTransport | None = None) -> None:
-        self._http = httpx.Client(base_url=url, headers=_headers(api_key, tenant),
+        self._wire = _Wire(url, timeout)
+        self._http = httpx.Client(base_url=self._wire.url, headers=_headers(api_key, tenant),
                                   timeout=timeout, transport=transport)
-        self.memory = RemoteMemory(self._http)
+
+    @property
+    def memory(self) -> Client:
+        """The client itself (kept for code written as ``client.memory.recall(...)``)."""
+        return self
+
+    def _do(self, spec: Spec) -> Any:
+        op, request, decode = spec
+        body = _encode(op, request)
+        try:
+            response = self._http.post(self._wire.path(op), content=body)
+        except _TRANSPORT as exc:
+            raise self._wire.unreachable(op, exc) from exc
+        return self._wire.answer(op, response, decode)
 
     def healthz(self) -> dict[str, Any]:
-        response = self._http.get("/healthz")
-        _raise_for(response)
-        out: dict[str, Any] = response.json()
+        """The server's ``/healthz`` answer. Errors: ``unavailable``."""
+        try:
+            response = self._http.get("/healthz")
+        except _TRANSPORT as exc:
+            raise self._wire.unreachable("healthz", exc) from exc
+        out: dict[str, Any] = self._wire.answer("healthz", response, _same)
         return out
 
     def close(self) -> None:
@@ -359,16 +669,202 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- Memory's methods, answered by the server -----------------------------------------
+    def remember(self, input: str | RememberInput | Mapping[str, Any] | None = None, /,
+                 **fields: Any) -> Remembered:
+        """As ``Memory.remember``."""
+        out: Remembered = self._do(_Ops.remember(input, **fields))
+        return out
 
-class AsyncClient:
-    """``Client`` over asyncio: ``await client.memory.recall(...)``."""
+    def remember_many(self, inputs: Iterable[RememberInput | Mapping[str, Any]]
+                      ) -> builtins.list[Remembered]:
+        """As ``Memory.remember_many``, in one request (at most 1,000 facts over HTTP)."""
+        out: builtins.list[Remembered] = self._do(_Ops.remember_many(inputs))
+        return out
+
+    def get(self, id: str) -> FactRecord | None:
+        """As ``Memory.get``."""
+        out: FactRecord | None = self._do(_Ops.get(id))
+        return out
+
+    def history(self, id: str) -> builtins.list[FactRecord]:
+        """As ``Memory.history``."""
+        out: builtins.list[FactRecord] = self._do(_Ops.history(id))
+        return out
+
+    def recall(self, query: str, options: Any = None, **fields: Any
+               ) -> builtins.list[Recalled]:
+        """As ``Memory.recall``."""
+        out: builtins.list[Recalled] = self._do(_Ops.recall(query, options, **fields))
+        return out
+
+    def explain(self, query: str, id: str, options: Any = None, **fields: Any
+                ) -> Explanation:
+        """As ``Memory.explain``."""
+        out: Explanation = self._do(_Ops.explain(query, id, options, **fields))
+        return out
+
+    def info(self) -> MemoryInfo:
+        """As ``Memory.info``: the served store's counts, embedder and configuration."""
+        out: MemoryInfo = self._do(_Ops.info())
+        return out
+
+    def list(self, cursor: str | None = None, limit: int = 100, filter: Any = None,
+             history: str = "all", namespace: Sequence[str] | None = None) -> ListPage:
+        """As ``Memory.list``."""
+        out: ListPage = self._do(_Ops.list(cursor, limit, filter, history, namespace))
+        return out
+
+    def list_namespaces(self, prefix: Sequence[str] | None = None,
+                        max_depth: int | None = None, limit: int = 100,
+                        cursor: str | None = None) -> NamespacePage:
+        """As ``Memory.list_namespaces``."""
+        out: NamespacePage = self._do(_Ops.list_namespaces(prefix, max_depth, limit, cursor))
+        return out
+
+    def feedback(self, id: str, helpful: bool, note: str | None = None) -> FeedbackReport:
+        """As ``Memory.feedback``."""
+        out: FeedbackReport = self._do(_Ops.feedback(id, helpful, note))
+        return out
+
+    def set_confidence(self, id: str, confidence: float) -> FactRecord:
+        """As ``Memory.set_confidence``."""
+        out: FactRecord = self._do(_Ops.set_confidence(id, confidence))
+        return out
+
+    def forget(self, scope: Any, options: Any = None, **fields: Any) -> ForgetReport:
+        """As ``Memory.forget``."""
+        out: ForgetReport = self._do(_Ops.forget(scope, options, **fields))
+        return out
+
+    def apply_forgetting(self, options: Any = None, **fields: Any) -> ForgetReport:
+        """As ``Memory.apply_forgetting``."""
+        out: ForgetReport = self._do(_Ops.apply_forgetting(options, **fields))
+        return out
+
+    def consolidate(self, options: Any = None, **fields: Any) -> ConsolidationReport:
+        """As ``Memory.consolidate``."""
+        out: ConsolidationReport = self._do(_Ops.consolidate(options, **fields))
+        return out
+
+    def probe(self, entity: str, k: int = 10, namespace: Sequence[str] | None = None
+              ) -> ProbeResult:
+        """As ``Memory.probe``."""
+        out: ProbeResult = self._do(_Ops.probe(entity, k, namespace))
+        return out
+
+    def related(self, entity: str, k: int = 10, namespace: Sequence[str] | None = None
+                ) -> RelatedResult:
+        """As ``Memory.related``."""
+        out: RelatedResult = self._do(_Ops.related(entity, k, namespace))
+        return out
+
+    def reason(self, entities: Sequence[str], k: int = 10,
+               namespace: Sequence[str] | None = None) -> ReasonResult:
+        """As ``Memory.reason``."""
+        out: ReasonResult = self._do(_Ops.reason(entities, k, namespace))
+        return out
+
+    def contradict(self, *, subject: str | None = None, entity: str | None = None,
+                   k: int = 10, max_pairs: int = 100_000, cursor: str | None = None,
+                   namespace: Sequence[str] | None = None,
+                   filter: Mapping[str, Any] | None = None) -> ContradictResult:
+        """As ``Memory.contradict``."""
+        out: ContradictResult = self._do(_Ops.contradict(
+            subject=subject, entity=entity, k=k, max_pairs=max_pairs, cursor=cursor,
+            namespace=namespace, filter=filter))
+        return out
+
+    def export(self, namespace: Sequence[str] | None = None, *,
+               page_size: int = contract.MAX_EXPORT_PAGE) -> Iterator[dict[str, Any]]:
+        """As ``Memory.export``, read ``page_size`` (<= 1,000) records per request."""
+        ns = _namespace(namespace)
+        limit = validate.positive_int(page_size, "page_size", contract.MAX_EXPORT_PAGE)
+        cursor: str | None = None
+        while True:
+            page: _ExportPage = self._do(_Ops.export_page(ns, cursor, limit))
+            yield from page.records
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def import_(self, records: Iterable[Any], *, batch_size: int = transfer.IMPORT_BATCH,
+                progress: Callable[[int], None] | None = None,
+                drop_embeddings: bool = False) -> ImportReport:
+        """As ``Memory.import_``, in requests of at most 1,000 records and about 1 MB,
+        each one transaction (see the module doc for the order of held-back links)."""
+        size = transfer.batch_size(batch_size)
+        plan = _ImportPlan(min(size, contract.MAX_IMPORT_RECORDS))
+        totals = _Totals()
+
+        def send(request: builtins.list[_Entry]) -> None:
+            try:
+                report: ImportReport = self._do(_Ops.import_request(
+                    [e.record for e in request], size, drop_embeddings))
+            except HolomemError as exc:
+                raise _renumbered(exc, request) from None
+            totals.add(report, len(request))
+            if progress is not None:
+                progress(totals.done)
+
+        for entry in _checked(records, drop_embeddings):
+            for request in plan.add(entry):
+                send(request)
+        for request in plan.finish():
+            send(request)
+        return totals.report()
+
+    def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
+        """As ``Memory.call``: the server's contract answer to ``op`` (checked here
+        first, as ``Memory.call`` checks it)."""
+        out: dict[str, Any] = self._do(_Ops.call(op, request))
+        return out
+
+    def reembed(self, *, batch_size: int = 0, progress: Callable[[int], None] | None = None
+                ) -> int:
+        """Refused: see the module doc. Errors: ``invalid_request``."""
+        raise self._reembed_refused()
+
+    def notify(self, op: str, ids: builtins.list[str], revision: int) -> None:
+        """Refused: a client has no observers (see the module doc)."""
+        raise InvalidError("notify() calls a Memory's observers after a change it "
+                           "committed; a client commits nothing itself and has none")
+
+
+class AsyncClient(_Local):
+    """:class:`Client` over asyncio, with every method of ``holomem.AsyncMemory``:
+    ``await client.recall(...)``, ``async for record in client.export()``."""
 
     def __init__(self, url: str, api_key: str | None = None, tenant: str | None = None, *,
                  timeout: float = 30.0,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
-        self._http = httpx.AsyncClient(base_url=url, headers=_headers(api_key, tenant),
+        self._wire = _Wire(url, timeout)
+        self._http = httpx.AsyncClient(base_url=self._wire.url,
+                                       headers=_headers(api_key, tenant),
                                        timeout=timeout, transport=transport)
-        self.memory = AsyncRemoteMemory(self._http)
+
+    @property
+    def memory(self) -> AsyncClient:
+        """The client itself (kept for code written as ``client.memory.recall(...)``)."""
+        return self
+
+    async def _do(self, spec: Spec) -> Any:
+        op, request, decode = spec
+        body = _encode(op, request)
+        try:
+            response = await self._http.post(self._wire.path(op), content=body)
+        except _TRANSPORT as exc:
+            raise self._wire.unreachable(op, exc) from exc
+        return self._wire.answer(op, response, decode)
+
+    async def healthz(self) -> dict[str, Any]:
+        """The server's ``/healthz`` answer. Errors: ``unavailable``."""
+        try:
+            response = await self._http.get("/healthz")
+        except _TRANSPORT as exc:
+            raise self._wire.unreachable("healthz", exc) from exc
+        out: dict[str, Any] = self._wire.answer("healthz", response, _same)
+        return out
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -378,3 +874,140 @@ class AsyncClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    # -- AsyncMemory's methods, answered by the server ------------------------------------
+    async def remember(self, input: Any = None, /, **fields: Any) -> Remembered:
+        out: Remembered = await self._do(_Ops.remember(input, **fields))
+        return out
+
+    async def remember_many(self, inputs: Iterable[Any]) -> builtins.list[Remembered]:
+        out: builtins.list[Remembered] = await self._do(_Ops.remember_many(inputs))
+        return out
+
+    async def get(self, id: str) -> FactRecord | None:
+        out: FactRecord | None = await self._do(_Ops.get(id))
+        return out
+
+    async def history(self, id: str) -> builtins.list[FactRecord]:
+        out: builtins.list[FactRecord] = await self._do(_Ops.history(id))
+        return out
+
+    async def recall(self, query: str, options: Any = None, /, **fields: Any
+                     ) -> builtins.list[Recalled]:
+        out: builtins.list[Recalled] = await self._do(_Ops.recall(query, options, **fields))
+        return out
+
+    async def explain(self, query: str, id: str, options: Any = None, /, **fields: Any
+                      ) -> Explanation:
+        out: Explanation = await self._do(_Ops.explain(query, id, options, **fields))
+        return out
+
+    async def info(self) -> MemoryInfo:
+        out: MemoryInfo = await self._do(_Ops.info())
+        return out
+
+    async def list(self, cursor: str | None = None, limit: int = 100, filter: Any = None,
+                   history: str = "all", namespace: Sequence[str] | None = None) -> ListPage:
+        out: ListPage = await self._do(_Ops.list(cursor, limit, filter, history, namespace))
+        return out
+
+    async def list_namespaces(self, prefix: Sequence[str] | None = None,
+                              max_depth: int | None = None, limit: int = 100,
+                              cursor: str | None = None) -> NamespacePage:
+        out: NamespacePage = await self._do(_Ops.list_namespaces(prefix, max_depth, limit,
+                                                                  cursor))
+        return out
+
+    async def feedback(self, id: str, helpful: bool, note: str | None = None
+                       ) -> FeedbackReport:
+        out: FeedbackReport = await self._do(_Ops.feedback(id, helpful, note))
+        return out
+
+    async def set_confidence(self, id: str, confidence: float) -> FactRecord:
+        out: FactRecord = await self._do(_Ops.set_confidence(id, confidence))
+        return out
+
+    async def forget(self, scope: Any, options: Any = None, /, **fields: Any) -> ForgetReport:
+        out: ForgetReport = await self._do(_Ops.forget(scope, options, **fields))
+        return out
+
+    async def apply_forgetting(self, options: Any = None, /, **fields: Any) -> ForgetReport:
+        out: ForgetReport = await self._do(_Ops.apply_forgetting(options, **fields))
+        return out
+
+    async def consolidate(self, options: Any = None, /, **fields: Any) -> ConsolidationReport:
+        out: ConsolidationReport = await self._do(_Ops.consolidate(options, **fields))
+        return out
+
+    async def probe(self, entity: str, k: int = 10, namespace: Sequence[str] | None = None
+                    ) -> ProbeResult:
+        out: ProbeResult = await self._do(_Ops.probe(entity, k, namespace))
+        return out
+
+    async def related(self, entity: str, k: int = 10,
+                      namespace: Sequence[str] | None = None) -> RelatedResult:
+        out: RelatedResult = await self._do(_Ops.related(entity, k, namespace))
+        return out
+
+    async def reason(self, entities: Sequence[str], k: int = 10,
+                     namespace: Sequence[str] | None = None) -> ReasonResult:
+        out: ReasonResult = await self._do(_Ops.reason(entities, k, namespace))
+        return out
+
+    async def contradict(self, **kwargs: Any) -> ContradictResult:
+        out: ContradictResult = await self._do(_Ops.contradict(**kwargs))
+        return out
+
+    async def export(self, namespace: Sequence[str] | None = None, *,
+                     page_size: int = contract.MAX_EXPORT_PAGE
+                     ) -> AsyncIterator[dict[str, Any]]:
+        """As ``AsyncMemory.export``, ``page_size`` (<= 1,000) records per request."""
+        ns = _namespace(namespace)
+        limit = validate.positive_int(page_size, "page_size", contract.MAX_EXPORT_PAGE)
+        cursor: str | None = None
+        while True:
+            page: _ExportPage = await self._do(_Ops.export_page(ns, cursor, limit))
+            for record in page.records:
+                yield record
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def import_(self, records: Iterable[Any] | AsyncIterable[Any], *,
+                      batch_size: int = transfer.IMPORT_BATCH,
+                      progress: Callable[[int], None] | None = None,
+                      drop_embeddings: bool = False) -> ImportReport:
+        """As ``Client.import_``; ``records`` may be a plain or an async iterable."""
+        size = transfer.batch_size(batch_size)
+        plan = _ImportPlan(min(size, contract.MAX_IMPORT_RECORDS))
+        totals = _Totals()
+
+        async def send(request: builtins.list[_Entry]) -> None:
+            try:
+                report: ImportReport = await self._do(_Ops.import_request(
+                    [e.record for e in request], size, drop_embeddings))
+            except HolomemError as exc:
+                raise _renumbered(exc, request) from None
+            totals.add(report, len(request))
+            if progress is not None:
+                progress(totals.done)
+
+        if isinstance(records, AsyncIterable):
+            async for entry in _checked_async(records, drop_embeddings):
+                for request in plan.add(entry):
+                    await send(request)
+        else:
+            for entry in _checked(records, drop_embeddings):
+                for request in plan.add(entry):
+                    await send(request)
+        for request in plan.finish():
+            await send(request)
+        return totals.report()
+
+    async def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = await self._do(_Ops.call(op, request))
+        return out
+
+    async def reembed(self, **kwargs: Any) -> int:
+        """Refused: see the module doc. Errors: ``invalid_request``."""
+        raise self._reembed_refused()

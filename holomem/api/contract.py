@@ -1,4 +1,4 @@
-"""The JSON contract (SPEC §5): ``Memory.call(op, request) -> response``.
+"""The JSON contract (docs/contract.md §5): ``Memory.call(op, request) -> response``.
 
 Owns: the request shapes of every op and their decoding (camelCase, unknown fields
 rejected, depth bounded) into the Memory call they name (:func:`decode`), and the
@@ -9,6 +9,11 @@ the library's one vocabulary (:mod:`holomem.errors`): ``invalid_request``,
 ``limit``, ``not_found``, ``conflict``, and ``read_only`` on a follower. A time may be
 milliseconds or an ISO 8601 string. Imports the memory API's types and its time
 conversion (:func:`holomem.api.validate.to_ms`).
+
+``export`` and ``import`` move facts over the wire a bounded page at a time (an export
+page is read with :mod:`.transfer`'s records: :func:`export_page`); ``info`` is
+``Memory.info``. For those, this module also imports :mod:`.transfer` and the walk
+over live facts of :mod:`.forgetting`.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from holomem.api import validate
+from holomem.api import transfer, validate
+from holomem.api.engine import Store, View
+from holomem.api.forgetting import live_facts
 from holomem.api.types import (
     ConsolidateOptions,
+    FactExport,
     ForgetScope,
     History,
     ListFilter,
@@ -34,6 +42,10 @@ from holomem.errors import InvalidError, LimitError
 #: How deeply a request may nest (objects and arrays). The deepest legitimate one, a
 #: remember of facts whose metadata nests 32 levels, reaches 36.
 MAX_REQUEST_DEPTH = 64
+#: The most records one ``export`` page holds (its ``limit``; the default).
+MAX_EXPORT_PAGE = 1000
+#: The most records one ``import`` request carries (a client sends more as several).
+MAX_IMPORT_RECORDS = 1000
 
 
 class RememberMany(Request, frozen=True, kw_only=True):
@@ -41,7 +53,8 @@ class RememberMany(Request, frozen=True, kw_only=True):
 
 
 class RecallRequest(RecallOptions, frozen=True, kw_only=True):
-    """A query and every RecallOptions field (one flat object, as SPEC §5 shows)."""
+    """A query and every RecallOptions field (one flat object, as docs/contract.md §5
+    shows)."""
 
     query: str
 
@@ -108,6 +121,33 @@ class ListNamespacesRequest(Request, frozen=True, kw_only=True):
     max_depth: int | None = None
     limit: int = 100
     cursor: str | None = None
+
+
+class InfoRequest(Request, frozen=True, kw_only=True):
+    """``info`` takes nothing (an empty object)."""
+
+
+class ExportRequest(Request, frozen=True, kw_only=True):
+    namespace: list[str] | None = None
+    cursor: str | None = None
+    limit: int = MAX_EXPORT_PAGE
+
+
+class ExportPage(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One page of an export: its records, and the cursor of the next page (None: the
+    last)."""
+
+    records: list[FactExport]
+    next_cursor: str | None
+
+
+class ImportRequest(Request, frozen=True, kw_only=True):
+    """Export records (objects, as ``export`` gives them), written ``batchSize`` per
+    transaction; at most :data:`MAX_IMPORT_RECORDS` of them."""
+
+    records: list[Any]
+    batch_size: int = transfer.IMPORT_BATCH
+    drop_embeddings: bool = False
 
 
 def _options(req: RecallRequest) -> dict[str, Any]:
@@ -215,8 +255,92 @@ def _list_namespaces(request: dict[str, Any]) -> Invocation:
                       _same)
 
 
-#: op -> decoder. The ops of SPEC §5, then those added by the holographic
-#: operations, feedback and the audit listing (documented in the README).
+def _info(request: dict[str, Any]) -> Invocation:
+    _decode(request, InfoRequest)
+    return Invocation("info", (), {}, _same)
+
+
+def _import(request: dict[str, Any]) -> Invocation:
+    req = _decode(request, ImportRequest)
+    if len(req.records) > MAX_IMPORT_RECORDS:
+        raise LimitError(f"import: at most {MAX_IMPORT_RECORDS} records per request "
+                         f"(got {len(req.records)}); send the rest in further requests")
+    return Invocation("import_", (req.records,),
+                      {"batch_size": req.batch_size, "drop_embeddings": req.drop_embeddings},
+                      _same)
+
+
+def _export(request: dict[str, Any]) -> Invocation:
+    req = _decode(request, ExportRequest)
+    prefix = validate.namespace(req.namespace)
+    limit = validate.positive_int(req.limit, "limit", MAX_EXPORT_PAGE)
+    cursor = validate.cursor(req.cursor, "export")
+    # Memory has no method for one page of an export, so the page is read from the
+    # Memory's store (its ``store`` attribute, fetched by name like every op's method):
+    # the same records Memory.export gives, a bounded page per request.
+    return Invocation("__getattribute__", ("store",), {},
+                      lambda store: export_page(store, prefix, cursor, limit))
+
+
+def _export_bounds(view: View, cursor: str | None) -> tuple[int, int]:
+    """The slots ``[start, end)`` an export page continues with.
+
+    A cursor names the generation, the next slot, the end (the slot count when the
+    export began: slots are given out in write order, so every fact written since lies
+    at or past it) and the last fact exported. After a compaction (a purge) renumbered
+    the slots, the walk resumes after that fact; the end is then the whole store.
+    """
+    slots = view.catalog.slots
+    if cursor is None:
+        return 0, slots
+    data = validate.decode_cursor(cursor, "export")
+    fields = (data.get("g"), data.get("s"), data.get("e"))
+    fid = data.get("id")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in fields) \
+            or not isinstance(fid, str) or set(data) != {"g", "s", "e", "id"}:
+        raise InvalidError("not a cursor export gave out")
+    gen, start, end = (int(v) for v in fields)  # type: ignore[arg-type]
+    if gen == view.generation:
+        if not start <= end <= slots:
+            raise InvalidError("not a cursor export gave out")
+        return start, end
+    moved = view.slot(fid)
+    if moved < 0:
+        raise InvalidError("the store was compacted and the fact the export cursor names "
+                           "is gone; start the export again")
+    return moved + 1, slots
+
+
+def export_page(store: Store, prefix: tuple[str, ...], cursor: str | None,
+                limit: int) -> ExportPage:
+    """One page of an export (JSON: ``{"records": [...], "nextCursor"}``).
+
+    The records are those :meth:`holomem.Memory.export` gives (write order, the
+    :class:`~holomem.api.types.FactExport` form), ``limit`` at most, read under one
+    read block. A walk of pages sees every fact at or under ``prefix`` that was stored
+    when its first page was read and still is, exactly once, however writes interleave;
+    facts written after the first page are not in it (unless a purge compacted the
+    store during the walk: then the rest of the store is). Errors: ``invalid_request``
+    (a cursor export did not give out, or one whose fact a compaction removed).
+    """
+    def read(view: View) -> ExportPage:
+        start, end = _export_bounds(view, cursor)
+        live = live_facts(view, prefix)
+        live = live[(live >= start) & (live < end)]
+        page = [int(s) for s in live[:limit]]
+        more = len(live) > limit
+        next_cursor = (validate.encode_cursor(g=view.generation, s=page[-1] + 1, e=end,
+                                              id=view.id_of(page[-1]))
+                       if more else None)
+        return ExportPage(records=[transfer.export_record(view, s) for s in page],
+                          next_cursor=next_cursor)
+
+    return store.read(read)
+
+
+#: op -> decoder. The ops of docs/contract.md §5, then those added by the holographic
+#: operations, feedback and the audit listing, then ``info``, ``export`` and ``import``
+#: (which the Python client speaks; documented in the README).
 OPS: dict[str, Callable[[dict[str, Any]], Invocation]] = {
     "remember": _remember,
     "recall": _recall,
@@ -234,6 +358,9 @@ OPS: dict[str, Callable[[dict[str, Any]], Invocation]] = {
     "setConfidence": _set_confidence,
     "list": _list,
     "listNamespaces": _list_namespaces,
+    "info": _info,
+    "export": _export,
+    "import": _import,
 }
 
 

@@ -54,7 +54,13 @@ FIELDS: dict[str, list[str]] = {
     "feedback": ["id", "helpful", "note"],
     "setConfidence": ["id", "confidence"],
     "list": ["cursor", "limit", "filter", "history"],
+    "export": ["namespace", "cursor", "limit"],
+    "import": ["records", "batchSize", "dropEmbeddings"],
 }
+#: The fields of an export record (an import request's records).
+RECORD_FIELDS = ["id", "text", "ingestTime", "namespace", "subject", "entities", "metadata",
+                 "embedding", "eventTime", "validFrom", "validTo", "requested", "links",
+                 "confidence", "feedback", "digest", "format"]
 #: For an op added later and not listed above: every field name any op takes.
 ALL_FIELDS = sorted({f for names in FIELDS.values() for f in names})
 SCOPE_FIELDS = ["ids", "subject", "entity", "ingestedBefore", "eventBefore", "metadata"]
@@ -106,8 +112,14 @@ def requests_for(op: str) -> st.SearchStrategy[Any]:
     facts = st.fixed_dictionaries({"facts": st.lists(
         st.dictionaries(st.sampled_from(FIELDS["remember"][:-1]), field_value, max_size=5),
         max_size=3)})
+    records = st.fixed_dictionaries({"records": st.lists(
+        st.dictionaries(st.sampled_from(RECORD_FIELDS), field_value, max_size=6)
+        | st.fixed_dictionaries({"id": st.sampled_from(IDS), "text": plain_text,
+                                 "ingestTime": st.integers(-5, 2**63)}), max_size=3)})
     extra = st.dictionaries(any_text, json_like, max_size=3)
     out = named | st.builds(lambda a, b: {**a, **b}, named, extra) | json_like
+    if op == "import":
+        return out | records
     return out | facts if op == "remember" else out
 
 
@@ -220,6 +232,10 @@ def test_valid_requests_of_every_op_succeed(tmp_path: Path) -> None:
         "history": {"id": "k1"},
         "applyForgetting": {},
         "consolidate": {},
+        "info": {},
+        "export": {"limit": 2, "namespace": []},
+        "import": {"records": [{"id": "imported", "text": "Lee drinks water",
+                                "ingestTime": 7}], "batchSize": 1},
     }
     for op, request in requests.items():
         response = memory.call(op, request)

@@ -34,6 +34,8 @@ READS: list[tuple[str, dict[str, object] | None]] = [
     ("related", {"entity": "Alice"}),
     ("reason", {"entities": ["Alice", "Paris"]}),
     ("contradict", {}),
+    ("info", {}),
+    ("export", {"namespace": ["users"]}),
     ("recall", {"query": 5}),  # a bad request is refused, and creates nothing either
     ("nope", {}),  # an op that is none
 ]
@@ -97,7 +99,7 @@ def test_a_read_of_a_tenant_with_no_store_answers_as_an_empty_store_and_creates_
         assert tree(server.data) == listing  # the reads created nothing, anywhere
         statuses = [status for status, _ in ghost]
         assert statuses == [200, 200, 404, 200, 404, 200, 200, 200, 200, 200, 200, 200,
-                            422, 422, 404, 200]
+                            200, 200, 422, 422, 404, 200]
         assert ghost[3][1] == {"fact": None} and ghost[0][1] == {"results": []}
         assert ghost[-1][1] == {"hits": []}
         # The first write creates the store, and the reads then see what it wrote.

@@ -101,9 +101,9 @@ WORKERS = 40
 #: empty one, and create nothing. The writes create the tenant's store (and so does an op
 #: in neither set, to be safe; a test asks that every op be in one).
 READ_OPS = frozenset({"recall", "explain", "get", "history", "list", "listNamespaces",
-                      "probe", "related", "reason", "contradict"})
+                      "probe", "related", "reason", "contradict", "info", "export"})
 WRITE_OPS = frozenset({"remember", "forget", "applyForgetting", "consolidate", "feedback",
-                       "setConfidence"})
+                       "setConfidence", "import"})
 
 
 def _json(value: Any) -> Response:

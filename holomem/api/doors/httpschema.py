@@ -30,11 +30,14 @@ from holomem.api.types import (
     ConsolidationReport,
     ContradictResult,
     Explanation,
+    FactExport,
     FactRecord,
     FeedbackReport,
     ForgetReport,
+    ImportReport,
     ListPage,
     MaintenanceOptions,
+    MemoryInfo,
     NamespacePage,
     ProbeResult,
     ReasonResult,
@@ -114,6 +117,13 @@ class Health(_Out, frozen=True):
     open_tenants: int | None = None
 
 
+class ExportPage(_Out, frozen=True):
+    """One page of an export, in write order; the next begins at ``nextCursor``."""
+
+    records: list[FactExport]
+    next_cursor: str | None
+
+
 class ErrorDetail(_Out, frozen=True):
     code: str
     message: str
@@ -184,6 +194,12 @@ OPS: dict[str, Op] = {
     "list": Op((contract.ListRequest,), ListPage, "Every stored fact, a page at a time"),
     "listNamespaces": Op((contract.ListNamespacesRequest,), NamespacePage,
                          "The namespaces that hold facts, with their counts"),
+    "info": Op((contract.InfoRequest,), MemoryInfo,
+               "What the store holds: facts, namespaces, embedder, configuration"),
+    "export": Op((contract.ExportRequest,), ExportPage,
+                 "Every fact with its whole history, a page at a time"),
+    "import": Op((contract.ImportRequest,), ImportReport,
+                 "Restore exported facts exactly, in atomic batches"),
 }
 
 #: Fields of request shapes that hold a time (JSON names): milliseconds or ISO 8601.

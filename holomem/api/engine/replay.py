@@ -16,7 +16,7 @@ import os
 from typing import NamedTuple
 
 from holomem import events as ev
-from holomem.api.engine.view import fetch_event
+from holomem.api.engine.view import Transactions
 from holomem.errors import UnavailableError
 from holomem.log import Journal
 from holomem.log.format import TEXT_FILE
@@ -91,9 +91,10 @@ def _reconcile_text(journal: Journal, state: ProjectionState, records: RecordFil
     """Make the text segment hold exactly the live records; False if it was trusted."""
     if not records.rebuilt and records.synced_seq == last and records.size() == state.text.end:
         return False  # sealed after the last event: trusted as is
+    transactions = Transactions(journal)
     rewritten, zeroed = state.text.reconcile(
         records.read_all(), state.catalog.alive.view(), state.catalog.seq.view(),
-        lambda slot: fetch_event(journal, state, slot))
+        lambda slot: transactions.document(state, slot))
     if records.size() != state.text.end:
         # Cut stale bytes past the end, or extend with zeros when the last
         # records belong to removed documents (so the next open trusts the file).

@@ -38,22 +38,53 @@ DocEvent = DocumentAdded | DocumentReplaced
 Heal = Callable[[ProjectionState, int, int, DocEvent], None]
 
 
-def fetch_event(journal: Journal, state: ProjectionState, slot: int) -> DocEvent:
-    """The event that wrote ``slot``, read back from the journal.
+class Transactions:
+    """Transactions read back from the journal, indexed by document id; the last one
+    read is kept, so the slots one transaction wrote (read one after another by an
+    export, a compaction or a reconcile) cost one read and one decode in all."""
 
-    Errors: ``corrupt`` (the transaction does not hold it), ``unavailable`` (a
-    follower's generation was replaced and zeroed meanwhile), ``io``.
-    """
-    seq = int(state.catalog.seq.view()[slot])
-    doc_id = state.catalog.ids[slot]
-    found: DocEvent | None = None
-    for payload in journal.read(seq):
-        event = ev.decode(payload, seq=seq)
-        if isinstance(event, (DocumentAdded, DocumentReplaced)) and event.id == doc_id:
-            found = event  # the last one: a batch may write the same id twice
-    if found is None:
-        raise CorruptError(f"transaction {seq} does not hold document {doc_id!r}")
-    return found
+    def __init__(self, journal: Journal) -> None:
+        self._journal = journal
+        self._seq = -1
+        self._docs: dict[str, DocEvent] = {}
+        self._vectors: dict[str, bytes] = {}
+
+    def _load(self, seq: int) -> None:
+        if seq == self._seq:
+            return
+        docs: dict[str, DocEvent] = {}
+        vectors: dict[str, bytes] = {}
+        for payload in self._journal.read(seq):
+            event = ev.decode(payload, seq=seq)
+            if isinstance(event, (DocumentAdded, DocumentReplaced)):
+                docs[event.id] = event  # the last one: a batch may write an id twice
+            elif isinstance(event, VectorsSet) and event.ids:
+                size = len(event.vectors) // len(event.ids)
+                for i, doc_id in enumerate(event.ids):
+                    vectors[doc_id] = event.vectors[i * size:(i + 1) * size]
+        self._seq, self._docs, self._vectors = seq, docs, vectors
+
+    def document(self, state: ProjectionState, slot: int) -> DocEvent:
+        """The event that wrote ``slot``.
+
+        Errors: ``corrupt`` (the transaction does not hold it), ``unavailable`` (a
+        follower's generation was replaced and zeroed meanwhile), ``io``.
+        """
+        seq = int(state.catalog.seq.view()[slot])
+        doc_id = state.catalog.ids[slot]
+        self._load(seq)
+        found = self._docs.get(doc_id or "")
+        if found is None:
+            raise CorruptError(f"transaction {seq} does not hold document {doc_id!r}")
+        return found
+
+    def vector(self, seq: int, doc_id: str) -> bytes:
+        """The vector a re-embed (transaction ``seq``) wrote for ``doc_id``."""
+        self._load(seq)
+        found = self._vectors.get(doc_id)
+        if found is None:
+            raise CorruptError(f"transaction {seq} does not hold the vector of {doc_id!r}")
+        return found
 
 
 class View:
@@ -68,6 +99,7 @@ class View:
         self._journal = journal
         self._heal = heal
         self._locked = locked
+        self._transactions = Transactions(journal)
 
     # -- the projections --------------------------------------------------------------
     @property
@@ -133,14 +165,14 @@ class View:
         rec = state.text.read(slot, seq)
         if rec is not None and rec.id == state.catalog.ids[slot]:
             return rec
-        event = fetch_event(self._journal, state, slot)
+        event = self._transactions.document(state, slot)
         if self._heal is not None:
             self._heal(state, slot, seq, event)
         return TextRecord(event.id, event.text, event.metadata, event.entities)
 
     def event(self, slot: int) -> DocEvent:
         """The document event that wrote ``slot`` (the caller's bytes, as written)."""
-        return fetch_event(self._journal, self.state, slot)
+        return self._transactions.document(self.state, slot)
 
     def vector_as_written(self, slot: int) -> bytes:
         """The embedding of ``slot`` as it was written (b"": none) — not the unit vector
@@ -152,14 +184,7 @@ class View:
         seq = embeddings.replaced.get(slot)
         if seq is None:
             return self.event(slot).embedding
-        doc_id = self.id_of(slot)
-        for payload in self._journal.read(seq):
-            event = ev.decode(payload, seq=seq)
-            if isinstance(event, VectorsSet) and doc_id in event.ids:
-                i = event.ids.index(doc_id)
-                size = len(event.vectors) // len(event.ids)
-                return event.vectors[i * size:(i + 1) * size]
-        raise CorruptError(f"transaction {seq} does not hold the vector of {doc_id!r}")
+        return self._transactions.vector(seq, self.id_of(slot))
 
     # -- search -------------------------------------------------------------------------
     def allowed(self, ids: Sequence[str] | None) -> np.ndarray | None:

@@ -167,11 +167,14 @@ class AsyncMemory:
                       ) -> Explanation:
         return await self._run(self.memory.explain, query, id, options, **fields)
 
-    async def list(self, *args: Any, **kwargs: Any) -> ListPage:
-        return await self._run(self.memory.list, *args, **kwargs)
+    async def list(self, cursor: str | None = None, limit: int = 100, filter: Any = None,
+                   history: str = "all", namespace: Sequence[str] | None = None) -> ListPage:
+        return await self._run(self.memory.list, cursor, limit, filter, history, namespace)
 
-    async def list_namespaces(self, *args: Any, **kwargs: Any) -> NamespacePage:
-        return await self._run(self.memory.list_namespaces, *args, **kwargs)
+    async def list_namespaces(self, prefix: Sequence[str] | None = None,
+                              max_depth: int | None = None, limit: int = 100,
+                              cursor: str | None = None) -> NamespacePage:
+        return await self._run(self.memory.list_namespaces, prefix, max_depth, limit, cursor)
 
     async def probe(self, entity: str, k: int = 10, namespace: Sequence[str] | None = None
                     ) -> ProbeResult:
@@ -185,8 +188,13 @@ class AsyncMemory:
                      namespace: Sequence[str] | None = None) -> ReasonResult:
         return await self._run(self.memory.reason, entities, k, namespace)
 
-    async def contradict(self, **kwargs: Any) -> ContradictResult:
-        return await self._run(self.memory.contradict, **kwargs)
+    async def contradict(self, *, subject: str | None = None, entity: str | None = None,
+                         k: int = 10, max_pairs: int | None = None, cursor: str | None = None,
+                         namespace: Sequence[str] | None = None, filter: Any = None
+                         ) -> ContradictResult:
+        extra = {} if max_pairs is None else {"max_pairs": max_pairs}
+        return await self._run(self.memory.contradict, subject=subject, entity=entity, k=k,
+                               cursor=cursor, namespace=namespace, filter=filter, **extra)
 
     async def export(self, namespace: Sequence[str] | None = None
                      ) -> AsyncIterator[dict[str, Any]]:

@@ -33,6 +33,7 @@ from holomem.api.types import MemoryConfig, config_from_json, config_to_json
 from holomem.embedders import Embedder
 from holomem.errors import ConflictError, InvalidError
 from holomem.events import ConfigRecorded, Event
+from holomem.projections.fusion import EMBEDDER_FUSION
 
 #: A custom forgetting policy: (memory, now in ms) -> ids to forget.
 ForgettingPolicy = Callable[[Any, int], list[str]]
@@ -129,6 +130,8 @@ class Configured:
         self.embedder: Embedder | None = embedding.choose(embedder, self.config, held)
         self._pinned = (embedding.settle(store, self.embedder, reembed, self.clock.now_ms())
                         if self.embedder is not None else None)
+        if self.embedder is not None and self.config.fusion == "default":
+            self.policies = self.policies._replace(fusion=EMBEDDER_FUSION)
 
     def _copy(self) -> Self:
         clone = object.__new__(type(self))

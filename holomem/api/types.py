@@ -477,7 +477,9 @@ class MemoryConfig(_Config, frozen=True):
     #: The built-in embedder facts and queries without a vector are embedded with
     #: (docs/contract.md §4e), or None: none (unless the store recorded one, or Memory(embedder=)).
     embedder: EmbedderName | None = None
-    #: The fusion of the two signals; "default" is document search's own (linear, 0.5).
+    #: The fusion of the two signals. "default": with an embedder, linear with lexical
+    #: weight 0.4 (chosen on LoCoMo, benchmarks/fusion_study.py); without one, document
+    #: search's own (linear, 0.5), so that a caller's own vectors rank as search does.
     fusion: Literal["default"] | FusionConfig = "default"
 
 

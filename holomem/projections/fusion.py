@@ -45,6 +45,10 @@ class FusionParams(NamedTuple):
 
 
 DEFAULT_FUSION = FusionParams()
+#: A memory with an embedder fuses with this unless its configuration names a fusion:
+#: chosen on the LoCoMo development set (benchmarks/fusion_study.py), where it ranked
+#: best with the context policy and within noise of the best without it.
+EMBEDDER_FUSION = FusionParams("linear", 0.4)
 
 
 class Fusion(NamedTuple):

@@ -194,16 +194,23 @@ def test_without_an_embedder_nothing_changes(store: Store, clock: ManualClock) -
         [(h.id, h.score) for h in hits]
 
 
-def test_fusion_is_configurable_and_the_default_is_document_search(
+def test_fusion_is_configurable_and_without_an_embedder_the_default_is_document_search(
         store: Store, clock: ManualClock) -> None:
     memory = Memory(store, clock=clock, embedder=Fake())
     for text in ("She works as a nurse", "a nurse lives in Oslo", "Bob likes tea",
                  "the job pays"):
         memory.remember(text)
     query = vector_of(Fake(), "nurse job")
-    default = memory.recall("nurse job", k=4)
     hits = store.search_documents("nurse job", 4, embedding=query)
-    assert [(r.id, r.score) for r in default] == [(h.id, h.score) for h in hits]
+    own_vectors = Memory(store, clock=clock)  # no embedder: the caller brings the vector
+    assert own_vectors.embedder is None
+    assert [(r.id, r.score) for r in own_vectors.recall("nurse job", k=4, embedding=query)] \
+        == [(h.id, h.score) for h in hits]
+    default = memory.recall("nurse job", k=4)  # with the embedder: lexical weight 0.4
+    assert [r.score for r in default] != [h.score for h in hits]
+    same = Memory(store, MemoryConfig(fusion=FusionConfig(lexical_weight=0.4)), clock=clock,
+                  embedder=Fake(), persist=True)
+    assert same.recall("nurse job", k=4) == default
     rrf = Memory(store, MemoryConfig(fusion=FusionConfig(method="rrf")), clock=clock,
                  embedder=Fake(), persist=True)
     ranked = rrf.recall("nurse job", k=4)

@@ -1,8 +1,10 @@
 """``holomem hermes install``: write the Hermes Agent plugin directory for holomem.
 
-Owns: the two files of ``$HERMES_HOME/plugins/holomem/`` and where that is. Needs
-no Hermes to run (it only writes files); Hermes needs holomem importable in its
-own Python to load the plugin.
+Owns: the two files of ``$HERMES_HOME/plugins/holomem/``, where that is, and whether
+Hermes is installed at all (:func:`find_hermes`): the command writes nothing, and exits
+1 with the install command, when it finds no Hermes — a plugin no Hermes will ever load
+is no success. Hermes needs holomem importable in its own Python to load the plugin;
+when the Hermes found is not this Python's, the command says so.
 
 What Hermes 0.19.0 expects, from its loaders (``plugins/memory/__init__.py`` picks
 memory providers; ``hermes_cli/plugins.py`` lists every plugin):
@@ -22,14 +24,20 @@ memory providers; ``hermes_cli/plugins.py`` lists every plugin):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
 from holomem.log import fs
 
 PLUGIN_NAME = "holomem"
+#: What installs Hermes Agent and holomem together, in one Python.
+INSTALL_HINT = "pip install 'holomem-db[hermes]'"
+#: Hermes' command-line package: importable where Hermes runs.
+HERMES_PACKAGE = "hermes_cli"
 
 INIT_PY = '''"""holomem as a Hermes Agent memory provider (written by `holomem hermes install`).
 
@@ -98,12 +106,39 @@ def _version() -> str:
         return "0"
 
 
+def find_hermes() -> tuple[str, bool] | None:
+    """Where Hermes Agent is: ``(where, here)``, ``here`` when this Python runs it (its
+    package imports here); else the ``hermes`` command on ``PATH``; None: no Hermes."""
+    try:
+        spec = importlib.util.find_spec(HERMES_PACKAGE)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None:
+        return f"{sys.executable} (its {HERMES_PACKAGE} package)", True
+    command = shutil.which("hermes")
+    if command is not None:
+        return command, False
+    return None
+
+
 def main(args: argparse.Namespace) -> int:
+    found = find_hermes()
+    if found is None:
+        print("error: Hermes Agent is not installed: there is no hermes command on PATH "
+              f"and no {HERMES_PACKAGE} package in this Python ({sys.executable}); nothing "
+              f"was written. Install both into one Python with {INSTALL_HINT}, then run "
+              "holomem hermes install again.", file=sys.stderr)
+        return 1
+    where, here = found
     try:
         path = install(hermes_home(args.hermes_home))
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
     print(f"installed the holomem memory provider for Hermes in {path}")
+    if not here:
+        print(f"note: the Hermes found is {where}, not this Python's: it loads the plugin "
+              "only if holomem imports in its own Python (install holomem-db there, e.g. "
+              f"with {INSTALL_HINT})")
     print("activate it:  hermes config set memory.provider holomem")
     return 0

@@ -29,7 +29,14 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
 
 from holomem import Store
-from holomem.api.contract import ExplainRequest, ForgetRequest, IdRequest, RecallRequest
+from holomem.api.contract import (
+    ExplainRequest,
+    ForgetRequest,
+    IdRequest,
+    ListNamespacesRequest,
+    ListRequest,
+    RecallRequest,
+)
 from holomem.api.types import ForgetScope, RememberInput
 from holomem.errors import KeyRequiredError
 
@@ -37,8 +44,13 @@ from ._readme import ROOT, blocks
 
 REQUESTS: dict[str, type[Any]] = {
     "remember": RememberInput, "recall": RecallRequest, "explain": ExplainRequest,
-    "forget": ForgetRequest, "history": IdRequest, "get": IdRequest,
+    "forget": ForgetRequest, "history": IdRequest, "get": IdRequest, "list": ListRequest,
+    "list_namespaces": ListNamespacesRequest,
 }
+#: What a tool's schema adds to its request's fields, and leaves out of them (the
+#: audit of each against what its op uses is tests/serve/test_mcp_tools.py's).
+ADDED = {"remember": ["facts"]}
+LEFT_OUT = {"explain": ["explain"]}
 VENV_BIN = os.path.dirname(sys.executable)
 
 
@@ -134,10 +146,12 @@ def test_the_tools_and_their_schemas_are_the_contracts(shared: Session) -> None:
         schema = tool.input_schema
         assert tool.description
         assert schema["type"] == "object" and schema["additionalProperties"] is False
-        assert list(schema["properties"]) == list(own["properties"]) \
-            == list(cls.__struct_encode_fields__)
+        fields = [f for f in cls.__struct_encode_fields__ if f not in LEFT_OUT.get(tool.name, [])]
+        assert list(own["properties"]) == list(cls.__struct_encode_fields__)
+        assert list(schema["properties"]) == fields + ADDED.get(tool.name, [])
         assert all("_" not in name for name in schema["properties"])  # camelCase
-        assert sorted(schema["required"]) == sorted(own["required"])
+        required = [] if tool.name in ADDED else own.get("required", [])
+        assert sorted(schema["required"]) == sorted(required)
         assert "$ref" not in json.dumps(schema)
         jsonschema.Draft202012Validator.check_schema(schema)
     by_name = {t.name: t.input_schema for t in tools}
@@ -203,7 +217,7 @@ def test_remember_recall_explain_get_history_forget(shared: Session) -> None:
     (body,) = ok(s.call("forget", {"scope": {"ids": ["b"]}, "dryRun": True}))
     assert json.loads(body) == {"removed": ["b"], "relinked": [], "dryRun": True,
                                 "purged": False}
-    (body,) = ok(s.call("forget", {"scope": {"ids": ["b"]}}))
+    (body,) = ok(s.call("forget", {"scope": {"ids": ["b"]}, "dryRun": False}))
     assert json.loads(body)["removed"] == ["b"]
     assert ok(s.call("get", {"id": "b"})) == ['{"fact": null}']
     assert error_code(s.call("history", {"id": "b"})) == "not_found"
@@ -287,39 +301,59 @@ def cli(*args: str) -> subprocess.CompletedProcess[bytes]:
                           capture_output=True, timeout=60, cwd=ROOT)
 
 
-def test_bad_options_and_a_locked_store_exit_with_a_message(tmp_path: Path) -> None:
+def test_bad_options_and_stores_that_cannot_be_opened_exit_with_a_message(
+        tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"supersession": "sometimes"}')
     done = cli("mcp", "--data", str(tmp_path / "s"), "--memory-config", str(bad))
     assert done.returncode == 2 and b"config" in done.stderr
     done = cli("mcp", "--data", str(tmp_path / "s"), "--key-file", str(tmp_path / "nope"))
     assert done.returncode == 2 and b"nope" in done.stderr
+    (tmp_path / "a-file").write_text("not a store")
+    done = cli("mcp", "--data", str(tmp_path / "a-file"))
+    assert done.returncode == 3 and b"not a directory" in done.stderr
+    # A store another process writes is no error: it is followed (test_mcp_follower.py).
     with Store.open(tmp_path / "held"):
         done = cli("mcp", "--data", str(tmp_path / "held"))
-    assert done.returncode == 3 and b"locked" in done.stderr.lower()
+    assert done.returncode == 0 and b"following it read-only" in done.stderr
+    assert f"process {os.getpid()} (".encode() in done.stderr  # the writer, named
     done = cli("mcp", "--data", str(tmp_path / "fresh"))  # stdin closes at once
     assert done.returncode == 0 and (tmp_path / "fresh").is_dir()
     assert done.stdout == b""  # stdout is the protocol: nothing else is printed on it
+
+
+def test_without_the_serve_extra_mcp_fails_before_creating_anything(tmp_path: Path) -> None:
+    data = tmp_path / "store"
+    for missing in ("mcp", "anyio", "httpx"):
+        # The module is gone, as in an install without the serve extra.
+        program = (f"import sys; sys.modules[{missing!r}] = None; "
+                   "from holomem.api.doors.cli import main; sys.exit(main(sys.argv[1:]))")
+        done = subprocess.run([sys.executable, "-c", program, "mcp", "--data", str(data)],
+                              input=b"", capture_output=True, timeout=60, cwd=ROOT)
+        assert done.returncode == 2, done.stderr
+        assert b"pip install 'holomem-db[serve]'" in done.stderr, done.stderr
+        assert b"Traceback" not in done.stderr
+        assert not data.exists() and list(tmp_path.iterdir()) == []  # nothing on disk
 
 
 # -- the README's examples, exactly ------------------------------------------------------------
 def test_readme_examples_run(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path),
            "PATH": VENV_BIN + os.pathsep + os.environ["PATH"]}
-    (command,) = blocks("MCP server", "sh")
+    command = blocks("MCP server", "sh")[0]  # the second is holomem serve: test_mcp_http.py
     done = subprocess.run(command, shell=True, env=env, input=b"", capture_output=True,
                           timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / ".holomem" / "mcp-store").is_dir()
 
-    (config,) = blocks("MCP server", "json")
+    config = blocks("MCP server", "json")[0]
     entry = json.loads(config)["mcpServers"]["holomem"]
     args = [str(tmp_path / "configured") if a == "/home/me/.holomem/mcp-store" else a
             for a in entry["args"]]
     with serving(tmp_path / "configured", command=entry["command"], args=args) as s:
         assert [t.name for t in s.tools()] == list(REQUESTS)
 
-    (program,) = blocks("MCP server", "python")
+    program = blocks("MCP server", "python")[0]
     (tmp_path / "example.py").write_text(program)
     done = subprocess.run([sys.executable, "example.py"], env=env, capture_output=True,
                           timeout=60, cwd=tmp_path)

@@ -85,14 +85,16 @@ def test_a_servers_namespace_confines_every_tool(tmp_path: Path) -> None:
                     f"no fact {outside!r}"
 
         # forget: every scope stays under the server's namespace.
-        (body,) = ok(s.call("forget", {"scope": {"ids": ["bob-tea", "alice-plain"]}}))
+        (body,) = ok(s.call("forget", {"scope": {"ids": ["bob-tea", "alice-plain"]},
+                                       "dryRun": False}))
         assert json.loads(body)["removed"] == ["alice-plain"]
         (body,) = ok(s.call("forget", {"scope": {"subject": "city"}, "dryRun": True}))
         assert sorted(json.loads(body)["removed"]) == ["alice-city-1", "alice-city-2"]
         (body,) = ok(s.call("forget", {"scope": {"ids": ["alice-tea", "alice-note"]},
                                        "within": ["notes"], "dryRun": True}))
         assert json.loads(body)["removed"] == ["alice-note"]
-        (body,) = ok(s.call("forget", {"scope": {"namespace": ["notes"]}, "purge": True}))
+        (body,) = ok(s.call("forget", {"scope": {"namespace": ["notes"]}, "purge": True,
+                                       "dryRun": False}))
         assert json.loads(body)["removed"] == ["alice-note"]
         (body,) = ok(s.call("forget", {"scope": {"namespace": []}, "dryRun": True}))
         assert sorted(json.loads(body)["removed"]) == sorted(
@@ -113,7 +115,8 @@ def test_a_servers_namespace_confines_every_tool(tmp_path: Path) -> None:
         (block,) = ok(s.call("recall", {"query": everything, "k": 50, "history": "all"}))
         assert ids(block) == ["bob-city-1", "bob-city-2", "bob-tea"]
         assert ok(s.call("get", {"id": "alice-tea"})) == ['{"fact": null}']
-        (body,) = ok(s.call("forget", {"scope": {"namespace": []}, "purge": True}))
+        (body,) = ok(s.call("forget", {"scope": {"namespace": []}, "purge": True,
+                                       "dryRun": False}))
         assert sorted(json.loads(body)["removed"]) == ["bob-city-1", "bob-city-2", "bob-tea"]
     marker = b"bob drinks green tea"
     assert not any(marker in p.read_bytes() for p in data.rglob("*") if p.is_file())

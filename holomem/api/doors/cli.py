@@ -523,32 +523,44 @@ def _read(path: str) -> bytes:
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    """Options and the store first (fast, clear errors), then the MCP SDK (slow to import)."""
+    """Options first (fast, clear errors), then the MCP SDK (slow to import; missing
+    without the serve extra), then the store: nothing is created before all three hold.
+    A store another process writes is followed read-only (:mod:`.follower`)."""
     from holomem.api.doors.scoping import Scope
 
     try:
         scope = Scope(args.namespace or ())
         key = _read(args.key_file) if args.key_file else None
         config = config_from_json(_read(args.config)) if args.config else None
-    except (OSError, HolomemError) as exc:
+        api_key = _read(args.api_key_file).decode().strip() if args.api_key_file else None
+        if api_key is not None and args.server is None:
+            raise InvalidError("--api-key-file is the key of --server; give --server too")
+    except (OSError, UnicodeDecodeError, HolomemError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        store = Store.open(args.data, key=key, sync="batch")
+        from holomem.api.doors.follower import Served, served_tenant
+        from holomem.api.doors.mcp import serve
+        from holomem.client import Client  # httpx: --server forwards writes with it
+    except ImportError as exc:
+        print("error: the MCP server needs the serve extra (pip install 'holomem-db[serve]'): "
+              f"{exc}", file=sys.stderr)
+        return 2
+    try:
+        client = None if args.server is None else \
+            Client(args.server, api_key=api_key, tenant=served_tenant(args.data))
+    except HolomemError as exc:  # a bad URL; a store that is none of its tenants'
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        served = Served.open(args.data, key=key, config=config, scope=scope, client=client,
+                             server=args.server)
     except (OSError, HolomemError) as exc:
         print(f"error: {args.data}: {exc}", file=sys.stderr)
         return 3
-    try:
-        # The store's configuration; --config for a store that has none yet.
-        memory = Memory(store, initial=config)
-        from holomem.api.doors.mcp import serve
-    except (HolomemError, ImportError) as exc:
-        store.close()
-        extra = "the MCP server needs the serve extra (pip install 'holomem-db[serve]'): " \
-            if isinstance(exc, ImportError) else ""
-        print(f"error: {extra}{exc}", file=sys.stderr)
-        return 2
-    serve(memory, scope)
+    if served.following:
+        print(served.describe(), file=sys.stderr)
+    serve(served)
     return 0
 
 
@@ -800,14 +812,22 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a browser origin allowed to call the API, e.g. "
                      "https://app.example (repeatable; none by default)")
     srv.set_defaults(func=_serve)
-    mcp = command("mcp", "serve one store to an MCP client over stdio")
+    mcp = command("mcp", "serve one store to an MCP client over stdio (several clients: "
+                  "holomem serve's /mcp)")
     mcp.add_argument("--data", required=True, metavar="DIR",
-                     help="the store directory (created if missing)")
+                     help="the store directory (created if missing); when another process "
+                     "is its writer, it is followed read-only")
     mcp.add_argument("--key-file", metavar="F", help="file holding the 32-byte encryption key")
     _config_options(mcp, "for a store that has recorded none yet")
     mcp.add_argument("--namespace", action="append", metavar="PART",
                      help="confine every call to this namespace, one string per flag "
                      "(--namespace users --namespace u-42); tools' namespaces are under it")
+    mcp.add_argument("--server", metavar="URL",
+                     help="the holomem serve that writes this store (e.g. "
+                     "http://127.0.0.1:8080): follow --data read-only and send writes "
+                     "there; --data must be that server's DATA/tenants/<tenant>")
+    mcp.add_argument("--api-key-file", metavar="F",
+                     help="file holding the API key of --server")
     mcp.set_defaults(func=_mcp)
     hermes = command("hermes", "Hermes Agent integration")
     hermes_sub = hermes.add_subparsers(dest="hermes_command", required=True, metavar="ACTION",

@@ -24,7 +24,8 @@ Routes (JSON in and out; every error, 404 and 405 included, is
 - ``GET /api/v1/documents/{id}``; ``DELETE /api/v1/documents/{id}?purge=true``;
 - ``POST /api/v1/documents/search`` — ``{"query", "k", "embedding", "ids"}``;
 - ``GET /healthz`` — ``{"status": "ok"}``; ``openTenants`` too when authorised;
-- ``GET /openapi.json`` — the OpenAPI 3.1 document of all of them.
+- ``GET /openapi.json`` — the OpenAPI 3.1 document of all of them;
+- ``POST|GET|DELETE /mcp`` — the MCP tools over streamable HTTP (:mod:`.mcphttp`).
 
 Every name is camelCase, the engine's results too (``lexicalScore``).
 
@@ -74,6 +75,7 @@ from holomem.api.aio import offload
 from holomem.api.doors import httpschema, webguard
 from holomem.api.doors.accesslog import LOGGER, AccessLog, address, to_stderr
 from holomem.api.doors.httpschema import DocumentOut, DocumentsRequest, HitOut, SearchRequest
+from holomem.api.doors.mcphttp import McpEndpoint
 from holomem.api.doors.tenants import (
     DEFAULT_TENANT,
     MAX_TENANT_STORES,
@@ -298,9 +300,12 @@ def create_app(data_dir: str, *, api_key: str | None = None,
         # What the API is, like /healthz, is no secret: no key needed.
         return Response(openapi, media_type="application/json")
 
+    mcp = McpEndpoint(pool, authorised=authorised, max_body=max_body, max_batch=max_batch)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
+        async with mcp.run():  # the MCP sessions end before the stores close
+            yield
         pool.close()  # graceful shutdown: every store synced and closed
         workers.shutdown(wait=False)
 
@@ -311,6 +316,7 @@ def create_app(data_dir: str, *, api_key: str | None = None,
         Route("/api/v1/documents", add_documents, methods=["POST"]),
         Route("/api/v1/documents/search", search, methods=["POST"]),
         Route("/api/v1/documents/{doc_id:path}", document, methods=["GET", "DELETE"]),
+        Route("/mcp", mcp, methods=["POST", "GET", "DELETE"]),
     ]
     # The access log first: it sees every request, those the guard refuses too.
     middleware = [Middleware(AccessLog, routes=routes, ops=contract.OPS),

@@ -1,0 +1,263 @@
+"""The store a stdio door serves: as its writer, or as a follower when another process is.
+
+Owns: :class:`Served` — the contract calls of ``holomem mcp`` on its one store. When the
+store's writer lock is free the door is the writer. When another process holds it (a
+``holomem serve``, another ``holomem mcp``, an agent), the door follows the store
+read-only instead of exiting: every read first catches up with the writer's new
+transactions, and a write
+
+- goes to the writer's server when one is configured (``--server URL``): it is sent as
+  a contract call through :class:`holomem.client.Client`, then the follower checks that
+  the store it reads shows it (so a ``--server`` that serves another store cannot go
+  unnoticed);
+- or, with no server, takes the writer lock if it has come free meanwhile (the door is
+  the writer from then on), else is refused with ``read_only``, naming the process that
+  holds the lock (:func:`lock_holder`) and how to reach it.
+
+With ``--server`` the door never takes the lock itself: the server is the writer, and a
+door holding the lock would lock the server out of its own tenant's store. So the
+store must be one of that server's tenant stores, ``DATA/tenants/<tenant>``; the
+tenant the writes name is the directory's name (:func:`served_tenant`).
+
+Imports the memory API, the engine's Store, the scope and the file layer; the client
+(httpx, the serve extra) only when a server is configured.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+from holomem.api.doors.scoping import Scope
+from holomem.api.engine import Store
+from holomem.api.memory import Memory
+from holomem.api.types import MemoryConfig
+from holomem.errors import (
+    ConflictError,
+    HolomemError,
+    InvalidError,
+    ReadOnlyError,
+    StoreLockedError,
+)
+from holomem.log import fs
+from holomem.log.format import LOCK_NAME
+
+if TYPE_CHECKING:
+    from holomem.client import Client
+
+#: Where ``holomem serve`` keeps the tenant stores under its ``--data``.
+TENANTS_DIR = "tenants"
+#: The most characters of a lock holder's command line an error quotes.
+MAX_COMMAND_CHARS = 300
+
+
+def lock_holder(store: str) -> str:
+    """Who holds the writer lock of the store at ``store``: ``process PID (its command
+    line)`` where the system says (Linux: ``/proc/locks``), else ``another process``."""
+    try:
+        fd = fs.open_ro(os.path.join(store, LOCK_NAME))
+        try:
+            inode = fs.file_id(fd, store)
+        finally:
+            fs.close(fd)
+        table = _proc("/proc/locks")
+    except HolomemError:
+        return "another process"
+    for line in table.decode("ascii", "replace").splitlines():
+        # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:2589612 0 EOF": pid, then major:minor:inode
+        fields = line.split()
+        if len(fields) < 6 or fields[1] != "FLOCK" or fields[3] != "WRITE":
+            continue
+        pid, where = fields[4], fields[5].rsplit(":", 1)
+        if len(where) == 2 and where[1].isdigit() and int(where[1]) == inode and pid.isdigit():
+            return f"process {pid}{_command(pid)}"
+    return "another process"
+
+
+def _proc(path: str, limit: int = 1 << 20) -> bytes:
+    """A file of ``/proc`` (whose size says 0: read to its end, up to ``limit`` bytes).
+    Errors: ``io`` (none such, e.g. not Linux)."""
+    fd = fs.open_ro(path)
+    try:
+        return fs.read_at(fd, limit, 0, path)
+    finally:
+        fs.close(fd)
+
+
+def _command(pid: str) -> str:
+    try:
+        raw = _proc(f"/proc/{pid}/cmdline")
+    except HolomemError:
+        return ""
+    words = raw.rstrip(b"\0").split(b"\0")
+    # One line: arguments holding line breaks or other control characters are flattened.
+    line = " ".join(" ".join(w.decode("utf-8", "replace").split()) for w in words if w)
+    if len(line) > MAX_COMMAND_CHARS:
+        line = line[:MAX_COMMAND_CHARS] + "..."
+    return f" ({line})" if line else ""
+
+
+def served_tenant(store: str) -> str:
+    """The tenant whose store ``store`` is, for a door that forwards writes to a server:
+    ``DATA/tenants/<tenant>`` is where ``holomem serve`` keeps it.
+
+    Errors: ``invalid_request`` (a store that is no server's tenant store).
+    """
+    path = os.path.abspath(store)
+    parent, tenant = os.path.split(path)
+    if os.path.basename(parent) != TENANTS_DIR or not tenant:
+        raise InvalidError(
+            f"--server: --data must be a tenant's store of that server, "
+            f"SERVER_DATA/{TENANTS_DIR}/<tenant> (holomem serve keeps tenant T's store in "
+            f"its --data directory under {TENANTS_DIR}/T), not {store!r}: the writes would "
+            f"land in another store than the one this door reads")
+    return tenant
+
+
+class Served:
+    """The store a stdio door serves, as its writer or as a follower (see the module doc).
+
+    ``call(op, request, writes)`` is ``Memory.call`` confined to ``scope``; ``writes``:
+    whether the call may change the store (reads never go anywhere but the store).
+    Calls may run in several threads at once.
+    """
+
+    def __init__(self, path: str, memory: Memory, *, key: bytes | None,
+                 config: MemoryConfig | None, scope: Scope,
+                 client: Client | None = None, server: str | None = None) -> None:
+        self.path = path
+        self.scope = scope
+        self.memory = memory
+        self.client = client
+        self.server = server  # the URL client talks to
+        self._key = key
+        self._config = config
+        self._mu = threading.Lock()
+        self._stores = [memory.store]  # every store opened; closed together at the end
+
+    @classmethod
+    def open(cls, path: str, *, key: bytes | None = None, config: MemoryConfig | None = None,
+             scope: Scope | None = None, client: Client | None = None,
+             server: str | None = None) -> Served:
+        """The writer of the store at ``path`` (created if missing), or its follower when
+        another process is the writer; with ``client`` (of the server at ``server``, whose
+        tenant store ``path`` is: :func:`served_tenant`), always a follower that forwards writes
+        there (the store must exist: the server creates it with its first write).
+        The Served owns ``client`` from then on (and closes it).
+
+        Errors: what opening the store raises (``not_found``, ``key.*``, ``corrupt`` ...).
+        """
+        try:
+            if client is not None:
+                store = Store.open(path, key=key, read_only=True)
+            else:
+                try:
+                    store = Store.open(path, key=key, sync="batch")
+                except StoreLockedError:
+                    store = Store.open(path, key=key, read_only=True)
+        except BaseException:
+            if client is not None:
+                client.close()
+            raise
+        try:
+            memory = Memory(store, initial=config)  # the store's configuration, if it has one
+        except BaseException:
+            store.close()
+            if client is not None:
+                client.close()
+            raise
+        return cls(path, memory, key=key, config=config, scope=scope or Scope(),
+                   client=client, server=server)
+
+    @property
+    def following(self) -> bool:
+        return self.memory.store.read_only
+
+    def describe(self) -> str:
+        """One line for the operator: whose store this is, and where writes go."""
+        if not self.following:
+            return f"holomem mcp: serving {self.path} as its writer"
+        if self.server is not None:
+            return (f"holomem mcp: following {self.path} read-only; writes go to the "
+                    f"server at {self.server}")
+        return (f"holomem mcp: {self.path} is open for writing by {lock_holder(self.path)}; "
+                "following it read-only: reads are answered, writes are refused until the "
+                "writer lets go (or give --server URL to send them to a holomem serve)")
+
+    def call(self, op: str, request: Any, writes: bool) -> dict[str, Any]:
+        """``Memory.call(op, request)`` confined to the scope. Errors: those of
+        ``Memory.call``; ``read_only`` (a write while another process is the writer and
+        no server is configured); ``unavailable`` (the server cannot be reached);
+        ``conflict`` (the server took a write that this store does not show)."""
+        memory = self.memory
+        if not memory.store.read_only:
+            return self.scope.call(memory, op, request)
+        if not writes:
+            memory.store.refresh()  # the writer's transactions since the last call
+            return self.scope.call(memory, op, request)
+        if self.client is not None:
+            return self._forward(op, request)
+        writer = self._take_over()
+        if writer is None:
+            raise ReadOnlyError(
+                f"this MCP server only reads {self.path}: {lock_holder(self.path)} is its "
+                "writer, so writes go there. If that is holomem serve, start holomem mcp "
+                "with --server URL of it (and --api-key-file F) to forward them; or stop "
+                "that process and write again")
+        return self.scope.call(writer, op, request)
+
+    def _take_over(self) -> Memory | None:
+        """Become the writer if the lock has come free; the writer's Memory, or None."""
+        with self._mu:
+            if not self.memory.store.read_only:
+                return self.memory
+            try:
+                store = Store.open(self.path, key=self._key, sync="batch")
+            except StoreLockedError:
+                return None
+            try:
+                memory = Memory(store, initial=self._config)
+            except BaseException:
+                store.close()
+                raise
+            # The follower stays open (a call in another thread may still read it).
+            self._stores.append(store)
+            self.memory = memory
+            print(f"holomem mcp: the writer of {self.path} let go; writing it from now on",
+                  file=sys.stderr)
+            return memory
+
+    def _forward(self, op: str, request: Any) -> dict[str, Any]:
+        assert self.client is not None
+        # The scope uses only `call` here (remember and forget are confined by rewriting
+        # the request), which the client has with Memory's meaning.
+        response = self.scope.call(cast(Memory, self.client), op, request)
+        self._confirm(op, response)
+        return response
+
+    def _confirm(self, op: str, response: Mapping[str, Any]) -> None:
+        """Check that the store this door reads shows the write the server took."""
+        memory = self.memory
+        memory.store.refresh()
+        if op == "remember":
+            wrote = [r["id"] for r in response.get("remembered", [])]
+            missing = [i for i in wrote if memory.get(i) is None]
+        elif op == "forget" and not response.get("dryRun"):
+            missing = [i for i in response.get("removed", []) if memory.get(i) is not None]
+        else:
+            return
+        if missing:
+            raise ConflictError(
+                f"the server at {self.server} took the {op} (ids {missing[:5]}), but the "
+                f"store this MCP server reads, {self.path}, does not show it: that server "
+                "keeps this tenant's store elsewhere. Give --data the tenant's store of "
+                "that server (its --data directory, tenants/<tenant>), or another --server")
+
+    def close(self) -> None:
+        for store in self._stores:
+            store.close()
+        if self.client is not None:
+            self.client.close()

@@ -1,0 +1,191 @@
+"""Every MCP tool offers exactly what its op uses, driven by the MCP SDK's own stdio client.
+
+What the tests prove: the tools are remember, recall, explain, forget, history, get, list
+and list_namespaces; each schema's properties are the audited list below (a field the
+op does not use — the explain tool's ``explain`` flag — is neither offered nor taken),
+and every property a schema offers is taken by its tool (a walk over every property
+of every tool, each value checked against the schema first); ``forget`` is a dry run
+unless ``dryRun`` is false, and says so in its schema and description; ``remember``
+takes a batch as ``facts``; ``list`` pages with a cursor and fences what it returns;
+``list_namespaces`` counts the facts of each namespace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from .test_mcp import Session, error_code, fenced, ok, serving
+
+#: The audit: what each tool's op uses, and so what its schema offers. A field added to
+#: a request Struct fails this test until it is looked at here.
+OFFERED: dict[str, set[str]] = {
+    "remember": {"text", "id", "subject", "entities", "metadata", "embedding", "eventTime",
+                 "validFrom", "validTo", "supersedes", "confidence", "namespace", "facts"},
+    "recall": {"query", "k", "asOf", "knownAt", "history", "subject", "entities", "embedding",
+               "explain", "candidateLimit", "namespace", "filter"},
+    # explain ranks as recall does (k, candidateLimit, history ... say where the fact
+    # stands), but its answer is the explanation: recall's `explain` flag means nothing.
+    "explain": {"query", "id", "k", "asOf", "knownAt", "history", "subject", "entities",
+                "embedding", "candidateLimit", "namespace", "filter"},
+    "forget": {"scope", "includeChain", "dryRun", "purge", "within"},
+    "history": {"id"},
+    "get": {"id"},
+    "list": {"cursor", "limit", "filter", "history", "namespace"},
+    "list_namespaces": {"prefix", "maxDepth", "limit", "cursor"},
+}
+VECTOR = [0.1, 0.2, 0.3, 0.4]
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    with serving(tmp_path_factory.mktemp("tools") / "store") as s:
+        s.remember(id="seed", text="Dora keeps bees", subject="dora/hobby",
+                   entities=["Dora"], metadata={"kind": "hobby"}, embedding=VECTOR)
+        s.remember(id="walk-1", text="Dora keeps bees in the walk garden", namespace=["walk"],
+                   subject="dora/hobby", embedding=VECTOR)
+        s.remember(id="walk-2", text="Dora sells honey", namespace=["walk", "deep"],
+                   embedding=VECTOR)
+        yield s
+
+
+def schemas(session: Session) -> dict[str, dict[str, Any]]:
+    return {t.name: t.input_schema for t in session.tools()}
+
+
+def cursor(session: Session, tool: str, args: dict[str, Any]) -> str:
+    (*_, body) = ok(session.call(tool, {**args, "limit": 1}))
+    value: str = json.loads(body)["nextCursor"]
+    assert value
+    return value
+
+
+def samples(session: Session) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """Per tool: the least call it answers, and a value for every property it offers."""
+    recall = {"k": 3, "asOf": 4_000_000_000_000, "knownAt": 4_000_000_000_000,
+              "history": "all", "subject": "dora/hobby", "entities": ["Dora"],
+              "embedding": VECTOR, "candidateLimit": 50, "namespace": [],
+              "filter": {"metadata": {"kind": {"$eq": "hobby"}}}}
+    return {
+        "remember": ({"text": "Dora paints"}, {
+            "text": "Dora paints boats", "id": "walk-id", "subject": "dora/art",
+            "entities": ["Dora"], "metadata": {"kind": "art"}, "embedding": VECTOR,
+            "eventTime": 1000, "validFrom": 1000, "validTo": 4_000_000_000_000,
+            "supersedes": ["seed"], "confidence": 0.5, "namespace": ["walk"],
+            "facts": [{"text": "Dora rows"}, {"text": "Dora sails", "namespace": ["walk"]}],
+        }),
+        "recall": ({"query": "bees"}, {**recall, "query": "Dora bees", "explain": True}),
+        "explain": ({"query": "bees", "id": "seed"},
+                    {**recall, "query": "Dora bees", "id": "seed"}),
+        "forget": ({"scope": {"ids": ["nothing-here"]}}, {
+            "scope": {"subject": "no/such"}, "includeChain": True, "dryRun": True,
+            "purge": True, "within": ["walk"]}),
+        "history": ({"id": "seed"}, {"id": "walk-1"}),
+        "get": ({"id": "seed"}, {"id": "walk-1"}),
+        "list": ({}, {"cursor": cursor(session, "list", {}), "limit": 2,
+                      "filter": {"subject": "dora/hobby"}, "history": "current",
+                      "namespace": ["walk"]}),
+        "list_namespaces": ({}, {"prefix": ["walk"], "maxDepth": 1, "limit": 5,
+                                 "cursor": cursor(session, "list_namespaces", {})}),
+    }
+
+
+def nested_objects(schema: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(schema, dict):
+        if schema.get("type") == "object" and "properties" in schema:
+            yield schema
+        for value in schema.values():
+            yield from nested_objects(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from nested_objects(value)
+
+
+def test_every_tool_offers_exactly_what_its_op_uses(session: Session) -> None:
+    found = schemas(session)
+    assert list(found) == list(OFFERED)
+    for tool, schema in found.items():
+        assert set(schema["properties"]) == OFFERED[tool], tool
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert "$ref" not in json.dumps(schema)
+        for node in nested_objects(schema):  # the root, forget's scope, each batch fact
+            assert node["additionalProperties"] is False, (tool, node)
+    assert "explain" not in found["explain"]["properties"]
+
+
+def test_every_property_a_schema_offers_is_taken_by_its_tool(session: Session) -> None:
+    found = schemas(session)
+    walked = samples(session)
+    assert set(walked) == set(found)
+    for tool, (least, values) in walked.items():
+        assert set(values) == set(found[tool]["properties"]), tool  # every one walked
+        validator = jsonschema.Draft202012Validator(found[tool])
+        validator.validate(least)
+        ok(session.call(tool, least))
+        for name, value in values.items():
+            args = {name: value} if name == "facts" else {**least, name: value}
+            validator.validate(args)  # what the schema says the tool takes ...
+            ok(session.call(tool, args))  # ... it does take
+
+
+def test_a_field_the_op_does_not_use_is_refused(session: Session) -> None:
+    result = session.call("explain", {"query": "bees", "id": "seed", "explain": True})
+    assert error_code(result) == "invalid_request"
+    assert "'explain'" in json.loads(result.content[0].text)["error"]["message"]
+    schema = schemas(session)["explain"]
+    assert not jsonschema.Draft202012Validator(schema).is_valid(
+        {"query": "bees", "id": "seed", "explain": True})
+    # recall's explain flag is meaningful: it adds the explanations.
+    block, explained = ok(session.call("recall", {"query": "bees", "explain": True}))
+    ids = [line[3:].split("]")[0] for line in fenced(block)]
+    assert [e["id"] for e in json.loads(explained)["explanations"]] == ids != []
+
+
+def test_forget_is_a_dry_run_unless_dry_run_is_false(tmp_path: Path) -> None:
+    with serving(tmp_path / "store") as s:
+        (forget,) = [t for t in s.tools() if t.name == "forget"]
+        assert forget.input_schema["properties"]["dryRun"]["default"] is True
+        assert "dry run unless `dryRun` is false" in (forget.description or "")
+        s.remember(id="a", text="Ann likes tea")
+        (body,) = ok(s.call("forget", {"scope": {"ids": ["a"]}}))
+        assert json.loads(body) == {"removed": ["a"], "relinked": [], "dryRun": True,
+                                    "purged": False}
+        assert fenced(ok(s.call("get", {"id": "a"}))[0])  # still there
+        (body,) = ok(s.call("forget", {"scope": {"ids": ["a"]}, "dryRun": False}))
+        assert json.loads(body)["dryRun"] is False and json.loads(body)["removed"] == ["a"]
+        assert ok(s.call("get", {"id": "a"})) == ['{"fact": null}']
+
+
+def test_remember_takes_a_batch_and_list_pages_it_fenced(tmp_path: Path) -> None:
+    with serving(tmp_path / "store") as s:
+        facts = [{"id": f"f{i}", "text": f"fact number {i}", "namespace": ["team", f"t{i % 2}"]}
+                 for i in range(5)]
+        (body,) = ok(s.call("remember", {"facts": facts}))
+        assert [r["id"] for r in json.loads(body)["remembered"]] == [f["id"] for f in facts]
+        mixed = s.call("remember", {"facts": facts[:1], "text": "and one more"})
+        assert error_code(mixed) == "invalid_request"  # one fact, or a batch: not both
+
+        seen: list[str] = []
+        page: dict[str, Any] = {"limit": 2}
+        while True:
+            block, structure = ok(s.call("list", page))
+            ids = [line[3:].split("]")[0] for line in fenced(block) if line != "(no facts)"]
+            shown = json.loads(structure)
+            assert [f["id"] for f in shown["facts"]] == ids
+            assert all("text" not in f for f in shown["facts"])  # stored text: fenced only
+            seen += ids
+            if shown["nextCursor"] is None:
+                break
+            page = {"limit": 2, "cursor": shown["nextCursor"]}
+        assert seen == [f["id"] for f in facts]  # every fact once, in write order
+
+        (body,) = ok(s.call("list_namespaces", {}))
+        assert json.loads(body)["namespaces"] == [
+            {"namespace": ["team", "t0"], "facts": 3}, {"namespace": ["team", "t1"], "facts": 2}]
+        (body,) = ok(s.call("list_namespaces", {"maxDepth": 1}))
+        assert json.loads(body)["namespaces"] == [{"namespace": ["team"], "facts": 5}]

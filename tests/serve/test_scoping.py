@@ -202,3 +202,17 @@ def test_no_request_through_a_scope_reaches_anything_outside_it(tmp_path: Path) 
         assert set(answered) == HANDLED  # and every op did answer some of it
     finally:
         store.close()
+
+
+def test_max_depth_counts_from_the_scopes_own_root(tmp_path: Path) -> None:
+    from holomem import Memory, Store
+    from holomem.api.doors.scoping import Scope
+
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store)
+        for ns in (["users", "alice", "notes", "a"], ["users", "alice", "todo"],
+                   ["users", "bob", "notes"]):
+            memory.remember(text="x", namespace=ns)
+        scope = Scope(["users", "alice"])
+        answer = scope.call(memory, "listNamespaces", {"maxDepth": 1})
+        assert [n["namespace"] for n in answer["namespaces"]] == [["notes"], ["todo"]]

@@ -125,7 +125,14 @@ class Scope:
                                                                  "scope.namespace")}
             return out
         if op == "listNamespaces":
-            return {**request, "prefix": self.under(request.get("prefix"), "prefix")}
+            out = {**request, "prefix": self.under(request.get("prefix"), "prefix")}
+            depth = request.get("maxDepth")
+            if (isinstance(depth, int) and not isinstance(depth, bool)
+                    and 1 <= depth <= validate.MAX_NAMESPACE_DEPTH):
+                # Counted from the caller's root, which is the base: the base's own
+                # strings do not count (a bad value is left for the contract to refuse).
+                out["maxDepth"] = min(depth + len(self.base), validate.MAX_NAMESPACE_DEPTH)
+            return out
         return request  # get, history, feedback, setConfidence: an id, checked by call
 
     def _placed(self, fact: object, field: str) -> Any:

@@ -21,10 +21,13 @@ depends on the batch it is in, that is what the real embedder gives, and each ru
 re-embeds a sample of cached texts with the real model and stops if a byte differs.
 
 Rows (each a MemoryConfig, recall(question, k=10), ``candidate_limit`` 100 unless
-named): the lexical default; lexical + context (neighbour weight x window);
-minilm with the default fusion (linear 0.5/0.5 of bm25/max and cosine), with linear
-lexical weights, with RRF (rank offset x lexical weight), each without and with
-context; candidate depths for a few of them. Metrics per category 1-4 and over 1-4:
+named): the lexical default; lexical + context (neighbour weight 0.1-1.0 x window
+1-3); minilm with the default fusion (linear 0.5/0.5 of bm25/max and cosine) and
+with linear lexical weights 0.0-0.8, each without context and with every neighbour
+weight 0.1-0.5 x window 1-3; minilm with RRF (rank offset 10-60 x lexical weight
+0.5-0.7), without context and with five context settings (RRF was behind everywhere
+in a first run of the full grid, and weights 0.3-0.4 worst, so its grid is smaller);
+candidate depths 10 and 400 for three rows. Metrics per category 1-4 and over 1-4:
 recall_any@10, recall_all@10, MRR (first hit within 10) and recall_any@5,
 recall_all@5, MRR@5 — the k=5 figures are the first five of the same ranking, which
 the run checks against recall(k=5) for one row of each code path (document search,

@@ -109,7 +109,13 @@ class Embeddings:
             mask = mask & allowed
         slots = np.flatnonzero(mask)
         q = unit(query)
-        return slots, (self._mat.view()[slots] @ q).astype(np.float64)
+        mat = self._mat.view()
+        if len(slots) * 4 < len(mat):
+            # A few rows (the filtered path): gather them, a small copy.
+            return slots, (mat[slots] @ q).astype(np.float64)
+        # Most rows: one product over the whole matrix in place, then pick. Gathering
+        # the rows first copied the matrix on every query (1.5 GB at a million facts).
+        return slots, (mat @ q)[slots].astype(np.float64)
 
     def memory_bytes(self) -> int:
         return (self._mat.nbytes if self._mat is not None else 0) + self.has.nbytes

@@ -22,8 +22,10 @@ re-embeds a sample of cached texts with the real model and stops if a byte diffe
 
 Rows (each a MemoryConfig, recall(question, k=10), ``candidate_limit`` 100 unless
 named): the lexical default; lexical + context (neighbour weight 0.1-1.0 x window
-1-3); minilm with the default fusion (linear 0.5/0.5 of bm25/max and cosine) and
-with linear lexical weights 0.0-0.8, each without context and with every neighbour
+1-3); minilm with the embedder's default fusion (what ``fusion="default"`` gives a
+Memory with an embedder: linear, lexical weight 0.4 since this study chose it) and
+with linear lexical weights 0.0-0.8 (0.5 is document search's fusion, 0.5 bm25/max +
+0.5 cosine, the default before the study), each without context and with every neighbour
 weight 0.1-0.5 x window 1-3; minilm with RRF (rank offset 10-60 x lexical weight
 0.5-0.7), without context and with five context settings (RRF was behind everywhere
 in a first run of the full grid, and weights 0.3-0.4 worst, so its grid is smaller);
@@ -170,7 +172,7 @@ def grid(quick: bool) -> list[Row]:
     # of the whole grid, lexical weights 0.3 and 0.4 worst) with a few.
     ctx_linear = [(w, n) for n in (1, 2, 3) for w in (0.1, 0.2, 0.3, 0.4, 0.5)]
     ctx_rrf = [(0.3, 1), (0.1, 2), (0.2, 2), (0.3, 2), (0.5, 2)]
-    linear: tuple[float, ...] = (0.0, 0.2, 0.3, 0.4, 0.6, 0.7, 0.8)
+    linear: tuple[float, ...] = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
     rrf = [(k, w) for k in (10, 20, 40, 60) for w in (0.5, 0.6, 0.7)]
     if quick:
         ctx_lex, ctx_linear, ctx_rrf = [(0.3, 1), (0.5, 2)], [(0.3, 1)], [(0.3, 1)]
@@ -351,7 +353,7 @@ def main() -> None:
     embedder, cache = cached_vectors(texts, args.cache)
     t0 = time.perf_counter()
     # One row per code path: document search, the linear and RRF fusions, context.
-    k5_rows = ["lexical", "lexical+ctx(w=0.3,n=1)", "minilm default",
+    k5_rows = ["lexical", "lexical+ctx(w=0.3,n=1)", "minilm default", "minilm linear(w=0.5)",
                "minilm default+ctx(w=0.3,n=1)", "minilm linear(w=0.3)+ctx(w=0.3,n=1)",
                "minilm rrf(k=60,w=0.5)+ctx(w=0.3,n=1)"]
     answers = run(convs, rows, embedder, k5_rows)
@@ -391,9 +393,13 @@ def main() -> None:
     held = ({m: round(sum(v[m] for v in held_scores) / len(held_scores), 4)
              for m in METRICS} if held_scores else {})
     order = ranked_by_rule(rows, head, floor)
-    default_fusion = next((n for n in order if n.startswith("minilm default+")), None)
-    rivals = list(dict.fromkeys([*order[1:5], *([default_fusion] if default_fusion else [])]))
-    against = [paired(scored, chosen, b, all_idx) for b in rivals if chosen and b != chosen]
+    # Rows that answer every question as the chosen one does (the embedder's default
+    # fusion is also a linear weight) are named, not compared.
+    same = [n for n in order if chosen and n != chosen and scored[n] == scored[chosen]]
+    others = [n for n in order if n != chosen and n not in same]
+    search_fusion = next((n for n in others if n.startswith("minilm linear(w=0.5)+")), None)
+    rivals = list(dict.fromkeys([*others[:4], *([search_fusion] if search_fusion else [])]))
+    against = [paired(scored, chosen, b, all_idx) for b in rivals if chosen]
 
     def best(family: str) -> str:
         names = [r.name for r in rows if r.family == family and r.candidate_limit == 100]
@@ -442,6 +448,7 @@ def main() -> None:
         if chosen else None,
         "leave_one_conversation_out": {"picks": loco, "held_out_cat1-4": held,
                                        "in_sample_cat1-4": head.get(chosen or "", {})},
+        "rows_identical_to_the_chosen": same,
         "chosen_against_the_next_by_the_rule": against,
         "best_recall_any@10_per_family": {f: {"row": n, **head[n]} for f, n in best_of.items()},
         "candidate_depth_changes_nothing": depth_effect,

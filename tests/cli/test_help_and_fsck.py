@@ -76,3 +76,10 @@ def test_holomem_fsck_is_python_m_holomem_fsck(tmp_path: Path) -> None:
         else:
             assert ours.stdout == theirs.stdout and "--repair" in ours.stdout
     assert holomem("fsck", store).returncode == 0
+
+
+def test_every_command_the_parser_knows_has_a_handler() -> None:
+    from holomem.api.doors.cli import HANDLERS
+
+    (commands,) = [a.choices for a in build_parser()._actions if isinstance(a.choices, dict)]
+    assert set(commands) == set(HANDLERS)

@@ -1,0 +1,118 @@
+"""The CLI's servers and integrations: ``serve``, ``mcp``, ``hermes install``, ``demo``,
+and ``fsck`` (a child ``python -m holomem.fsck``). Each imports what it runs only when
+it runs, so that ``holomem`` works without the serve extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+
+from holomem.api import validate
+from holomem.api.types import MemoryConfig, config_from_json
+from holomem.errors import HolomemError, InvalidError
+from holomem.log import fs
+
+
+def fsck(argv: Sequence[str]) -> int:
+    """``python -m holomem.fsck`` with the same arguments, its output and exit status.
+
+    A child process: the recovery tool reads the log beneath the memory API, which no
+    door imports (tests/test_layers.py).
+    """
+    try:
+        return subprocess.run([sys.executable, "-m", "holomem.fsck", *argv],
+                              check=False).returncode
+    except KeyboardInterrupt:
+        return 130
+
+
+def demo(args: argparse.Namespace) -> int:
+    from holomem.api.doors.demo import run
+
+    base = args.dir or fs.make_temp_dir("holomem-demo-")
+    return run(os.path.join(base, "store"))
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Every option, the key and the whole memory configuration are checked before the
+    server listens; a bad one exits 2 with a message naming it."""
+    try:
+        from holomem.api.doors.http import create_app, run
+    except ImportError as exc:
+        print(f"error: serving needs the serve extra (pip install 'holomem-db[serve]'): {exc}",
+              file=sys.stderr)
+        return 2
+    try:
+        api_key = _read(args.api_key_file).decode().strip() if args.api_key_file else None
+        key = _read(args.key_file) if args.key_file else None
+        config = MemoryConfig()
+        if args.config:
+            try:
+                config = validate.memory_config(config_from_json(_read(args.config)))
+            except HolomemError as exc:
+                raise InvalidError(f"--config {args.config}: {exc}") from exc
+        app = create_app(args.data, host=args.host, port=args.port, api_key=api_key,
+                         config=config, key=key, max_tenants=args.max_tenants,
+                         allowed_hosts=args.allow_host, allowed_origins=args.allow_origin,
+                         max_tenant_stores=args.max_tenant_stores)
+    except (OSError, UnicodeDecodeError, HolomemError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    run(app, host=args.host, port=args.port)
+    return 0
+
+
+def _read(path: str) -> bytes:
+    return fs.read_file(path)
+
+
+def mcp(args: argparse.Namespace) -> int:
+    """Options first (fast, clear errors), then the MCP SDK (slow to import; missing
+    without the serve extra), then the store: nothing is created before all three hold.
+    A store another process writes is followed read-only (:mod:`.follower`)."""
+    from holomem.api.doors.scoping import Scope
+
+    try:
+        scope = Scope(args.namespace or ())
+        key = _read(args.key_file) if args.key_file else None
+        config = config_from_json(_read(args.config)) if args.config else None
+        api_key = _read(args.api_key_file).decode().strip() if args.api_key_file else None
+        if api_key is not None and args.server is None:
+            raise InvalidError("--api-key-file is the key of --server; give --server too")
+    except (OSError, UnicodeDecodeError, HolomemError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        from holomem.api.doors.follower import Served, served_tenant
+        from holomem.api.doors.mcp import serve
+        from holomem.client import Client  # httpx: --server forwards writes with it
+    except ImportError as exc:
+        print("error: the MCP server needs the serve extra (pip install 'holomem-db[serve]'): "
+              f"{exc}", file=sys.stderr)
+        return 2
+    try:
+        client = None if args.server is None else \
+            Client(args.server, api_key=api_key, tenant=served_tenant(args.data))
+    except HolomemError as exc:  # a bad URL; a store that is none of its tenants'
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        served = Served.open(args.data, key=key, config=config, scope=scope, client=client,
+                             server=args.server)
+    except (OSError, HolomemError) as exc:
+        print(f"error: {args.data}: {exc}", file=sys.stderr)
+        return 3
+    if served.following:
+        print(served.describe(), file=sys.stderr)
+    serve(served)
+    return 0
+
+
+def hermes(args: argparse.Namespace) -> int:
+    from holomem.integrations.hermes_plugin import main as hermes_main
+
+    return hermes_main(args)

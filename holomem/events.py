@@ -76,6 +76,8 @@ class FactAdded(_Event, tag="fact.added", frozen=True, kw_only=True):
     confidence: float | None = None
     #: The namespace (docs/contract.md §4a): 0 to 8 strings; the empty tuple is the root.
     namespace: tuple[str, ...] = ()
+    #: Time to live: the fact expires at ``ingest_time + ttl_ms`` (None: never by itself).
+    ttl_ms: int | None = None
 
 
 class FactsForgotten(_Event, tag="fact.forgotten", frozen=True, kw_only=True):

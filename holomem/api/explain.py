@@ -46,6 +46,8 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
         if mine is None and matches:
             mine = ranking.evaluate(fused, at_pos, 0)
         status = facts.status(slot, at, o.known_at)
+        times = facts.times(slot)
+        ttl = times.ttl_ms if facts.is_fact[slot] else None
         retrieved = fid in chosen_ids
         # known_at ignores the facts ingested after it, in the chain too.
         chain = [ChainEntry(id=c, status=facts.status(facts.slot(c), at, o.known_at),  # type: ignore[arg-type]
@@ -66,7 +68,8 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
             valid_at=at, chain=chain, score=mine.score if mine else 0.0,
             usefulness_multiplier=mine.usefulness if mine else 1.0,
             context_bonus=mine.fused - own.get(slot, 0.0) if mine and own else 0.0,
-            reason=_reason(ranking, slot, status, retrieved, rank, matches)))
+            reason=_reason(ranking, slot, status, retrieved, rank, matches),
+            ttl_ms=ttl, expires_at=times.ingest_time + ttl if ttl is not None else None))
     return out
 
 

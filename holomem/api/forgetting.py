@@ -169,6 +169,15 @@ def removal(view: View, batch: list[str], now: int, *, purge: bool) -> Removal:
     return Removal(events, done, [Relink(successor=s, predecessor=p) for s, p, _ in links])
 
 
+#: The built-in forgetting policies a configuration names.
+BUILTIN = {"expired-ttl": ForgettingConfig(expired_ttl=True)}
+
+
+def builtin(value: object) -> object:
+    """The forgetting configuration a name stands for (anything else as given)."""
+    return BUILTIN.get(value, value) if isinstance(value, str) else value
+
+
 def candidates(view: View, cfg: ForgettingConfig, now: int, prefix: Namespace = ()
                ) -> list[str]:
     """What the built-in forgetting policy selects at ``now`` (at or under ``prefix``)."""
@@ -176,6 +185,12 @@ def candidates(view: View, cfg: ForgettingConfig, now: int, prefix: Namespace = 
     out: list[str] = []
     for s in live_facts(view, prefix):
         slot = int(s)
+        if cfg.expired_ttl:
+            fid = view.id_of(slot)
+            ttl = facts.ttl.get(fid)
+            if ttl is not None and now >= facts.ingest.item(slot) + ttl:
+                out.append(fid)
+                continue
         vto = facts.valid_to.item(slot)
         if (cfg.expired_for_longer_than_ms is not None and vto != UNSET
                 and now - vto > cfg.expired_for_longer_than_ms):

@@ -86,7 +86,7 @@ class NewFact(NamedTuple):
     """The fact being remembered, as a supersession policy sees it."""
 
     effective_time: int  # when it begins: valid_from, else event_time, else now
-    valid_to: int | None
+    valid_to: int | None  # when it ends: valid_to, or earlier its time to live's end
 
 
 class Links(NamedTuple):

@@ -49,7 +49,8 @@ def fact_record(view: View, slot: int, at: int, known_at: int | None = None) -> 
         confidence=facts.confidence.get(fid, 1.0),
         helpful=sum(1 for h, _, _ in fb if h), unhelpful=sum(1 for h, _, _ in fb if not h),
         feedback=[FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb],
-        namespace=list(facts.namespace(slot)))
+        namespace=list(facts.namespace(slot)), ttl_ms=t.ttl_ms,
+        expires_at=t.ingest_time + t.ttl_ms if t.ttl_ms is not None else None)
 
 
 def get(view: View, fact_id: str, at: int) -> FactRecord | None:

@@ -25,7 +25,7 @@ from holomem.api.policies import Links, NewFact, Policies, SubjectMember
 from holomem.api.types import Remembered, RememberInput
 from holomem.errors import ConflictError, InvalidError
 from holomem.events import DocumentAdded, Event, FactAdded
-from holomem.projections.facts import OrderKey, effective_time, status_at
+from holomem.projections.facts import OrderKey, effective_time, end_time, status_at
 from holomem.projections.namespaces import Namespace
 
 
@@ -65,6 +65,8 @@ def validated(x: RememberInput, i: int) -> bytes:
     if x.confidence is not None:
         validate.confidence(x.confidence)
     validate.namespace(x.namespace, f"{where}: namespace")
+    if x.ttl_ms is not None:
+        validate.positive_int(x.ttl_ms, f"{where}: ttl_ms", validate.TIME_LIMIT)
     return meta
 
 
@@ -93,7 +95,7 @@ class _Pending(NamedTuple):
     namespace: Namespace
     subject: str | None
     eff: int
-    valid_to: int | None
+    end: int | None  # valid_to, or earlier the end of its time to live
     key: OrderKey
 
 
@@ -150,13 +152,13 @@ class Planner:
         now = self.now
         eff = effective_time(x.valid_from, x.event_time, now)
         key: OrderKey = (eff, now, self._seq, self._next_slot)
-        links = (self._policy_links(ns, x.subject, NewFact(eff, x.valid_to), key)
+        end = end_time(x.valid_to, now, x.ttl_ms)
+        links = (self._policy_links(ns, x.subject, NewFact(eff, end), key)
                  if x.subject is not None else Links([], []))
         supersedes = tuple(dict.fromkeys([*requested, *links.supersedes]))
         superseded_by = tuple(s for s in dict.fromkeys(links.superseded_by)
                               if s not in supersedes and s != fid)
-        p = self._pending[fid] = _Pending(fid, digest[:8], now, ns, x.subject, eff, x.valid_to,
-                                          key)
+        p = self._pending[fid] = _Pending(fid, digest[:8], now, ns, x.subject, eff, end, key)
         self._next_slot += 1
         for pred in supersedes:
             self._batch_succ.setdefault(pred, []).append(fid)
@@ -172,7 +174,7 @@ class Planner:
             FactAdded(id=fid, ingest_time=now, subject=x.subject, event_time=x.event_time,
                       valid_from=x.valid_from, valid_to=x.valid_to, supersedes=supersedes,
                       superseded_by=superseded_by, requested=requested, digest=digest[:8],
-                      confidence=x.confidence, namespace=ns),
+                      confidence=x.confidence, namespace=ns, ttl_ms=x.ttl_ms),
         ]
 
     def _namespace(self, fid: str) -> Namespace:
@@ -191,7 +193,7 @@ class Planner:
         batch = [self._start(s) for s in self._batch_succ.get(fid, ())]
         p = self._pending.get(fid)
         if p is not None:
-            return status_at(at, p.eff, p.valid_to, batch) == "current"
+            return status_at(at, p.eff, p.end, batch) == "current"
         slot = facts.slot(fid)
         return facts.status(slot, at) == "current" and all(s > at for s in batch)
 

@@ -61,7 +61,7 @@ def export_record(view: View, slot: int) -> FactExport:
         confidence=facts.confidence.get(fid, 1.0),
         feedback=[FeedbackRecord(helpful=h, time=tm, note=n)
                   for h, tm, n in facts.feedback.get(fid, ())],
-        digest=t.digest.hex())
+        digest=t.digest.hex(), ttl_ms=t.ttl_ms)
 
 
 def export_blocks(store: Store, prefix: Namespace, block: int = EXPORT_BLOCK
@@ -124,7 +124,7 @@ def check(x: FactExport, line: int) -> Incoming:
         text=x.text, id=x.id, subject=x.subject, entities=x.entities, metadata=x.metadata,
         embedding=x.embedding, event_time=x.event_time, valid_from=x.valid_from,
         valid_to=x.valid_to, supersedes=x.requested or None, confidence=x.confidence,
-        namespace=x.namespace)
+        namespace=x.namespace, ttl_ms=x.ttl_ms)
     try:
         meta = remember.validated(as_input, 0)
     except (InvalidError, LimitError) as exc:
@@ -212,7 +212,7 @@ class Importer:
                 event_time=x.event_time, valid_from=x.valid_from, valid_to=x.valid_to,
                 requested=tuple(x.requested), digest=item.digest,
                 confidence=None if x.confidence == 1.0 else x.confidence,
-                namespace=tuple(x.namespace)))
+                namespace=tuple(x.namespace), ttl_ms=x.ttl_ms))
             events.extend(FeedbackGiven(id=x.id, helpful=fb.helpful, time=fb.time,
                                         note=fb.note) for fb in x.feedback)
             waiting.extend((x.id, link.supersedes, link.known_at, item.line)

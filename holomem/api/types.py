@@ -48,6 +48,9 @@ class RememberInput(Request, frozen=True):
     #: Where the fact lives (docs/contract.md §4a): 0 to 8 non-empty strings, e.g.
     #: ``["memories", "user-42"]``; empty or absent is the root.
     namespace: list[str] | None = None
+    #: Time to live in ms (1 to 2**62): the fact expires at its ingest time + ttl_ms
+    #: (status ``expired`` from then, as with ``valid_to``); None: it never does by itself.
+    ttl_ms: int | None = None
 
 
 class Remembered(_Response, frozen=True):
@@ -89,6 +92,9 @@ class FactRecord(_Response, frozen=True):
     unhelpful: int = 0
     feedback: list[FeedbackEntry] = []
     namespace: list[str] = []
+    #: The time to live it was remembered with, and when that ends (ingest + ttl).
+    ttl_ms: int | None = None
+    expires_at: int | None = None
 
 
 class RecallOptions(Request, frozen=True):
@@ -147,6 +153,9 @@ class Explanation(_Response, frozen=True):
     usefulness_multiplier: float = 1.0
     context_bonus: float = 0.0
     reason: str = ""
+    #: The fact's time to live and when it ends (None: remembered without one).
+    ttl_ms: int | None = None
+    expires_at: int | None = None
 
 
 class Recalled(_Response, frozen=True, omit_defaults=True):
@@ -384,10 +393,13 @@ class RecencyConfig(_Config, frozen=True):
 
 
 class ForgettingConfig(_Config, frozen=True):
-    """Built-in forgetting: facts expired, or superseded, for longer than a duration (>= 0)."""
+    """Built-in forgetting: facts expired, or superseded, for longer than a duration (>= 0),
+    and (``expired_ttl``) facts whose time to live has run out."""
 
     expired_for_longer_than_ms: DurationMs | None = None
     superseded_for_longer_than_ms: DurationMs | None = None
+    #: Facts whose time to live has run out (``remember(ttl_ms=...)``), at once.
+    expired_ttl: bool = False
 
 
 class Duplicates(_Config, frozen=True):
@@ -431,6 +443,11 @@ class ContextConfig(_Config, frozen=True):
 #: supplies it again, and a door that cannot refuses the store clearly.
 CUSTOM_PREFIX = "custom:"
 _CUSTOM = r"custom:[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+#: The forgetting policy's names: the built-in ``expired-ttl`` is
+#: ``ForgettingConfig(expired_ttl=True)`` (facts whose time to live has run out).
+ForgettingName = Annotated[str, msgspec.Meta(
+    pattern=f"^(none|expired-ttl|{_CUSTOM})$",
+    description='"none", "expired-ttl" or "custom:NAME"')]
 SupersessionName = Annotated[str, msgspec.Meta(
     pattern=f"^(none|latest-by-subject|{_CUSTOM})$",
     description='"none", "latest-by-subject" or "custom:NAME"')]
@@ -464,7 +481,7 @@ class MemoryConfig(_Config, frozen=True):
 
     supersession: SupersessionName = "none"
     recency: PolicyName | RecencyConfig = "none"
-    forgetting: PolicyName | ForgettingConfig = "none"
+    forgetting: ForgettingName | ForgettingConfig = "none"
     consolidation: PolicyName | ConsolidationConfig = "none"
     entity_extractor: ExtractorName = "none"
     #: Multiplier in [0, 1] for facts that are not current (only matters with
@@ -563,6 +580,7 @@ class FactExport(Request, frozen=True):
     feedback: list[FeedbackRecord] = []
     digest: str | None = None
     format: int = EXPORT_FORMAT
+    ttl_ms: int | None = None
 
 
 class ImportReport(_Response, frozen=True):

@@ -213,7 +213,7 @@ class Writing(Configured):
         opts = validate.to_struct(MaintenanceOptions, options, fields,
                                   "apply_forgetting options")
         now = self.clock.now_ms()
-        cfg = self.config.forgetting
+        cfg = forgetting.builtin(self.config.forgetting)
         prefix = validate.namespace(opts.namespace)
         if self._forgetting is not None:
             ids = list(self._forgetting(self, now))

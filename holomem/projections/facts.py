@@ -16,7 +16,9 @@ Definitions (written down once, here):
     1. ``not-yet-valid`` if ``t < eff(f)`` (it has not begun);
     2. ``superseded`` if some known, still stored fact s with a known link s -> f
        has begun (``eff(s) <= t``);
-    3. ``expired`` if ``valid_to`` is set and ``t >= valid_to``;
+    3. ``expired`` if ``t >= end(f)``, where ``end(f)`` is the earlier of
+       ``valid_to`` and, for a fact remembered with a time to live, ``ingest_time +
+       ttl_ms`` (unset when neither is);
     4. ``current`` otherwise.
   (Superseded is checked before expired: the more specific reason wins.)
 
@@ -73,6 +75,16 @@ class FactTimes(NamedTuple):
     effective: int
     subject: str | None
     digest: bytes
+    ttl_ms: int | None = None
+
+
+def end_time(valid_to: int | None, ingest_time: int, ttl_ms: int | None) -> int | None:
+    """When a fact stops being valid: the earlier of ``valid_to`` and its time to
+    live's end (``ingest_time + ttl_ms``); None when it has neither."""
+    if ttl_ms is None:
+        return valid_to
+    expires = ingest_time + ttl_ms
+    return expires if valid_to is None else min(valid_to, expires)
 
 
 def effective_time(valid_from: int | None, event_time: int | None, ingest_time: int) -> int:
@@ -82,9 +94,10 @@ def effective_time(valid_from: int | None, event_time: int | None, ingest_time: 
     return event_time if event_time is not None else ingest_time
 
 
-def status_at(at: int, effective: int, valid_to: int | None,
+def status_at(at: int, effective: int, end: int | None,
               successor_starts: Iterable[int]) -> str:
-    """The status of a fact at ``at``, given when it begins, when it ends, and when
+    """The status of a fact at ``at``, given when it begins, when it ends
+    (:func:`end_time`), and when
     each of its (known, stored) successors begins — rules 1 to 4 of the module
     docstring. The fact index and remember's planner (for facts earlier in the same
     batch, not yet in the index) both decide a status here."""
@@ -92,7 +105,7 @@ def status_at(at: int, effective: int, valid_to: int | None,
         return NOT_YET_VALID
     if any(start <= at for start in successor_starts):
         return SUPERSEDED
-    if valid_to is not None and at >= valid_to:
+    if end is not None and at >= end:
         return EXPIRED
     return CURRENT
 
@@ -117,6 +130,8 @@ class FactIndex:
         self.event = GrowArray(np.int64)
         self.valid_from = GrowArray(np.int64)
         self.valid_to = GrowArray(np.int64)
+        #: when each fact stops being valid (:func:`end_time`), UNSET when never
+        self.end = GrowArray(np.int64)
         self.eff = GrowArray(np.int64)
         self.subject = GrowArray(np.int32)
         self.digest = GrowArray(np.uint64)
@@ -132,7 +147,9 @@ class FactIndex:
         #: (helpful, time, note) of every feedback on a fact, in order.
         self.feedback: dict[str, list[tuple[bool, int, str | None]]] = {}
         self.confidence: dict[str, float] = {}  # only facts whose confidence is not 1.0
-        self.windows = 0  # live facts with valid_from or valid_to
+        #: the time to live of the facts remembered with one (ms)
+        self.ttl: dict[str, int] = {}
+        self.windows = 0  # live facts with valid_from, valid_to or a time to live
         self.links = 0  # live links
         self.facts = 0
         self.max_eff = UNSET
@@ -177,14 +194,14 @@ class FactIndex:
             return
         self.is_fact.append(False)
         self.ingest.append(0)
-        for col in (self.event, self.valid_from, self.valid_to, self.eff):
+        for col in (self.event, self.valid_from, self.valid_to, self.end, self.eff):
             col.append(UNSET)
         self.subject.append(-1)
         self.digest.append(0)
 
     def _columns(self) -> tuple[GrowArray, ...]:
-        return (self.is_fact, self.ingest, self.event, self.valid_from, self.valid_to, self.eff,
-                self.subject, self.digest)
+        return (self.is_fact, self.ingest, self.event, self.valid_from, self.valid_to, self.end,
+                self.eff, self.subject, self.digest)
 
     def _add(self, e: FactAdded) -> None:
         slot = self.catalog.slot(e.id)
@@ -195,14 +212,17 @@ class FactIndex:
         self.event[slot] = _t(e.event_time)
         self.valid_from[slot] = _t(e.valid_from)
         self.valid_to[slot] = _t(e.valid_to)
+        self.end[slot] = _t(end_time(e.valid_to, e.ingest_time, e.ttl_ms))
         self.eff[slot] = eff
         self.digest[slot] = int.from_bytes(e.digest[:8].ljust(8, b"\0"), "little")
         self.facts += 1
         self.max_eff = max(self.max_eff, eff)
-        if e.valid_from is not None or e.valid_to is not None:
+        if e.valid_from is not None or e.valid_to is not None or e.ttl_ms is not None:
             self.windows += 1
         fid = self.catalog.ids[slot]
         assert fid is not None
+        if e.ttl_ms is not None:
+            self.ttl[fid] = e.ttl_ms
         nid = self.namespaces.add(slot, e.namespace)
         if e.subject is not None:
             sid = self._subject_id.get((nid, e.subject))
@@ -245,8 +265,10 @@ class FactIndex:
     def _remove(self, slot: int, fact_id: str) -> None:
         self.facts -= 1
         self.namespaces.remove(slot)
-        if self.valid_from[slot] != UNSET or self.valid_to[slot] != UNSET:
+        if (self.valid_from[slot] != UNSET or self.valid_to[slot] != UNSET
+                or fact_id in self.ttl):
             self.windows -= 1
+        self.ttl.pop(fact_id, None)
         sid = int(self.subject[slot])
         if sid >= 0:
             members = self._by_subject.get(sid, [])
@@ -288,6 +310,7 @@ class FactIndex:
             self.eff.item(slot),
             self.subject_names[sid] if sid >= 0 else None,
             self.digest.item(slot).to_bytes(8, "little"),
+            self.ttl.get(self.catalog.ids[slot] or ""),
         )
 
     def subject_members(self, subject: str, namespace: Namespace = ROOT) -> list[str]:
@@ -342,8 +365,8 @@ class FactIndex:
             return NOT_YET_VALID  # (no need to look at its successors)
         fid = self.catalog.ids[slot]
         assert fid is not None
-        return status_at(at, eff, _opt(self.valid_to.item(slot)), self.successor_starts(fid,
-                                                                                         known_at))
+        return status_at(at, eff, _opt(self.end.item(slot)), self.successor_starts(fid,
+                                                                                    known_at))
 
     def successor_starts(self, fact_id: str, known_at: int | None = None) -> Iterator[int]:
         """When each stored successor of ``fact_id`` (known at ``known_at``) begins."""
@@ -353,7 +376,7 @@ class FactIndex:
     def current_mask(self, at: int) -> np.ndarray:
         """Which slots hold a stored fact that is current at ``at`` (vectorised status)."""
         is_fact = self.is_fact.view() & self.catalog.alive.view()
-        vto = self.valid_to.view()
+        vto = self.end.view()
         mask: np.ndarray = is_fact & (self.eff.view() <= at) & ((vto == UNSET) | (at < vto))
         for pred, links in self.superseded_by.items():
             slot = self.slot(pred)

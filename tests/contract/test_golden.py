@@ -54,7 +54,7 @@ def fact(id: str, text: str, ingest_time: int, status: str, **fields: Any) -> di
         "subject": None, "entities": [], "metadata": None, "embedding": None,
         "eventTime": None, "validFrom": None, "validTo": None, "supersedes": [],
         "supersededBy": [], "confidence": 1.0, "helpful": 0, "unhelpful": 0, "feedback": [],
-        "namespace": [],
+        "namespace": [], "ttlMs": None, "expiresAt": None,
     }
     unknown = set(fields) - set(out)
     assert not unknown, unknown
@@ -205,6 +205,7 @@ def test_explain(memory: Memory) -> None:
         ],
         "score": SCORE, "usefulnessMultiplier": 1.0, "contextBonus": 0.0,
         "reason": "its status is superseded, filtered out by history=current",
+        "ttlMs": None, "expiresAt": None,
     }}
     e = response["explanation"]
     hit = memory.store.search_documents("tea")[0]

@@ -50,7 +50,8 @@ def live_events(view: View, slot: int) -> list[Event]:
             id=rec.id, ingest_time=t.ingest_time, subject=t.subject,
             event_time=t.event_time, valid_from=t.valid_from, valid_to=t.valid_to,
             requested=facts.requested.get(rec.id, ()), digest=t.digest,
-            confidence=facts.confidence.get(rec.id), namespace=facts.namespace(slot)))
+            confidence=facts.confidence.get(rec.id), namespace=facts.namespace(slot),
+            ttl_ms=t.ttl_ms))
         out.extend(FeedbackGiven(id=rec.id, helpful=h, time=tm, note=n)
                    for h, tm, n in facts.feedback.get(rec.id, ()))
     return out

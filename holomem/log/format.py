@@ -37,6 +37,11 @@ SEGMENT_RE = re.compile(r"^seg-(\d{8})\.hlj$")
 TEXT_FILE = "text.seg"
 #: The watermark: the last transaction known durable (in the generation directory; §7.1).
 WATERMARK_FILE = "watermark"
+#: Checkpoints (derived; in the generation directory; FORMAT.md §9.2):
+#: ``checkpoint-<sequence number, 16 digits>.hck``.
+CHECKPOINT_PREFIX = "checkpoint-"
+CHECKPOINT_SUFFIX = ".hck"
+CHECKPOINT_RE = re.compile(r"^checkpoint-(\d{16})\.hck$")
 #: Beside the store directory: where bytes cut by recovery or fsck are kept (§7).
 BACKUP_SUFFIX = ".fsck-backup"
 #: A backup file's name ends in this.
@@ -49,6 +54,10 @@ def generation_name(generation: int) -> str:
 
 def segment_name(number: int) -> str:
     return f"{SEGMENT_PREFIX}{number:08d}{SEGMENT_SUFFIX}"
+
+
+def checkpoint_name(seq: int) -> str:
+    return f"{CHECKPOINT_PREFIX}{seq:016d}{CHECKPOINT_SUFFIX}"
 
 
 def backup_name(file: str, offset: int, unix_time: int, counter: int = 0) -> str:
@@ -112,6 +121,32 @@ RECORD_CHECKSUMMED = 16
 #: Associated data of a sealed record: store id, generation, offset, sequence number.
 RECORD_AAD = struct.Struct("<16sQQQ")
 
+# -- checkpoint (derived, §9.2) -----------------------------------------------------
+CHECKPOINT_MAGIC = b"HOLOCKP\x00"
+#: magic, write version, read version, flags, schema version, store id, generation,
+#: sequence number, salt, payload length, header checksum.
+CHECKPOINT_HEADER = struct.Struct("<8sBBHI16sQQQQQ")
+CHECKPOINT_HEADER_SIZE = 72
+#: The header checksum covers bytes [0, CHECKPOINT_CHECKSUMMED).
+CHECKPOINT_CHECKSUMMED = 64
+CHECKPOINT_FLAG_SEALED = 0x0001
+CHECKPOINT_FLAGS_KNOWN = CHECKPOINT_FLAG_SEALED
+#: stored length, payload length, flags, block index, checksum.
+CHECKPOINT_BLOCK = struct.Struct("<IIIIQ")
+CHECKPOINT_BLOCK_SIZE = 24
+#: A block's checksum covers its header bytes [0, CHECKPOINT_BLOCK_CHECKSUMMED) and body.
+CHECKPOINT_BLOCK_CHECKSUMMED = 16
+CHECKPOINT_BLOCK_COMPRESSED = 0x0001
+CHECKPOINT_BLOCK_SEALED = 0x0002
+CHECKPOINT_BLOCK_LAST = 0x0004
+CHECKPOINT_BLOCK_FLAGS_KNOWN = (CHECKPOINT_BLOCK_COMPRESSED | CHECKPOINT_BLOCK_SEALED
+                                | CHECKPOINT_BLOCK_LAST)
+#: Payload bytes per block (the last may hold fewer).
+CHECKPOINT_BLOCK_PAYLOAD = 4 * 1024 * 1024
+#: Associated data of a sealed block: store id, generation, sequence number, schema
+#: version, block index, block flags.
+CHECKPOINT_AAD = struct.Struct("<16sQQIII")
+
 # -- transaction body (after decryption and decompression) --------------------------
 TX_COUNT = struct.Struct("<I")
 TX_LENGTH = struct.Struct("<I")
@@ -146,3 +181,6 @@ assert RECORD.size == RECORD_SIZE, RECORD.size
 assert RECORD_AAD.size == 40
 assert AAD.size == 48
 assert NONCE.size == NONCE_SIZE
+assert CHECKPOINT_HEADER.size == CHECKPOINT_HEADER_SIZE, CHECKPOINT_HEADER.size
+assert CHECKPOINT_BLOCK.size == CHECKPOINT_BLOCK_SIZE, CHECKPOINT_BLOCK.size
+assert CHECKPOINT_AAD.size == 44

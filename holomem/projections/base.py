@@ -52,6 +52,15 @@ class GrowArray:
         self._mu = threading.Lock()
         self.n = 0
 
+    @classmethod
+    def of(cls, values: np.ndarray, dtype: npt.DTypeLike) -> GrowArray:
+        """A growable array holding a copy of ``values`` (a checkpoint's restore)."""
+        values = np.asarray(values, dtype=dtype)
+        width = values.shape[1] if values.ndim == 2 else 0
+        out = cls(dtype, max(16, len(values)), width)
+        out.extend(values)
+        return out
+
     def _reserve(self, n: int) -> None:
         if n > len(self._data):
             cap = max(n, len(self._data) * 2)
@@ -110,6 +119,14 @@ class GrowArray:
     @property
     def nbytes(self) -> int:
         return int(self._data.nbytes)
+
+
+#: A projection's state as plain values, for a checkpoint: each value a numpy array
+#: or something msgpack encodes (None, bool, int, float, str, bytes, lists of these).
+#: Taken under the store's state lock, so it must be cheap: arrays whose filled rows
+#: never change may be shared, anything changed in place is copied (each
+#: ``snapshot`` says which). ``restore`` fills a fresh projection from one.
+Snapshot = dict[str, Any]
 
 
 class RecordStore(Protocol):

@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from holomem.events import DocumentAdded, DocumentReplaced, Event
-from holomem.projections.base import Change, GrowArray
+from holomem.projections.base import Change, GrowArray, Snapshot
 from holomem.projections.catalog import Catalog
 from holomem.projections.tokenize import query_words, stem, tokenize
 
@@ -189,6 +189,38 @@ class BM25:
         out: np.ndarray = np.repeat(
             np.arange(self._d_start, self._d_start + len(lengths), dtype=np.int32), lengths)
         return out
+
+    # -- checkpoints ------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """The base arrays are replaced whole by a merge, never changed in place, and
+        document lengths are written once per slot: all shared. The vocabulary and
+        the delta are copied."""
+        words = list(self._word_term)
+        return {
+            "terms": list(self.terms), "words": words,
+            "word_terms": np.fromiter(self._word_term.values(), dtype=np.int32,
+                                      count=len(words)),
+            "indptr": self._indptr, "post_slot": self._post_slot, "post_tf": self._post_tf,
+            "delta_terms": np.frombuffer(self._d_term, dtype=np.int32).copy(),
+            "delta_start": self._d_start, "doclen": self.doclen.view(),
+            "total_len": self.total_len,
+        }
+
+    def restore(self, snap: Snapshot) -> None:
+        self.terms = snap["terms"]
+        self._term_id = {term: tid for tid, term in enumerate(self.terms)}
+        self._word_term = dict(zip(snap["words"], snap["word_terms"].tolist(), strict=True))
+        self._indptr = np.array(snap["indptr"], dtype=np.int64)
+        self._post_slot = np.array(snap["post_slot"], dtype=np.int32)
+        self._post_tf = np.array(snap["post_tf"], dtype=np.uint16)
+        self._d_term = array("i")
+        self._d_term.frombytes(np.ascontiguousarray(snap["delta_terms"], dtype=np.int32).tobytes())
+        self._d_start = int(snap["delta_start"])
+        self.doclen = GrowArray.of(snap["doclen"], np.int32)
+        self.total_len = int(snap["total_len"])
+        if (len(self._indptr) - 1 > len(self.terms) or int(self._indptr[-1]) != len(self._post_slot)
+                or len(self._post_tf) != len(self._post_slot) or self._d_start > len(self.doclen)):
+            raise ValueError("bm25: posting arrays disagree")
 
     # -- scoring ----------------------------------------------------------------------
     def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from holomem.events import DocumentAdded, DocumentDeleted, DocumentReplaced, Event
-from holomem.projections.base import NO_CHANGE, Change, GrowArray
+from holomem.projections.base import NO_CHANGE, Change, GrowArray, Snapshot
 
 
 class Catalog:
@@ -56,6 +56,23 @@ class Catalog:
                 return Change(-1, self._vacate(doc_id))
             case _:
                 return NO_CHANGE
+
+    # -- checkpoints ----------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """Ids and liveness copied (a removal changes them in place); each slot's
+        sequence number is written once, so its filled prefix is shared."""
+        return {"ids": list(self.ids), "seq": self.seq.view(), "alive": self.alive.view().copy(),
+                "live": self.live}
+
+    def restore(self, snap: Snapshot) -> None:
+        ids: list[str | None] = snap["ids"]
+        self.ids = ids
+        self._slot = {doc_id: s for s, doc_id in enumerate(ids) if doc_id is not None}
+        self.seq = GrowArray.of(snap["seq"], np.int64)
+        self.alive = GrowArray.of(snap["alive"], np.bool_)
+        self.live = int(snap["live"])
+        if not (len(ids) == len(self.seq) == len(self.alive)) or self.live != len(self._slot):
+            raise ValueError("catalog: ids, sequence numbers and liveness disagree")
 
     def _vacate(self, doc_id: str) -> int:
         old = self._slot.pop(doc_id, -1)

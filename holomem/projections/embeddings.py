@@ -14,7 +14,7 @@ import numpy as np
 
 from holomem.errors import CorruptError
 from holomem.events import DocumentAdded, DocumentReplaced, Event, StoreSettings, VectorsSet
-from holomem.projections.base import Change, GrowArray
+from holomem.projections.base import Change, GrowArray, Snapshot
 from holomem.projections.catalog import Catalog
 
 
@@ -32,6 +32,9 @@ class Embeddings:
         #: Slots whose vector a VectorsSet replaced: slot -> that event's sequence
         #: number (where the vector as written is read back from).
         self.replaced: dict[int, int] = {}
+        #: How many times a vector already in the matrix was overwritten (VectorsSet):
+        #: a checkpoint shares the matrix and checks this did not move while it wrote.
+        self.overwrites = 0
 
     def apply(self, seq: int, event: Event, change: Change) -> None:
         if isinstance(event, StoreSettings):
@@ -83,9 +86,33 @@ class Embeddings:
             slot = self.catalog.slot(doc_id)
             if slot < 0:
                 continue  # forgotten in the same transaction: nothing to hold
+            self.overwrites += 1
             self._mat[slot] = unit(vec)
             self.has[slot] = True
             self.replaced[slot] = seq
+
+    # -- checkpoints ------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """The matrix is shared (it can be large): a row changes only by a VectorsSet,
+        which bumps :attr:`overwrites`, and the checkpoint writer compares that count
+        before and after encoding. The rest is copied."""
+        return {"dim": self.dim, "matrix": self._mat.view() if self._mat is not None else None,
+                "has": self.has.view().copy(),
+                "replaced_slots": np.fromiter(self.replaced, dtype=np.int64,
+                                              count=len(self.replaced)),
+                "replaced_seqs": np.fromiter(self.replaced.values(), dtype=np.int64,
+                                             count=len(self.replaced))}
+
+    def restore(self, snap: Snapshot) -> None:
+        self.dim = int(snap["dim"])
+        matrix = snap["matrix"]
+        self._mat = None if matrix is None else GrowArray.of(matrix, np.float32)
+        self.has = GrowArray.of(snap["has"], np.bool_)
+        self.replaced = dict(zip(snap["replaced_slots"].tolist(),
+                                 snap["replaced_seqs"].tolist(), strict=True))
+        if self._mat is not None and (len(self._mat) != len(self.has)
+                                      or self._mat.view().shape[1] != self.dim):
+            raise ValueError("embeddings: matrix and flags disagree")
 
     def _fix_dim(self, dim: int, rows: int) -> None:
         self.dim = dim

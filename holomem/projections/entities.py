@@ -11,7 +11,7 @@ from array import array
 import numpy as np
 
 from holomem.events import DocumentAdded, DocumentReplaced, Event
-from holomem.projections.base import Change
+from holomem.projections.base import Change, Snapshot
 from holomem.projections.catalog import Catalog
 
 
@@ -28,6 +28,27 @@ class Entities:
             if posting is None:
                 posting = self._slots["".join(entity)] = array("i")
             posting.append(change.new)
+
+    def snapshot(self) -> Snapshot:
+        """Copied: each entity's posting grows in place."""
+        names = list(self._slots)
+        postings = list(self._slots.values())
+        return {"names": names,
+                "counts": np.fromiter(map(len, postings), dtype=np.int64, count=len(names)),
+                "slots": np.frombuffer(b"".join(p.tobytes() for p in postings), dtype=np.int32)}
+
+    def restore(self, snap: Snapshot) -> None:
+        flat = np.ascontiguousarray(snap["slots"], dtype=np.int32)
+        ends = np.cumsum(snap["counts"]).tolist()
+        if len(ends) != len(snap["names"]) or (ends[-1] if ends else 0) != len(flat):
+            raise ValueError("entities: postings disagree")
+        self._slots = {}
+        start = 0
+        for name, end in zip(snap["names"], ends, strict=True):
+            posting = array("i")
+            posting.frombytes(flat[start:end].tobytes())
+            self._slots[name] = posting
+            start = end
 
     def slots(self, entity: str) -> np.ndarray:
         """Live slots of documents that carry ``entity``, ascending."""

@@ -45,7 +45,7 @@ from holomem.events import (
     FactsForgotten,
     FeedbackGiven,
 )
-from holomem.projections.base import Change, GrowArray
+from holomem.projections.base import Change, GrowArray, Snapshot
 from holomem.projections.catalog import Catalog
 from holomem.projections.namespaces import ROOT, Namespace, NamespaceIndex
 
@@ -293,6 +293,49 @@ class FactIndex:
         links[:] = [link for link in links if link.other != other]
         if not links:
             del table[key]
+
+    # -- checkpoints ------------------------------------------------------------------
+    _COLUMNS = ("is_fact", "ingest", "event", "valid_from", "valid_to", "eff", "subject",
+                "digest")
+
+    def snapshot(self) -> Snapshot:
+        """Everything copied (a fact's row and its tables change when it goes); links
+        are immutable tuples, so their lists are copied shallowly."""
+        snap: Snapshot = {name: getattr(self, name).view().copy() for name in self._COLUMNS}
+        snap.update({f"ns.{k}": v for k, v in self.namespaces.snapshot().items()})
+        snap.update({
+            "subject_keys": [[nid, subject, sid] for (nid, subject), sid
+                             in self._subject_id.items()],
+            "subject_names": list(self.subject_names),
+            "by_subject": [[sid, list(ids)] for sid, ids in self._by_subject.items()],
+            "supersedes": [[k, list(v)] for k, v in self.supersedes.items()],
+            "superseded_by": [[k, list(v)] for k, v in self.superseded_by.items()],
+            "requested": list(self.requested.items()),
+            "feedback": [[k, list(v)] for k, v in self.feedback.items()],
+            "confidence": list(self.confidence.items()),
+            "counts": [self.windows, self.links, self.facts, self.max_eff],
+        })
+        return snap
+
+    def restore(self, snap: Snapshot) -> None:
+        dtypes = (np.bool_, np.int64, np.int64, np.int64, np.int64, np.int64, np.int32,
+                  np.uint64)
+        for name, dtype in zip(self._COLUMNS, dtypes, strict=True):
+            setattr(self, name, GrowArray.of(snap[name], dtype))
+        if len({len(getattr(self, name)) for name in self._COLUMNS}) != 1:
+            raise ValueError("fact index: columns of different lengths")
+        self.namespaces.restore({k[3:]: v for k, v in snap.items() if k.startswith("ns.")})
+        self._subject_id = {(nid, subject): sid for nid, subject, sid in snap["subject_keys"]}
+        self.subject_names = list(snap["subject_names"])
+        self._by_subject = {sid: list(ids) for sid, ids in snap["by_subject"]}
+        for table, key in ((self.supersedes, "supersedes"),
+                           (self.superseded_by, "superseded_by")):
+            table.clear()
+            table.update((k, [Link(other, known) for other, known in v]) for k, v in snap[key])
+        self.requested = {k: tuple(v) for k, v in snap["requested"]}
+        self.feedback = {k: [(bool(h), t, n) for h, t, n in v] for k, v in snap["feedback"]}
+        self.confidence = {k: float(v) for k, v in snap["confidence"]}
+        self.windows, self.links, self.facts, self.max_eff = snap["counts"]
 
     # -- queries ----------------------------------------------------------------------
     def slot(self, fact_id: str) -> int:

@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from holomem.projections.base import GrowArray
+from holomem.projections.base import GrowArray, Snapshot
 from holomem.projections.catalog import Catalog
 from holomem.projections.tokenize import tokenize
 
@@ -336,6 +336,20 @@ class HRRIndex:
             mask = mask & allowed
         slots = np.flatnonzero(mask)
         return slots, bit_similarity(self.structure.view()[slots], probe_key(entity, role))
+
+    def snapshot(self) -> Snapshot:
+        """Rows are only ever appended (by :meth:`ensure`): shared."""
+        return {"content": self.content.view(), "structure": self.structure.view(),
+                "items": self.items.view()}
+
+    def restore(self, snap: Snapshot) -> None:
+        self.content = GrowArray.of(snap["content"], np.uint8)
+        self.structure = GrowArray.of(snap["structure"], np.uint8)
+        self.items = GrowArray.of(snap["items"], np.int32)
+        n = len(self.content)
+        if len(self.structure) != n or len(self.items) != n or n > self.catalog.slots or (
+                n and self.content.view().shape[1] != PACKED):
+            raise ValueError("hrr: vector banks disagree")
 
     def memory_bytes(self) -> int:
         return self.content.nbytes + self.structure.nbytes

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from holomem.events import DocumentAdded, DocumentReplaced, Event
-from holomem.projections.base import Change
+from holomem.projections.base import Change, Snapshot
 from holomem.projections.catalog import Catalog
 
 #: slots -> the canonical JSON metadata of each (b"" for none)
@@ -165,6 +165,35 @@ class MetadataIndex:
             if column is None:
                 column = self._columns[key] = _Column()
             column.add(slot, value)
+
+    # -- checkpoints ------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """Copied (a column's lists grow in place). Each key's entries as (slot,
+        value) pairs in the order they were indexed; arrays and objects as JSON."""
+        columns = []
+        for key, c in self._columns.items():
+            entries: list[tuple[int, object]] = [*zip(*c.numbers, strict=True),
+                                                 *zip(*c.strings, strict=True),
+                                                 *zip(*c.bools, strict=True),
+                                                 *((s, None) for s in c.nulls)]
+            others = [[s, json.dumps(v, separators=(",", ":"))] for s, v in c.others]
+            columns.append([key, list(c.present), entries, others])
+        return {"built": self._built, "indexed": self._indexed, "columns": columns}
+
+    def restore(self, snap: Snapshot) -> None:
+        self._built = bool(snap["built"])
+        self._indexed = int(snap["indexed"])
+        self._columns = {}
+        for key, present, entries, others in snap["columns"]:
+            values: dict[int, object] = {s: v for s, v in entries}
+            values.update((s, json.loads(v)) for s, v in others)
+            if len(values) != len(present):
+                raise ValueError(f"metadata: column {key!r} disagrees with its slots")
+            column = self._columns[key] = _Column()
+            for slot in present:  # indexed in slot order: the same lists, the same order
+                column.add(slot, values[slot])
+        if self._indexed > self.catalog.slots:
+            raise ValueError("metadata: indexed past the catalog")
 
     def column(self, key: str) -> _Column | None:
         return self._columns.get(key)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from holomem.projections.base import GrowArray
+from holomem.projections.base import GrowArray, Snapshot
 
 Namespace = tuple[str, ...]
 ROOT: Namespace = ()
@@ -77,6 +77,21 @@ class NamespaceIndex:
             if len(members) > 64 and len(members) > 2 * self._live[nid]:
                 col = self.of_slot.view()
                 members[:] = [s for s in members if col[s] == nid]
+
+    # -- checkpoints ------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """Copied: a slot's namespace is cleared in place when its fact goes."""
+        return {"names": list(self.names), "of_slot": self.of_slot.view().copy(),
+                "members": [list(m) for m in self._members], "live": list(self._live)}
+
+    def restore(self, snap: Snapshot) -> None:
+        for namespace in snap["names"]:
+            self.intern(tuple(namespace))  # ids, and the prefixes, in the same order
+        self.of_slot = GrowArray.of(snap["of_slot"], np.int32)
+        self._members = [list(m) for m in snap["members"]]
+        self._live = list(snap["live"])
+        if len(self._members) != len(self.names) or len(self._live) != len(self.names):
+            raise ValueError("namespaces: member lists disagree")
 
     # -- queries ------------------------------------------------------------------------
     def namespace(self, slot: int) -> Namespace:

@@ -21,7 +21,7 @@ from holomem.events import (
     StoreSettings,
     VectorsSet,
 )
-from holomem.projections.base import Change, RecordStore
+from holomem.projections.base import Change, RecordStore, Snapshot
 from holomem.projections.bm25 import BM25
 from holomem.projections.catalog import Catalog
 from holomem.projections.embeddings import Embeddings
@@ -100,6 +100,33 @@ class ProjectionState:
     def flush(self) -> None:
         """Write what rewrite mode has collected so far."""
         self.text.flush()
+
+    # -- checkpoints ------------------------------------------------------------------
+    #: The projections a checkpoint holds, in the order they are restored.
+    PARTS = ("catalog", "text", "bm25", "embeddings", "entities", "hrr", "facts", "metadata")
+
+    def snapshot(self) -> dict[str, Snapshot]:
+        """Every projection's state, cheaply (see :data:`~holomem.projections.base.Snapshot`);
+        the caller holds the state lock, so no event is applied halfway."""
+        parts: dict[str, Snapshot] = {name: getattr(self, name).snapshot() for name in self.PARTS}
+        parts["state"] = {"purge_pending": self.purge_pending, "memory_config": self.memory_config,
+                          "embedder": self.embedder, "reembed_target": self.reembed_target,
+                          "reembed_cursor": self.reembed_cursor}
+        return parts
+
+    def restore(self, parts: dict[str, Snapshot]) -> None:
+        """Fill this fresh state from :meth:`snapshot`'s parts. ``ValueError`` (or a
+        ``KeyError`` / ``TypeError``) when they do not fit together."""
+        for name in self.PARTS:
+            getattr(self, name).restore(parts[name])
+        slots = self.catalog.slots
+        if not (len(self.text.offset) == len(self.bm25.doclen) == len(self.embeddings.has)
+                == len(self.facts.is_fact) == slots):
+            raise ValueError("projections of different lengths")
+        st = parts["state"]
+        self.purge_pending = bool(st["purge_pending"])
+        self.memory_config, self.embedder = st["memory_config"], st["embedder"]
+        self.reembed_target, self.reembed_cursor = st["reembed_target"], int(st["reembed_cursor"])
 
     def index_bytes(self) -> int:
         """Resident bytes of the in-memory indexes (an estimate for ``stats()``)."""

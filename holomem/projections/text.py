@@ -22,7 +22,7 @@ import msgspec
 import numpy as np
 
 from holomem.events import DocumentAdded, DocumentReplaced, Event
-from holomem.projections.base import Change, GrowArray, RecordStore
+from holomem.projections.base import Change, GrowArray, RecordStore, Snapshot
 
 
 class TextRecord(msgspec.Struct, array_like=True, frozen=True):
@@ -110,6 +110,18 @@ class TextSegment:
             else:
                 self.store.write(self.end, record)
         self.end += size
+
+    def snapshot(self) -> Snapshot:
+        """Placements are written once per slot: shared."""
+        return {"offset": self.offset.view(), "size": self.size.view(), "end": self.end}
+
+    def restore(self, snap: Snapshot) -> None:
+        self.offset = GrowArray.of(snap["offset"], np.int64)
+        self.size = GrowArray.of(snap["size"], np.int32)
+        self.end = int(snap["end"])
+        self._buffer_start = self.end
+        if len(self.offset) != len(self.size):
+            raise ValueError("text segment: placements disagree")
 
     def flush(self) -> None:
         """Write the buffered records, back to back, with large sequential writes."""

@@ -15,6 +15,18 @@ import struct
 
 from holomem.log.format import (
     BACKUP_SUFFIX,
+    CHECKPOINT_AAD,
+    CHECKPOINT_BLOCK,
+    CHECKPOINT_BLOCK_CHECKSUMMED,
+    CHECKPOINT_BLOCK_COMPRESSED,
+    CHECKPOINT_BLOCK_LAST,
+    CHECKPOINT_BLOCK_PAYLOAD,
+    CHECKPOINT_BLOCK_SEALED,
+    CHECKPOINT_CHECKSUMMED,
+    CHECKPOINT_FLAG_SEALED,
+    CHECKPOINT_HEADER,
+    CHECKPOINT_HEADER_SIZE,
+    CHECKPOINT_MAGIC,
     RECORD,
     RECORD_AAD,
     RECORD_CHECKSUMMED,
@@ -25,6 +37,7 @@ from holomem.log.format import (
     RECORD_FLAG_SEALED,
     RECORD_SIZE,
     backup_name,
+    checkpoint_name,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -38,7 +51,11 @@ def _doc() -> str:
 
 
 def _text_segment_section() -> str:
-    return _doc().split("### 9.1 The text segment", 1)[1].split("## 9b.", 1)[0]
+    return _doc().split("### 9.1 The text segment", 1)[1].split("### 9.2", 1)[0]
+
+
+def _checkpoint_section() -> str:
+    return _doc().split("### 9.2 Checkpoints", 1)[1].split("## 9b.", 1)[0]
 
 
 def _struct_offsets(layout: struct.Struct) -> list[tuple[int, int]]:
@@ -76,6 +93,33 @@ def test_the_record_grammar_matches_format_py() -> None:
     assert f"record[0:{RECORD_CHECKSUMMED}]" in record
     aad = section.split("aad      :=", 1)[1].split("\n", 1)[0]
     assert _grammar(aad) == RECORD_AAD.format
+
+
+def test_the_checkpoint_header_table_matches_format_py() -> None:
+    section = _checkpoint_section()
+    rows = re.findall(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|", section, re.M)
+    assert [(int(o), int(s)) for o, s in rows] == _struct_offsets(CHECKPOINT_HEADER)
+    assert CHECKPOINT_HEADER.size == CHECKPOINT_HEADER_SIZE == 72
+    assert int(rows[-1][0]) == CHECKPOINT_CHECKSUMMED
+    assert f"of bytes [0, {CHECKPOINT_CHECKSUMMED})" in section
+    assert '`"HOLOCKP\\0"`' in section and CHECKPOINT_MAGIC == b"HOLOCKP\x00"
+    assert "bit 0: the blocks are sealed" in section and CHECKPOINT_FLAG_SEALED == 1
+    assert f"from offset {CHECKPOINT_HEADER_SIZE}" in section
+    assert CHECKPOINT_BLOCK_PAYLOAD == 4 << 20 and "pieces\nof 4 MiB" in section
+    assert checkpoint_name(42) == "checkpoint-0000000000000042.hck"
+    assert "(`gen-N/checkpoint-<seq>.hck`)" in section
+
+
+def test_the_checkpoint_block_grammar_matches_format_py() -> None:
+    section = _checkpoint_section()
+    block = section.split("block    :=", 1)[1].split("body     :=", 1)[0]
+    assert _grammar(block) == CHECKPOINT_BLOCK.format
+    assert f"block[0:{CHECKPOINT_BLOCK_CHECKSUMMED}]" in block
+    flags = (CHECKPOINT_BLOCK_COMPRESSED, CHECKPOINT_BLOCK_SEALED, CHECKPOINT_BLOCK_LAST)
+    assert flags == (1, 2, 4)
+    assert "bit 0: compressed (zstd), bit 1: sealed, bit 2: last block" in block
+    aad = section.split("aad      :=", 1)[1].split("\n", 1)[0]
+    assert _grammar(aad) == CHECKPOINT_AAD.format
 
 
 def test_backup_names_are_the_ones_format_md_gives() -> None:

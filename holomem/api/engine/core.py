@@ -25,11 +25,12 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from holomem import events as ev
-from holomem.api.engine import compaction
+from holomem.api.engine import checkpointing, compaction
+from holomem.api.engine.checkpointing import Checkpointer, CheckpointStats
 from holomem.api.engine.replay import FOLLOW_RETRIES, build
 from holomem.api.engine.types import StoreStats
 from holomem.api.engine.view import DocEvent, View
-from holomem.errors import ClosedError, ReadOnlyError, UnavailableError
+from holomem.errors import ClosedError, InvalidError, ReadOnlyError, UnavailableError
 from holomem.events import Event
 from holomem.log import Journal
 from holomem.log import crashpoints as cp
@@ -58,7 +59,9 @@ class Engine:
 
     def __init__(self, path: str | os.PathLike[str], *, key: bytes | None = None,
                  create: bool = True, sync: str = "full", read_only: bool = False,
-                 segment_size: int = DEFAULT_SEGMENT_SIZE) -> None:
+                 segment_size: int = DEFAULT_SEGMENT_SIZE,
+                 checkpoint_every: int | None = checkpointing.DEFAULT_EVERY,
+                 checkpoint_close_min: int = checkpointing.DEFAULT_CLOSE_MIN) -> None:
         """Open (or create) the store at ``path``; see ``Store.open``."""
         t0 = time.perf_counter()
         self._journal = Journal.open(path, key=key, sync=sync, segment_size=segment_size,
@@ -75,8 +78,11 @@ class Engine:
         try:
             built = build(self._journal, read_only=read_only)
             self._state, self._text, self._revision = built.state, built.text_file, built.last
+            self._ckpt = Checkpointer(every=checkpoint_every, close_min=checkpoint_close_min,
+                                      seq=built.checkpoint, tail=built.tail)
+            self.opened_by = "checkpoint" if built.checkpoint else "replay"
             if built.reconciled:
-                self.opened_by = "replay+reconcile"
+                self.opened_by += "+reconcile"
             if self._state.purge_pending and not read_only:
                 # A purge was acknowledged but its compaction did not finish.
                 log.warning("finishing an interrupted purge of %s", self.path)
@@ -92,7 +98,9 @@ class Engine:
     @classmethod
     def open(cls: type[E], path: str | os.PathLike[str], *, key: bytes | None = None,
              create: bool = True, sync: str = "full", read_only: bool = False,
-             segment_size: int = DEFAULT_SEGMENT_SIZE) -> E:
+             segment_size: int = DEFAULT_SEGMENT_SIZE,
+             checkpoint_every: int | None = checkpointing.DEFAULT_EVERY,
+             checkpoint_close_min: int = checkpointing.DEFAULT_CLOSE_MIN) -> E:
         """Open (or create) a store.
 
         Args:
@@ -102,14 +110,24 @@ class Engine:
                 (group commit) or ``"none"`` (tests and bulk loads: NOT durable).
             read_only: a follower: never writes; call :meth:`refresh` to catch up.
             segment_size: journal segment size in bytes.
+            checkpoint_every: journal bytes not covered by a checkpoint after which
+                the writer writes one in the background (None: never automatically).
+            checkpoint_close_min: close writes a checkpoint when at least this many
+                journal bytes are not covered by one (0: always when any are).
 
         Errors: ``invalid_request``, ``not_found``, ``locked``, ``key.*``, ``corrupt.*``,
         ``io``.
         """
         if sync == "none" and not read_only:
             log.warning("store %s opened with sync='none': writes are NOT durable", path)
+        if checkpoint_every is not None and (not isinstance(checkpoint_every, int)
+                                             or checkpoint_every < 1):
+            raise InvalidError("checkpoint_every must be a positive number of bytes or None")
+        if not isinstance(checkpoint_close_min, int) or checkpoint_close_min < 0:
+            raise InvalidError("checkpoint_close_min must be a number of bytes >= 0")
         return cls(path, key=key, create=create, sync=sync, read_only=read_only,
-                   segment_size=segment_size)
+                   segment_size=segment_size, checkpoint_every=checkpoint_every,
+                   checkpoint_close_min=checkpoint_close_min)
 
     # -- properties -------------------------------------------------------------------
     @property
@@ -228,13 +246,81 @@ class Engine:
                 for e in events:
                     self._state.apply(seq, e)
                 self._revision = seq
+                self._ckpt.tail += sum(map(len, payloads))
         # Outside the write lock: in batch mode, the writers that queued meanwhile
         # share this fsync (group commit). Readers see the change now but do not
         # return it before it is durable (see reading()).
         self._journal.wait(seq)
         for listener in list(self._listeners):
             listener(seq, events)
+        if self._ckpt.due():
+            self._ckpt.start(self._background_checkpoint)
         return seq, events
+
+    # -- checkpoints --------------------------------------------------------------------
+    def checkpoint(self) -> CheckpointStats | None:
+        """Write a checkpoint of the projections now (docs/guarantees.md §6a); None
+        when the newest one already holds the current revision.
+
+        Writers wait only while the state is snapshotted (``pause_seconds``); the
+        encoding and the file's writing and fsyncs run outside the lock. The file
+        is never ahead of the durable journal: it waits for its revision's fsync
+        first. Errors: ``closed``, ``read_only``, ``io``.
+        """
+        self.check(write=True)
+        with self._ckpt.lock:
+            self.check(write=True)
+            return self._write_checkpoint()
+
+    def _write_checkpoint(self) -> CheckpointStats | None:
+        started = time.perf_counter()
+        with self._state_lock:
+            if self._revision <= self._ckpt.seq:
+                return None
+            state, seq, tail = self._state, self._revision, self._ckpt.tail
+            overwrites = state.embeddings.overwrites
+            parts = state.snapshot()
+        pause = time.perf_counter() - started
+        stats = checkpointing.write(self._journal, parts, seq, pause=pause, started=started)
+        with self._state_lock:
+            if state.embeddings.overwrites != overwrites:
+                # A re-embed overwrote vectors the file shares with the live matrix
+                # while it was written: write it again with the matrix copied.
+                started = time.perf_counter()
+                parts = state.snapshot()
+                parts["embeddings"]["matrix"] = state.embeddings.snapshot()["matrix"].copy()
+                seq, tail = self._revision, self._ckpt.tail
+                pause = time.perf_counter() - started
+                retry = True
+            else:
+                retry = False
+        if retry:
+            stats = checkpointing.write(self._journal, parts, seq, pause=pause, started=started)
+        with self._state_lock:
+            self._ckpt.seq = seq
+            self._ckpt.tail -= tail
+        self._ckpt.last = stats
+        return stats
+
+    def _close_checkpoint(self) -> None:
+        try:
+            with self._ckpt.lock:
+                self._write_checkpoint()
+        except Exception as exc:  # every write is durable already; the next open replays
+            log.warning("no checkpoint written on closing %s: %s", self.path, exc)
+
+    def _background_checkpoint(self) -> None:
+        try:
+            # Again while writers kept the tail past the mark meanwhile (their commits
+            # saw this thread running and started none).
+            while self._ckpt.past_every() and not self._closed:
+                with self._ckpt.lock:
+                    if self._closed or self._journal.failed is not None:
+                        return
+                    if self._write_checkpoint() is None:
+                        return
+        except Exception as exc:  # the journal stays correct; the next attempt retries
+            log.warning("automatic checkpoint of %s failed: %s", self.path, exc)
 
     def sync_text(self) -> None:
         """Sync the live text segment (zeroed records reach the disk).
@@ -273,6 +359,12 @@ class Engine:
             self._compact()
 
     def _compact(self) -> None:
+        # No checkpoint is written while generations are switched and the old one
+        # erased (its checkpoints with it).
+        with self._ckpt.lock:
+            self._compact_locked()
+
+    def _compact_locked(self) -> None:
         target = self._journal.begin_rewrite()
         try:
             state, text = compaction.rewrite(self._journal, target, self._view(self._state))
@@ -286,6 +378,7 @@ class Engine:
             old_dir = self._journal.switch(target)
             old_text, self._state, self._text = self._text, state, text
             self._revision = self._journal.last_seq
+            self._ckpt.seq, self._ckpt.tail = 0, self._journal.stats().bytes
         if old_text is not None:
             old_text.close()
         # Every replaced generation is overwritten with zeros before it is unlinked,
@@ -361,6 +454,7 @@ class Engine:
                 index_bytes=state.index_bytes(), encrypted=js.encrypted, sync=js.sync,
                 read_only=self.read_only, opened_by=self.opened_by,
                 open_seconds=round(self.open_seconds, 6),
+                checkpoint_seq=self._ckpt.seq, checkpoint_tail_bytes=self._ckpt.tail,
                 store_id=self._journal.store_id.hex())
 
     def sync(self) -> None:
@@ -377,11 +471,15 @@ class Engine:
             if self._closed:
                 return
             self._closed = True
+            self._ckpt.join()
             try:
                 if self._text is not None:
                     if not self.read_only and self._journal.failed is None:
                         self._journal.sync()
                         self._text.seal(self._revision)
+                        if self._ckpt.tail and (self._ckpt.tail >= self._ckpt.close_min
+                                                or self._ckpt.past_every()):
+                            self._close_checkpoint()
                     self._text.close()
             finally:
                 self._journal.close()

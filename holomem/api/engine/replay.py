@@ -16,6 +16,7 @@ import os
 from typing import NamedTuple
 
 from holomem import events as ev
+from holomem.api.engine import checkpointing
 from holomem.api.engine.view import Transactions
 from holomem.errors import UnavailableError
 from holomem.log import Journal
@@ -37,6 +38,10 @@ class Built(NamedTuple):
     last: int
     #: True when the text segment had to be checked against the journal
     reconciled: bool
+    #: the sequence number of the checkpoint restored (0: the whole journal replayed)
+    checkpoint: int = 0
+    #: journal payload bytes replayed after it (the tail a new checkpoint would cover)
+    tail: int = 0
 
 
 def text_file(journal: Journal, directory: str, generation: int, *, read_only: bool
@@ -69,21 +74,28 @@ def _build_once(journal: Journal, *, read_only: bool) -> Built:
     try:
         # A follower never writes its text segment, not even after refresh(): it keeps
         # computing placements (the same as the writer's) and reads the writer's records.
-        state = ProjectionState(records, writes_text=not read_only)
-        # Not 0: a generation compacted from a store with nothing live holds no
-        # event, yet the revision must not go back to before the events it replaced.
-        last = journal.first_seq - 1
+        loaded = checkpointing.load(journal, records, read_only=read_only)
+        if loaded is not None:
+            state, last = loaded.state, loaded.seq
+        else:
+            state = ProjectionState(records, writes_text=not read_only)
+            # Not 0: a generation compacted from a store with nothing live holds no
+            # event, yet the revision must not go back to before the events it replaced.
+            last = journal.first_seq - 1
+        tail = 0
         with state.replaying():
-            for seq, payloads in journal.replay():
+            for seq, payloads in journal.replay(last + 1):
                 for payload in payloads:
                     state.apply(seq, ev.decode(payload, seq=seq))
+                    tail += len(payload)
                 last = seq
     except BaseException:
         records.close()
         raise
     reconciled = False if read_only else _reconcile_text(journal, state, records, last)
     _trim_heap()
-    return Built(state, records, last, reconciled)
+    return Built(state, records, last, reconciled,
+                 checkpoint=loaded.seq if loaded is not None else 0, tail=tail)
 
 
 def _reconcile_text(journal: Journal, state: ProjectionState, records: RecordFile,

@@ -51,9 +51,14 @@ class StoreStats(msgspec.Struct, frozen=True, kw_only=True):
     encrypted: bool
     sync: str
     read_only: bool
-    #: how the last open rebuilt state: "replay" (text segment trusted) or
-    #: "replay+reconcile" (the text segment was checked, and repaired if needed)
+    #: how the last open rebuilt state: "replay" (the whole journal) or "checkpoint"
+    #: (a checkpoint, then the journal's tail), with "+reconcile" when the text
+    #: segment was checked against the journal (and repaired if needed)
     opened_by: str
     open_seconds: float
     #: the store's id (hex): every generation and backup of it carries it
     store_id: str = ""
+    #: the sequence number of the newest checkpoint (0: none; docs/guarantees.md §6a)
+    checkpoint_seq: int = 0
+    #: journal payload bytes applied since it (what a reopen would replay)
+    checkpoint_tail_bytes: int = 0

@@ -1,0 +1,167 @@
+"""Checkpoints of a store: which one an open trusts, and when a new one is written.
+
+Owns: choosing the checkpoint an open restores (only one valid and consistent with
+the journal; any other is reported, and erased by the writer), and the writer's
+bookkeeping (:class:`Checkpointer`: the journal bytes not covered by a checkpoint,
+the automatic trigger, the statistics of the last one written). The engine
+(:mod:`holomem.api.engine.core`) takes the state's snapshot under its lock and calls
+:func:`write` outside it. Imports the log and the projections (docs/guarantees.md
+§6a says what a checkpoint promises).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import NamedTuple
+
+import msgspec
+
+from holomem.log import Journal
+from holomem.log import checkpoint as ckfile
+from holomem.log import crashpoints as cp
+from holomem.projections import checkpoint as codec
+from holomem.projections.base import RecordStore
+from holomem.projections.state import ProjectionState
+
+log = logging.getLogger("holomem")
+
+P_CKPT_LOADED = cp.point("checkpoint.loaded",
+                         "open restored a checkpoint; the journal's tail is not replayed yet")
+
+#: Journal bytes past the last checkpoint after which the writer starts a new one in
+#: the background (``Store.open(checkpoint_every=...)``; None: only on close and
+#: ``Store.checkpoint()``).
+DEFAULT_EVERY = 64 * 1024 * 1024
+#: On close, a checkpoint is written only if at least this many journal bytes are
+#: not covered by one (or the automatic mark is passed): below it the tail replays
+#: in milliseconds, and a file per tiny store is not worth its fsyncs.
+DEFAULT_CLOSE_MIN = 256 * 1024
+
+
+class CheckpointStats(msgspec.Struct, frozen=True, kw_only=True):
+    """What writing one checkpoint cost (``Store.checkpoint()``'s answer)."""
+
+    #: the sequence number it holds the state of
+    seq: int
+    #: the file's name in the generation directory
+    name: str
+    file_bytes: int
+    payload_bytes: int
+    #: how long writers were held (the snapshot under the state lock), seconds
+    pause_seconds: float
+    #: the whole write, snapshot to directory fsync, seconds
+    seconds: float
+
+
+class Loaded(NamedTuple):
+    state: ProjectionState
+    seq: int
+    path: str
+
+
+def load(journal: Journal, records: RecordStore, *, read_only: bool) -> Loaded | None:
+    """The newest checkpoint of the live generation that is valid and consistent with
+    the journal, restored; None if there is none. Every other checkpoint found is
+    reported with the reason (a warning), and the writer erases them and any
+    interrupted temporary file."""
+    gen_dir = journal.gen_dir
+    chosen: Loaded | None = None
+    rejected: list[str] = []
+    for seq, path in reversed(ckfile.listing(gen_dir)):
+        if chosen is not None:
+            rejected.append(path)  # older than the one in use: replaced, not erased yet
+            continue
+        reason = _inconsistent(journal, seq)
+        if reason is None:
+            try:
+                _, payload = ckfile.read(path, store_id=journal.store_id,
+                                         generation=journal.generation, schema=codec.SCHEMA,
+                                         envelope=journal.envelope)
+                state = codec.restore(records, payload, writes_text=not read_only)
+            except (ckfile.Invalid, ValueError) as exc:
+                reason = str(exc)
+            else:
+                chosen = Loaded(state, seq, path)
+                cp.hit(P_CKPT_LOADED)
+                continue
+        log.warning("checkpoint %s ignored: %s", path, reason)
+        rejected.append(path)
+    if not read_only:
+        ckfile.erase([*rejected, *ckfile.leftovers(gen_dir)], gen_dir)
+    return chosen
+
+
+def _inconsistent(journal: Journal, seq: int) -> str | None:
+    if seq > journal.last_seq:
+        return (f"it holds the state after transaction {seq}, past the journal's last "
+                f"durable one, {journal.last_seq}")
+    if seq < journal.first_seq - 1:
+        return f"transaction {seq} is before this generation's first, {journal.first_seq}"
+    return None
+
+
+class Checkpointer:
+    """The writer's checkpoint bookkeeping. ``lock`` is held while one is written, and
+    by a compaction while it replaces the generation (so a checkpoint never lands in
+    a generation being erased)."""
+
+    def __init__(self, *, every: int | None, close_min: int, seq: int, tail: int) -> None:
+        self.every = every
+        self.close_min = close_min
+        #: the sequence number of the newest checkpoint (0: none)
+        self.seq = seq
+        #: journal payload bytes applied since that checkpoint (kept under the state lock)
+        self.tail = tail
+        self.lock = threading.Lock()
+        self.last: CheckpointStats | None = None
+        self._mu = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def past_every(self) -> bool:
+        return self.every is not None and self.tail >= self.every
+
+    def due(self) -> bool:
+        return self.past_every() and self._thread is None
+
+    def start(self, target: object) -> None:
+        """Run ``target()`` in a background thread unless one already runs."""
+        with self._mu:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, args=(target,),
+                                            name="holomem-checkpoint", daemon=True)
+            self._thread.start()
+
+    def _run(self, target: object) -> None:
+        try:
+            assert callable(target)
+            target()
+        finally:
+            with self._mu:
+                self._thread = None
+
+    def join(self) -> None:
+        thread = self._thread
+        if thread is not None:
+            thread.join()
+
+
+def write(journal: Journal, parts: dict[str, dict[str, object]], seq: int, *,
+          pause: float, started: float) -> CheckpointStats:
+    """Encode ``parts`` (the state after transaction ``seq``), wait until ``seq`` is
+    durable (a checkpoint is never ahead of the journal), write the file, and erase
+    every other checkpoint of the generation."""
+    journal.wait(seq)
+    gen_dir = journal.gen_dir
+    payload = codec.encode(parts)
+    written = ckfile.write(gen_dir, store_id=journal.store_id, generation=journal.generation,
+                           seq=seq, schema=codec.SCHEMA, envelope=journal.envelope,
+                           payload=payload)
+    ckfile.erase([p for s, p in ckfile.listing(gen_dir) if s != seq], gen_dir)
+    return CheckpointStats(seq=seq, name=os.path.basename(written.path),
+                           file_bytes=written.size, payload_bytes=written.payload,
+                           pause_seconds=round(pause, 6),
+                           seconds=round(time.perf_counter() - started, 6))

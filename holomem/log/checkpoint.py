@@ -1,0 +1,289 @@
+"""Checkpoint files: an opaque payload, framed, checksummed, optionally sealed.
+
+Owns: the bytes of a checkpoint file around its payload (FORMAT.md §9.2: header,
+blocks, checksums, compression, AES-256-GCM under the store's key), writing one
+atomically, reading and verifying one, listing a generation's, and erasing a
+replaced one, all through :mod:`holomem.log.fs`. Imports the standard library,
+``zstandard`` and the other ``holomem.log`` modules.
+
+The payload is the projections' (:mod:`holomem.projections.checkpoint`); nothing
+here knows what it holds, only that it is bound to a store id, a generation, a
+sequence number and a schema version, which the header carries and every sealed
+block's associated data repeats, so a block moved from another checkpoint, store
+or generation fails to open.
+
+A checkpoint is derived: a file that fails any check is reported (:class:`Invalid`)
+and the caller replays the journal instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+import zstandard
+
+from holomem.errors import StorageIOError
+from holomem.log import crashpoints as cp
+from holomem.log import fs
+from holomem.log.checksum import checksum, checksum_parts
+from holomem.log.envelope import Envelope, OpenFailed
+from holomem.log.format import (
+    CHECKPOINT_AAD,
+    CHECKPOINT_BLOCK,
+    CHECKPOINT_BLOCK_CHECKSUMMED,
+    CHECKPOINT_BLOCK_COMPRESSED,
+    CHECKPOINT_BLOCK_FLAGS_KNOWN,
+    CHECKPOINT_BLOCK_LAST,
+    CHECKPOINT_BLOCK_PAYLOAD,
+    CHECKPOINT_BLOCK_SEALED,
+    CHECKPOINT_BLOCK_SIZE,
+    CHECKPOINT_CHECKSUMMED,
+    CHECKPOINT_FLAG_SEALED,
+    CHECKPOINT_FLAGS_KNOWN,
+    CHECKPOINT_HEADER,
+    CHECKPOINT_HEADER_SIZE,
+    CHECKPOINT_MAGIC,
+    CHECKPOINT_RE,
+    COMPRESS_KEEP_RATIO,
+    READ_VERSION,
+    TMP_SUFFIX,
+    WRITE_VERSION,
+    checkpoint_name,
+)
+
+P_CKPT_WRITTEN = cp.point("checkpoint.written",
+                          "a checkpoint's temporary file is written and synced, not renamed")
+P_CKPT_RENAMED = cp.point("checkpoint.renamed",
+                          "a checkpoint was renamed into place, its directory not synced")
+P_CKPT_PLACED = cp.point("checkpoint.placed",
+                         "a new checkpoint is durable; the ones it replaces are not erased yet")
+
+#: zstd level of checkpoint blocks: fast (a checkpoint is rewritten often).
+ZSTD_LEVEL = 1
+
+
+class Invalid(Exception):
+    """A checkpoint file that must not be used; ``str()`` says why."""
+
+
+class Header(NamedTuple):
+    write_version: int
+    read_version: int
+    flags: int
+    schema: int
+    store_id: bytes
+    generation: int
+    seq: int
+    salt: int
+    payload_length: int
+
+
+class Written(NamedTuple):
+    path: str
+    #: bytes of the file
+    size: int
+    #: bytes of the payload
+    payload: int
+
+
+def header_bytes(h: Header) -> bytes:
+    raw = CHECKPOINT_HEADER.pack(CHECKPOINT_MAGIC, h.write_version, h.read_version, h.flags,
+                                 h.schema, h.store_id, h.generation, h.seq, h.salt,
+                                 h.payload_length, 0)
+    head = raw[:CHECKPOINT_CHECKSUMMED]
+    return head + checksum(head).to_bytes(8, "little")
+
+
+def parse_header(raw: bytes | memoryview) -> Header:
+    """The header at the start of ``raw``; :class:`Invalid` if it is not one."""
+    if len(raw) < CHECKPOINT_HEADER_SIZE:
+        raise Invalid("shorter than a checkpoint header")
+    (magic, wver, rver, flags, schema, store_id, generation, seq, salt, length,
+     stored) = CHECKPOINT_HEADER.unpack_from(raw, 0)
+    if magic != CHECKPOINT_MAGIC:
+        raise Invalid("not a checkpoint (bad magic)")
+    if checksum(memoryview(raw)[:CHECKPOINT_CHECKSUMMED]) != stored:
+        raise Invalid("header checksum mismatch")
+    if rver > READ_VERSION:
+        raise Invalid(f"format read version {rver}; this build reads {READ_VERSION}")
+    if flags & ~CHECKPOINT_FLAGS_KNOWN:
+        raise Invalid(f"unknown header flags {flags:#x}")
+    return Header(wver, rver, flags, schema, store_id, generation, seq, salt, length)
+
+
+def _aad(h: Header, index: int, flags: int) -> bytes:
+    return CHECKPOINT_AAD.pack(h.store_id, h.generation, h.seq, h.schema, index, flags)
+
+
+def _blocks(payload: Iterable[bytes | memoryview]) -> Iterator[tuple[bytes, bool]]:
+    """The payload cut into blocks of CHECKPOINT_BLOCK_PAYLOAD bytes: (block, last)."""
+    buf = bytearray()
+    pending: bytes | None = None
+    for piece in payload:
+        view = memoryview(piece)
+        while len(view):
+            take = CHECKPOINT_BLOCK_PAYLOAD - len(buf)
+            buf += view[:take]
+            view = view[take:]
+            if len(buf) == CHECKPOINT_BLOCK_PAYLOAD:
+                if pending is not None:
+                    yield pending, False
+                pending, buf = bytes(buf), bytearray()
+    if pending is not None and buf:
+        yield pending, False
+        pending = None
+    yield (bytes(buf) if pending is None else pending), True
+
+
+def write(gen_dir: str, *, store_id: bytes, generation: int, seq: int, schema: int,
+          envelope: Envelope | None, payload: Iterable[bytes | memoryview],
+          compress: bool = True) -> Written:
+    """Write the checkpoint of ``seq`` in ``gen_dir`` atomically: a temporary file,
+    fsync, rename, directory fsync. The caller then erases the ones it replaces."""
+    path = os.path.join(gen_dir, checkpoint_name(seq))
+    tmp = path + TMP_SUFFIX
+    fs.unlink(tmp)
+    salt = int.from_bytes(os.urandom(8), "little")
+    flags = CHECKPOINT_FLAG_SEALED if envelope is not None else 0
+    head = Header(WRITE_VERSION, READ_VERSION, flags, schema, store_id, generation, seq, salt, 0)
+    zc = zstandard.ZstdCompressor(level=ZSTD_LEVEL) if compress else None
+    fd = fs.create(tmp)
+    offset = CHECKPOINT_HEADER_SIZE
+    total = 0
+    try:
+        for index, (plain, last) in enumerate(_blocks(payload)):
+            total += len(plain)
+            bflags = CHECKPOINT_BLOCK_LAST if last else 0
+            body = plain
+            if zc is not None and plain:
+                packed = zc.compress(plain)
+                if len(packed) <= COMPRESS_KEEP_RATIO * len(plain):
+                    body, bflags = packed, bflags | CHECKPOINT_BLOCK_COMPRESSED
+            if envelope is not None:
+                bflags |= CHECKPOINT_BLOCK_SEALED
+                body = envelope.seal(body, _aad(head, index, bflags))
+            bhead = CHECKPOINT_BLOCK.pack(len(body), len(plain), bflags, index, 0)
+            bhead = bhead[:CHECKPOINT_BLOCK_CHECKSUMMED]
+            bhead += checksum_parts(bhead, body, salt).to_bytes(8, "little")
+            fs.write_at(fd, bhead + body, offset, tmp)
+            offset += CHECKPOINT_BLOCK_SIZE + len(body)
+        fs.write_at(fd, header_bytes(head._replace(payload_length=total)), 0, tmp)
+        fs.sync(fd, tmp)
+    except BaseException:
+        fs.close(fd)
+        fs.unlink(tmp)
+        raise
+    fs.close(fd)
+    cp.hit(P_CKPT_WRITTEN)
+    fs.rename(tmp, path)
+    cp.hit(P_CKPT_RENAMED)
+    fs.sync_dir(gen_dir)
+    cp.hit(P_CKPT_PLACED)
+    return Written(path, offset, total)
+
+
+def read(path: str, *, store_id: bytes, generation: int, schema: int,
+         envelope: Envelope | None) -> tuple[Header, bytes]:
+    """The header and payload of the checkpoint at ``path``, every check passed:
+    :class:`Invalid` (saying why) otherwise."""
+    try:
+        raw = fs.read_file(path)
+    except StorageIOError as exc:
+        raise Invalid(f"unreadable: {exc}") from exc
+    return verify(raw, name=os.path.basename(path), store_id=store_id, generation=generation,
+                  schema=schema, envelope=envelope)
+
+
+def verify(raw: bytes, *, name: str, store_id: bytes, generation: int, schema: int,
+           envelope: Envelope | None) -> tuple[Header, bytes]:
+    """:func:`read` on a file's content ``raw`` named ``name``."""
+    h = parse_header(raw)
+    m = CHECKPOINT_RE.match(name)
+    if m is None or int(m.group(1)) != h.seq:
+        raise Invalid(f"named {name!r} but holds sequence number {h.seq}")
+    if h.store_id != store_id:
+        raise Invalid("written for another store (store id differs)")
+    if h.generation != generation:
+        raise Invalid(f"written for generation {h.generation}, not {generation}")
+    if bool(h.flags & CHECKPOINT_FLAG_SEALED) != (envelope is not None):
+        raise Invalid("sealed in a plaintext store" if envelope is None
+                      else "not sealed, in an encrypted store")
+    if h.schema != schema:
+        raise Invalid(f"projection schema version {h.schema}; this build reads {schema}")
+    return h, _payload(raw, h, envelope)
+
+
+def _payload(raw: bytes, h: Header, envelope: Envelope | None) -> bytes:
+    view = memoryview(raw)
+    out = bytearray()
+    zd = zstandard.ZstdDecompressor()
+    pos, index = CHECKPOINT_HEADER_SIZE, 0
+    while True:
+        if pos + CHECKPOINT_BLOCK_SIZE > len(view):
+            raise Invalid(f"block {index} at offset {pos} cut short (torn)")
+        stored, plain, flags, bindex, check = CHECKPOINT_BLOCK.unpack_from(view, pos)
+        body = view[pos + CHECKPOINT_BLOCK_SIZE : pos + CHECKPOINT_BLOCK_SIZE + stored]
+        if bindex != index or flags & ~CHECKPOINT_BLOCK_FLAGS_KNOWN or len(body) != stored:
+            raise Invalid(f"block {index} at offset {pos} damaged or cut short")
+        if checksum_parts(view[pos : pos + CHECKPOINT_BLOCK_CHECKSUMMED], body, h.salt) != check:
+            raise Invalid(f"block {index} at offset {pos}: checksum mismatch")
+        data: bytes | memoryview = body
+        if bool(flags & CHECKPOINT_BLOCK_SEALED) != (envelope is not None):
+            raise Invalid(f"block {index}: sealed flag does not match the store")
+        if envelope is not None:
+            try:
+                data = envelope.open(body, _aad(h, index, flags))
+            except OpenFailed as exc:
+                raise Invalid(f"block {index}: authentication failed") from exc
+        if flags & CHECKPOINT_BLOCK_COMPRESSED:
+            try:
+                data = zd.decompress(data, max_output_size=plain)
+            except zstandard.ZstdError as exc:
+                raise Invalid(f"block {index}: does not decompress") from exc
+        if len(data) != plain:
+            raise Invalid(f"block {index}: {len(data)} payload bytes, header says {plain}")
+        out += data
+        pos += CHECKPOINT_BLOCK_SIZE + stored
+        index += 1
+        if flags & CHECKPOINT_BLOCK_LAST:
+            break
+    if pos != len(view):
+        raise Invalid(f"{len(view) - pos} bytes after the last block")
+    if len(out) != h.payload_length:
+        raise Invalid(f"payload of {len(out)} bytes, header says {h.payload_length}")
+    return bytes(out)
+
+
+def listing(gen_dir: str) -> list[tuple[int, str]]:
+    """(sequence number, path) of every checkpoint in ``gen_dir``, oldest first."""
+    try:
+        names = fs.listdir(gen_dir)
+    except StorageIOError:
+        return []
+    found = [(int(m.group(1)), os.path.join(gen_dir, n)) for n in names
+             if (m := CHECKPOINT_RE.match(n))]
+    return sorted(found)
+
+
+def leftovers(gen_dir: str) -> list[str]:
+    """Temporary files of checkpoints whose writing was interrupted."""
+    try:
+        names = fs.listdir(gen_dir)
+    except StorageIOError:
+        return []
+    return [os.path.join(gen_dir, n) for n in sorted(names)
+            if n.endswith(TMP_SUFFIX) and CHECKPOINT_RE.match(n[: -len(TMP_SUFFIX)])]
+
+
+def erase(paths: Iterable[str], gen_dir: str) -> int:
+    """Overwrite each file with zeros, sync, unlink; then sync the directory. Returns
+    the bytes overwritten."""
+    total = 0
+    paths = list(paths)
+    for path in paths:
+        total += fs.erase(path)
+    if paths:
+        fs.sync_dir(gen_dir)
+    return total

@@ -1,0 +1,224 @@
+"""A checkpoint changes no answer (docs/guarantees.md §6a).
+
+Open restores the newest valid checkpoint and replays only the journal's tail; a
+checkpoint that is damaged, torn, of another store or generation, of another
+schema, or ahead of the journal is ignored with a warning saying why, and erased
+by the writer. Deleting every checkpoint and reopening gives the same answers bit
+for bit: recall (with explanations), explain, get, history and list are compared
+as msgspec builtins after every step of the reopen test's sequence.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import shutil
+import struct
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from holomem import ManualClock, Memory, Store
+from holomem.log.checksum import checksum
+from tests.memory import test_reopen as reopen
+
+FILTERS: list[dict[str, Any]] = [{"metadata": {"source": "chat"}},
+                                 {"metadata": {"n": {"$exists": True}}}]
+
+
+def answers(memory: Memory) -> Any:
+    out = reopen.snapshot(memory)
+    for q in reopen.QUERIES:
+        for f in FILTERS:
+            out["recall"].append(msgspec.to_builtins(
+                memory.recall(q, filter=f, history="all", explain=True)))
+        out["recall"].append(msgspec.to_builtins(memory.store.similar_documents(q, 5)))
+    out["list"] = msgspec.to_builtins(memory.list(limit=1000))
+    out["namespaces"] = msgspec.to_builtins(memory.list_namespaces())
+    return out
+
+
+def checkpoints(path: Path) -> list[str]:
+    return sorted(glob.glob(str(path / "gen-*" / "checkpoint-*.hck")))
+
+
+def open_store(path: Path, **options: Any) -> Store:
+    options.setdefault("checkpoint_every", None)
+    options.setdefault("checkpoint_close_min", 1 << 40)
+    return Store.open(path, sync="none", **options)
+
+
+def test_answers_are_the_same_from_a_checkpoint_and_from_the_whole_journal(
+        tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    clock = ManualClock(1_000)
+    store = open_store(path)
+    memory = Memory(store, reopen.CONFIG, clock=clock)
+    try:
+        for i, (name, step) in enumerate(reopen.STEPS):
+            clock.advance(7)
+            step(memory)
+            if i % 2 == 0:
+                assert store.checkpoint() is not None, name
+                # The newest checkpoint already holds this revision.
+                assert store.checkpoint() is None
+            before = answers(memory)
+            revision = store.revision
+            had = checkpoints(path)
+            store.close()
+            store = open_store(path)
+            memory = Memory(store, reopen.CONFIG, clock=clock)
+            assert store.revision == revision, name
+            assert store.stats().opened_by.startswith("checkpoint" if had else "replay"), name
+            assert answers(memory) == before, name
+            store.close()
+            for f in checkpoints(path):
+                os.unlink(f)
+            store = open_store(path)
+            memory = Memory(store, reopen.CONFIG, clock=clock)
+            assert store.stats().opened_by.startswith("replay"), name
+            assert answers(memory) == before, name
+    finally:
+        store.close()
+
+
+def _populated(path: Path, n: int = 300, **options: Any) -> Store:
+    store = open_store(path, **options)
+    memory = Memory(store, reopen.CONFIG, clock=ManualClock(1_000))
+    memory.remember_many([{"id": f"f{i}", "text": f"fact {i} about rivers and stones {i % 13}",
+                           "subject": f"s{i % 7}", "entities": [f"E{i % 5}"],
+                           "metadata": {"n": i}} for i in range(n)])
+    memory.forget({"ids": ["f3", "f4"]})
+    return store
+
+
+def test_close_writes_a_checkpoint_and_replaces_the_old_one(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    store = _populated(path, checkpoint_close_min=0)
+    first = store.checkpoint()
+    assert first is not None and checkpoints(path) == [str(path / "gen-00000001" / first.name)]
+    store.add_document("extra", "one more document about stones")
+    store.close()
+    (only,) = checkpoints(path)
+    assert only.endswith(f"{store.revision:016d}.hck") and first.name not in only
+    with open_store(path) as again:
+        assert again.stats().opened_by == "checkpoint"
+        assert again.stats().checkpoint_seq == store.revision
+        assert again.has_document("extra")
+
+
+def test_a_checkpoint_is_written_in_the_background_past_the_configured_tail(
+        tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    with open_store(path, checkpoint_every=4096) as store:
+        for i in range(60):
+            store.add_document(f"d{i}", f"document {i} with enough words to fill the tail " * 3)
+        # The writer returned long ago; the checkpoint lands in the background.
+        deadline = time.monotonic() + 60
+        while not store.stats().checkpoint_seq and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert store.stats().checkpoint_seq > 0
+        store.add_document("last", "written after the background checkpoint " * 40)
+        # Close joins the background writer, and covers a tail past the mark itself
+        # (checkpoint_close_min is out of reach here).
+    with open_store(path) as again:
+        assert again.stats().opened_by == "checkpoint"
+        assert again.stats().checkpoint_tail_bytes < 4096
+        assert len(again.ids()) == 61
+
+
+def _reference(path: Path) -> Any:
+    with open_store(path, read_only=True) as store:
+        return answers(Memory(store, reopen.CONFIG, clock=ManualClock(1_000)))
+
+
+def _rewrite_header(raw: bytes, **fields: int) -> bytes:
+    layout = struct.Struct("<8sBBHI16sQQQQQ")
+    names = ["magic", "wv", "rv", "flags", "schema", "store", "gen", "seq", "salt", "len", "sum"]
+    values = dict(zip(names, layout.unpack_from(raw), strict=True))
+    values.update(fields)
+    head = layout.pack(*values.values())[:64]
+    return head + checksum(head).to_bytes(8, "little") + raw[72:]
+
+
+def _damage(kind: str, path: Path, other: Path) -> str:
+    """Spoil the store's one checkpoint in the way ``kind`` says; return the reason
+    the warning must give."""
+    (ck,) = checkpoints(path)
+    raw = Path(ck).read_bytes()
+    if kind == "bit flip":
+        Path(ck).write_bytes(raw[:200] + bytes([raw[200] ^ 0x10]) + raw[201:])
+        return "checksum mismatch"
+    if kind == "torn":
+        Path(ck).write_bytes(raw[: len(raw) // 2])
+        return "cut short"
+    if kind == "zeroed":
+        Path(ck).write_bytes(bytes(len(raw)))
+        return "bad magic"
+    if kind == "schema":
+        Path(ck).write_bytes(_rewrite_header(raw, schema=99))
+        return "projection schema version 99"
+    if kind == "other store":
+        (theirs,) = checkpoints(other)
+        os.unlink(ck)
+        shutil.copy(theirs, ck)
+        return "another store"
+    if kind == "other generation":
+        Path(ck).write_bytes(_rewrite_header(raw, gen=7))
+        return "generation 7"
+    # "ahead": a checkpoint of a later state of the same store and generation.
+    (later,) = checkpoints(other)
+    shutil.copy(later, os.path.dirname(ck))
+    return "past the journal's last durable one"
+
+
+@pytest.mark.parametrize("kind", ["bit flip", "torn", "zeroed", "schema", "other store",
+                                  "other generation", "ahead"])
+def test_an_unusable_checkpoint_is_ignored_with_a_warning_and_changes_no_answer(
+        tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture) -> None:
+    path, other = tmp_path / "store", tmp_path / "other"
+    with _populated(path, n=120) as store:
+        assert store.checkpoint() is not None
+    expected = _reference(path)
+    original = checkpoints(path)
+    if kind == "ahead":
+        shutil.copytree(path, other)
+        with open_store(other) as later:
+            later.add_document("later", "written after the copy")
+            later.checkpoint()
+        for f in checkpoints(other)[:-1]:
+            os.unlink(f)
+    elif kind == "other store":
+        with _populated(other, n=120) as theirs:
+            theirs.checkpoint()
+    reason = _damage(kind, path, other)
+    with caplog.at_level(logging.WARNING, logger="holomem"):
+        with open_store(path, read_only=True) as follower:
+            # A follower reads checkpoints too, and never erases one.
+            assert answers(Memory(follower, reopen.CONFIG, clock=ManualClock(1_000))) == expected
+        assert reason in caplog.text and "ignored" in caplog.text
+        caplog.clear()
+        with open_store(path) as store:
+            # (An older valid checkpoint is used: here only beside one ahead.)
+            assert store.stats().opened_by == ("checkpoint" if kind == "ahead" else "replay")
+            assert answers(Memory(store, reopen.CONFIG, clock=ManualClock(1_000))) == expected
+        assert reason in caplog.text
+    # The writer erased it: the next open neither warns nor finds it.
+    assert checkpoints(path) == (original if kind == "ahead" else [])
+
+
+def test_an_interrupted_checkpoint_leaves_a_temporary_file_the_writer_erases(
+        tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    with _populated(path, n=50) as store:
+        done = store.checkpoint()
+    assert done is not None
+    (ck,) = checkpoints(path)
+    shutil.copy(ck, ck.replace(done.name, "checkpoint-0000000000000099.hck") + ".tmp")
+    with open_store(path) as store:
+        assert store.stats().opened_by == "checkpoint"
+    assert not glob.glob(str(path / "gen-*" / "*.tmp"))

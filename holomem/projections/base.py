@@ -117,6 +117,10 @@ class GrowArray:
         return self.n
 
     @property
+    def dtype(self) -> np.dtype[Any]:
+        return self._data.dtype
+
+    @property
     def nbytes(self) -> int:
         return int(self._data.nbytes)
 

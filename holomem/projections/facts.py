@@ -295,13 +295,15 @@ class FactIndex:
             del table[key]
 
     # -- checkpoints ------------------------------------------------------------------
-    _COLUMNS = ("is_fact", "ingest", "event", "valid_from", "valid_to", "eff", "subject",
-                "digest")
+    def _column_names(self) -> list[str]:
+        return [name for name, value in vars(self).items() if isinstance(value, GrowArray)]
 
     def snapshot(self) -> Snapshot:
         """Everything copied (a fact's row and its tables change when it goes); links
-        are immutable tuples, so their lists are copied shallowly."""
-        snap: Snapshot = {name: getattr(self, name).view().copy() for name in self._COLUMNS}
+        are immutable tuples, so their lists are copied shallowly. Every column (each
+        GrowArray attribute) is taken, whatever columns the index grows."""
+        snap: Snapshot = {f"col.{name}": getattr(self, name).view().copy()
+                          for name in self._column_names()}
         snap.update({f"ns.{k}": v for k, v in self.namespaces.snapshot().items()})
         snap.update({
             "subject_keys": [[nid, subject, sid] for (nid, subject), sid
@@ -313,16 +315,18 @@ class FactIndex:
             "requested": list(self.requested.items()),
             "feedback": [[k, list(v)] for k, v in self.feedback.items()],
             "confidence": list(self.confidence.items()),
+            "ttl": list(self.ttl.items()),
             "counts": [self.windows, self.links, self.facts, self.max_eff],
         })
         return snap
 
     def restore(self, snap: Snapshot) -> None:
-        dtypes = (np.bool_, np.int64, np.int64, np.int64, np.int64, np.int64, np.int32,
-                  np.uint64)
-        for name, dtype in zip(self._COLUMNS, dtypes, strict=True):
-            setattr(self, name, GrowArray.of(snap[name], dtype))
-        if len({len(getattr(self, name)) for name in self._COLUMNS}) != 1:
+        names = self._column_names()
+        if sorted(names) != sorted(k[4:] for k in snap if k.startswith("col.")):
+            raise ValueError("fact index: the checkpoint's columns are not this build's")
+        for name in names:
+            setattr(self, name, GrowArray.of(snap[f"col.{name}"], getattr(self, name).dtype))
+        if len({len(getattr(self, name)) for name in names}) != 1:
             raise ValueError("fact index: columns of different lengths")
         self.namespaces.restore({k[3:]: v for k, v in snap.items() if k.startswith("ns.")})
         self._subject_id = {(nid, subject): sid for nid, subject, sid in snap["subject_keys"]}
@@ -335,6 +339,7 @@ class FactIndex:
         self.requested = {k: tuple(v) for k, v in snap["requested"]}
         self.feedback = {k: [(bool(h), t, n) for h, t, n in v] for k, v in snap["feedback"]}
         self.confidence = {k: float(v) for k, v in snap["confidence"]}
+        self.ttl = {k: int(v) for k, v in snap["ttl"]}
         self.windows, self.links, self.facts, self.max_eff = snap["counts"]
 
     # -- queries ----------------------------------------------------------------------

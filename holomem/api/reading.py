@@ -28,8 +28,10 @@ from holomem.api import (
     render,
     validate,
 )
+from holomem.api import rerank as reranking
 from holomem.api.configuration import Configured
 from holomem.api.engine import View
+from holomem.api.rerank import Reranker
 from holomem.api.types import (
     ContradictResult,
     Explanation,
@@ -70,24 +72,34 @@ class Reading(Configured):
         return self.store.read(lambda view: records.history(view, fid, now))
 
     def recall(self, query: str, options: RecallOptions | Mapping[str, Any] | None = None,
-               **fields: Any) -> builtins.list[Recalled]:
+               *, rerank: Reranker | None = None, **fields: Any) -> builtins.list[Recalled]:
         """Facts relevant to ``query``, best first (docs/contract.md §4 Recall).
 
+        ``rerank`` (Python only): a reranker given the whole candidate pool before the
+        cut to ``k``, whose order decides the results (:mod:`holomem.api.rerank`;
+        the built-in :class:`~holomem.api.rerank.MMR` needs no model).
         Limits: ``query`` <= 64 KiB and ``validate.MAX_QUERY_TERMS`` distinct words,
         ``k`` <= ``recall.MAX_RECALL_K``, ``candidate_limit`` <= ``recall.MAX_CANDIDATES``,
         ``entities`` <= 256, ``embedding`` <= 8192 numbers.
-        Errors: ``invalid_request``, ``limit``.
+        Errors: ``invalid_request`` (also for a reranker's answer that is not its
+        candidates' ids), ``limit``.
         """
         q = validate.query(query)
         o, where = recall.checked(options, fields)
         o, embedded = self._embedded(q, o)
         at = o.as_of if o.as_of is not None else self.clock.now_ms()
 
-        def run(view: View) -> builtins.list[Recalled]:
+        def ranking_of(view: View) -> recall.Ranking:
             if embedded:
                 assert self._pinned is not None
                 embedding.check_current(view, self._pinned)
-            ranking = recall.Ranking(view, self.policies, q, o, at, where)
+            return recall.Ranking(view, self.policies, q, o, at, where)
+
+        if rerank is not None:
+            return reranking.recall(self.store, q, ranking_of, rerank)
+
+        def run(view: View) -> builtins.list[Recalled]:
+            ranking = ranking_of(view)
             found = ranking.results()
             why = explain.explain_many(ranking, [s for s, _ in found]) if o.explain else None
             return recall.recalled(ranking, found, why)
@@ -96,8 +108,9 @@ class Reading(Configured):
 
     def explain(self, query: str, id: str,
                 options: RecallOptions | Mapping[str, Any] | None = None,
-                **fields: Any) -> Explanation:
-        """Why ``id`` does or does not come back for ``query`` (docs/contract.md §4 Explain).
+                *, rerank: Reranker | None = None, **fields: Any) -> Explanation:
+        """Why ``id`` does or does not come back for ``query`` (docs/contract.md §4 Explain);
+        with ``rerank``, as :meth:`recall` with that reranker would answer.
 
         Limits: as :meth:`recall`. Errors: ``invalid_request``, ``limit``, ``not_found``.
         """
@@ -106,19 +119,29 @@ class Reading(Configured):
         o, where = recall.checked(options, fields)
         o, embedded = self._embedded(q, o)
         at = o.as_of if o.as_of is not None else self.clock.now_ms()
+        ns = validate.namespace(o.namespace)
 
-        def run(view: View) -> Explanation:
+        def ranking_of(view: View) -> recall.Ranking:
             if embedded:
                 assert self._pinned is not None
                 embedding.check_current(view, self._pinned)
+            return recall.Ranking(view, self.policies, q, o, at, where)
+
+        def slot_of(view: View) -> int:
             slot = view.slot(fid)
-            ns = validate.namespace(o.namespace)
             if slot < 0 or (ns and view.facts.namespace(slot)[:len(ns)] != ns):
                 # Outside the namespace asked about: as unknown as a missing id, so a
                 # caller scoped to one user learns nothing of another's facts.
                 raise NotFoundError(f"no fact {fid!r}")
-            return explain.explain_many(recall.Ranking(view, self.policies, q, o, at, where),
-                                        [slot])[0]
+            return slot
+
+        if rerank is not None:
+            self.store.read(slot_of)  # an unknown id fails before the reranker runs
+            return reranking.explain(self.store, q, fid, ranking_of, rerank, slot_of)
+
+        def run(view: View) -> Explanation:
+            slot = slot_of(view)
+            return explain.explain_many(ranking_of(view), [slot])[0]
 
         return self.store.read(run)
 

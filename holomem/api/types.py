@@ -156,6 +156,9 @@ class Explanation(_Response, frozen=True):
     #: The fact's time to live and when it ends (None: remembered without one).
     ttl_ms: int | None = None
     expires_at: int | None = None
+    #: With a reranker (Python only): its place in the reranker's order (None: left
+    #: out, or no reranker); ``rank`` stays recall's own.
+    reranked_rank: int | None = None
 
 
 class Recalled(_Response, frozen=True, omit_defaults=True):

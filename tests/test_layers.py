@@ -37,6 +37,8 @@ DOORS = (*MEMORY_API, "holomem.api.doors", "holomem.integrations", "holomem.clie
 #: The first matching prefix decides; the order runs from the most specific.
 RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("holomem.errors", (), ()),
+    # The stream journal (issue 18) is the one part of the log that talks to NATS.
+    ("holomem.log.stream", LOG, ("xxhash", "zstandard", "cryptography", "nats")),
     ("holomem.log", LOG, ("xxhash", "zstandard", "cryptography")),
     ("holomem.events", EVENTS, ("msgspec",)),
     # Embedders (issue 14) stand apart: text in, vectors out, errors from the tree.

@@ -71,7 +71,7 @@ def _check_options(sync: str, segment_size: int) -> None:
         raise InvalidError(f"segment_size must be an integer >= {MIN_SEGMENT_SIZE}")
 
 
-def _payloads(payloads: Sequence[bytes]) -> list[bytes]:
+def check_payloads(payloads: Sequence[bytes]) -> list[bytes]:
     """The payloads of one transaction, checked: a sequence of one or more bytes."""
     if isinstance(payloads, (bytes, bytearray, memoryview, str)):
         raise InvalidError("append takes a sequence of payloads (bytes), not one payload")
@@ -240,6 +240,11 @@ class Journal:
         return self._closed
 
     @property
+    def local_text(self) -> bool:
+        """The writer keeps the text segment; a follower reads the writer's."""
+        return not self.read_only
+
+    @property
     def failed(self) -> HolomemError | None:
         return self._appender.failed if self._appender is not None else None
 
@@ -279,7 +284,7 @@ class Journal:
         self._check_open()
         if self._appender is None:
             raise ReadOnlyError("the journal was opened read-only")
-        items = _payloads(payloads)
+        items = check_payloads(payloads)
         try:
             return self._appender.enqueue(items)
         except ValueError as exc:  # the frame codec's size limits

@@ -19,9 +19,9 @@ from typing import NamedTuple
 
 import msgspec
 
-from holomem.log import Journal
 from holomem.log import checkpoint as ckfile
 from holomem.log import crashpoints as cp
+from holomem.log.backend import JournalBackend
 from holomem.projections import checkpoint as codec
 from holomem.projections.base import RecordStore
 from holomem.projections.state import ProjectionState
@@ -62,7 +62,7 @@ class Loaded(NamedTuple):
     path: str
 
 
-def load(journal: Journal, records: RecordStore, *, read_only: bool) -> Loaded | None:
+def load(journal: JournalBackend, records: RecordStore, *, read_only: bool) -> Loaded | None:
     """The newest checkpoint of the live generation that is valid and consistent with
     the journal, restored; None if there is none. Every other checkpoint found is
     reported with the reason (a warning), and the writer erases them and any
@@ -94,7 +94,7 @@ def load(journal: Journal, records: RecordStore, *, read_only: bool) -> Loaded |
     return chosen
 
 
-def _inconsistent(journal: Journal, seq: int) -> str | None:
+def _inconsistent(journal: JournalBackend, seq: int) -> str | None:
     if seq > journal.last_seq:
         return (f"it holds the state after transaction {seq}, past the journal's last "
                 f"durable one, {journal.last_seq}")
@@ -149,7 +149,7 @@ class Checkpointer:
             thread.join()
 
 
-def write(journal: Journal, parts: dict[str, dict[str, object]], seq: int, *,
+def write(journal: JournalBackend, parts: dict[str, dict[str, object]], seq: int, *,
           pause: float, started: float) -> CheckpointStats:
     """Encode ``parts`` (the state after transaction ``seq``), wait until ``seq`` is
     durable (a checkpoint is never ahead of the journal), write the file, and erase

@@ -22,9 +22,8 @@ from holomem.events import (
     FeedbackGiven,
     StoreSettings,
 )
-from holomem.log import Journal
 from holomem.log import crashpoints as cp
-from holomem.log.journal import Rewrite
+from holomem.log.backend import JournalBackend, RewriteTarget
 from holomem.log.recordfile import RecordFile
 from holomem.projections.state import ProjectionState
 
@@ -57,7 +56,8 @@ def live_events(view: View, slot: int) -> list[Event]:
     return out
 
 
-def rewrite(journal: Journal, target: Rewrite, view: View) -> tuple[ProjectionState, RecordFile]:
+def rewrite(journal: JournalBackend, target: RewriteTarget, view: View
+            ) -> tuple[ProjectionState, RecordFile]:
     """Write the live state of ``view`` into ``target``, building its projections as we
     go; the new text segment is written sequentially and sealed."""
     records = text_file(journal, target.dir, target.generation, read_only=False)

@@ -32,8 +32,8 @@ from holomem.api.engine.types import StoreStats
 from holomem.api.engine.view import DocEvent, View
 from holomem.errors import ClosedError, InvalidError, ReadOnlyError, UnavailableError
 from holomem.events import Event
-from holomem.log import Journal
 from holomem.log import crashpoints as cp
+from holomem.log.backend import open_journal
 from holomem.log.format import DEFAULT_SEGMENT_SIZE
 from holomem.log.recordfile import RecordFile
 from holomem.projections.state import ProjectionState
@@ -64,7 +64,7 @@ class Engine:
                  checkpoint_close_min: int = checkpointing.DEFAULT_CLOSE_MIN) -> None:
         """Open (or create) the store at ``path``; see ``Store.open``."""
         t0 = time.perf_counter()
-        self._journal = Journal.open(path, key=key, sync=sync, segment_size=segment_size,
+        self._journal = open_journal(path, key=key, sync=sync, segment_size=segment_size,
                                      read_only=read_only, create=create)
         self.path = self._journal.path
         self.read_only = read_only
@@ -417,12 +417,18 @@ class Engine:
             result = self._journal.refresh()
             if not result.reset:
                 try:
+                    applied = self._revision
                     for seq, payloads in self._journal.replay(result.from_seq):
                         events = [ev.decode(p, seq=seq) for p in payloads]
                         with self._state_lock:
                             for e in events:
                                 self._state.apply(seq, e)
                             self._revision = seq
+                    if self._revision != applied and self._journal.local_text and \
+                            self._text is not None:
+                        # A follower with its own text segment (a stream store's node)
+                        # zeroed what a forget removed: on its disk too before returning.
+                        self._text.sync()
                     return self._revision
                 except UnavailableError:
                     # Replaced while being read: what was applied is a true prefix;

@@ -19,7 +19,7 @@ from holomem import events as ev
 from holomem.api.engine import checkpointing
 from holomem.api.engine.view import Transactions
 from holomem.errors import UnavailableError
-from holomem.log import Journal
+from holomem.log.backend import JournalBackend
 from holomem.log.format import TEXT_FILE
 from holomem.log.recordfile import RecordFile
 from holomem.projections.state import ProjectionState
@@ -44,14 +44,14 @@ class Built(NamedTuple):
     tail: int = 0
 
 
-def text_file(journal: Journal, directory: str, generation: int, *, read_only: bool
+def text_file(journal: JournalBackend, directory: str, generation: int, *, read_only: bool
               ) -> RecordFile:
     """The text segment of the generation in ``directory``."""
     return RecordFile(os.path.join(directory, TEXT_FILE), store_id=journal.store_id,
                       generation=generation, envelope=journal.envelope, read_only=read_only)
 
 
-def build(journal: Journal, *, read_only: bool) -> Built:
+def build(journal: JournalBackend, *, read_only: bool) -> Built:
     """Replay the whole live generation into fresh projections.
 
     On a follower, a compaction may replace the generation while it is replayed
@@ -69,16 +69,18 @@ def build(journal: Journal, *, read_only: bool) -> Built:
                            f"{FOLLOW_RETRIES} times while a follower rebuilt; try again")
 
 
-def _build_once(journal: Journal, *, read_only: bool) -> Built:
-    records = text_file(journal, journal.gen_dir, journal.generation, read_only=read_only)
+def _build_once(journal: JournalBackend, *, read_only: bool) -> Built:
+    # A follower of a store directory never writes its text segment, not even after
+    # refresh(): it keeps computing placements (the same as the writer's) and reads the
+    # writer's records. On a stream every node writes its own (journal.local_text).
+    own = journal.local_text
+    records = text_file(journal, journal.gen_dir, journal.generation, read_only=not own)
     try:
-        # A follower never writes its text segment, not even after refresh(): it keeps
-        # computing placements (the same as the writer's) and reads the writer's records.
         loaded = checkpointing.load(journal, records, read_only=read_only)
         if loaded is not None:
             state, last = loaded.state, loaded.seq
         else:
-            state = ProjectionState(records, writes_text=not read_only)
+            state = ProjectionState(records, writes_text=own)
             # Not 0: a generation compacted from a store with nothing live holds no
             # event, yet the revision must not go back to before the events it replaced.
             last = journal.first_seq - 1
@@ -92,13 +94,13 @@ def _build_once(journal: Journal, *, read_only: bool) -> Built:
     except BaseException:
         records.close()
         raise
-    reconciled = False if read_only else _reconcile_text(journal, state, records, last)
+    reconciled = False if not own else _reconcile_text(journal, state, records, last)
     _trim_heap()
     return Built(state, records, last, reconciled,
                  checkpoint=loaded.seq if loaded is not None else 0, tail=tail)
 
 
-def _reconcile_text(journal: Journal, state: ProjectionState, records: RecordFile,
+def _reconcile_text(journal: JournalBackend, state: ProjectionState, records: RecordFile,
                     last: int) -> bool:
     """Make the text segment hold exactly the live records; False if it was trusted."""
     if not records.rebuilt and records.synced_seq == last and records.size() == state.text.end:

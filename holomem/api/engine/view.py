@@ -20,7 +20,7 @@ from holomem import events as ev
 from holomem.api.engine.types import Hit
 from holomem.errors import CorruptError
 from holomem.events import DocumentAdded, DocumentReplaced, Event, PurgeRequested, VectorsSet
-from holomem.log import Journal
+from holomem.log.backend import JournalBackend
 from holomem.projections.bm25 import BM25
 from holomem.projections.catalog import Catalog
 from holomem.projections.embeddings import Embeddings
@@ -43,7 +43,7 @@ class Transactions:
     read is kept, so the slots one transaction wrote (read one after another by an
     export, a compaction or a reconcile) cost one read and one decode in all."""
 
-    def __init__(self, journal: Journal) -> None:
+    def __init__(self, journal: JournalBackend) -> None:
         self._journal = journal
         self._seq = -1
         self._docs: dict[str, DocEvent] = {}
@@ -91,7 +91,7 @@ class View:
     """The projections at one revision. Read-only; valid inside the block that gave it."""
 
     def __init__(self, state: ProjectionState, *, revision: int, generation: int,
-                 journal: Journal, heal: Heal | None,
+                 journal: JournalBackend, heal: Heal | None,
                  locked: Callable[[Callable[[], None]], None]) -> None:
         self.state = state
         self.revision = revision

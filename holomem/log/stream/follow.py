@@ -1,0 +1,101 @@
+"""A follower's view of the writer's stream: consuming new messages as they arrive.
+
+Owns: :class:`Tail`, a standing ordered consumer of one generation's stream that
+buffers every message the server delivers (in order) for the synchronous side to take,
+and a poll of the generation record, so that a follower knows without asking the server
+when the writer switched generations. Imports the standard library, ``nats`` and the
+stream modules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import threading
+
+import nats.errors
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.kv import KeyValue
+
+from holomem.log.stream import record
+from holomem.log.stream.streams import PENDING
+
+#: Seconds between looks at the generation record.
+WATCH_PERIOD = 0.25
+
+
+class Tail:
+    """Messages of one stream from ``start`` on, as delivered. Build on the loop with
+    :meth:`start`; :meth:`take` and :meth:`wait` are called from other threads."""
+
+    def __init__(self, start: int) -> None:
+        self.next = start  # the next sequence number the synchronous side takes
+        self._buffer: collections.deque[tuple[int, bytes]] = collections.deque()
+        self._cond = threading.Condition()
+        self._sub: object | None = None
+        self.high = start - 1  # the last sequence number delivered
+
+    async def start(self, js: JetStreamContext, stream: str, subject: str) -> None:
+        async def deliver(msg: Msg) -> None:
+            seq = msg.metadata.sequence.stream
+            with self._cond:
+                if seq > self.high:
+                    self._buffer.append((seq, msg.data))
+                    self.high = seq
+                    self._cond.notify_all()
+
+        self._sub = await js.subscribe(
+            subject, stream=stream, cb=deliver, ordered_consumer=True,
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            config=ConsumerConfig(opt_start_seq=self.next), pending_msgs_limit=PENDING,
+            idle_heartbeat=1.0)
+
+    def wait(self, seq: int, timeout: float) -> bool:
+        """Wait until message ``seq`` was delivered; False after ``timeout`` seconds."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self.high >= seq, timeout)
+
+    def take(self, upto: int) -> list[tuple[int, bytes]]:
+        """Remove and return the buffered messages up to ``upto``."""
+        out: list[tuple[int, bytes]] = []
+        with self._cond:
+            while self._buffer and self._buffer[0][0] <= upto:
+                out.append(self._buffer.popleft())
+            if out:
+                self.next = out[-1][0] + 1
+        return out
+
+    async def stop(self) -> None:
+        sub = self._sub
+        self._sub = None
+        if sub is not None:
+            with contextlib.suppress(asyncio.TimeoutError, nats.errors.Error):
+                await asyncio.wait_for(sub.unsubscribe(), 2.0)  # type: ignore[attr-defined]
+
+
+class GenerationWatch:
+    """The newest generation number in the record, looked at every ``WATCH_PERIOD``."""
+
+    def __init__(self, kv: KeyValue, generation: int, where: str) -> None:
+        self.newest = generation
+        self._kv = kv
+        self._where = where
+        self._task = asyncio.get_running_loop().create_task(self._watch())
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(WATCH_PERIOD)
+            try:
+                found = await asyncio.wait_for(record.read(self._kv, self._where), 2.0)
+            except (TimeoutError, nats.errors.Error, Exception):
+                continue  # look again later; the reads themselves report outages
+            if found is not None and found[0].generation > self.newest:
+                self.newest = found[0].generation
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._task

@@ -1,0 +1,145 @@
+"""The writer's lease: one key in a key-value bucket whose entries expire.
+
+Owns: taking the lease (only when no live entry exists), renewing it in the
+background, giving it back on close, and the local rule for whether it is still
+held. Imports the standard library, ``nats`` and :mod:`holomem.errors`.
+
+The bucket's entries live ``ttl`` seconds after the server stored them. A renewal
+is a compare-and-set on the entry's revision, so it fails once anyone else has taken
+the key. The holder counts its lease from the moment it *sent* the renewal that
+succeeded (never later than when the server stored it) and gives up a margin before
+``ttl`` runs out, so it stops acknowledging before any successor can hold the key.
+Once it has counted the lease as lost it never holds it again: the writer must be
+reopened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import time
+
+import nats.errors
+import nats.js.errors
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig, StorageType
+from nats.js.kv import KeyValue
+
+from holomem.errors import StoreLockedError
+
+KEY = "writer"
+#: The share of the lease the holder allows itself (the rest covers clock rate
+#: differences and the renewal's own travel).
+SAFE_SHARE = 0.8
+#: Renewals per lease period.
+RENEWALS = 4
+
+
+def holder_name() -> str:
+    """Who holds a lease (for the ``locked`` message): host, pid and a random tag."""
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+async def bucket(js: JetStreamContext, name: str, ttl: float, replicas: int) -> KeyValue:
+    """The lease bucket, created on first use with entries living ``ttl`` seconds."""
+    try:
+        return await js.key_value(name)
+    except nats.js.errors.BucketNotFoundError:
+        pass
+    try:
+        return await js.create_key_value(KeyValueConfig(
+            bucket=name, ttl=ttl, history=1, replicas=replicas, storage=StorageType.FILE))
+    except nats.js.errors.BadRequestError:
+        return await js.key_value(name)  # created meanwhile by another opener
+
+
+class Lease:
+    """A held lease. Build with :meth:`take` (on the event loop)."""
+
+    def __init__(self, kv: KeyValue, ttl: float, holder: str, revision: int, sent: float
+                 ) -> None:
+        self.kv = kv
+        self.ttl = ttl
+        self.holder = holder
+        self._revision = revision
+        self._until = sent + ttl * SAFE_SHARE
+        self._lost: str | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def take(cls, kv: KeyValue, ttl: float, wait: float, what: str) -> Lease:
+        """Take the lease, waiting up to ``wait`` seconds for a live holder's lease to
+        expire. Errors: ``locked`` (naming the holder)."""
+        holder = holder_name()
+        deadline = time.monotonic() + wait
+        while True:
+            sent = time.monotonic()
+            try:
+                rev = await kv.create(KEY, holder.encode())
+                return cls(kv, ttl, holder, rev, sent)
+            except nats.js.errors.KeyWrongLastSequenceError:
+                pass
+            if time.monotonic() >= deadline:
+                try:
+                    other = (await kv.get(KEY)).value or b""
+                except nats.js.errors.KeyNotFoundError:
+                    other = b"?"
+                raise StoreLockedError(
+                    f"{what} is being written by {other.decode(errors='replace')} "
+                    f"(its lease lasts {ttl:g} s after its last renewal)")
+            await asyncio.sleep(min(0.1, ttl / 10))
+
+    def start(self) -> None:
+        """Renew in the background (call on the loop)."""
+        self._task = asyncio.get_running_loop().create_task(self._renew_forever())
+
+    async def _renew_forever(self) -> None:
+        period = self.ttl / RENEWALS
+        while self._lost is None:
+            await asyncio.sleep(period)
+            sent = time.monotonic()
+            if sent >= self._until:
+                self._lose("the lease ran out before a renewal reached the server")
+                return
+            try:
+                self._revision = await asyncio.wait_for(
+                    self.kv.update(KEY, self.holder.encode(), last=self._revision),
+                    timeout=max(0.05, self._until - sent))
+            except nats.js.errors.KeyWrongLastSequenceError:
+                self._lose("another writer took the lease")
+                return
+            except (TimeoutError, nats.errors.Error):
+                continue  # try again while the lease lasts
+            if self._lost is None:
+                self._until = sent + self.ttl * SAFE_SHARE
+
+    def _lose(self, why: str) -> None:
+        if self._lost is None:
+            self._lost = why
+
+    def held(self) -> bool:
+        """Whether this writer may still acknowledge (thread safe: two reads)."""
+        if self._lost is not None:
+            return False
+        if time.monotonic() >= self._until:
+            self._lose("the lease ran out (no renewal reached the server in time)")
+            return False
+        return True
+
+    @property
+    def lost(self) -> str | None:
+        """Why the lease was lost, or None."""
+        self.held()
+        return self._lost
+
+    async def release(self) -> None:
+        """Stop renewing and give the lease back (a successor need not wait)."""
+        if self._task is not None:
+            self._task.cancel()
+        if self._lost is None and self.held():
+            self._lose("released")
+            with contextlib.suppress(TimeoutError, nats.errors.Error):  # else it expires
+                await asyncio.wait_for(self.kv.delete(KEY, last=self._revision), 2.0)
+        self._lose("released")

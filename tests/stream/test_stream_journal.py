@@ -1,0 +1,182 @@
+"""The journal on a JetStream stream keeps the file journal's guarantees (one server)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import nats
+import pytest
+
+from holomem import Memory, Store
+from holomem.errors import (
+    HolomemError,
+    InvalidError,
+    NotFoundError,
+    StoreLockedError,
+    WrongKeyError,
+)
+from holomem.log.backend import open_journal
+from holomem.log.stream.journal import StreamJournal
+from holomem.log.stream.publisher import Item
+
+from .cluster import Cluster, needs_server
+from .scan import files_with
+
+pytestmark = needs_server
+
+
+def test_acknowledged_remembers_are_all_there_after_reopen(single: Cluster) -> None:
+    url = single.url("reopen")
+    with Store.open(url) as store:
+        memory = Memory(store)
+        ids = [memory.remember(f"the heron eats fish number {i}").id for i in range(20)]
+        assert store.stats().sync == "quorum/1"
+    with Store.open(url) as store:
+        memory = Memory(store)
+        assert sorted(h.id for h in memory.recall("heron fish", {"k": 50})) == sorted(ids)
+
+
+def test_every_frame_is_bound_to_its_store_generation_and_sequence(single: Cluster) -> None:
+    url = single.url("frames")
+    with open_journal(url, key=None, sync="full") as j:
+        assert isinstance(j, StreamJournal)
+        s1 = j.append([b"one"])
+        s2 = j.append([b"two", b"three"])
+        assert (s1, s2) == (1, 2)
+        assert j.read(2) == [b"two", b"three"]
+        assert [p for _, p in j.replay()] == [[b"one"], [b"two", b"three"]]
+        with pytest.raises(HolomemError) as err:  # a frame from another place fails
+            j._codec.decode(1, j._codec.encode(2, [b"moved"]))
+        assert err.value.code.startswith("corrupt")
+
+
+def test_an_encrypted_store_puts_only_ciphertext_on_the_nats_server(single: Cluster,
+                                                                    tmp_path: object) -> None:
+    key = os.urandom(32)
+    url = single.url("sealed")
+    with Store.open(url, key=key) as store:
+        memory = Memory(store)
+        for i in range(30):
+            memory.remember(f"osprey-marker-{i} nests by the estuary, compressible " * 4)
+    for root in single.store_dirs():
+        assert files_with(root, b"osprey-marker") == []
+    with pytest.raises(WrongKeyError):
+        Store.open(url, key=os.urandom(32))
+    with Store.open(url, key=key) as store:
+        assert len(store) == 30
+
+
+def test_a_plaintext_store_is_readable_on_the_server_so_the_scan_can_see(single: Cluster
+                                                                         ) -> None:
+    # The scan that proves the encrypted store holds no plaintext does find it here.
+    with Store.open(single.url("plain")) as store:
+        Memory(store).remember("kingfisher-marker dives " * 20)
+    assert any(files_with(root, b"kingfisher-marker") for root in single.store_dirs())
+
+
+def test_a_resent_transaction_is_stored_once(single: Cluster) -> None:
+    url = single.url("resend")
+    with open_journal(url, key=None, sync="full") as j:
+        assert isinstance(j, StreamJournal)
+        j.append([b"first"])
+        data = j._codec.encode(1, [b"first"])
+        stream, subject = j.address.stream(1), j.address.subject(1)
+        msg_id = f"{j.store_id.hex()}:1:1"
+        # The writer's own resend (its acknowledgement lost): acknowledged, not stored
+        # again, and not mistaken for another writer's append.
+        again = Item(1, data)
+        publisher = j._publisher
+        assert publisher is not None
+        j._conn.loop.call_soon_threadsafe(publisher.put, again)
+        again.done.result(10)
+        assert j.append([b"second"]) == 2
+
+    async def resend() -> tuple[bool, int, int]:
+        nc = await nats.connect(single.nodes[0].url)
+        try:
+            js = nc.jetstream()
+            ack = await js.publish(subject, data, headers={"Nats-Msg-Id": msg_id})
+            info = await js.stream_info(stream)
+            return bool(ack.duplicate), ack.seq, info.state.messages
+        finally:
+            await nc.close()
+
+    # The message id alone is recognised too (the duplicate window).
+    assert asyncio.run(resend()) == (True, 1, 2)
+
+
+def test_a_second_writer_is_locked_out_while_the_lease_is_held(single: Cluster) -> None:
+    url = single.url("lease")
+    with Store.open(url) as first:
+        Memory(first).remember("the first writer holds the lease")
+        with pytest.raises(StoreLockedError):
+            Store.open(url)
+        with Store.open(url, read_only=True) as follower:  # followers need no lease
+            assert len(follower) == 1
+    with Store.open(url) as second:  # closing gave the lease back: no wait
+        Memory(second).remember("the second writer")
+        assert len(second) == 2
+
+
+def test_a_writer_that_sees_another_writers_append_stops_acknowledging(single: Cluster
+                                                                       ) -> None:
+    url = single.url("fenced")
+    with open_journal(url, key=None, sync="full") as j:
+        j.append([b"mine"])
+
+        async def intrude() -> None:  # a writer that ignores the lease appends seq 2
+            nc = await nats.connect(single.nodes[0].url)
+            try:
+                await nc.jetstream().publish("hm.fenced.g1", b"x", headers={
+                    "Nats-Expected-Last-Sequence": "1"})
+            finally:
+                await nc.close()
+
+        asyncio.run(intrude())
+        with pytest.raises(StoreLockedError):
+            j.append([b"would interleave"])
+        with pytest.raises(StoreLockedError):
+            j.append([b"and never again"])
+
+
+def test_a_follower_consumes_new_writes_and_refresh_applies_them(single: Cluster) -> None:
+    url = single.url("follow")
+    with Store.open(url) as writer, Store.open(url, read_only=True) as follower:
+        w = Memory(writer)
+        f = Memory(follower)
+        for i in range(10):
+            seq = w.remember(f"the lapwing calls at dusk {i}").id
+            assert follower._journal.wait_for(writer.revision, 10.0)
+            follower.refresh()
+            assert f.get(seq) is not None
+        assert follower.revision == writer.revision
+
+
+def test_forget_on_a_stream_store_zeroes_this_nodes_text(single: Cluster) -> None:
+    url = single.url("forget")
+    with Store.open(url) as writer, Store.open(url, read_only=True) as follower:
+        m = Memory(writer)
+        fid = m.remember("the avocet-marker wades the shallows").id
+        m.remember("an unrelated fact about terns")
+        follower._journal.wait_for(writer.revision, 10.0)
+        follower.refresh()
+        m.forget({"ids": [fid]})
+        follower._journal.wait_for(writer.revision, 10.0)
+        follower.refresh()
+        assert Memory(follower).get(fid) is None
+        local = os.environ["HOLOMEM_NATS_LOCAL"]
+        assert files_with(local, b"avocet-marker") == []
+
+
+def test_bad_addresses_and_missing_stores_get_clear_errors(single: Cluster) -> None:
+    for bad in ("nats://", "nats:///x", f"nats://{single.nodes[0].url}/bad name",
+                f"nats://{single.nodes[0].url}/s?replicas=9",
+                f"nats://{single.nodes[0].url}/s?bogus=1",
+                f"nats://{single.nodes[0].url}/s?lease=0"):
+        with pytest.raises(InvalidError):
+            Store.open(bad)
+    with pytest.raises(NotFoundError):
+        Store.open(single.url("absent"), create=False)
+    with pytest.raises(NotFoundError):
+        Store.open(single.url("absent2"), read_only=True)

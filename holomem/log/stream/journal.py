@@ -48,10 +48,12 @@ from holomem.log.stream.publisher import Item, Publisher
 from holomem.log.stream.rewrite import StreamRewrite
 from holomem.log.stream.url import Address, parse
 
-P_PURGE_SWITCHED = cp.point(
-    "stream.generation.switched", "the record names the new stream; the old one is not erased")
-P_PURGE_ERASED = cp.point(
-    "stream.generation.erased", "the old stream's messages are erased, the stream not deleted")
+# Crash points of a stream store's generation switch. Not in the file journal's registry
+# (cp.point): the crash harness's workload runs on store directories and never reaches
+# them; tests/stream/test_stream_purge.py crashes a writer at each of them.
+P_PURGE_SWITCHED = "stream.generation.switched"  # the record names the new stream
+P_PURGE_ERASED = "stream.generation.erased"  # the old stream's messages are erased
+CRASH_POINTS = (P_PURGE_SWITCHED, P_PURGE_ERASED)
 
 #: Messages fetched per call when replaying.
 CHUNK = 512

@@ -31,8 +31,9 @@ from holomem.api.policies import (
 )
 from holomem.api.types import MemoryConfig, config_from_json, config_to_json
 from holomem.embedders import Embedder
-from holomem.errors import ConflictError, InvalidError
+from holomem.errors import ConflictError, InvalidError, UnavailableError
 from holomem.events import ConfigRecorded, Event
+from holomem.projections import vectorindex
 from holomem.projections.fusion import EMBEDDER_FUSION
 
 #: A custom forgetting policy: (memory, now in ms) -> ids to forget.
@@ -120,6 +121,9 @@ class Configured:
         self.config = settle(store, given, start, persist, self.clock.now_ms())
         custom = validate.custom_policies(policies)
         self.policies = Policies.from_config(self.config, custom)
+        if self.policies.approximate and not vectorindex.available():
+            raise UnavailableError("vectorSearch \"approximate\" needs the usearch library: "
+                                   f"{vectorindex.INSTALL}")
         self._observers: list[Observer] = []
         self._forgetting: ForgettingPolicy | None = supplied_policy(
             self.config.forgetting, custom, "forgetting policy")

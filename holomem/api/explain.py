@@ -23,6 +23,8 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
     """The explanation of each fact in ``slots``."""
     view, o, at = ranking.view, ranking.options, ranking.at
     facts = view.facts
+    # An explained fact is scored whatever its cosine's rank (docs/contract.md §4e).
+    ranking.include = np.asarray(slots, dtype=np.int64)
     chosen_ids = {view.id_of(s) for s, _ in ranking.results()}
     # The rank among every candidate, history included.
     ranked = ranking.rank(history="all")[1]

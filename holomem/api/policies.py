@@ -291,6 +291,8 @@ class Policies(NamedTuple):
     historical_weight: float
     #: how BM25 and cosine combine when the query has a vector
     fusion: FusionParams = DEFAULT_FUSION
+    #: a query's vector proposes candidates through the approximate index
+    approximate: bool = False
 
     @classmethod
     def from_config(cls, config: MemoryConfig,
@@ -320,7 +322,8 @@ class Policies(NamedTuple):
             historical_weight=config.historical_weight,
             fusion=(FusionParams(config.fusion.method, config.fusion.lexical_weight,
                                  config.fusion.rrf_k)
-                    if isinstance(config.fusion, FusionConfig) else DEFAULT_FUSION))
+                    if isinstance(config.fusion, FusionConfig) else DEFAULT_FUSION),
+            approximate=config.vector_search == "approximate")
 
     def usefulness(self, feedback: Sequence[tuple[bool, int, str | None]]) -> float:
         """The usefulness multiplier of a fact with these feedback entries."""

@@ -78,6 +78,8 @@ class Ranking:
         self.embedding = self._embedding()
         #: the slot mask of the filtered path (None: every document)
         self.allowed = self._restriction()
+        #: slots that are candidates whatever their cosine's rank (explain sets them)
+        self.include: np.ndarray | None = None
 
     def _embedding(self) -> bytes:
         o, dim = self.options, self.view.embedding_dim
@@ -122,42 +124,66 @@ class Ranking:
                 and o.known_at is None and o.history == "current" and facts.max_eff <= self.at
                 and (not self.embedding or p.fusion == DEFAULT_FUSION))
 
+    def depth(self) -> int | None:
+        """How many of the best cosines propose candidates (docs/contract.md §4e): the
+        candidates examined; None (every vector) under the context policy with exact
+        search, where every fact's own score feeds its neighbours'."""
+        if self.policies.context is not None and not self.policies.approximate:
+            return None
+        return max(self.options.candidate_limit, self.options.k)
+
     def plain(self) -> Fusion:
         """Document search's fused scores, no context policy, no id filter."""
-        return self.view.fused(self.query, self.embedding, None, self.policies.fusion)
+        return self.view.fused(self.query, self.embedding, None, self.policies.fusion,
+                               self.depth(), self.policies.approximate, self.include)
 
     def fused(self) -> Fusion:
         """Every matching document's fused score, with the context policy's share."""
         if self.policies.context is None:
             return self.view.fused(self.query, self.embedding, self.allowed,
-                                   self.policies.fusion)
+                                   self.policies.fusion, self.depth(),
+                                   self.policies.approximate, self.include)
         return self._with_context(self.plain())
 
     def _with_context(self, fused: Fusion) -> Fusion:
-        """Add the context policy's share of each neighbour's score (in write order)."""
+        """Add the context policy's share of each neighbour's score (in write order).
+
+        Only the candidates and their neighbours are visited (not every fact): a fact's
+        total is its own score plus ``weight`` times each neighbour's within ``window``
+        places, in the order d = 1, 2, ... (before, then after), the same additions in
+        the same order as a pass over every live fact would make."""
         context = self.policies.context
         assert context is not None
         weight, window = context.weight, context.window
-        view = self.view
-        live = view.live_slots()
-        own = np.zeros(len(live))
-        own[np.searchsorted(live, fused.slots)] = fused.score
-        total = own.copy()
+        catalog = self.view.catalog
+        # Positions in write order among the live facts (the slots themselves when none
+        # has been vacated).
+        dense = catalog.live == catalog.slots
+        live = None if dense else self.view.live_slots()
+        pos = fused.slots if live is None else np.searchsorted(live, fused.slots)
+        n = catalog.live
+        if not len(pos):
+            return fused
+        near = np.unique((pos[:, None] + np.arange(-window, window + 1)).ravel())
+        near = near[(near >= 0) & (near < n)]
+
+        def at(places: np.ndarray, values: np.ndarray) -> np.ndarray:
+            """``values`` of the candidates at ``places`` (0 where there is none)."""
+            i = np.minimum(np.searchsorted(pos, places), len(pos) - 1)
+            return np.where(pos[i] == places, values[i], 0.0)
+
+        total = at(near, fused.score)
         for d in range(1, window + 1):
-            total[d:] += weight * own[:-d]
-            total[:-d] += weight * own[d:]
-        keep = np.flatnonzero(total > 0)
+            total += weight * at(near - d, fused.score)
+            total += weight * at(near + d, fused.score)
+        keep = near[total > 0]
+        total = total[total > 0]
+        slots = keep if live is None else live[keep]
         if self.allowed is not None:
-            keep = keep[self.allowed[live[keep]]]
-        slots = live[keep]
-        lexical = np.zeros(len(live))
-        lexical[np.searchsorted(live, fused.slots)] = fused.lexical
-        semantic = None
-        if fused.semantic is not None:
-            semantic = np.zeros(len(live))
-            semantic[np.searchsorted(live, fused.slots)] = fused.semantic
-            semantic = semantic[keep]
-        return Fusion(slots, total[keep], lexical[keep], semantic)
+            held = self.allowed[slots]
+            keep, slots, total = keep[held], slots[held], total[held]
+        semantic = None if fused.semantic is None else at(keep, fused.semantic)
+        return Fusion(slots.astype(np.int64), total, at(keep, fused.lexical), semantic)
 
     def evaluate(self, fused: Fusion, i: int, rank: int) -> Candidate | None:
         """Status and multipliers of one search result, or None if unknown at known_at."""
@@ -199,7 +225,8 @@ class Ranking:
         """(slot, score) of the k results, best first."""
         o = self.options
         if self.identity():
-            hits = self.view.search(self.query, o.k, self.embedding, self.allowed)
+            hits = self.view.search(self.query, o.k, self.embedding, self.allowed,
+                                    self.policies.approximate)
             return [(self.view.slot(h.id), h.score) for h in hits]
         return [(c.slot, c.score) for c in self.rank()[0]]
 

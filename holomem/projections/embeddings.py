@@ -1,7 +1,9 @@
 """Caller embeddings: one unit vector per document that has one, and cosine search.
 
-Owns: the embedding matrix and its dimension. Imports numpy, :mod:`holomem.events`
-and the other projections.
+Owns: the embedding matrix and its dimension, exact cosine search, and the choice of
+the candidates a query's vector proposes (every vector, the best ``depth`` of them, or
+those the approximate index of :mod:`holomem.projections.vectorindex` finds). Imports
+numpy, :mod:`holomem.events` and the other projections.
 
 The dimension is fixed by the first embedding the generation holds; a document
 with another dimension is refused before it is written (``invalid``). Vectors are
@@ -16,6 +18,18 @@ from holomem.errors import CorruptError
 from holomem.events import DocumentAdded, DocumentReplaced, Event, StoreSettings, VectorsSet
 from holomem.projections.base import Change, GrowArray, Snapshot
 from holomem.projections.catalog import Catalog
+from holomem.projections.fusion import threshold
+from holomem.projections.vectorindex import VectorIndex
+
+#: Approximate search is used only over at least this many live documents: below it,
+#: the exact product takes about a millisecond (docs/contract.md §4e).
+APPROXIMATE_MIN = 50_000
+#: An approximate search asks the index for this many times the candidates wanted
+#: (the index may miss a few; the exact cosine then ranks them).
+OVERSAMPLE = 2
+#: A restriction (namespace, subject, entities, filter) allowing at most this many
+#: documents is searched exactly over those rows instead (a gather and a small product).
+EXACT_RESTRICTED = 20_000
 
 
 def unit(vector: np.ndarray) -> np.ndarray:
@@ -35,6 +49,8 @@ class Embeddings:
         #: How many times a vector already in the matrix was overwritten (VectorsSet):
         #: a checkpoint shares the matrix and checks this did not move while it wrote.
         self.overwrites = 0
+        #: The approximate index (built at the first approximate search; None: not yet).
+        self.index: VectorIndex | None = None
 
     def apply(self, seq: int, event: Event, change: Change) -> None:
         if isinstance(event, StoreSettings):
@@ -46,6 +62,8 @@ class Embeddings:
             return
         if change.old >= 0:
             self.replaced.pop(change.old, None)
+            if self.index is not None:
+                self.index.remove(change.old)
         if change.new < 0 or not isinstance(event, (DocumentAdded, DocumentReplaced)):
             return
         assert self.has.n == change.new
@@ -65,8 +83,11 @@ class Embeddings:
             raise CorruptError(f"event {seq}: embedding of dimension {len(vec)} in a store of "
                                f"dimension {self.dim}")
         assert self._mat is not None
-        self._mat.append(unit(vec))
+        row = unit(vec)
+        self._mat.append(row)
         self.has.append(True)
+        if self.index is not None:
+            self.index.add(np.array([change.new]), row[None, :])
 
     def _set(self, seq: int, event: VectorsSet) -> None:
         n = len(event.ids)
@@ -87,9 +108,13 @@ class Embeddings:
             if slot < 0:
                 continue  # forgotten in the same transaction: nothing to hold
             self.overwrites += 1
-            self._mat[slot] = unit(vec)
+            row = unit(vec)
+            self._mat[slot] = row
             self.has[slot] = True
             self.replaced[slot] = seq
+            if self.index is not None:
+                self.index.remove(slot)
+                self.index.add(np.array([slot]), row[None, :])
 
     # -- checkpoints ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -110,6 +135,7 @@ class Embeddings:
         self.has = GrowArray.of(snap["has"], np.bool_)
         self.replaced = dict(zip(snap["replaced_slots"].tolist(),
                                  snap["replaced_seqs"].tolist(), strict=True))
+        self.index = None  # built again from the restored matrix when first asked for
         if self._mat is not None and (len(self._mat) != len(self.has)
                                       or self._mat.view().shape[1] != self.dim):
             raise ValueError("embeddings: matrix and flags disagree")
@@ -126,23 +152,90 @@ class Embeddings:
         out: np.ndarray = self._mat.view()[slot]
         return out
 
-    def cosine(self, query: np.ndarray, allowed: np.ndarray | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
-        """(slots ascending, cosine) of every live document with an embedding."""
+    def cosine(self, query: np.ndarray, allowed: np.ndarray | None = None,
+               depth: int | None = None, approximate: bool = False,
+               include: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(slots ascending, exact cosine) of the live documents with an embedding that
+        ``allowed`` (a slot mask; None: all) lets through: every one of them, or with
+        ``depth`` only those whose ``max(cosine, 0)`` is among the ``depth`` best, ties
+        included (so that a linear fusion's top ``depth`` is the same as over all); with
+        ``approximate`` (and enough documents: :data:`APPROXIMATE_MIN`) the ones the
+        approximate index finds instead. ``include`` (slots) are added whatever their
+        rank (the facts an explanation is about)."""
         if self._mat is None:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        q = unit(query)
+        if approximate and depth is not None and self.catalog.live >= APPROXIMATE_MIN:
+            found = self._approximate(q, allowed, depth)
+            if found is not None:
+                return self._exact(q, found, include)
         mask = self.has.view() & self.catalog.alive.view()
         if allowed is not None:
             mask = mask & allowed
         slots = np.flatnonzero(mask)
-        q = unit(query)
         mat = self._mat.view()
         if len(slots) * 4 < len(mat):
             # A few rows (the filtered path): gather them, a small copy.
-            return slots, (mat[slots] @ q).astype(np.float64)
-        # Most rows: one product over the whole matrix in place, then pick. Gathering
-        # the rows first copied the matrix on every query (1.5 GB at a million facts).
-        return slots, (mat @ q)[slots].astype(np.float64)
+            cos = (mat[slots] @ q).astype(np.float64)
+        else:
+            # Most rows: one product over the whole matrix in place, then pick. Gathering
+            # the rows first copied the matrix on every query (1.5 GB at a million facts).
+            cos = (mat @ q)[slots].astype(np.float64)
+        if depth is None or depth >= len(slots):
+            return slots, cos
+        positive = np.maximum(cos, 0.0)
+        bar = threshold(positive, depth)
+        if bar <= 0.0:
+            return slots, cos  # every document from the bar down scores 0: all tie
+        keep = positive >= bar
+        if include is not None and len(include):
+            keep |= np.isin(slots, include)
+        return slots[keep], cos[keep]
+
+    def _approximate(self, q: np.ndarray, allowed: np.ndarray | None, depth: int
+                     ) -> np.ndarray | None:
+        """The slots the approximate index proposes (at least ``depth`` of them that
+        ``allowed`` lets through, when there are that many), or None: search exactly
+        (a restriction that allows few documents)."""
+        live = self.catalog.live
+        share = 1.0
+        if allowed is not None:
+            allowed_n = int(np.count_nonzero(allowed))
+            if allowed_n <= EXACT_RESTRICTED:
+                return None
+            share = allowed_n / live
+        index = self.ensure_index()
+        count = int(depth * OVERSAMPLE / share) + 1
+        while True:
+            found = index.nearest(q, count)
+            if allowed is not None:
+                found = found[allowed[found]]
+            if len(found) >= depth * OVERSAMPLE or count >= len(index):
+                return found
+            count *= 4  # the restriction is rarer near this query: look further
+
+    def _exact(self, q: np.ndarray, slots: np.ndarray, include: np.ndarray | None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """(slots ascending, exact cosine) of ``slots`` and ``include``."""
+        if include is not None and len(include):
+            extra = include[(include < self.has.n)]
+            extra = extra[self.has.view()[extra] & self.catalog.alive.view()[extra]]
+            slots = np.concatenate([slots, extra])
+        slots = np.unique(slots)
+        assert self._mat is not None
+        return slots, (self._mat.view()[slots] @ q).astype(np.float64)
+
+    def ensure_index(self) -> VectorIndex:
+        """The approximate index, built now from every live vector if it is not yet
+        (``unavailable`` without the ``ann`` extra)."""
+        if self.index is None:
+            assert self._mat is not None
+            index = VectorIndex(self.dim)
+            index.build(self._mat.view(),
+                        np.flatnonzero(self.has.view() & self.catalog.alive.view()))
+            self.index = index
+        return self.index
 
     def memory_bytes(self) -> int:
-        return (self._mat.nbytes if self._mat is not None else 0) + self.has.nbytes
+        return ((self._mat.nbytes if self._mat is not None else 0) + self.has.nbytes
+                + (self.index.memory_bytes() if self.index is not None else 0))

@@ -96,7 +96,7 @@ def fuse(lexical: tuple[np.ndarray, np.ndarray],
 _BLOCK = 64
 
 
-def _threshold(scores: np.ndarray, k: int) -> float:
+def threshold(scores: np.ndarray, k: int) -> float:
     """A value that at least ``k`` scores reach (so every top-k score reaches it).
 
     Found among the maxima of blocks of 64 scores: if k blocks have a maximum of
@@ -120,7 +120,7 @@ def top_k(slots: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     # Everything scoring at least a threshold that k scores reach (ties at the
     # boundary included), then an exact ordering of that small set.
-    cand = np.flatnonzero(scores >= _threshold(scores, k)) if k < n else np.arange(n)
+    cand = np.flatnonzero(scores >= threshold(scores, k)) if k < n else np.arange(n)
     order = np.lexsort((slots[cand], -scores[cand]))
     out: np.ndarray = cand[order[:k]]
     return out

@@ -206,19 +206,30 @@ class View:
         return out
 
     def fused(self, query: str, embedding: bytes, allowed: np.ndarray | None,
-              fusion: FusionParams = DEFAULT_FUSION) -> Fusion:
+              fusion: FusionParams = DEFAULT_FUSION, depth: int | None = None,
+              approximate: bool = False, include: np.ndarray | None = None) -> Fusion:
         """BM25 (and cosine with an ``embedding``) of every matching document, fused;
-        ``allowed`` (a slot mask) restricts the candidates."""
+        ``allowed`` (a slot mask) restricts the candidates.
+
+        With ``depth`` (linear fusion only, lexical weight below 1), the vector proposes
+        only the documents whose cosine is among its ``depth`` best (every lexical match
+        stays a candidate): the fused top ``depth`` is the same as over every document,
+        and the fusion and ranking after it never touch the whole store. With
+        ``approximate`` too, the approximate index proposes them (docs/contract.md §4e).
+        ``include``: slots that are candidates whatever their cosine's rank."""
         lex = self.state.bm25.score(query, allowed)
         sem = None
         if embedding:
-            sem = self.state.embeddings.cosine(np.frombuffer(embedding, dtype="<f4"), allowed)
+            if depth is not None and not _truncates(fusion):
+                depth = None
+            sem = self.state.embeddings.cosine(np.frombuffer(embedding, dtype="<f4"), allowed,
+                                               depth, approximate, include)
         return fuse(lex, sem, fusion)
 
-    def search(self, query: str, k: int, embedding: bytes, allowed: np.ndarray | None
-               ) -> list[Hit]:
+    def search(self, query: str, k: int, embedding: bytes, allowed: np.ndarray | None,
+               approximate: bool = False) -> list[Hit]:
         """The ``k`` best documents, best first; ties in write order (docs/contract.md §2)."""
-        fused = self.fused(query, embedding, allowed)
+        fused = self.fused(query, embedding, allowed, depth=k, approximate=approximate)
         ids_of = self.state.catalog.ids
         return [
             Hit(id=ids_of[int(fused.slots[i])] or "", score=float(fused.score[i]),
@@ -255,3 +266,10 @@ class View:
         ids_of = self.state.catalog.ids
         return [Hit(id=ids_of[int(slots[i])] or "", score=float(scores[i]), lexical_score=0.0)
                 for i in top_k(slots, scores, k)]
+
+
+def _truncates(fusion: FusionParams) -> bool:
+    """Whether a fusion's top ``depth`` depends only on the ``depth`` best cosines (and
+    every lexical match): linear, with some weight on the vector. RRF ranks a lexical
+    match by its cosine's rank among every document, which a cut would lose."""
+    return fusion.method == "linear" and fusion.lexical_weight < 1.0

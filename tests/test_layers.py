@@ -44,6 +44,8 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     # Embedders (issue 14) stand apart: text in, vectors out, errors from the tree.
     ("holomem.embedders", ("holomem.errors", "holomem.embedders"),
      ("msgspec", "numpy", "tokenizers", "safetensors")),
+    # The approximate vector index (the ann extra) is the only user of usearch.
+    ("holomem.projections.vectorindex", PROJECTIONS, ("numpy", "usearch")),
     ("holomem.projections", PROJECTIONS, ("numpy", "msgspec", "Stemmer")),
     ("holomem.api.types", ("holomem.errors",), ("msgspec",)),
     ("holomem.api.validate", (*PROJECTIONS, "holomem.api.types"), ("msgspec", "numpy")),

@@ -109,7 +109,8 @@ class Configured:
         Errors: ``invalid_request`` (a bad configuration, a missing custom policy),
         ``conflict`` (``config`` differs from the store's, without ``persist``; the
         store's vectors are another embedder's, without ``reembed``),
-        ``unavailable`` (a built-in embedder whose model is not installed).
+        ``unavailable`` (a built-in embedder whose model is not installed;
+        ``vector_search="approximate"`` without the ``ann`` extra).
         """
         if not isinstance(store, Store):
             raise InvalidError("Memory needs a holomem.Store")

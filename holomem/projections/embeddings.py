@@ -189,7 +189,9 @@ class Embeddings:
             return slots, cos  # every document from the bar down scores 0: all tie
         keep = positive >= bar
         if include is not None and len(include):
-            keep |= np.isin(slots, include)
+            extra = np.zeros(len(mat), dtype=bool)
+            extra[include[include < len(mat)]] = True
+            keep |= extra[slots]
         return slots[keep], cos[keep]
 
     def _approximate(self, q: np.ndarray, allowed: np.ndarray | None, depth: int

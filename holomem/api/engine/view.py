@@ -222,6 +222,8 @@ class View:
         if embedding:
             if depth is not None and not _truncates(fusion):
                 depth = None
+            if depth is not None:  # every lexical match is scored by its own cosine
+                include = lex[0] if include is None else np.union1d(lex[0], include)
             sem = self.state.embeddings.cosine(np.frombuffer(embedding, dtype="<f4"), allowed,
                                                depth, approximate, include)
         return fuse(lex, sem, fusion)

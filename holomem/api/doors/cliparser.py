@@ -259,6 +259,10 @@ def _server_commands(command: Command) -> None:
     srv = command("serve", "serve the JSON contract over HTTP, with tenants")
     srv.add_argument("--data", required=True, metavar="DIR",
                      help="directory holding the tenants' stores")
+    srv.add_argument("--journal", metavar="nats://HOST:PORT/PREFIX",
+                     help="keep every tenant's journal on a NATS JetStream stream "
+                     "PREFIX-<tenant> (docs/scale-out.md); DATA then holds only this "
+                     "node's local files")
     srv.add_argument("--host", default="127.0.0.1", help="the address to bind "
                      "(default 127.0.0.1)")
     srv.add_argument("--port", type=int, default=8080, help="the port (default 8080)")

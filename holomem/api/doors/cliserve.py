@@ -58,12 +58,26 @@ def serve(args: argparse.Namespace) -> int:
         app = create_app(args.data, host=args.host, port=args.port, api_key=api_key,
                          config=config, key=key, max_tenants=args.max_tenants,
                          allowed_hosts=args.allow_host, allowed_origins=args.allow_origin,
-                         max_tenant_stores=args.max_tenant_stores)
+                         max_tenant_stores=args.max_tenant_stores,
+                         journal=_journal(args.journal, args.data))
     except (OSError, UnicodeDecodeError, HolomemError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     run(app, host=args.host, port=args.port)
     return 0
+
+
+def _journal(journal: str | None, data: str) -> str | None:
+    """``--journal nats://...``, checked, with this node's local files under DATA."""
+    if journal is None:
+        return None
+    if not journal.startswith("nats://"):
+        raise InvalidError(f"--journal must be a nats://HOST:PORT/PREFIX address, not "
+                           f"{journal!r}")
+    sep = "&" if "?" in journal else "?"
+    if "local=" not in journal:
+        journal += f"{sep}local={os.path.join(os.path.abspath(data), 'local')}"
+    return journal
 
 
 def _read(path: str) -> bytes:

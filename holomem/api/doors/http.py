@@ -136,14 +136,17 @@ def create_app(data_dir: str, *, api_key: str | None = None,
                max_batch: int = MAX_BATCH, host: str = "127.0.0.1",
                port: int | None = None, allowed_hosts: Iterable[str] = (),
                allowed_origins: Iterable[str] = (),
-               max_tenant_stores: int = MAX_TENANT_STORES) -> Starlette:
+               max_tenant_stores: int = MAX_TENANT_STORES,
+               journal: str | None = None) -> Starlette:
     """The ASGI application serving the stores under ``data_dir``.
 
     ``host`` and ``port`` are where it is bound (``port=None``: any port), for the
     Host check; ``allowed_hosts`` adds names (``NAME`` or ``NAME:PORT``) and
     ``allowed_origins`` the browser origins (``scheme://host[:port]``) it answers.
     ``max_tenants`` bounds the tenant stores open at once, ``max_tenant_stores`` those
-    that exist. Everything is checked here, before anything listens.
+    that exist. ``journal`` (``nats://HOST:PORT/PREFIX``) puts every tenant's journal
+    on a JetStream stream (docs/scale-out.md §8.7). Everything is checked here, before
+    anything listens.
 
     Errors: ``invalid_request`` naming the bad option or config field.
     """
@@ -163,7 +166,7 @@ def create_app(data_dir: str, *, api_key: str | None = None,
     workers = concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS,
                                                     thread_name_prefix="holomem-http")
     pool = TenantPool(data_dir, key=key, config=config, max_open=max_tenants,
-                      executor=workers, max_stores=max_tenant_stores)
+                      executor=workers, max_stores=max_tenant_stores, journal=journal)
     expected = api_key.encode() if api_key else None
 
     def authorised(request: Request) -> bool:
@@ -397,7 +400,7 @@ def serve(data_dir: str, *, host: str = "127.0.0.1", port: int = 8080,
           api_key: str | None = None, config: MemoryConfig | None = None,
           key: bytes | None = None, max_tenants: int = 64,
           allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str] = (),
-          max_tenant_stores: int = MAX_TENANT_STORES) -> None:
+          max_tenant_stores: int = MAX_TENANT_STORES, journal: str | None = None) -> None:
     """Run the server until interrupted (SIGINT/SIGTERM close every store cleanly).
 
     Errors (before anything listens): ``invalid_request``, as :func:`create_app`.
@@ -405,5 +408,5 @@ def serve(data_dir: str, *, host: str = "127.0.0.1", port: int = 8080,
     app = create_app(data_dir, api_key=api_key, config=config, key=key,
                      max_tenants=max_tenants, host=host, port=port,
                      allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
-                     max_tenant_stores=max_tenant_stores)
+                     max_tenant_stores=max_tenant_stores, journal=journal)
     run(app, host=host, port=port)

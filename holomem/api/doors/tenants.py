@@ -19,7 +19,13 @@ from holomem.api.aio import AsyncMemory
 from holomem.api.engine import Store
 from holomem.api.memory import Memory
 from holomem.api.types import MemoryConfig
-from holomem.errors import InvalidError, LimitError, NotFoundError, UnavailableError
+from holomem.errors import (
+    InvalidError,
+    LimitError,
+    NotFoundError,
+    StoreLockedError,
+    UnavailableError,
+)
 from holomem.log import fs
 
 TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -43,6 +49,20 @@ class Tenant:
         self.memory = memory
         self.users = 0
 
+    @property
+    def following(self) -> bool:
+        """A stream tenant another process writes: this one serves its reads."""
+        return self.store.read_only
+
+
+def stream_address(journal: str, tenant: str) -> str:
+    """The ``nats://`` store of ``tenant`` under the server's ``--journal`` address: the
+    address's store name, ``-``, and the tenant id (``_`` written ``__``, ``.`` written
+    ``_d``, so that no two tenants share a stream)."""
+    base, _, query = journal.partition("?")
+    name = tenant.replace("_", "__").replace(".", "_d")
+    return f"{base.rstrip('/')}-{name}" + (f"?{query}" if query else "")
+
 
 class TenantPool:
     """Open tenant stores, least recently used first; closes idle ones beyond the bound.
@@ -55,8 +75,10 @@ class TenantPool:
 
     def __init__(self, data_dir: str, *, key: bytes | None, config: MemoryConfig,
                  max_open: int, executor: concurrent.futures.Executor | None = None,
-                 max_stores: int = MAX_TENANT_STORES) -> None:
+                 max_stores: int = MAX_TENANT_STORES, journal: str | None = None) -> None:
         self.root = os.path.join(os.path.abspath(data_dir), "tenants")
+        #: ``nats://HOST:PORT/PREFIX``: every tenant's journal is a stream (docs/scale-out.md)
+        self.journal = journal
         self.key = key
         self.config = config
         self.max_open = max_open
@@ -66,8 +88,8 @@ class TenantPool:
         self._mu = threading.Lock()
         self._closed = False
         #: The tenants known to have a store: those found at start, and those opened since.
-        self._stores = {name for _, dirs, _ in self._listing() for name in dirs
-                        if valid_tenant(name)}
+        self._stores = set() if journal else {
+            name for _, dirs, _ in self._listing() for name in dirs if valid_tenant(name)}
         self._empty: Tenant | None = None
         self._scratch: str | None = None
 
@@ -93,6 +115,8 @@ class TenantPool:
             if self._closed:
                 raise UnavailableError("the server is shutting down")
             t = self._open.get(tenant)
+            if t is not None and t.following:
+                t = self._follow_up(tenant, t, create)
             if t is None:
                 t = self._open_or_create(tenant, create)
                 if t is None:
@@ -103,8 +127,53 @@ class TenantPool:
             t.users += 1
             return t
 
+    def _follow_up(self, tenant: str, t: Tenant, write: bool) -> Tenant | None:
+        """A followed stream tenant before a request: caught up for a read. For a write,
+        its writer's lease may have come free (that server died): then this server
+        becomes the writer (None: the caller opens it); else ``locked``, naming the
+        holder (HTTP 423)."""
+        t.store.refresh()
+        if not write:
+            return t
+        assert self.journal is not None
+        url = stream_address(self.journal, tenant)
+        probe = Store.open(url, key=self.key, sync="batch")  # locked while held elsewhere
+        probe.close()  # the lease is free: give it back and open the tenant as its writer
+        if t.users == 0:
+            self._open.pop(tenant)
+            t.store.close()
+            return None
+        raise StoreLockedError(f"tenant {tenant!r} is changing writers; try again")
+
+    def _open_stream(self, tenant: str, create: bool) -> Tenant | None:
+        """Open a stream tenant: as its writer when the lease is free, else as a
+        follower (reads only; a write is ``locked``); None: no such store."""
+        assert self.journal is not None
+        url = stream_address(self.journal, tenant)
+        self._evict(room=1)
+        try:
+            t = self._open_tenant(url, create=create)
+        except StoreLockedError:
+            if create:
+                raise
+            try:
+                store = Store.open(url, key=self.key, read_only=True)
+            except NotFoundError:
+                return None
+            t = Tenant(store, AsyncMemory(Memory(store, initial=self.config),
+                                          executor=self.executor))
+        except NotFoundError:
+            if create:
+                raise
+            return None
+        self._stores.add(tenant)
+        self._open[tenant] = t
+        return t
+
     def _open_or_create(self, tenant: str, create: bool) -> Tenant | None:
         """Open ``tenant``'s store (creating it when ``create``); None: it has none."""
+        if self.journal is not None:
+            return self._open_stream(tenant, create)
         path = os.path.join(self.root, tenant)
         # Known, or made meanwhile by another process (or by hand: a restored store).
         if tenant in self._stores or next(fs.walk(path), None) is not None:

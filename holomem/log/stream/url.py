@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl, urlsplit
 from holomem.errors import InvalidError
 
 SCHEME = "nats://"
-STORE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+STORE_RE = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
 DEFAULT_LEASE = 10.0
 DEFAULT_TIMEOUT = 15.0
 MIN_LEASE = 1.0
@@ -94,7 +94,7 @@ def parse(path: str) -> Address:
             raise InvalidError(f"server {h!r} is not HOST:PORT")
     store = parts.path.strip("/")
     if not STORE_RE.match(store):
-        raise InvalidError("the store name (after the servers) must be 1-64 letters, "
+        raise InvalidError("the store name (after the servers) must be 1-200 letters, "
                            f"digits, '_' or '-', got {store!r}")
     opts: dict[str, str] = {}
     for k, v in parse_qsl(parts.query, keep_blank_values=True, strict_parsing=False):

@@ -1,6 +1,6 @@
 """Checks on everything a caller hands to a public call, before anything is written.
 
-Owns: the documented limits (SPEC §2, §5) and the conversion of caller values into
+Owns: the documented limits (docs/contract.md §2, §5d) and the conversion of caller values into
 the exact forms events store. Every failure is an :class:`~holomem.errors.InvalidError`
 (or :class:`~holomem.errors.LimitError`) with a message that names the field; no
 caller input can raise anything else from here.
@@ -448,7 +448,7 @@ def entity(value: object, field: str = "entity") -> str:
     return entities([value], field)[0]
 
 
-#: A namespace holds at most this many strings (SPEC §4a).
+#: A namespace holds at most this many strings (docs/contract.md §4a).
 MAX_NAMESPACE_DEPTH = 8
 
 

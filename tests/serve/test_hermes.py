@@ -164,7 +164,15 @@ def test_a_full_cycle_of_hooks(home: Path) -> None:
     assert [(v["id"], v["status"]) for v in history["versions"]] == \
         [("p", "superseded"), ("b", "current")]
     assert len(fenced(history["memory"])) == 2
-    assert call(manager, "holomem_forget", {"scope": {"ids": ["b"]}})["removed"] == ["b"]
+    # forget is a dry run unless asked (as MCP's forget is), and says so.
+    forget_schema = schemas[TOOLS.index("holomem_forget")]
+    assert forget_schema["parameters"]["properties"]["dryRun"]["default"] is True
+    assert "dry run" in forget_schema["description"]
+    dry = call(manager, "holomem_forget", {"scope": {"ids": ["b"]}})
+    assert dry["removed"] == ["b"] and dry["dryRun"] is True
+    assert call(manager, "holomem_history", {"id": "b"})["versions"]  # still there
+    assert call(manager, "holomem_forget", {"scope": {"ids": ["b"]},
+                                            "dryRun": False})["removed"] == ["b"]
     (line,) = fenced(call(manager, "holomem_recall", {"query": "Alice"})["memory"])
     assert line.startswith("- [p] (current;")  # the predecessor is current again
     assert call(manager, "holomem_recall", {"query": 5})["code"] == "invalid_request"
@@ -364,7 +372,8 @@ def test_two_users_of_one_gateway_store_never_see_each_other(home: Path) -> None
         assert set(dry["removed"]) == own
         assert sum("green tea" in line for line in fenced(views[2])) == 1  # their own turn
         assert call(m, "holomem_history", {"id": f"{other}-tool"})["code"] == "not_found"
-        forgot = call(m, "holomem_forget", {"scope": {"ids": [f"{other}-tool"]}})
+        forgot = call(m, "holomem_forget", {"scope": {"ids": [f"{other}-tool"]},
+                                            "dryRun": False})
         assert forgot["removed"] == []
         # No namespace argument reaches the other user: it is taken under one's own.
         spoof = call(m, "holomem_recall", {"query": query, "namespace": [
@@ -381,7 +390,8 @@ def test_two_users_of_one_gateway_store_never_see_each_other(home: Path) -> None
     owner.shutdown_all()
 
     # Bob leaves: one call deletes him, bytes included; Alice keeps everything.
-    gone = call(managers["bob"], "holomem_forget", {"scope": {"namespace": []}, "purge": True})
+    gone = call(managers["bob"], "holomem_forget", {"scope": {"namespace": []}, "purge": True,
+                                                    "dryRun": False})
     assert gone["purged"] is True and len(gone["removed"]) == 4
     assert marker["bob"].encode() not in disk(home / "holomem")
     assert marker["alice"].encode() in disk(home / "holomem")

@@ -10,7 +10,10 @@ Invariants kept here:
   segment of a generation can ever have an unsynced (torn) tail;
 - in ``batch`` mode one thread (the leader) writes every pending frame with a
   single ``write`` and syncs once; each appender returns only when a sync that
-  covers its own frame has returned;
+  covers its own frame has returned. The frames one leader takes form a *group*,
+  and an appender waits on its own group's condition, so a finished sync wakes the
+  appenders it made durable and nobody else (and one member of the next group, to
+  lead it); while one group syncs, the next is written and may start its own sync;
 - after any write or sync failure the appender is *failed*: it acknowledges
   nothing more, and the journal must be reopened (a failed fsync is never retried).
 """
@@ -39,8 +42,6 @@ P_SEGMENT_HEADER = cp.point("journal.segment.header", "a new segment's header is
 P_SEGMENT_READY = cp.point("journal.segment.ready", "a new segment is durable, no frame in it yet")
 
 SYNC_MODES = ("full", "batch", "none")
-#: How long a group-commit leader waits for company when the previous group had some.
-GATHER_SECONDS = 0.0005
 #: Groups whose sync may run at once in batch mode (the next group's write overlaps).
 MAX_SYNCS_IN_FLIGHT = 2
 
@@ -67,6 +68,21 @@ class Segment:
     def binding(self) -> Binding:
         h = self.header
         return Binding(h.store_id, h.generation, h.number, h.salt)
+
+
+class Group:
+    """The frames one leader writes with one ``write`` and makes durable with one sync.
+
+    Its appenders wait on ``cond`` (built on the appender's lock). ``last`` is the
+    highest sequence number in it so far; the group is open (still taking frames)
+    until a leader takes it, then in flight until a sync covering ``last`` returned.
+    """
+
+    __slots__ = ("cond", "last")
+
+    def __init__(self, lock: threading.Lock, last: int) -> None:
+        self.cond = threading.Condition(lock)
+        self.last = last
 
 
 def create_segment(gen_dir: str, header: SegmentHeader) -> Segment:
@@ -104,8 +120,8 @@ class Appender:
         self.sync_mode = sync
         self.segment_size = segment_size
         lock = threading.Lock()
-        self._cond = threading.Condition(lock)  # followers wait here for their sync
-        self._gather = threading.Condition(lock)  # a leader waits here for company
+        self._lock = lock
+        self._cond = threading.Condition(lock)  # drains (rotation, sync, close) wait here
         cur = segments[-1]
         self._fd = fs.open_rw(cur.path)
         self._next_seq = cur.last_seq + 1
@@ -113,12 +129,10 @@ class Appender:
         self._written = cur.end  # end of what was handed to write()
         self._durable = cur.last_seq  # highest seq known synced
         self._pending: list[bytes] = []
-        self._pending_last = cur.last_seq
+        self._open = Group(lock, cur.last_seq)  # the group the pending frames belong to
+        self._taken = cur.last_seq  # last seq a leader took (written or being written)
+        self._in_flight: list[Group] = []  # taken groups not yet durable, oldest first
         self._flushing = False
-        self._inflight = 0  # batch appenders waiting for their group right now
-        self._peak = 1  # most of them seen at once since the last group started
-        self._target = 1  # frames a leader waits for (briefly) before syncing
-        self._gathering = False  # a leader is waiting for company
         self._syncing = 0  # syncs running right now (batch mode overlaps two)
         self._failed: HolomemError | None = None
         self._closed = False
@@ -145,6 +159,12 @@ class Appender:
 
     def _fail(self, exc: HolomemError) -> None:
         self._failed = exc
+        self._wake_all()
+
+    def _wake_all(self) -> None:
+        for g in self._in_flight:
+            g.cond.notify_all()
+        self._open.cond.notify_all()
         self._cond.notify_all()
 
     # -- append -----------------------------------------------------------------------
@@ -166,45 +186,36 @@ class Appender:
             self._check()
             seq, frame = self._encode_locked(payloads)
             self._pending.append(frame)
-            self._pending_last = seq
-            if self.sync_mode == "batch":
-                if len(self._pending) >= self._target:
-                    self._gather.notify()
-            else:
+            self._open.last = seq
+            if self.sync_mode != "batch":
                 self._flush(release=False, sync=self.sync_mode == "full")
             return seq
 
     def wait(self, seq: int) -> None:
-        """Return once transaction ``seq`` is durable (batch mode: share a group's sync)."""
-        with self._cond:
-            if self._durable >= seq:
-                return
-            self._inflight += 1
-            self._peak = max(self._peak, self._inflight)
-            try:
-                self._await_group(seq)
-            finally:
-                self._inflight -= 1
+        """Return once transaction ``seq`` is durable (batch mode: share a group's sync).
 
-    def _await_group(self, seq: int) -> None:
-        while self._durable < seq:
-            self._check()
-            if (self._flushing or self._gathering or self._syncing >= MAX_SYNCS_IN_FLIGHT
-                    or self._pending_last < seq or not self._pending):
-                self._cond.wait()
-                continue
-            if len(self._pending) < self._target:
-                # As many appenders were active as the target: give the ones the
-                # last sync released a moment to queue their next frames, so that
-                # they share this sync instead of waiting for the one after.
-                self._gathering = True
-                try:
-                    self._gather.wait(GATHER_SECONDS)
-                finally:
-                    self._gathering = False
-            self._target = self._peak
-            self._peak = self._inflight
-            self._flush(release=True, sync=True)
+        An appender whose frame is still pending leads its group when nobody is
+        writing and a sync may start; otherwise it sleeps on its group's condition
+        until that group is durable or it is asked to lead (a sync slot freed).
+        """
+        with self._lock:
+            while self._durable < seq:
+                self._check()
+                if seq > self._taken:
+                    assert self._pending  # seq was enqueued, not taken: it is pending
+                    if not self._flushing and self._syncing < MAX_SYNCS_IN_FLIGHT:
+                        self._flush(release=True, sync=True)
+                    else:
+                        self._open.cond.wait()
+                else:
+                    self._group_of(seq).cond.wait()
+
+    def _group_of(self, seq: int) -> Group:
+        """The taken, not yet durable group holding ``seq``."""
+        for g in self._in_flight:
+            if seq <= g.last:
+                return g
+        raise AssertionError("a taken sequence number is durable or in flight")
 
     def _encode_locked(self, payloads: Sequence[bytes]) -> tuple[int, bytes]:
         """Take the next sequence number and encode its frame, rotating first if needed."""
@@ -235,16 +246,19 @@ class Appender:
         return seq, frame
 
     def _flush(self, *, release: bool, sync: bool) -> None:
-        """Write every pending frame with one write(), then sync if asked.
+        """Write every pending frame (the open group) with one write(), then sync if asked.
 
         With ``release`` the lock is dropped during the I/O (the group-commit leader):
         other threads queue frames for the next group meanwhile, and once this
-        group's write() returned, the next leader may write and sync its own group
+        group's write() returned, a member of the next group may write and sync it
         while this sync is still running. A sync covers every byte written before it
         started, so each sync makes durable everything up to its own group's end.
         """
-        batch, self._pending = self._pending, []
-        last = self._pending_last
+        group, batch, self._pending = self._open, self._pending, []
+        last = group.last
+        self._open = Group(self._lock, last)
+        self._taken = last
+        self._in_flight.append(group)
         start = self._written
         data = b"".join(batch)
         cur = self.segments[-1]
@@ -252,7 +266,7 @@ class Appender:
         self._written = start + len(data)
         error: HolomemError | None = None
         if release:
-            self._cond.release()
+            self._lock.release()
         try:
             cp.hit(P_FRAME_WRITE_BEFORE)
             fs.write_at(self._fd, data, start, cur.path)
@@ -260,20 +274,20 @@ class Appender:
         except HolomemError as exc:
             error = exc
         if release:
-            self._cond.acquire()
+            self._lock.acquire()
         self._flushing = False
         if error is None and sync:
             self._syncing += 1
             if release:
-                self._cond.notify_all()
-                self._cond.release()
+                self._ask_to_lead()
+                self._lock.release()
             try:
                 fs.sync(self._fd, cur.path)
             except HolomemError as exc:
                 error = exc
             finally:
                 if release:
-                    self._cond.acquire()
+                    self._lock.acquire()
                 self._syncing -= 1
         if error is not None:
             self._fail(error)
@@ -282,8 +296,21 @@ class Appender:
         # writeback error to one fsync caller only): acknowledge nothing after it.
         self._check()
         if sync or self.sync_mode == "none":
-            self._durable = max(self._durable, last)
+            self._made_durable(last)
+        self._ask_to_lead()
         self._cond.notify_all()
+
+    def _made_durable(self, seq: int) -> None:
+        """Record that everything up to ``seq`` is durable; wake the groups it covers."""
+        self._durable = max(self._durable, seq)
+        while self._in_flight and self._in_flight[0].last <= self._durable:
+            self._in_flight.pop(0).cond.notify_all()
+
+    def _ask_to_lead(self) -> None:
+        """Wake one appender of the open group to write it, if it has frames and a
+        write and a sync may start now."""
+        if self._pending and not self._flushing and self._syncing < MAX_SYNCS_IN_FLIGHT:
+            self._open.cond.notify()
 
     def _drain_locked(self) -> None:
         """Finish every queued and in-flight frame, holding the lock throughout."""
@@ -309,7 +336,7 @@ class Appender:
         self._fd = fd
         self.segments.append(new)
         self._reserved = self._written = new.end
-        self._durable = max(self._durable, self._next_seq - 1)
+        self._made_durable(self._next_seq - 1)
 
     # -- sync and close ---------------------------------------------------------------
     def sync(self) -> None:
@@ -322,7 +349,7 @@ class Appender:
             except HolomemError as exc:
                 self._fail(exc)
                 raise
-            self._durable = self.last_seq
+            self._made_durable(self.last_seq)
 
     def close(self) -> None:
         with self._cond:

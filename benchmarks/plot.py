@@ -1,0 +1,170 @@
+"""Curves from saved benchmark results, as PNG files under benchmarks/results/.
+
+    python benchmarks/plot.py [--results DIR] [--out DIR] [--only NAME[,NAME]]
+
+Reads the JSON documents the benchmarks write with ``--save`` and draws one figure per
+entry of :data:`FIGURES`; a figure whose results are missing is skipped with a note on
+stderr, never drawn from made-up figures. Each figure is one function taking the
+loaded results (a dict of benchmark name -> document) and returning a matplotlib
+figure, so a new curve is a new function and a new entry in :data:`FIGURES`:
+
+- ``search_scale.png`` -- search latency (p50) and single-thread throughput against
+  store size, for holomem, SQLite FTS5 and tantivy, heavy and light queries
+  (``search_bench.json``, and any other results named in ``--search`` that share its
+  ``runs`` shape: ``runs[size][engine][heavy|light][p50_ms]``);
+- ``group_commit.png`` -- durable transactions/s against the number of threads
+  appending, batch mode, beside one thread's ``full`` append and raw write+fsync
+  (``journal_bench.json``).
+
+matplotlib is a benchmark-only dependency (``pip install 'holomem-db[bench]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+ENGINES = {"holomem": "holomem", "sqlite_fts5": "SQLite FTS5", "tantivy": "tantivy"}
+KINDS = {"heavy": "-", "light": "--"}
+
+Results = dict[str, dict[str, Any]]
+
+
+def load(results_dir: str, names: list[str]) -> Results:
+    """The saved documents ``names`` (without ``.json``) found in ``results_dir``."""
+    out: Results = {}
+    for name in names:
+        path = os.path.join(results_dir, f"{name}.json")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                out[name] = json.load(f)
+    return out
+
+
+def _caption(doc: dict[str, Any]) -> str:
+    m = doc.get("machine", {})
+    load = m.get("loadavg", ["?"])
+    return (f"{m.get('date', '?')[:10]}, commit {m.get('commit', '?')}, {m.get('cpus', '?')} "
+            f"cpus, load {load[0]}")
+
+
+def search_points(docs: list[dict[str, Any]]) -> dict[tuple[str, str], list[tuple[int, float]]]:
+    """(engine, kind) -> [(size, p50 ms)], merged over ``docs`` (a later one wins)."""
+    points: dict[tuple[str, str], dict[int, float]] = {}
+    for doc in docs:
+        for size, engines in doc.get("runs", {}).items():
+            for engine, run in engines.items():
+                for kind in KINDS:
+                    p50 = run.get(kind, {}).get("p50_ms") if isinstance(run, dict) else None
+                    if isinstance(p50, (int, float)):
+                        points.setdefault((engine, kind), {})[int(size)] = float(p50)
+    return {k: sorted(v.items()) for k, v in points.items()}
+
+
+def search_scale(results: Results, extra: list[str]) -> Figure | None:
+    docs = [results[n] for n in ["search_bench", *extra] if n in results]
+    points = search_points(docs)
+    if not points:
+        return None
+    fig, (lat, thr) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for (engine, kind), pts in sorted(points.items()):
+        sizes = [s for s, _ in pts]
+        label = f"{ENGINES.get(engine, engine)}, {kind}"
+        lat.plot(sizes, [p for _, p in pts], KINDS[kind], marker="o", label=label)
+        thr.plot(sizes, [1000 / p for _, p in pts], KINDS[kind], marker="o", label=label)
+    for ax, what in ((lat, "p50 latency (ms)"), (thr, "queries/s, one thread (1000 / p50)")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("documents in the store")
+        ax.set_ylabel(what)
+        ax.grid(True, which="both", alpha=0.3)
+    lat.legend(fontsize=8)
+    fig.suptitle("Search, k = 10: holomem beside SQLite FTS5 and tantivy\n"
+                 + "; ".join(_caption(d) for d in docs), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def group_commit(results: Results, extra: list[str]) -> Figure | None:
+    doc = results.get("journal_bench")
+    if doc is None:
+        return None
+    rates = doc.get("median_tx_per_s", {})
+    threads = sorted(int(k[5:]) for k in rates if k.startswith("batch") and k[5:].isdigit())
+    if not threads:
+        return None
+    fig, (abs_ax, ratio_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
+    abs_ax.plot(threads, [rates[f"batch{t}"] for t in threads], marker="o",
+                label="batch (group commit)")
+    for name, style in (("full", ":"), ("raw", "--"), ("sqlite", "-.")):
+        if name in rates:
+            abs_ax.axhline(rates[name], linestyle=style, color="grey",
+                           label=f"{name}, one thread ({rates[name]:,}/s)")
+    ratios = doc.get("median_ratios", {})
+    ratio_pts = [(t, ratios[f"batch{t}_over_full"]) for t in threads
+                 if f"batch{t}_over_full" in ratios]
+    if ratio_pts:
+        ratio_ax.plot([t for t, _ in ratio_pts], [r for _, r in ratio_pts], marker="o",
+                      label="batch / full, measured side by side")
+    ratio_ax.plot(threads, threads, ":", color="grey", label="one fsync per group of all threads")
+    ratio_ax.axhline(5, linestyle="--", color="red", alpha=0.5, label="target at 8 threads")
+    for ax, what in ((abs_ax, "durable transactions/s"), (ratio_ax, "batch / full")):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(threads, [str(t) for t in threads])
+        ax.set_xlabel("threads appending")
+        ax.set_ylabel(what)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Group commit: journal appends of 138 bytes, sync='batch'\n" + _caption(doc),
+                 fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+#: figure file -> (results it reads, the function drawing it)
+FIGURES: dict[str, tuple[list[str], Callable[[Results, list[str]], Figure | None]]] = {
+    "search_scale.png": (["search_bench"], search_scale),
+    "group_commit.png": (["journal_bench"], group_commit),
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--results", default=RESULTS, help="where the saved JSON documents are")
+    ap.add_argument("--out", default=RESULTS, help="where the PNG files go")
+    ap.add_argument("--only", default="", help="figure names (comma separated), default all")
+    ap.add_argument("--search", default="",
+                    help="more results (names, comma separated) with search_bench's runs shape")
+    args = ap.parse_args()
+    extra = [x for x in args.search.split(",") if x]
+    wanted = [x for x in args.only.split(",") if x] or list(FIGURES)
+    os.makedirs(args.out, exist_ok=True)
+    for name in wanted:
+        if name not in FIGURES:
+            sys.exit(f"no figure {name!r}; there are {', '.join(FIGURES)}")
+        needs, draw = FIGURES[name]
+        fig = draw(load(args.results, needs + extra), extra)
+        if fig is None:
+            print(f"{name}: skipped (no results in {args.results} for {', '.join(needs)})",
+                  file=sys.stderr)
+            continue
+        path = os.path.join(args.out, name)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

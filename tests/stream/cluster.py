@@ -122,6 +122,15 @@ class Cluster:
                                    next(n.url for n in self.nodes if n.alive), stream))
         return next(i for i, n in enumerate(self.nodes) if n.name == name)
 
+    def wait_current(self, stream: str, timeout: float = BOOT_SECONDS) -> None:
+        """Until ``stream`` has a leader and every replica is current (bounded)."""
+        deadline = time.monotonic() + timeout
+        url = next(n.url for n in self.nodes if n.alive)
+        while not asyncio.run(_current(url, stream)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{stream} not current on every replica in {timeout} s")
+            time.sleep(0.2)
+
     def store_dirs(self) -> list[str]:
         return [n.store_dir for n in self.nodes]
 
@@ -139,6 +148,21 @@ async def _jetstream_answers(url: str) -> bool:
     try:
         await nc.jetstream(timeout=1).account_info()
         return True
+    except Exception:
+        return False
+    finally:
+        await nc.close()
+
+
+async def _current(url: str, stream: str) -> bool:
+    try:
+        nc = await nats.connect(f"nats://{url}", connect_timeout=2, error_cb=_quiet)
+    except Exception:
+        return False
+    try:
+        info = await nc.jetstream(timeout=3).stream_info(stream)
+        c = info.cluster
+        return bool(c and c.leader and c.replicas and all(r.current for r in c.replicas))
     except Exception:
         return False
     finally:

@@ -147,3 +147,33 @@ def test_a_follower_on_another_node_sees_every_acknowledged_write_within_a_bound
             assert follower._journal.wait_for(writer.revision, 5.0)
             follower.refresh()
             assert f.get(fid) is not None
+
+
+@pytest.mark.skipif(os.environ.get("HOLOMEM_LONG") != "1", reason="a soak: HOLOMEM_LONG=1")
+def test_soak_every_node_killed_in_turn_under_eight_writers_loses_nothing(three: Cluster
+                                                                          ) -> None:
+    url = three.url("soak", timeout=30)
+    acked: list[str] = []
+    mu = threading.Lock()
+    with Store.open(url) as store:
+        memory = Memory(store)
+
+        def writer(k: int) -> None:
+            for i in range(150):
+                text = f"writer {k} fact {i}"
+                memory.remember(text)
+                with mu:
+                    acked.append(text)
+
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for victim in range(3):  # each node in turn: killed, then back
+            while len(acked) < 250 * (victim + 1) and any(t.is_alive() for t in threads):
+                threading.Event().wait(0.05)
+            three.wait_current("HM_soak_G1")  # else two replicas may be behind at once
+            three.nodes[victim].kill()
+            three.start()
+        for t in threads:
+            t.join(300)
+    assert texts_in(url) == Counter(acked)

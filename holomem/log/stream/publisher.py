@@ -140,7 +140,10 @@ class Publisher:
                 i += 1
                 progressed = True
             for fut in futures:
-                if not fut.done():
+                if fut.done():
+                    if not fut.cancelled():
+                        fut.exception()  # seen: the resend below answers for it
+                else:
                     fut.cancel()
             self._waiting.clear()
             if i < len(pending):

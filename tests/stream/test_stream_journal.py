@@ -17,6 +17,7 @@ from holomem.errors import (
     WrongKeyError,
 )
 from holomem.log.backend import open_journal
+from holomem.log.stream import follow
 from holomem.log.stream.journal import StreamJournal
 from holomem.log.stream.publisher import Item
 
@@ -180,3 +181,24 @@ def test_bad_addresses_and_missing_stores_get_clear_errors(single: Cluster) -> N
         Store.open(single.url("absent"), create=False)
     with pytest.raises(NotFoundError):
         Store.open(single.url("absent2"), read_only=True)
+
+
+def test_a_follower_that_does_not_refresh_buffers_a_bounded_amount_and_still_catches_up(
+        single: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(follow, "MAX_BUFFERED", 4096)  # a few frames
+    url = single.url("bounded")
+    with Store.open(url) as writer, Store.open(url, read_only=True) as follower:
+        memory = Memory(writer)
+        ids = [memory.remember(f"the dipper walks under water, fact {i} " * 8).id
+               for i in range(40)]
+        tail = follower._journal._tail
+        assert tail is not None
+        tail.wait(10**9, 1.0)  # let it fill up (bounded wait)
+        assert tail.full
+        for _ in range(100):  # each refresh takes the buffer, then consumes again
+            if follower.refresh() == writer.revision:
+                break
+            tail.wait(writer.revision, 1.0)
+        assert follower.revision == writer.revision
+        f = Memory(follower)
+        assert all(f.get(i) is not None for i in ids)

@@ -25,6 +25,9 @@ from holomem.log.stream.streams import PENDING
 
 #: Seconds between looks at the generation record.
 WATCH_PERIOD = 0.25
+#: Bytes a follower buffers between refreshes; past them it stops consuming until the
+#: buffer is taken, then starts again where it stopped (the stream keeps everything).
+MAX_BUFFERED = 64 << 20
 
 
 class Tail:
@@ -36,16 +39,24 @@ class Tail:
         self._buffer: collections.deque[tuple[int, bytes]] = collections.deque()
         self._cond = threading.Condition()
         self._sub: object | None = None
-        self.high = start - 1  # the last sequence number delivered
+        self.high = start - 1  # the last sequence number buffered
+        self._bytes = 0
+        #: the buffer reached MAX_BUFFERED: later messages were dropped (see refill)
+        self.full = False
 
     async def start(self, js: JetStreamContext, stream: str, subject: str) -> None:
         async def deliver(msg: Msg) -> None:
             seq = msg.metadata.sequence.stream
             with self._cond:
-                if seq > self.high:
-                    self._buffer.append((seq, msg.data))
-                    self.high = seq
-                    self._cond.notify_all()
+                if seq <= self.high or self.full:
+                    return
+                if self._buffer and self._bytes + len(msg.data) > MAX_BUFFERED:
+                    self.full = True
+                    return
+                self._buffer.append((seq, msg.data))
+                self._bytes += len(msg.data)
+                self.high = seq
+                self._cond.notify_all()
 
         self._sub = await js.subscribe(
             subject, stream=stream, cb=deliver, ordered_consumer=True,
@@ -64,9 +75,23 @@ class Tail:
         with self._cond:
             while self._buffer and self._buffer[0][0] <= upto:
                 out.append(self._buffer.popleft())
+                self._bytes -= len(out[-1][1])
             if out:
                 self.next = out[-1][0] + 1
         return out
+
+    @property
+    def drained_full(self) -> bool:
+        """The buffer filled up and has been taken: consuming must start again."""
+        with self._cond:
+            return self.full and not self._buffer
+
+    async def refill(self, js: JetStreamContext, stream: str, subject: str) -> None:
+        """After :attr:`drained_full`: consume again from the first message dropped."""
+        await self.stop()
+        with self._cond:
+            self.full = False
+        await self.start(js, stream, subject)
 
     async def stop(self) -> None:
         sub = self._sub

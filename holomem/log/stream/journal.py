@@ -147,6 +147,8 @@ class StreamJournal:
         if not self.read_only:
             for old in rec.erase:  # a purge switched, then stopped before erasing
                 await streams.erase(js, a.stream(old))
+            # A compaction that stopped before the switch left its new stream.
+            await streams.erase(js, a.stream(rec.generation + 1))
             if rec.erase:
                 rec = rec._replace(erase=())
                 self._revision = await record.write(self._meta, rec, self._revision, self.path)
@@ -375,6 +377,8 @@ class StreamJournal:
         """The payloads of transaction ``seq``. Errors: ``not_found``, ``corrupt``,
         ``unavailable``."""
         self._check_open()
+        if self._publisher is not None and self._last < seq < self._next:
+            self._wait(seq)  # applied, still in flight: readable once acknowledged
         if not self._first <= seq <= self._last:
             raise NotFoundError(f"no transaction {seq} in generation {self._generation}")
         name = self.address.stream(self._generation)
@@ -400,6 +404,11 @@ class StreamJournal:
             self._record, self._revision = found
             self._conn.call(self._load(found[0]), self.address.timeout, f"opening {self.path}")
             return Refreshed(True, self._first)
+        if self._tail.drained_full:
+            name = self.address.stream(self._generation)
+            self._conn.call(self._tail.refill(self._conn.js, name,
+                                              self.address.subject(self._generation)),
+                            self.address.timeout, f"following {name}")
         self._last = max(self._last, self._tail.high)
         return Refreshed(False, self._tail.next)
 

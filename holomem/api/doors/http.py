@@ -214,7 +214,8 @@ def create_app(data_dir: str, *, api_key: str | None = None,
             return error_response(exc.status, exc.code, exc.message)
 
     async def memory_op(request: Request) -> Response:
-        """An op of the contract, through the tenant's AsyncMemory."""
+        """An op of the contract: ``Memory.call`` on the request's tenant, run whole in
+        one worker (a cancelled request's call runs to its end, :func:`offload`)."""
         op = request.path_params["op"]
         if not authorised(request):
             return error_response(401, "unauthorized", "a valid API key is required")
@@ -223,7 +224,7 @@ def create_app(data_dir: str, *, api_key: str | None = None,
             return read
         name = request.headers.get("x-tenant-id", DEFAULT_TENANT)
 
-        def prepare() -> tuple[Tenant, dict[str, Any]]:
+        def run() -> Any:
             data = decode_body(read)
             facts = data.get("facts") if op == "remember" else None
             if isinstance(facts, list) and len(facts) > max_batch:
@@ -233,16 +234,17 @@ def create_app(data_dir: str, *, api_key: str | None = None,
             writes = op in contract.OPS and op not in READ_OPS  # WRITE_OPS, or new
             if writes and not pool.has_store(name):
                 contract.decode(op, data)
-            return pool.acquire(name, create=writes), data
+            tenant = pool.acquire(name, create=writes)
+            try:
+                # The tenant's Memory itself, in this worker: one thread hop per
+                # request (the body's decoding, the store's acquisition and the call
+                # together), not one for each.
+                return tenant.memory.memory.call(op, data)
+            finally:
+                pool.release(tenant, evict=False)
 
         try:
-            tenant, data = await offload(prepare, workers,
-                                         discard=lambda got: pool.release(got[0]))
-            try:
-                return _json(await tenant.memory.call(op, data))
-            finally:
-                # The call has ended (AsyncMemory waits for it even when cancelled).
-                pool.release(tenant, evict=False)
+            return _json(await offload(run, workers))
         except HolomemError as exc:
             return error_response(exc.status, exc.code, exc.message)
 

@@ -1,0 +1,130 @@
+"""Prototype of a frame-level purge: what refiling surviving frames' bytes costs.
+
+    python benchmarks/purge_frames.py [--facts 100000] [--batch 100] [--encrypted]
+
+Issue 16 asks purge to be at most 5x copying the journal. Today a purge decodes the
+whole live state, re-encodes it as new events and re-applies them to fresh
+projections (:func:`holomem.api.engine.compaction.rewrite`). The next step is a
+filter at the frame level: copy every frame that holds nothing purged, as bytes, into
+the new generation, and remap the in-memory state instead of rebuilding it. This
+script measures the log-level half of that step on a real store, beside the copy and
+the purge of today, in one run:
+
+- ``copy``: the journal's segments copied and fsynced (purge_bench's ``copy``);
+- ``refile``: every frame of the live generation written into a new segment file as
+  the new generation needs it -- new sequence number, new segment salt, so a new
+  header and xxh3 checksum; for an encrypted store the body opened under the old
+  associated data (store id, generation, segment, header) and sealed under the new
+  one, AES-GCM over the compressed bytes, nothing decompressed or decoded -- then
+  fsynced;
+- ``purge``: ``Memory.forget(..., purge=True)`` of one fact, as today.
+
+The state remap (slots, sequence numbers, text-segment offsets) is not prototyped
+here; it is the other half of the step. Prints JSON; nothing is saved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks._common import emit, machine, median
+from benchmarks.purge_bench import copy_journal
+from benchmarks.search_bench import corpus
+from holomem import Memory, Store
+from holomem.log import Journal
+from holomem.log.checksum import checksum_parts
+from holomem.log.format import AAD, FRAME_CHECKSUMMED, FRAME_HEADER, FRAME_HEADER_SIZE
+
+
+def refile(journal: Journal, dest: str) -> tuple[float, int]:
+    """Every frame of ``journal`` rewritten for a next generation into ``dest``; seconds
+    and bytes."""
+    env = journal.envelope
+    new_gen = journal.generation + 1
+    new_salt = int.from_bytes(os.urandom(8), "little")
+    seq = journal.last_seq + 1
+    os.makedirs(dest, exist_ok=True)
+    out_path = os.path.join(dest, "seg-00000001.hlj")
+    t = time.perf_counter()
+    fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    written = 0
+    try:
+        for s in journal.segments:
+            with open(s.path, "rb") as f:
+                data = memoryview(f.read())
+            h = s.header
+            parts: list[bytes] = []
+            for off in s.offsets:
+                length, flags, kind, _r, _seq, _c = FRAME_HEADER.unpack_from(data, off)
+                body = data[off + FRAME_HEADER_SIZE:off + FRAME_HEADER_SIZE + length]
+                head = FRAME_HEADER.pack(length, flags, kind, 0, seq, 0)[:FRAME_CHECKSUMMED]
+                if env is not None:
+                    old_head = data[off:off + FRAME_CHECKSUMMED]
+                    plain = env.open(body, AAD.pack(h.store_id, h.generation, h.number,
+                                                    bytes(old_head)))
+                    body = memoryview(env.seal(plain, AAD.pack(h.store_id, new_gen, 1, head)))
+                parts += [head, checksum_parts(head, body, new_salt).to_bytes(8, "little"),
+                          bytes(body)]
+                seq += 1
+            chunk = b"".join(parts)
+            os.write(fd, chunk)
+            written += len(chunk)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    elapsed = time.perf_counter() - t
+    shutil.rmtree(dest)
+    return elapsed, written
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--facts", type=int, default=100_000)
+    ap.add_argument("--batch", type=int, default=100, help="facts per remember_many call")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--encrypted", action="store_true")
+    args = ap.parse_args()
+    key = os.urandom(32) if args.encrypted else None
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "store")
+        texts = corpus(args.facts, seed=5)
+        with Store.open(path, sync="none", key=key) as store:
+            memory = Memory(store)
+            for i in range(0, args.facts, args.batch):
+                memory.remember_many([{"id": f"f{j}", "text": texts[j]}
+                                      for j in range(i, min(args.facts, i + args.batch))])
+        with Store.open(path, sync="full", key=key) as store:
+            memory = Memory(store)
+            for r in range(args.rounds):
+                copy_s = copy_journal(path, os.path.join(d, "copy"))
+                with Journal.open(path, key=key, read_only=True) as journal:  # a follower
+                    refile_s, nbytes = refile(journal, os.path.join(d, "refile"))
+                t = time.perf_counter()
+                memory.forget({"ids": [f"f{r}"]}, purge=True)
+                purge_s = time.perf_counter() - t
+                rows.append({"copy_s": copy_s, "refile_s": refile_s, "purge_s": purge_s,
+                             "bytes": nbytes})
+    emit("purge_frames", {
+        "benchmark": "purge_frames (prototype)", "machine": machine(tempfile.gettempdir()),
+        "conditions": {"facts": args.facts, "facts_per_transaction": args.batch,
+                       "encrypted": args.encrypted, "rounds": args.rounds},
+        "median_s": {k: round(median([r[k] for r in rows]), 4)
+                     for k in ("copy_s", "refile_s", "purge_s")},
+        "median_ratios": {
+            "refile_over_copy": round(median([r["refile_s"] / r["copy_s"] for r in rows]), 2),
+            "purge_over_copy": round(median([r["purge_s"] / r["copy_s"] for r in rows]), 1)},
+        "journal_bytes": rows[-1]["bytes"],
+        "rounds": rows,
+    }, False)
+
+
+if __name__ == "__main__":
+    main()

@@ -2,9 +2,10 @@
 
 Owns: the search behind the harness's "in no file" checks (purged markers, plaintext in
 an encrypted store, the text of forgotten facts): in each file, the raw bytes, every
-zstd frame starting anywhere, and, with the key, every journal frame and text-segment
-record that opens under it, at any offset. Imports the log's formats, envelope and file
-layer (through which it reads); the layouts searched are in FORMAT.md.
+zstd frame starting anywhere, and, with the key, every journal frame, text-segment
+record and checkpoint block that opens under it, at any offset. Imports the log's
+formats, envelope and file layer (through which it reads); the layouts searched are in
+FORMAT.md.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ from holomem.log import fs
 from holomem.log.envelope import Envelope, OpenFailed
 from holomem.log.format import (
     AAD,
+    CHECKPOINT_AAD,
+    CHECKPOINT_BLOCK,
+    CHECKPOINT_BLOCK_SEALED,
+    CHECKPOINT_BLOCK_SIZE,
+    CHECKPOINT_HEADER,
+    CHECKPOINT_HEADER_SIZE,
+    CHECKPOINT_MAGIC,
     FRAME_FLAG_ENCRYPTED,
     FRAME_HEADER,
     FRAME_HEADER_SIZE,
@@ -86,6 +94,24 @@ def _sealed_contents(data: bytes, key: bytes) -> list[bytes]:
                     with contextlib.suppress(OpenFailed):
                         out.append(env.open(data[off + RECORD_SIZE : end], aad))
             at = data.find(_SEALED_RECORD, at + 1)
+    if len(data) >= CHECKPOINT_HEADER_SIZE and data[:8] == CHECKPOINT_MAGIC:
+        out += _checkpoint_blocks(data, env)
+    return out
+
+
+def _checkpoint_blocks(data: bytes, env: Envelope) -> list[bytes]:
+    """Every sealed checkpoint block of ``data`` that opens, at any offset (its header
+    fields unverified, as above)."""
+    _, _, _, _, schema, store_id, generation, seq, *_ = CHECKPOINT_HEADER.unpack_from(data)
+    out: list[bytes] = []
+    for off in range(CHECKPOINT_HEADER_SIZE, len(data) - CHECKPOINT_BLOCK_SIZE + 1):
+        stored, _length, flags, index, _ck = CHECKPOINT_BLOCK.unpack_from(data, off)
+        end = off + CHECKPOINT_BLOCK_SIZE + stored
+        if not flags & CHECKPOINT_BLOCK_SEALED or end > len(data) or stored < 28:
+            continue
+        aad = CHECKPOINT_AAD.pack(store_id, generation, seq, schema, index, flags)
+        with contextlib.suppress(OpenFailed):
+            out.append(env.open(data[off + CHECKPOINT_BLOCK_SIZE : end], aad))
     return out
 
 

@@ -9,11 +9,13 @@ acknowledgements and leaves a torn tail the way a crash would); nothing else of 
 harness.
 
 The workload: single remembers, ``remember_many`` batches, supersessions, forgets, two
-purges, enough writes to rotate 4 KiB journal segments, a compaction, and a reopen that
-has to cut a torn tail. Before each step the child writes a ``begin`` line and after the
-step returns an ``ack`` line (JSON, one ``write()`` to an ``O_APPEND`` file, so a line
-survives the process the moment it is written), so the parent knows exactly which steps
-were acknowledged and which one was running (:func:`read_acks`).
+purges, enough writes to rotate 4 KiB journal segments, a compaction, two checkpoints
+(the reopen restores the first; the second replaces it and holds a marker the last
+purge must erase), and a reopen that has to cut a torn tail. Before each step the child
+writes a ``begin`` line and after the step returns an ``ack`` line (JSON, one
+``write()`` to an ``O_APPEND`` file, so a line survives the process the moment it is
+written), so the parent knows exactly which steps were acknowledged and which one was
+running (:func:`read_acks`).
 """
 
 from __future__ import annotations
@@ -93,12 +95,14 @@ def plan() -> list[dict[str, Any]]:
         single(_fact(i))
     steps.append(_batch("b3", [_fact(i) for i in range(38, 41)]))
     steps.append({"kind": "forget", "subject": "bob/job"})
+    steps.append({"kind": "checkpoint"})
     steps.append({"kind": "reopen_torn"})
     for i in range(41, 45):
         single(_fact(i))
     steps.append(_batch("b4", [_fact(i) for i in range(45, 48)]))
     steps.append({"kind": "forget", "ids": ["f010", "b1-9"]})
     single({"id": "p2", "text": f"another secret {MARKERS[1]} to be purged"})
+    steps.append({"kind": "checkpoint"})
     steps.append({"kind": "forget", "ids": ["p2"], "purge": True, "marker": MARKERS[1]})
     chain("carol", "carol/city", ("Oslo", "Lima"))
     for i in range(48, 51):
@@ -214,6 +218,8 @@ def run_workload(store_path: str, acks_path: str, key: bytes | None, sync: str =
                 result = memory.forget(scope, purge=step.get("purge", False))
             elif kind == "compact":
                 store.compact()
+            elif kind == "checkpoint":
+                store.checkpoint()
             elif kind == "reopen_torn":
                 store.close()
                 _torn_tail(store_path)

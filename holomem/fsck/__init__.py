@@ -46,6 +46,18 @@ the watermark                                                      backup first)
                             unacknowledged write)
 ``purge.pending``           a purge was requested and its          finish the purge
                             compaction did not finish
+``checkpoint.damaged``      a checkpoint does not read back         erase it (zeros, sync,
+                            (checksum, authentication, layout)     unlink), write a fresh one
+``checkpoint.stale``        a checkpoint of another store,         erase, write a fresh one
+                            generation or schema, or past the
+                            journal's end
+``checkpoint.mismatch``     a checkpoint that differs from a       erase, write a fresh one
+                            replay of the journal up to its
+                            sequence number (a digest of the
+                            projections' state)
+``checkpoint.replaced``     an older checkpoint beside the newest  erase it
+``checkpoint.leftover``     a checkpoint's interrupted temporary   erase it
+                            file
 ==========================  =====================================  ==========================
 
 Exit statuses follow e2fsck: 0 clean, 1 errors corrected (for ``--salvage``: the new store

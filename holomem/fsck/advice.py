@@ -99,6 +99,10 @@ class Advisor:
             return f"{run}: it rebuilds {f.path} from the journal{later}."
         if f.code == "purge.pending":
             return f"{run}: it finishes the purge{later}."
+        if f.code.startswith("checkpoint."):
+            return (f"{run}: it overwrites {f.path} with zeros, removes it and writes a "
+                    "fresh checkpoint from the journal. Nothing is lost: a checkpoint is "
+                    "derived, and open ignores this one already.")
         return f"{run}."
 
     def _unrepairable(self, f: Finding) -> str:

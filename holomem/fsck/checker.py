@@ -30,6 +30,7 @@ from holomem.errors import (
 from holomem.events import PurgeRequested
 from holomem.events import decode as decode_event
 from holomem.fsck.advice import Advisor
+from holomem.fsck.checkpoints import CheckpointCheck
 from holomem.fsck.findings import (
     EXIT_CLEAN,
     EXIT_CORRECTED,
@@ -158,6 +159,10 @@ def _check(report: Report, key: bytes | None, repair: bool, backup_dir: str | No
                     fs.erase(f.path)  # it may hold stale text: zeroed, synced, unlinked
                     fs.sync_dir(os.path.dirname(f.path))
                     break
+            for f in report.findings:
+                if f.code.startswith("checkpoint."):
+                    fs.erase(f.path)  # it may hold removed text: zeroed, synced, unlinked
+                    fs.sync_dir(os.path.dirname(f.path))
     finally:
         if lock_fd is not None:
             fs.unlock(lock_fd)
@@ -167,7 +172,9 @@ def _check(report: Report, key: bytes | None, repair: bool, backup_dir: str | No
     # it on every open: open the store as its writer.
     from holomem.api.engine import Store
 
-    Store.open(path, key=key).close()
+    with Store.open(path, key=key) as store:
+        if any(f.code.startswith("checkpoint.") for f in report.findings):
+            store.checkpoint()  # a fresh one, from the journal
     after = Report(store=path)
     _scan(after, path, key)
     left = {(f.code, f.path) for f in after.findings}
@@ -249,6 +256,10 @@ def _check_frames_and_text(report: Report, gen_dir: str, segments: list[Segment]
                            envelope=envelope, read_only=True)
     catalog = Catalog()
     text = TextSegment(text_file, writes=False)  # placements only: fsck never writes
+    checkpoints = CheckpointCheck(gen_dir, generation=report.generation, store_id=store_id,
+                                  envelope=envelope, records=text_file,
+                                  first_seq=segments[0].first_seq)
+    last_seq = segments[0].first_seq - 1
     purge_pending = False
     progress = _Progress(sum(s.end for s in segments))
     for seg in segments:
@@ -275,10 +286,12 @@ def _check_frames_and_text(report: Report, gen_dir: str, segments: list[Segment]
                 journal_ok = False
                 continue
             report.transactions += 1
+            last_seq = seq
             for event in events:
                 change = catalog.apply(seq, event)
                 text.apply(seq, event, change)
                 purge_pending = purge_pending or isinstance(event, PurgeRequested)
+            checkpoints.apply(seq, events)
         progress.add(seg.end, "journal")
     progress.close()
     report.documents = catalog.live
@@ -287,6 +300,7 @@ def _check_frames_and_text(report: Report, gen_dir: str, segments: list[Segment]
             "purge.pending", gen_dir, 0, 0,
             "a purge was requested but its compaction did not finish: removed text may "
             "still be in the journal", True))
+    checkpoints.finish(report, last_seq=last_seq, journal_ok=journal_ok)
     if not journal_ok:
         text_file.close()
         return  # the placement of derived records cannot be trusted past damage

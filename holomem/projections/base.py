@@ -11,7 +11,10 @@ tie-break order.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import threading
+from collections.abc import Iterator
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -123,6 +126,20 @@ class GrowArray:
     @property
     def nbytes(self) -> int:
         return int(self._data.nbytes)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside the block: a snapshot or a restore makes
+    many small containers, and each time they pass the collector's threshold it would
+    walk the whole heap (a second at a million facts, all of it under the lock)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 #: A projection's state as plain values, for a checkpoint: each value a numpy array

@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from holomem.projections.base import RecordStore, Snapshot
+from holomem.projections.base import RecordStore, Snapshot, gc_paused
 from holomem.projections.state import ProjectionState
 
 #: The version of what the payload holds; a build reads only its own (an older
@@ -123,7 +123,8 @@ def restore(records: RecordStore | None, payload: bytes | memoryview, *,
             writes_text: bool = True) -> ProjectionState:
     """A state restored from a payload. ``ValueError`` when the payload is not
     one this build wrote or its projections do not fit together."""
-    parts = decode(payload)
+    with gc_paused():
+        parts = decode(payload)
     state = ProjectionState(records, writes_text=writes_text)
     try:
         state.restore(parts)

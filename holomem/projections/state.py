@@ -21,7 +21,7 @@ from holomem.events import (
     StoreSettings,
     VectorsSet,
 )
-from holomem.projections.base import Change, RecordStore, Snapshot
+from holomem.projections.base import Change, RecordStore, Snapshot, gc_paused
 from holomem.projections.bm25 import BM25
 from holomem.projections.catalog import Catalog
 from holomem.projections.embeddings import Embeddings
@@ -108,7 +108,9 @@ class ProjectionState:
     def snapshot(self) -> dict[str, Snapshot]:
         """Every projection's state, cheaply (see :data:`~holomem.projections.base.Snapshot`);
         the caller holds the state lock, so no event is applied halfway."""
-        parts: dict[str, Snapshot] = {name: getattr(self, name).snapshot() for name in self.PARTS}
+        with gc_paused():
+            parts: dict[str, Snapshot] = {name: getattr(self, name).snapshot()
+                                          for name in self.PARTS}
         parts["state"] = {"purge_pending": self.purge_pending, "memory_config": self.memory_config,
                           "embedder": self.embedder, "reembed_target": self.reembed_target,
                           "reembed_cursor": self.reembed_cursor}
@@ -117,8 +119,9 @@ class ProjectionState:
     def restore(self, parts: dict[str, Snapshot]) -> None:
         """Fill this fresh state from :meth:`snapshot`'s parts. ``ValueError`` (or a
         ``KeyError`` / ``TypeError``) when they do not fit together."""
-        for name in self.PARTS:
-            getattr(self, name).restore(parts[name])
+        with gc_paused():
+            for name in self.PARTS:
+                getattr(self, name).restore(parts[name])
         slots = self.catalog.slots
         if not (len(self.text.offset) == len(self.bm25.doclen) == len(self.embeddings.has)
                 == len(self.facts.is_fact) == slots):

@@ -7,8 +7,8 @@ byte is ciphertext. So, besides the raw bytes, every file is also searched
 
 - inside every zstd frame that starts anywhere in it (found by its magic number,
   whatever the file is: a live segment, a leftover, a half-erased file);
-- with the key, inside every journal frame and every text-segment record that
-  opens under it, at any offset of any file.
+- with the key, inside every journal frame, every text-segment record and every
+  checkpoint block that opens under it, at any offset of any file.
 
 The layouts are read from FORMAT.md; the only holomem code used is the envelope
 (AES-256-GCM) and the checksum, which a scan that decrypts cannot avoid.
@@ -33,6 +33,10 @@ RECORD = struct.Struct("<IHHQQ")  # body length, flags, reserved, seq, checksum
 RECORD_SIZE = 24
 RECORD_AAD = struct.Struct("<16sQQQ")  # store id, generation, offset, seq
 TEXT_HEADER = struct.Struct("<8sBBH4s16sQQ")  # magic .. salt (FORMAT.md §9)
+CHECKPOINT_HEADER = struct.Struct("<8sBBHI16sQQQQQ")  # FORMAT.md §9.2
+CHECKPOINT_BLOCK = struct.Struct("<IIIIQ")  # stored, length, flags, index, checksum
+CHECKPOINT_AAD = struct.Struct("<16sQQIII")  # store id, generation, seq, schema, index, flags
+CKPT_COMPRESSED, CKPT_SEALED = 1, 2
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 MAX_ZSTD_OUT = 1 << 24
 
@@ -109,6 +113,33 @@ def _record_plaintexts(data: bytes, key: bytes) -> list[bytes]:
     return out
 
 
+def _checkpoint_plaintexts(data: bytes, key: bytes) -> list[bytes]:
+    """Every checkpoint block in ``data`` that opens under ``key``, at any offset."""
+    if len(data) < CHECKPOINT_HEADER.size or not data.startswith(b"HOLOCKP\x00"):
+        return []
+    (_m, _w, _r, _f, schema, store_id, generation, seq, salt, _len,
+     _ck) = CHECKPOINT_HEADER.unpack_from(data, 0)
+    env = Envelope(key)
+    out = []
+    for off in range(CHECKPOINT_HEADER.size, len(data) - CHECKPOINT_BLOCK.size + 1):
+        stored, _length, flags, index, check = CHECKPOINT_BLOCK.unpack_from(data, off)
+        end = off + CHECKPOINT_BLOCK.size + stored
+        if not flags & CKPT_SEALED or end > len(data):
+            continue
+        body = data[off + CHECKPOINT_BLOCK.size : end]
+        if checksum_parts(data[off : off + 16], body, salt) != check:
+            continue
+        try:
+            plain = env.open(body, CHECKPOINT_AAD.pack(store_id, generation, seq, schema,
+                                                       index, flags))
+        except OpenFailed:
+            continue
+        out.append(plain)
+        if flags & CKPT_COMPRESSED:
+            out.extend(_zstd_contents(plain))
+    return out
+
+
 def found_in(path: str, marker: bytes, key: bytes | None = None) -> list[str]:
     """How ``marker`` is present in the file at ``path``: ``[]`` if it is not."""
     data = read(path)
@@ -122,6 +153,8 @@ def found_in(path: str, marker: bytes, key: bytes | None = None) -> list[str]:
             how.append("inside a journal frame opened with the key")
         if any(marker in p for p in _record_plaintexts(data, key)):
             how.append("inside a text record opened with the key")
+        if any(marker in p for p in _checkpoint_plaintexts(data, key)):
+            how.append("inside a checkpoint block opened with the key")
     return how
 
 
@@ -138,6 +171,12 @@ def files_with(store: str, marker: bytes, key: bytes | None = None) -> dict[str,
 def plaintext_files_with(store: str, marker: bytes) -> list[str]:
     """Files under ``store`` whose raw bytes, or zstd frames, hold ``marker``."""
     return sorted(files_with(store, marker, None))
+
+
+def is_checkpoint(relpath: str) -> bool:
+    parts = relpath.split(os.sep)
+    return (len(parts) == 2 and parts[0].startswith("gen-")
+            and parts[1].startswith("checkpoint-") and parts[1].endswith(".hck"))
 
 
 def is_journal_segment(relpath: str) -> bool:

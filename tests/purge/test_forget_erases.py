@@ -8,9 +8,9 @@ every zstd frame, and, for encrypted stores, inside everything that opens under
 the key (see ``markers.py``: a raw search alone would miss the journal's
 compressed frames). The guarantees:
 
-- without purge, the marker stays only in the journal segments, the documented
-  exception; the text segment's records were zeroed and synced before the call
-  returned;
+- without purge, the marker stays only in the journal segments and the
+  checkpoint of the same generation, the documented exception; the text segment's
+  records were zeroed and synced before the call returned;
 - with purge, it is in no file, before and after a restart;
 - unrelated facts and documents come back exactly as before;
 - in an encrypted store the marker is never on disk in plaintext, at any time.
@@ -46,8 +46,9 @@ def _assert_no_plaintext(path: str, key: bytes | None) -> None:
 
 
 def _only_in_journal(hits: dict[str, list[str]]) -> None:
-    outside = {f: how for f, how in hits.items() if not markers.is_journal_segment(f)}
-    assert outside == {}, f"the marker is outside the journal segments: {outside}"
+    outside = {f: how for f, how in hits.items()
+               if not markers.is_journal_segment(f) and not markers.is_checkpoint(f)}
+    assert outside == {}, f"the marker is outside the journal and its checkpoint: {outside}"
     assert hits, "the marker should still be in the journal (the documented exception); " \
                  "if it is not, the scan is not finding it"
 
@@ -62,6 +63,10 @@ def test_marker_is_found_by_the_scan_before_forget(tmp_path: Path, key: bytes | 
     names = {os.path.basename(f) for f in hits}
     assert "text.seg" in names
     assert any(markers.is_journal_segment(f) for f in hits)
+    # The checkpoint holds it too, and the scan sees inside it (sealed or compressed).
+    (ckpt,) = [f for f in hits if markers.is_checkpoint(f)]
+    assert hits[ckpt] == (["inside a checkpoint block opened with the key"] if key
+                          else ["inside a zstd frame"])
     assert len(markers.all_files(path)) >= 4  # LOCK, text.seg and 2+ segments
 
 

@@ -83,6 +83,9 @@ def remember_all(memory: Memory) -> None:
         memory.remember(fact)
     memory.remember_many(gone[1:3])
     memory.remember_many(keep[20:])
+    # A checkpoint holds every marked fact's terms, ids and values (docs/guarantees.md
+    # §6a): a purge must erase it with the generation.
+    memory.store.checkpoint()
     memory.remember_many(gone[3:])
 
 

@@ -8,6 +8,7 @@ plaintext."
 
 from __future__ import annotations
 
+import glob
 import os
 import secrets
 from pathlib import Path
@@ -16,12 +17,16 @@ import pytest
 
 from holomem import Store
 from holomem.errors import KeyRequiredError, UnexpectedKeyError, WrongKeyError
+from holomem.log import checkpoint as ckfile
+from holomem.projections import checkpoint as codec
 from tests.store._util import all_files, text_segment
 
 
-def _assert_nowhere(store_path: Path, markers: list[str]) -> None:
+def _assert_nowhere(store_path: Path, markers: list[str], *, checkpoint: bool = True) -> None:
     files = all_files(store_path)
     assert any(p.endswith(".hlj") for p in files) and any(p.endswith("text.seg") for p in files)
+    # A checkpoint holds every term, id, entity and metadata value (docs/guarantees.md §6a).
+    assert any(p.endswith(".hck") for p in files) == checkpoint
     for p, data in files.items():
         for m in markers:
             for form in {m, m.lower(), m.upper()}:
@@ -60,19 +65,23 @@ def test_markers_in_text_metadata_and_entities_appear_in_no_file(tmp_path: Path)
             "doc-1", "batch", "replaced"}
         doc = store.get_document("meta-only")
         assert doc is not None and doc.metadata == {"m": meta_m} and doc.entities == (ent_m,)
+        _assert_nowhere(path, [text_m, meta_m, ent_m], checkpoint=False)
+        assert store.checkpoint() is not None
         _assert_nowhere(path, [text_m, meta_m, ent_m])  # before close
     _assert_nowhere(path, [text_m, meta_m, ent_m])  # after close
     with Store.open(path, key=key, sync="full") as store:
+        assert store.stats().opened_by == "checkpoint"
         assert store.get_document("batch") is not None
         doc = store.get_document("doc-1")
         assert doc is not None and doc.text.startswith(text_m)
         assert doc.metadata == {"note": text_m, text_m: [text_m]}
         _write(store, text_m, 2)
+        store.checkpoint()
         _assert_nowhere(path, [text_m, meta_m, ent_m])  # after reopen and more writes
     # A rebuilt text segment is encrypted as well.
     os.unlink(text_segment(path))
     with Store.open(path, key=key, sync="full") as store:
-        assert store.stats().opened_by == "replay+reconcile"
+        assert store.stats().opened_by == "checkpoint+reconcile"
         doc = store.get_document("doc-2")
         assert doc is not None and text_m in doc.text
     _assert_nowhere(path, [text_m, meta_m, ent_m])
@@ -83,9 +92,21 @@ def test_markers_in_text_metadata_and_entities_appear_in_no_file(tmp_path: Path)
         _write(store, text_m, 1)
         store.add_document("meta-only", "plain words", metadata={"m": meta_m},
                            entities=[ent_m])
+        store.checkpoint()
     for m in (text_m, meta_m, ent_m):
         with pytest.raises(AssertionError):
             _assert_nowhere(plain, [m])
+    # The checkpoints hold the markers, plaintext or sealed (the text's as a BM25 term,
+    # the entity's as an entity name; metadata values once a filter built their index):
+    # the scans above looked where they are (the payload read back with the key).
+    for where, k in ((plain, None), (path, key)):
+        (ck,) = glob.glob(str(where / "gen-*" / "checkpoint-*.hck"))
+        with Store.open(where, key=k, read_only=True) as store:
+            journal = store._journal  # the store id and the key's envelope
+            _, payload = ckfile.read(ck, store_id=journal.store_id,
+                                     generation=journal.generation, schema=codec.SCHEMA,
+                                     envelope=journal.envelope)
+        assert text_m.lower().encode() in payload and ent_m.encode() in payload, where
 
 
 def test_a_wrong_key_raises_wrong_key_error_and_never_garbage(tmp_path: Path) -> None:

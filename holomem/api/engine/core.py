@@ -277,11 +277,14 @@ class Engine:
         with self._state_lock:
             if self._revision <= self._ckpt.seq:
                 return None
+            cpu = time.thread_time()
             state, seq, tail = self._state, self._revision, self._ckpt.tail
             overwrites = state.embeddings.overwrites
             parts = state.snapshot()
+            cpu = time.thread_time() - cpu
         pause = time.perf_counter() - started
-        stats = checkpointing.write(self._journal, parts, seq, pause=pause, started=started)
+        stats = checkpointing.write(self._journal, parts, seq, pause=pause, pause_cpu=cpu,
+                                    started=started)
         with self._state_lock:
             if state.embeddings.overwrites != overwrites:
                 # A re-embed overwrote vectors the file shares with the live matrix
@@ -295,7 +298,8 @@ class Engine:
             else:
                 retry = False
         if retry:
-            stats = checkpointing.write(self._journal, parts, seq, pause=pause, started=started)
+            stats = checkpointing.write(self._journal, parts, seq, pause=pause, pause_cpu=cpu,
+                                        started=started)
         with self._state_lock:
             self._ckpt.seq = seq
             self._ckpt.tail -= tail

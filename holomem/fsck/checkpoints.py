@@ -1,0 +1,114 @@
+"""fsck's check of checkpoints: each one against a replay of the journal up to it.
+
+Owns: :class:`CheckpointCheck`, fed every transaction of the live generation by the
+checker's one pass over the journal. It replays them into a full set of projections
+and, at each checkpoint's sequence number, takes a digest of that state
+(:func:`holomem.projections.checkpoint.digest`); at the end it restores every
+checkpoint and compares digests. Findings: ``checkpoint.damaged`` (does not read back:
+checksum, authentication, layout), ``checkpoint.stale`` (another store, generation or
+schema, or a sequence number past the journal), ``checkpoint.mismatch`` (reads back,
+but differs from the replay), ``checkpoint.replaced`` (an older one beside the
+newest) and ``checkpoint.leftover`` (an interrupted write). All are repaired by
+erasing the file and writing a fresh checkpoint from the journal. Imports the log and
+the projections.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from holomem.events import Event
+from holomem.fsck.findings import Finding, Report
+from holomem.log import checkpoint as ckfile
+from holomem.log.envelope import Envelope
+from holomem.projections import checkpoint as codec
+from holomem.projections.base import RecordStore
+from holomem.projections.state import ProjectionState
+
+
+class CheckpointCheck:
+    """The checkpoints of one generation, checked while its journal is replayed."""
+
+    def __init__(self, gen_dir: str, *, generation: int, store_id: bytes,
+                 envelope: Envelope | None, records: RecordStore, first_seq: int) -> None:
+        self.gen_dir = gen_dir
+        self.generation = generation
+        self.store_id = store_id
+        self.envelope = envelope
+        self.records = records
+        self.found = ckfile.listing(gen_dir)
+        self.leftovers = ckfile.leftovers(gen_dir)
+        self.first_seq = first_seq
+        self.digests: dict[int, str] = {}
+        self._wanted = {seq for seq, _ in self.found}
+        self._state: ProjectionState | None = None
+        self._bulk = contextlib.ExitStack()
+        if self._wanted:
+            self._state = ProjectionState(records, writes_text=False)
+            self._bulk.enter_context(self._state.replaying())
+            self._at(first_seq - 1)
+
+    @property
+    def active(self) -> bool:
+        return self._state is not None
+
+    def _at(self, seq: int) -> None:
+        if seq in self._wanted and self._state is not None:
+            self.digests[seq] = codec.digest(self._state)
+
+    def apply(self, seq: int, events: list[Event]) -> None:
+        if self._state is None:
+            return
+        for event in events:
+            self._state.apply(seq, event)
+        self._at(seq)
+
+    def finish(self, report: Report, *, last_seq: int, journal_ok: bool) -> None:
+        """Add the findings; with a damaged journal the replay proves nothing, and
+        only the files' own checks are reported."""
+        self._bulk.close()
+        newest = max((seq for seq, _ in self.found), default=0)
+        for path in self.leftovers:
+            report.findings.append(Finding(
+                "checkpoint.leftover", path, 0, 0,
+                "a checkpoint whose writing was interrupted; it may hold removed text", True))
+        for seq, path in self.found:
+            finding = self._verdict(seq, path, newest, last_seq, journal_ok)
+            if finding is not None:
+                report.findings.append(finding)
+
+    def _verdict(self, seq: int, path: str, newest: int, last_seq: int,
+                 journal_ok: bool) -> Finding | None:
+        def found(code: str, message: str) -> Finding:
+            return Finding(code, path, 0, os.path.getsize(path), message, True)
+
+        try:
+            _, payload = ckfile.read(path, store_id=self.store_id, generation=self.generation,
+                                     schema=codec.SCHEMA, envelope=self.envelope)
+        except ckfile.Invalid as exc:
+            reason = str(exc)
+            stale = any(w in reason for w in ("another store", "generation", "schema",
+                                              "read version"))
+            return found("checkpoint.stale" if stale else "checkpoint.damaged",
+                         f"{reason}; open ignores it and replays the journal")
+        if seq > last_seq:
+            return found("checkpoint.stale",
+                         f"it holds the state after transaction {seq}, past the journal's "
+                         f"last, {last_seq}; open ignores it")
+        if seq < self.first_seq - 1:
+            return found("checkpoint.stale",
+                         f"transaction {seq} is before this generation's first, "
+                         f"{self.first_seq}; open ignores it")
+        if seq < newest:
+            return found("checkpoint.replaced",
+                         f"replaced by the checkpoint of transaction {newest}, not erased yet "
+                         "(an interrupted checkpoint write); it may hold removed text")
+        try:
+            restored = codec.restore(self.records, payload, writes_text=False)
+        except ValueError as exc:
+            return found("checkpoint.damaged", f"its projections do not fit together: {exc}")
+        if journal_ok and codec.digest(restored) != self.digests.get(seq):
+            return found("checkpoint.mismatch",
+                         f"it differs from a replay of the journal up to transaction {seq}")
+        return None

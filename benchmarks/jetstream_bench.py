@@ -9,7 +9,9 @@ Round by round, each contender remembers ``--ops`` facts:
 - ``file_full``: a store directory, ``sync="full"``, one thread;
 - ``file_batch8``: a store directory, ``sync="batch"``, 8 threads (group commit);
 - ``r1_1`` / ``r1_8``: a stream store on the one server, 1 and 8 threads;
-- ``r3_1`` / ``r3_8``: a stream store on the cluster, 1 and 8 threads.
+- ``r3_1`` / ``r3_8``: a stream store on the cluster, 1 and 8 threads;
+- ``raw_r3_8``: no holomem at all: ``nats-py`` publishing 200-byte messages to an R3
+  stream on the same cluster, 8 in flight, each awaited (the floor the servers set).
 
 Every remember returns only once durable (fsynced; on a stream: acknowledged by a
 quorum). Then, on the cluster: the **follower lag** (a writer on node 1, a follower on
@@ -25,6 +27,7 @@ waiting for the lease, and remembers: the time from the kill to that acknowledge
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import shutil
 import signal
@@ -36,6 +39,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+
+import nats  # noqa: E402
 
 from benchmarks._common import add_save, check, emit, machine, median, percentile  # noqa: E402
 from holomem import Memory, Store  # noqa: E402
@@ -65,6 +70,27 @@ def rate(url_or_path: str, n: int, threads: int, sync: str = "full") -> float:
     out = per * threads / (time.perf_counter() - t0)
     store.close()
     return out
+
+
+def raw_rate(cluster: Cluster, name: str, n: int, inflight: int) -> float:
+    async def run() -> float:
+        nc = await nats.connect(["nats://" + node.url for node in cluster.nodes])
+        try:
+            js = nc.jetstream(timeout=30)
+            await js.add_stream(name=name, subjects=[name.lower()], num_replicas=3)
+            gate = asyncio.Semaphore(inflight)
+
+            async def one() -> None:
+                async with gate:
+                    await js.publish(name.lower(), b"x" * 200)
+
+            t0 = time.perf_counter()
+            await asyncio.gather(*(one() for _ in range(n)))
+            return n / (time.perf_counter() - t0)
+        finally:
+            await nc.close()
+
+    return asyncio.run(run())
 
 
 def follower_lag(cluster: Cluster, store: str, n: int) -> list[float]:
@@ -115,7 +141,7 @@ def main() -> None:
               "threads": THREADS, "lease_seconds": args.lease}
     one, three = Cluster(os.path.join(work, "r1"), 1), Cluster(os.path.join(work, "r3"), 3)
     rounds: dict[str, list[float]] = {k: [] for k in (
-        "file_full", "file_batch8", "r1_1", "r1_8", "r3_1", "r3_8")}
+        "file_full", "file_batch8", "r1_1", "r1_8", "r3_1", "r3_8", "raw_r3_8")}
     try:
         one.start()
         three.start()
@@ -127,6 +153,7 @@ def main() -> None:
             rounds["r1_8"].append(rate(one.url(f"b{r}b"), args.ops, THREADS))
             rounds["r3_1"].append(rate(three.url(f"b{r}a"), args.ops, 1))
             rounds["r3_8"].append(rate(three.url(f"b{r}b"), args.ops, THREADS))
+            rounds["raw_r3_8"].append(raw_rate(three, f"RAW{r}", args.ops, THREADS))
         lags = follower_lag(three, "lag", args.ops)
         fail = failover(three, "failover", args.lease)
     finally:
@@ -141,7 +168,8 @@ def main() -> None:
     ratio = med["r3_8"] / med["file_batch8"]
     result["ratios"] = {"r3_8_over_file_batch8": round(ratio, 3),
                         "r1_8_over_file_batch8": round(med["r1_8"] / med["file_batch8"], 3),
-                        "r3_1_over_file_full": round(med["r3_1"] / med["file_full"], 3)}
+                        "r3_1_over_file_full": round(med["r3_1"] / med["file_full"], 3),
+                        "r3_8_over_raw_r3_8": round(med["r3_8"] / med["raw_r3_8"], 3)}
     p50, p99 = percentile(lags, 50) * 1000, percentile(lags, 99) * 1000
     result["follower_lag_ms"] = {"p50": round(p50, 2), "p99": round(p99, 2),
                                  "max": round(max(lags) * 1000, 2), "n": len(lags)}

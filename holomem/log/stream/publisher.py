@@ -22,6 +22,7 @@ import contextlib
 import json
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import nats.errors
 import nats.js.errors
@@ -98,21 +99,29 @@ class Publisher:
         return StoreLockedError(f"{self.where}: this writer can no longer acknowledge: {why}")
 
     async def _send(self, pending: list[Item]) -> None:
+        """Send ``pending`` and every item queued meanwhile, keeping up to ``WINDOW`` in
+        flight, and acknowledge them in order; return when none is left unacknowledged.
+        After a transient failure, resend from the first unacknowledged one."""
         i = 0
         deadline = time.monotonic() + self.timeout
         while i < len(pending):
             if not self.lease.held():
                 raise self._fenced(self.lease.lost or "the lease was lost")
+            start = i  # futures[k] answers for pending[start + k]
             futures: list[asyncio.Future[PubAck]] = []
+            sending = True
             try:
                 await self._replies()
                 for item in pending[i:]:
                     futures.append(await self._publish(item))
             except (TimeoutError, nats.errors.Error):
-                pass  # resend what was not sent, below
+                sending = False  # resend what was not sent, below
             progressed = False
-            for item, fut in zip(pending[i:], futures, strict=False):
+            while i - start < len(futures):
+                item, fut = pending[i], futures[i - start]
                 try:
+                    sending = await self._meanwhile(fut, pending, futures, i - start,
+                                                    sending, deadline)
                     ack = await asyncio.wait_for(
                         asyncio.shield(fut), max(0.01, deadline - time.monotonic()))
                 except nats.js.errors.APIError as exc:
@@ -130,10 +139,9 @@ class Publisher:
                                                f"{item.seq}: {exc.description}") from exc
                 except (TimeoutError, nats.errors.Error):
                     break  # lost connection, no responders, or no answer: resend
-                seq = ack.seq
-                if seq != item.seq:
+                if ack.seq != item.seq:
                     raise self._fenced(f"transaction {item.seq} was stored as stream message "
-                                       f"{seq}")
+                                       f"{ack.seq}")
                 if not self.lease.held():
                     raise self._fenced(self.lease.lost or "the lease was lost")
                 item.done.set_result(None)
@@ -155,6 +163,36 @@ class Publisher:
                         f"within {self.timeout:g} s")
                 self.resends += 1
                 await asyncio.sleep(RETRY_PAUSE)
+            del pending[:i]  # acknowledged: forget them (the indexes start over)
+            i = 0
+
+    async def _meanwhile(self, fut: asyncio.Future[PubAck], pending: list[Item],
+                         futures: list[asyncio.Future[PubAck]], acked: int, sending: bool,
+                         deadline: float) -> bool:
+        """Until ``fut`` is answered (or the deadline), send what is queued meanwhile,
+        in order, while fewer than ``WINDOW`` are in flight; return whether every send
+        so far went out (after one failed, later items wait for the resend)."""
+        while not fut.done() and time.monotonic() < deadline:
+            if len(futures) - acked >= WINDOW:
+                await asyncio.wait({fut}, timeout=max(0.01, deadline - time.monotonic()))
+                return sending
+            getter = asyncio.ensure_future(self._queue.get())
+            both: set[asyncio.Future[Any]] = {fut, getter}
+            await asyncio.wait(both, timeout=max(0.01, deadline - time.monotonic()),
+                               return_when=asyncio.FIRST_COMPLETED)
+            if not getter.done():
+                getter.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await getter
+            if getter.done() and not getter.cancelled():
+                item = getter.result()
+                pending.append(item)
+                if sending:  # every earlier item is out: this one may follow it
+                    try:
+                        futures.append(await self._publish(item))
+                    except (TimeoutError, nats.errors.Error):
+                        sending = False
+        return sending
 
     async def _replies(self) -> None:
         """Subscribe once to the inbox the stream answers publishes on. (Our own, not

@@ -64,6 +64,9 @@ class JournalBackend(Protocol):
     @property
     def local_text(self) -> bool:
         """Whether this opener keeps (writes) its own text segment."""
+    @property
+    def durable_local(self) -> bool:
+        """Whether files in :attr:`gen_dir` outlive this opener (worth checkpointing)."""
     def stats(self) -> JournalStats: ...
     def append(self, payloads: Sequence[bytes]) -> int: ...
     def enqueue(self, payloads: Sequence[bytes]) -> int: ...

@@ -240,6 +240,11 @@ class Journal:
         return self._closed
 
     @property
+    def durable_local(self) -> bool:
+        """The store directory's files stay: checkpoints in it are read by later opens."""
+        return True
+
+    @property
     def local_text(self) -> bool:
         """The writer keeps the text segment; a follower reads the writer's."""
         return not self.read_only

@@ -78,6 +78,10 @@ class Engine:
         try:
             built = build(self._journal, read_only=read_only)
             self._state, self._text, self._revision = built.state, built.text_file, built.last
+            if not self._journal.durable_local:
+                # This opener's local files go when it closes (a stream store's node):
+                # a checkpoint there would never be read.
+                checkpoint_every, checkpoint_close_min = None, 2**62
             self._ckpt = Checkpointer(every=checkpoint_every, close_min=checkpoint_close_min,
                                       seq=built.checkpoint, tail=built.tail)
             self.opened_by = "checkpoint" if built.checkpoint else "replay"

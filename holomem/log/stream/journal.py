@@ -64,6 +64,7 @@ class StreamJournal:
     """A ``nats://`` store's journal. Use :meth:`open`; a context manager."""
 
     local_text = True  # every node keeps its own text segment
+    durable_local = False  # ... in a scratch directory erased on close
 
     def __init__(self, path: str, *, key: bytes | None = None, sync: str = "full",
                  read_only: bool = False, create: bool = True, compress: bool = True) -> None:

@@ -54,6 +54,8 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
                                   "httptools", "h11")),
     # AsyncMemory is Memory's asyncio face: above Memory, below the doors.
     ("holomem.api.aio", MEMORY_API, ()),
+    # The token counter of compile_context uses tiktoken when it is installed (issue 19).
+    ("holomem.api.tokens", MEMORY_API, ("tiktoken",)),
     ("holomem.api", MEMORY_API, ("msgspec", "numpy")),
     ("holomem.integrations", DOORS, ("msgspec", "agent", "hermes_constants", "langgraph")),
     ("holomem.client", DOORS, ("msgspec", "httpx")),

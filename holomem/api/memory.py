@@ -6,7 +6,9 @@ observers, the embedder), the calls that write (:mod:`.writing`), read
 point (:meth:`Memory.call`, decoded and encoded by :mod:`.contract`). What each call
 does is the concern of its own module: planning a remember (:mod:`.remember`), recall
 and explain (:mod:`.recall`, :mod:`.explain`), fact records (:mod:`.records`),
-listing (:mod:`.listing`), the prompt block (:mod:`.render`), forgetting
+listing (:mod:`.listing`), the prompt block (:mod:`.render`), the context window
+(:mod:`.contextcalls`: a block under a token budget, :mod:`.context`; working
+contexts, :mod:`.working`), forgetting
 (:mod:`.forgetting`), consolidation (:mod:`.consolidation`), holographic operations
 (:mod:`.holographic`, :mod:`.contradiction`), export and import (:mod:`.transfer`)
 and embedders (:mod:`.embedding`). Those modules take the engine's view and the
@@ -21,15 +23,15 @@ from __future__ import annotations
 from typing import Any
 
 from holomem.api import contract
+from holomem.api.contextcalls import ContextCalls
 from holomem.api.moving import Moving
-from holomem.api.reading import Reading
-from holomem.api.writing import MAX_FACTS, Writing
+from holomem.api.writing import MAX_FACTS
 from holomem.errors import InvalidError
 
 __all__ = ["MAX_FACTS", "Memory"]
 
 
-class Memory(Reading, Writing, Moving):
+class Memory(ContextCalls, Moving):
     """Facts that hold over time, on top of a :class:`~holomem.Store`.
 
     ``Memory(store, config=None, *, clock=None, policies=None, initial=None,

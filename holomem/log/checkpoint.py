@@ -139,13 +139,15 @@ def _blocks(payload: Iterable[bytes | memoryview]) -> Iterator[tuple[bytes, bool
 
 def write(gen_dir: str, *, store_id: bytes, generation: int, seq: int, schema: int,
           envelope: Envelope | None, payload: Iterable[bytes | memoryview],
-          compress: bool = True) -> Written:
+          compress: bool = True, salt: int | None = None) -> Written:
     """Write the checkpoint of ``seq`` in ``gen_dir`` atomically: a temporary file,
-    fsync, rename, directory fsync. The caller then erases the ones it replaces."""
+    fsync, rename, directory fsync. The caller then erases the ones it replaces.
+    ``salt`` is drawn at random unless given (golden files only)."""
     path = os.path.join(gen_dir, checkpoint_name(seq))
     tmp = path + TMP_SUFFIX
     fs.unlink(tmp)
-    salt = int.from_bytes(os.urandom(8), "little")
+    if salt is None:
+        salt = int.from_bytes(os.urandom(8), "little")
     flags = CHECKPOINT_FLAG_SEALED if envelope is not None else 0
     head = Header(WRITE_VERSION, READ_VERSION, flags, schema, store_id, generation, seq, salt, 0)
     zc = zstandard.ZstdCompressor(level=ZSTD_LEVEL) if compress else None

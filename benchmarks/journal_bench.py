@@ -32,9 +32,12 @@ Two checks make a figure trustworthy before it is printed as a win:
   once per transaction; the transactions per fsync are reported;
 - plausibility: ``full`` does all that ``raw`` does and more, so ``full`` above 1.25x
   ``raw`` is impossible; T threads share one sync among at most T transactions with
-  at most two syncs in flight, so ``batch<T>`` above 2T x ``full`` is impossible. A
-  target whose measure failed either check is reported ``suspect`` (with the reason),
-  never ``met``.
+  at most two syncs in flight, so ``batch<T>`` above 2T x ``full`` is impossible for
+  the disk -- it happens when the machine, not the disk, sets the pace: with more
+  runnable processes than CPUs, a single thread waits for a CPU after every fsync
+  (milliseconds at a load average of 20 on 2 cores) while T threads hold T places in
+  the run queue. A target whose measure failed either check is reported ``suspect``
+  (with the reason and the load average), never ``met``.
 
 Prints its targets as met, missed or suspect; writes benchmarks/results/journal_bench.json
 only with ``--save``. ``--contender NAME`` runs one contender once and prints its rate
@@ -302,7 +305,9 @@ def plausible(target: dict[str, Any], value: float, bound: float, why: str,
     rests on failed its syscall check: then status "suspect", with the reason."""
     reasons = []
     if value > bound:
-        reasons.append(f"{value} > {bound}: {why}")
+        load = os.getloadavg()[0]
+        reasons.append(f"{value} > {bound}: {why} (load average {load:.1f} on "
+                       f"{os.cpu_count()} cpus)")
     reasons += [f"{c['contender']}'s syscall check {c['status']}: {c.get('why', '')}"
                 for c in checks if c["status"] == "failed"]
     if reasons:

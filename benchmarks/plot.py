@@ -37,6 +37,7 @@ from matplotlib.figure import Figure
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 ENGINES = {"holomem": "holomem", "sqlite_fts5": "SQLite FTS5", "tantivy": "tantivy"}
+COLOURS = {"holomem": "tab:blue", "sqlite_fts5": "tab:green", "tantivy": "tab:orange"}
 KINDS = {"heavy": "-", "light": "--"}
 
 Results = dict[str, dict[str, Any]]
@@ -82,8 +83,10 @@ def search_scale(results: Results, extra: list[str]) -> Figure | None:
     for (engine, kind), pts in sorted(points.items()):
         sizes = [s for s, _ in pts]
         label = f"{ENGINES.get(engine, engine)}, {kind}"
-        lat.plot(sizes, [p for _, p in pts], KINDS[kind], marker="o", label=label)
-        thr.plot(sizes, [1000 / p for _, p in pts], KINDS[kind], marker="o", label=label)
+        colour = COLOURS.get(engine)
+        lat.plot(sizes, [p for _, p in pts], KINDS[kind], marker="o", label=label, color=colour)
+        thr.plot(sizes, [1000 / p for _, p in pts], KINDS[kind], marker="o", label=label,
+                 color=colour)
     for ax, what in ((lat, "p50 latency (ms)"), (thr, "queries/s, one thread (1000 / p50)")):
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -118,7 +121,8 @@ def group_commit(results: Results, extra: list[str]) -> Figure | None:
     if ratio_pts:
         ratio_ax.plot([t for t, _ in ratio_pts], [r for _, r in ratio_pts], marker="o",
                       label="batch / full, measured side by side")
-    ratio_ax.plot(threads, threads, ":", color="grey", label="one fsync per group of all threads")
+    ratio_ax.plot(threads, threads, ":", color="grey",
+                  label="T x full: every group holds all T threads")
     ratio_ax.axhline(5, linestyle="--", color="red", alpha=0.5, label="target at 8 threads")
     for ax, what in ((abs_ax, "durable transactions/s"), (ratio_ax, "batch / full")):
         ax.set_xscale("log", base=2)

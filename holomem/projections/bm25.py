@@ -119,6 +119,24 @@ class BM25:
         if self.doclen.n - self._d_start >= MERGE_DOCS and not self._holding:
             self.merge()
 
+    def add_run(self, events: list[DocumentAdded], first: int) -> None:
+        """Index new documents in slots ``first``.. (as ``apply`` of each would)."""
+        assert self.doclen.n == first
+        known = self._word_term.get
+        lengths = []
+        extend = self._d_term.extend
+        for e in events:
+            words = tokenize(e.text)
+            tids = list(map(known, words))
+            if None in tids:
+                tids = [self._term_of(w) for w in words]
+            extend(tids)  # type: ignore[arg-type]
+            lengths.append(len(tids))
+        self.doclen.extend(np.array(lengths, dtype=np.int32))
+        self.total_len += sum(lengths)
+        if self.doclen.n - self._d_start >= MERGE_DOCS and not self._holding:
+            self.merge()
+
     @contextlib.contextmanager
     def bulk(self) -> Iterator[None]:
         """Apply many events with no merge until the block ends, then one (replay)."""

@@ -74,6 +74,21 @@ class Catalog:
         if not (len(ids) == len(self.seq) == len(self.alive)) or self.live != len(self._slot):
             raise ValueError("catalog: ids, sequence numbers and liveness disagree")
 
+    def none_live(self, ids: list[str]) -> bool:
+        """Whether no id of ``ids`` is live."""
+        return self._slot.keys().isdisjoint(ids)
+
+    def add_run(self, seq: int, ids: list[str]) -> int:
+        """Slots for documents with new ids (none live, no two alike), as ``apply``
+        of a DocumentAdded each would give them; returns the first slot."""
+        first = len(self.ids)
+        self.ids.extend(ids)
+        self.seq.extend(np.full(len(ids), seq, dtype=np.int64))
+        self.alive.extend(np.ones(len(ids), dtype=np.bool_))
+        self._slot.update(zip(ids, range(first, first + len(ids)), strict=True))
+        self.live += len(ids)
+        return first
+
     def _vacate(self, doc_id: str) -> int:
         old = self._slot.pop(doc_id, -1)
         if old >= 0:

@@ -52,6 +52,17 @@ class Embeddings:
         #: The approximate index (built at the first approximate search; None: not yet).
         self.index: VectorIndex | None = None
 
+    def add_run(self, seq: int, events: list[DocumentAdded], first: int) -> None:
+        """New documents in slots ``first``.. (as ``apply`` of each would)."""
+        if any(e.embedding for e in events):
+            for k, e in enumerate(events):
+                self.apply(seq, e, Change(first + k, -1))
+            return
+        assert self.has.n == first
+        self.has.extend(np.zeros(len(events), dtype=np.bool_))
+        if self._mat is not None:
+            self._mat.extend(np.zeros((len(events), self.dim), dtype=np.float32))
+
     def apply(self, seq: int, event: Event, change: Change) -> None:
         if isinstance(event, StoreSettings):
             if event.embedding_dim and not self.dim:

@@ -225,13 +225,7 @@ class FactIndex:
             self.ttl[fid] = e.ttl_ms
         nid = self.namespaces.add(slot, e.namespace)
         if e.subject is not None:
-            sid = self._subject_id.get((nid, e.subject))
-            if sid is None:
-                name = "".join(e.subject)  # a copy: do not pin the event's buffers
-                sid = self._subject_id[(nid, name)] = len(self.subject_names)
-                self.subject_names.append(name)
-            self.subject[slot] = sid
-            self._by_subject.setdefault(sid, []).append(fid)
+            self._subject_of(slot, fid, nid, e.subject)
         if e.requested:
             self.requested[fid] = e.requested
         if e.confidence is not None:
@@ -240,6 +234,75 @@ class FactIndex:
             self._link(fid, pred, e.ingest_time)
         for succ in e.superseded_by:
             self._link(succ, fid, e.ingest_time)
+
+    def add_run(self, first: int, count: int, facts: list[tuple[int, FactAdded]]) -> None:
+        """Rows for ``count`` new documents in slots ``first``.., and the facts among
+        them (``(k, event)``: slot ``first + k``): the state ``apply`` of each
+        document's event, then its FactAdded, would leave."""
+        assert self.is_fact.n == first
+        self.namespaces.new_slots(count)
+        is_fact = np.zeros(count, dtype=np.bool_)
+        ingest = np.zeros(count, dtype=np.int64)
+        times = np.full((5, count), UNSET, dtype=np.int64)  # event, from, to, end, eff
+        digest = np.zeros(count, dtype=np.uint64)
+        if facts:
+            ks = [k for k, _ in facts]
+            es = [e for _, e in facts]
+            is_fact[ks] = True
+            ingest[ks] = [e.ingest_time for e in es]
+            times[0, ks] = [_t(e.event_time) for e in es]
+            times[1, ks] = [_t(e.valid_from) for e in es]
+            times[2, ks] = [_t(e.valid_to) for e in es]
+            times[3, ks] = [_t(end_time(e.valid_to, e.ingest_time, e.ttl_ms)) for e in es]
+            times[4, ks] = [effective_time(e.valid_from, e.event_time, e.ingest_time)
+                            for e in es]
+            digest[ks] = np.frombuffer(b"".join(e.digest[:8].ljust(8, b"\0") for e in es),
+                                       dtype="<u8")
+            self.windows += sum(1 for e in es if e.valid_from is not None
+                                or e.valid_to is not None or e.ttl_ms is not None)
+        self.is_fact.extend(is_fact)
+        self.ingest.extend(ingest)
+        for col, values in zip((self.event, self.valid_from, self.valid_to, self.end, self.eff),
+                               times, strict=True):
+            col.extend(values)
+        self.subject.extend(np.full(count, -1, dtype=np.int32))
+        self.digest.extend(digest)
+        # A column this method does not know of would be left short: fail loudly.
+        assert all(len(col) == first + count for col in self._columns())
+        if facts:
+            self.facts += len(facts)
+            self.max_eff = max(self.max_eff, int(times[4, [k for k, _ in facts]].max()))
+        ids, slot_of = self.catalog.ids, self.catalog.slot
+        for k, e in facts:
+            slot = first + k
+            fid = ids[slot]
+            assert fid is not None
+            if e.ttl_ms is not None:
+                self.ttl[fid] = e.ttl_ms
+            nid = self.namespaces.add(slot, e.namespace)
+            if e.subject is not None:
+                self._subject_of(slot, fid, nid, e.subject)
+            if e.requested:
+                self.requested[fid] = e.requested
+            if e.confidence is not None:
+                self._set_confidence(fid, e.confidence)
+            # One at a time, a fact links only to documents already applied: those in
+            # earlier slots.
+            for pred in e.supersedes:
+                if slot_of(pred) < slot:
+                    self._link(fid, pred, e.ingest_time)
+            for succ in e.superseded_by:
+                if slot_of(succ) < slot:
+                    self._link(succ, fid, e.ingest_time)
+
+    def _subject_of(self, slot: int, fid: str, nid: int, subject: str) -> None:
+        sid = self._subject_id.get((nid, subject))
+        if sid is None:
+            name = "".join(subject)  # a copy: do not pin the event's buffers
+            sid = self._subject_id[(nid, name)] = len(self.subject_names)
+            self.subject_names.append(name)
+        self.subject[slot] = sid
+        self._by_subject.setdefault(sid, []).append(fid)
 
     def _set_confidence(self, fid: str, value: float) -> None:
         if value == 1.0:

@@ -37,6 +37,9 @@ class NamespaceIndex:
     def new_slot(self) -> None:
         self.of_slot.append(-1)
 
+    def new_slots(self, count: int) -> None:
+        self.of_slot.extend(np.full(count, -1, dtype=np.int32))
+
     def intern(self, namespace: Namespace) -> int:
         nid = self._ids.get(namespace)
         if nid is None:

@@ -11,12 +11,14 @@ as a :class:`~holomem.projections.base.RecordStore`, so nothing here opens a pat
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from holomem.events import (
     ConfigRecorded,
+    DocumentAdded,
     EmbedderRecorded,
     Event,
+    FactAdded,
     PurgeRequested,
     StoreSettings,
     VectorsSet,
@@ -30,6 +32,9 @@ from holomem.projections.facts import FactIndex
 from holomem.projections.hrr import HRRIndex
 from holomem.projections.metadata import MetadataIndex
 from holomem.projections.text import TextSegment
+
+#: A run of at least this many new documents in one transaction takes the bulk path.
+BULK_MIN = 8
 
 
 class ProjectionState:
@@ -82,6 +87,71 @@ class ProjectionState:
             else:
                 self.embedder, self.reembed_target = event.identity, None
         return change
+
+    def apply_all(self, seq: int, events: Sequence[Event]) -> None:
+        """Apply the events of one transaction in order: the same state as
+        :meth:`apply` on each of them.
+
+        A run of documents with new ids (each followed, or not, by its fact's
+        FactAdded) — what ``remember_many`` and ``add_documents`` write — goes
+        through the projections' bulk paths, a column at a time rather than an
+        event at a time.
+        """
+        i, n = 0, len(events)
+        while i < n:
+            end, docs, facts = self._new_documents(events, i)
+            if len(docs) >= BULK_MIN:
+                self._add_run(seq, docs, facts)
+                i = end
+                continue
+            stop = max(end, i + 1)
+            while i < stop:
+                self.apply(seq, events[i])
+                i += 1
+
+    def _new_documents(self, events: Sequence[Event], i: int
+                       ) -> tuple[int, list[DocumentAdded], list[tuple[int, FactAdded]]]:
+        """The longest run from ``i`` of DocumentAdded events whose ids are neither
+        live nor earlier in the run, each optionally followed by its own FactAdded:
+        (where the run ends, its documents, (document index, fact) pairs)."""
+        docs: list[DocumentAdded] = []
+        facts: list[tuple[int, FactAdded]] = []
+        starts: list[int] = []  # the index of each document's event
+        n = len(events)
+        while i < n:
+            e = events[i]
+            if type(e) is not DocumentAdded:
+                break
+            starts.append(i)
+            docs.append(e)
+            i += 1
+            if i < n:
+                f = events[i]
+                if type(f) is FactAdded and f.id == e.id:
+                    facts.append((len(docs) - 1, f))
+                    i += 1
+        ids = [d.id for d in docs]
+        if len(set(ids)) == len(ids) and self.catalog.none_live(ids):
+            return i, docs, facts
+        # Rare: the run ends before the first id that is live or repeated.
+        seen: set[str] = set()
+        for m, doc_id in enumerate(ids):
+            if doc_id in seen or doc_id in self.catalog:
+                return starts[m], docs[:m], [(k, f) for k, f in facts if k < m]
+            seen.add(doc_id)
+        raise AssertionError("unreachable")
+
+    def _add_run(self, seq: int, docs: list[DocumentAdded],
+                 facts: list[tuple[int, FactAdded]]) -> None:
+        first = self.catalog.add_run(seq, [d.id for d in docs])
+        self.text.add_run(seq, docs, first)
+        self.bm25.add_run(docs, first)
+        self.embeddings.add_run(seq, docs, first)
+        for k, d in enumerate(docs):
+            if d.entities:
+                self.entities.apply(seq, d, Change(first + k, -1))
+            self.metadata.apply(seq, d, Change(first + k, -1))
+        self.facts.add_run(first, len(docs), facts)
 
     @contextlib.contextmanager
     def replaying(self) -> Iterator[None]:

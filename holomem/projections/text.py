@@ -123,6 +123,26 @@ class TextSegment:
         if len(self.offset) != len(self.size):
             raise ValueError("text segment: placements disagree")
 
+    def add_run(self, seq: int, events: list[DocumentAdded], first: int) -> None:
+        """Place new documents in slots ``first``.. (as ``apply`` of each would), with
+        one write for all their records."""
+        assert self.offset.n == first
+        bodies = [body_of(e) for e in events]
+        store = self.store
+        size = store.record_size if store is not None else lambda n: 0
+        sizes = [size(len(b)) for b in bodies]
+        offsets = np.cumsum([self.end, *sizes[:-1]], dtype=np.int64)
+        self.offset.extend(offsets)
+        self.size.extend(np.array(sizes, dtype=np.int32))
+        if store is not None and self._writing:
+            records = [store.encode(off, seq, b)
+                       for off, b in zip(offsets.tolist(), bodies, strict=True)]
+            if self._buffer is not None:
+                self._buffer.extend(records)
+            else:
+                store.write(self.end, b"".join(records))
+        self.end += sum(sizes)
+
     def flush(self) -> None:
         """Write the buffered records, back to back, with large sequential writes."""
         if self._buffer and self.store is not None:

@@ -78,8 +78,7 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View
     def flush() -> None:
         if batch:
             seq = target.append([ev.encode(e) for e in batch])
-            for e in batch:
-                state.apply(seq, e)
+            state.apply_all(seq, batch)
             state.flush()
             batch.clear()
 

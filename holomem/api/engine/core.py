@@ -247,8 +247,7 @@ class Engine:
             payloads = [ev.encode(e) for e in events]
             seq = self._journal.enqueue(payloads)
             with self._state_lock:
-                for e in events:
-                    self._state.apply(seq, e)
+                self._state.apply_all(seq, events)
                 self._revision = seq
                 self._ckpt.tail += sum(map(len, payloads))
         # Outside the write lock: in batch mode, the writers that queued meanwhile
@@ -429,8 +428,7 @@ class Engine:
                     for seq, payloads in self._journal.replay(result.from_seq):
                         events = [ev.decode(p, seq=seq) for p in payloads]
                         with self._state_lock:
-                            for e in events:
-                                self._state.apply(seq, e)
+                            self._state.apply_all(seq, events)
                             self._revision = seq
                     if self._revision != applied and self._journal.local_text and \
                             self._text is not None:

@@ -87,9 +87,8 @@ def _build_once(journal: JournalBackend, *, read_only: bool) -> Built:
         tail = 0
         with state.replaying():
             for seq, payloads in journal.replay(last + 1):
-                for payload in payloads:
-                    state.apply(seq, ev.decode(payload, seq=seq))
-                    tail += len(payload)
+                state.apply_all(seq, [ev.decode(payload, seq=seq) for payload in payloads])
+                tail += sum(len(payload) for payload in payloads)
                 last = seq
     except BaseException:
         records.close()

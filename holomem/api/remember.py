@@ -21,7 +21,7 @@ import msgspec
 
 from holomem.api import validate
 from holomem.api.engine import View
-from holomem.api.policies import Links, NewFact, Policies, SubjectMember
+from holomem.api.policies import Links, NewFact, Policies, SubjectMember, latest_by_subject
 from holomem.api.types import Remembered, RememberInput
 from holomem.errors import ConflictError, InvalidError
 from holomem.events import DocumentAdded, Event, FactAdded
@@ -53,18 +53,25 @@ def validated(x: RememberInput, i: int) -> bytes:
         raise InvalidError(f"{where}: text must not be empty or only whitespace")
     if x.subject is not None:
         validate.doc_id(x.subject, f"{where}: subject")
-    validate.entities(x.entities, f"{where}: entities")
-    meta = validate.metadata(x.metadata)
-    validate.embedding(x.embedding, 0, f"{where}: embedding")
+    # (Absent fields are skipped here: each check passes None, and a bulk load pays
+    # for every call.)
+    if x.entities is not None:
+        validate.entities(x.entities, f"{where}: entities")
+    meta = validate.metadata(x.metadata) if x.metadata is not None else b""
+    if x.embedding is not None:
+        validate.embedding(x.embedding, 0, f"{where}: embedding")
     for name in validate.TIME_FIELDS:
-        validate.to_ms(getattr(x, name), f"{where}: {name}")
+        value = getattr(x, name)
+        if value is not None:
+            validate.to_ms(value, f"{where}: {name}")
     if x.valid_from is not None and x.valid_to is not None and x.valid_from >= x.valid_to:
         raise InvalidError(f"{where}: valid_from must be before valid_to")
     if x.supersedes is not None:
         validate.id_list(x.supersedes, f"{where}: supersedes", validate.MAX_IDS)
     if x.confidence is not None:
         validate.confidence(x.confidence)
-    validate.namespace(x.namespace, f"{where}: namespace")
+    if x.namespace is not None:
+        validate.namespace(x.namespace, f"{where}: namespace")
     if x.ttl_ms is not None:
         validate.positive_int(x.ttl_ms, f"{where}: ttl_ms", validate.TIME_LIMIT)
     return meta
@@ -72,12 +79,36 @@ def validated(x: RememberInput, i: int) -> bytes:
 
 def digest(x: RememberInput) -> bytes:
     """The SHA-256 of an input's canonical payload (everything but its id)."""
+    return hashlib.sha256(canonical_payload(x)).digest()
+
+
+def canonical_payload(x: RememberInput) -> bytes:
+    """The canonical JSON of an input's payload: keys sorted, no spaces, non-ASCII
+    as is — the bytes Python's ``json.dumps(sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False)`` gives, which define every content id."""
     # The root namespace is no namespace: [] and None give the same payload (and the
     # same content id as a fact written before namespaces existed).
     payload = {k: v for k, v in msgspec.to_builtins(x).items()
                if k != "id" and v is not None and not (k == "namespace" and not v)}
+    if x.confidence is None and x.embedding is None and _plain(x.metadata):
+        # Without floats msgspec writes the same bytes, several times faster (it
+        # spells exponents differently: 1e16 for 1e+16).
+        return msgspec.json.encode(payload, order="sorted")
     canon = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canon.encode("utf-8")).digest()
+    return canon.encode("utf-8")
+
+
+def _plain(value: object) -> bool:
+    """Whether ``value`` holds only strings, integers, booleans, None, lists and
+    dicts with string keys (no float, nothing else either encoder might spell its
+    own way)."""
+    if value is None or type(value) in (str, int, bool):
+        return True
+    if type(value) is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if type(value) in (list, tuple):
+        return all(_plain(v) for v in value)  # type: ignore[attr-defined]
+    return False
 
 
 def content_id(digest: bytes) -> str:
@@ -112,6 +143,9 @@ class Planner:
         # batch: the successors each batch fact gave a fact, and the batch by subject.
         self._batch_succ: dict[str, list[str]] = {}
         self._by_subject: dict[tuple[Namespace, str], list[_Pending]] = {}
+        #: latest-by-subject, per subject this batch touched: the greatest order key
+        #: of its facts, and those of them that may still be current (see _latest).
+        self._heads: dict[tuple[Namespace, str], tuple[OrderKey, list[tuple[OrderKey, str]]]] = {}
         self._dim = view.embedding_dim
         self._next_slot = view.catalog.slots
         self._seq = view.revision + 1
@@ -125,7 +159,9 @@ class Planner:
     def _one(self, x: RememberInput, digest: bytes) -> list[Event]:
         view, facts = self.view, self.view.facts
         fid = x.id if x.id is not None else content_id(digest)
-        slot = facts.slot(fid)
+        slot = view.catalog.slot(fid)
+        if slot >= 0 and not facts.is_fact.item(slot):
+            raise ConflictError(f"id {fid!r} belongs to a document that is not a fact")
         if slot >= 0 or fid in self._pending:
             first_ingest, same = (
                 (facts.ingest.item(slot), facts.times(slot).digest == digest[:8]) if slot >= 0
@@ -134,17 +170,16 @@ class Planner:
                 raise ConflictError(f"fact {fid!r} already exists with a different payload")
             self.results.append(Remembered(id=fid, created=False, ingest_time=first_ingest))
             return []
-        if fid in view.catalog:
-            raise ConflictError(f"id {fid!r} belongs to a document that is not a fact")
-        ns: Namespace = tuple(x.namespace or ())
-        requested = tuple(dict.fromkeys(x.supersedes or ()))
+        ns: Namespace = tuple(x.namespace) if x.namespace else ()
+        requested = tuple(dict.fromkeys(x.supersedes)) if x.supersedes else ()
         for target in requested:
             if target == fid or (facts.slot(target) < 0 and target not in self._pending):
                 raise InvalidError(f"supersedes names {target!r}, which is not a stored fact")
             if self._namespace(target) != ns:
                 raise InvalidError(f"supersedes names {target!r}, which lives in another "
                                    "namespace (supersession never crosses namespaces)")
-        emb = validate.embedding(x.embedding, self._dim, "embedding")
+        emb = (validate.embedding(x.embedding, self._dim, "embedding")
+               if x.embedding is not None else b"")
         if emb and not self._dim:
             self._dim = len(emb) // 4
         entities = (tuple(x.entities) if x.entities is not None
@@ -153,11 +188,21 @@ class Planner:
         eff = effective_time(x.valid_from, x.event_time, now)
         key: OrderKey = (eff, now, self._seq, self._next_slot)
         end = end_time(x.valid_to, now, x.ttl_ms)
-        links = (self._policy_links(ns, x.subject, NewFact(eff, end), key)
-                 if x.subject is not None else Links([], []))
-        supersedes = tuple(dict.fromkeys([*requested, *links.supersedes]))
-        superseded_by = tuple(s for s in dict.fromkeys(links.superseded_by)
-                              if s not in supersedes and s != fid)
+        links = Links([], [])
+        if x.subject is not None:
+            heads = (self._latest(ns, x.subject, eff, key)
+                     if self.policies.supersession is latest_by_subject else None)
+            if heads is None:
+                self._heads.pop((ns, x.subject), None)
+                links = self._policy_links(ns, x.subject, NewFact(eff, end), key)
+            else:
+                links = Links([fid for _, fid in heads], [])
+                self._heads[(ns, x.subject)] = (key, [*heads, (key, fid)])
+        supersedes = (tuple(dict.fromkeys([*requested, *links.supersedes]))
+                      if links.supersedes else requested)
+        superseded_by = (tuple(s for s in dict.fromkeys(links.superseded_by)
+                               if s not in supersedes and s != fid)
+                         if links.superseded_by else ())
         p = self._pending[fid] = _Pending(fid, digest[:8], now, ns, x.subject, eff, end, key)
         self._next_slot += 1
         for pred in supersedes:
@@ -168,9 +213,9 @@ class Planner:
             self._by_subject.setdefault((ns, x.subject), []).append(p)
         self.results.append(Remembered(id=fid, created=True, ingest_time=now,
                                        superseded=list(supersedes)))
+        meta = validate.metadata(x.metadata) if x.metadata is not None else b""
         return [
-            DocumentAdded(id=fid, text=x.text, metadata=validate.metadata(x.metadata),
-                          embedding=emb, entities=entities),
+            DocumentAdded(id=fid, text=x.text, metadata=meta, embedding=emb, entities=entities),
             FactAdded(id=fid, ingest_time=now, subject=x.subject, event_time=x.event_time,
                       valid_from=x.valid_from, valid_to=x.valid_to, supersedes=supersedes,
                       superseded_by=superseded_by, requested=requested, digest=digest[:8],
@@ -196,6 +241,32 @@ class Planner:
             return status_at(at, p.eff, p.end, batch) == "current"
         slot = facts.slot(fid)
         return facts.status(slot, at) == "current" and all(s > at for s in batch)
+
+    def _latest(self, ns: Namespace, subject: str, eff: int, new_key: OrderKey
+                ) -> list[tuple[OrderKey, str]] | None:
+        """latest-by-subject's answer without walking the subject's facts, when the new
+        fact comes after every one of them in effect order (facts arriving in time
+        order): the facts current when it begins, in effect order, which it supersedes
+        — or None (arriving out of order: ask the policy with every fact).
+
+        Exact, not a shortcut: a fact that is not current at ``eff`` — superseded or
+        expired, since it has begun — is not current at any later start either
+        (links are only added within a batch), so only the facts that were current
+        when the last in-order fact began are looked at again.
+        """
+        state = self._heads.get((ns, subject))
+        if state is None:
+            members = [(self.view.facts.order_key(fid), fid)
+                       for fid in self.view.facts.subject_members(subject, ns)]
+            members += [(p.key, p.id) for p in self._by_subject.get((ns, subject), ())]
+            if not members:
+                return []
+            members.sort()
+            state = (members[-1][0], members)
+        last, heads = state
+        if not last < new_key:
+            return None
+        return [(k, fid) for k, fid in heads if self._current_at(fid, eff)]
 
     def _policy_links(self, ns: Namespace, subject: str, new: NewFact, new_key: OrderKey
                       ) -> Links:

@@ -86,7 +86,8 @@ def text(value: object, field: str = "text") -> str:
     raw = _utf8(value, field)
     if len(raw) > MAX_TEXT_BYTES:
         raise LimitError(f"{field} is {len(raw)} bytes; the limit is {MAX_TEXT_BYTES}")
-    words = len(tokenize(value))
+    # An ASCII text has at most one word per character: no need to count them.
+    words = 0 if value.isascii() and len(value) <= MAX_WORDS else len(tokenize(value))
     if words > MAX_WORDS:
         raise LimitError(f"{field} has {words} words; the limit is {MAX_WORDS}")
     return value
@@ -358,16 +359,17 @@ def to_struct(cls: type[S], value: object, fields: Mapping[str, Any], what: str,
                 raise InvalidError(f"{what}: {name} mixes values that cannot be ordered") \
                     from exc
     names = _encoded_names(cls)
-    encoded = {v: k for k, v in names.items()}
-    # A dict may also use the JSON names (camelCase, "$and"): the same fields.
-    renamed = {encoded.get(k, k) if isinstance(k, str) and k not in names else k: v
-               for k, v in raw.items()}
-    if len(renamed) != len(raw):
-        raise InvalidError(f"{what}: a field is given twice (by its Python and JSON names)")
-    raw = renamed
-    unknown = [k for k in raw if k not in names]
-    if unknown:
-        raise InvalidError(f"{what}: unknown fields {sorted(map(str, unknown))}")
+    if not names.keys() >= raw.keys():
+        encoded = {v: k for k, v in names.items()}
+        # A dict may also use the JSON names (camelCase, "$and"): the same fields.
+        renamed = {encoded.get(k, k) if isinstance(k, str) and k not in names else k: v
+                   for k, v in raw.items()}
+        if len(renamed) != len(raw):
+            raise InvalidError(f"{what}: a field is given twice (by its Python and JSON names)")
+        raw = renamed
+        unknown = [k for k in raw if k not in names]
+        if unknown:
+            raise InvalidError(f"{what}: unknown fields {sorted(map(str, unknown))}")
     for name in times:
         if name in raw:
             raw[name] = to_ms(raw[name], name)

@@ -89,7 +89,12 @@ def load(journal: JournalBackend, records: RecordStore, *, read_only: bool) -> L
                 chosen = Loaded(state, seq, path)
                 cp.hit(P_CKPT_LOADED)
                 continue
-        log.warning("checkpoint %s ignored: %s", path, reason)
+        if read_only and seq > journal.last_seq:
+            # A follower's journal is a view of the writer's as of its last look: a
+            # checkpoint the writer wrote since is ahead of it, and nothing is wrong.
+            log.info("checkpoint %s not used yet: %s", path, reason)
+        else:
+            log.warning("checkpoint %s ignored: %s", path, reason)
         rejected.append(path)
     if not read_only:
         ckfile.erase([*rejected, *ckfile.leftovers(gen_dir)], gen_dir)

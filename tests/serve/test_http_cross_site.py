@@ -101,6 +101,28 @@ def test_a_browser_origin_that_is_not_allowed_is_refused(open_server: Server) ->
     assert r.headers["access-control-allow-origin"] == "https://app.example"
 
 
+def test_an_allowed_origin_may_speak_mcp_with_its_session_headers(open_server: Server) -> None:
+    srv, allowed = open_server, {"origin": "https://app.example"}
+    sent = "content-type, mcp-session-id, mcp-protocol-version, x-holomem-namespace"
+    pre = httpx.options(srv.url + "/mcp", timeout=30, headers={
+        **allowed, "access-control-request-method": "POST",
+        "access-control-request-headers": sent})
+    assert pre.status_code == 200, pre.text
+    granted = {h.strip() for h in pre.headers["access-control-allow-headers"].split(",")}
+    assert {"mcp-session-id", "mcp-protocol-version", "x-holomem-namespace"} <= granted
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "page", "version": "0"}}}
+    r = httpx.post(srv.url + "/mcp", json=hello, timeout=30, headers={
+        **allowed, "accept": "application/json, text/event-stream"})
+    assert r.status_code == 200 and r.headers["mcp-session-id"]
+    # A page can read the session id only when it is exposed.
+    assert "mcp-session-id" in r.headers["access-control-expose-headers"].lower()
+    r = httpx.post(srv.url + "/mcp", json=hello, timeout=30, headers={
+        "origin": "https://evil.example", "accept": "application/json, text/event-stream"})
+    assert r.status_code == 403
+
+
 def test_a_host_that_is_not_this_server_is_refused(open_server: Server) -> None:
     """DNS rebinding: the attacker's name resolves to 127.0.0.1, so the request arrives
     on the loopback socket, but its Host is still the attacker's name."""

@@ -80,11 +80,31 @@ def test_every_contract_op_has_its_route_in_the_document(server: Server) -> None
     ids = [o["operationId"] for item in doc["paths"].values() for o in item.values()]
     assert len(ids) == len(set(ids))
     for route in ("/api/v1/documents", "/api/v1/documents/search", "/api/v1/documents/{id}",
-                  "/healthz", "/openapi.json"):
+                  "/healthz", "/openapi.json", "/mcp"):
         assert route in doc["paths"]
     # Every schema in it is a valid JSON Schema (2020-12, the dialect OpenAPI 3.1 uses).
     for name, schema in doc["components"]["schemas"].items():
         Draft202012Validator.check_schema(schema), name
+
+
+def test_the_mcp_endpoint_is_described_with_its_headers_and_messages(server: Server) -> None:
+    doc = fetch(server).json()
+    item = doc["paths"]["/mcp"]
+    assert set(item) == {"post", "get", "delete"}
+    for operation in item.values():
+        names = {p["name"] for p in operation["parameters"]}
+        assert {"Mcp-Session-Id", "MCP-Protocol-Version", "X-Holomem-Namespace",
+                "X-Tenant-ID"} <= names
+        assert "401" in operation["responses"]
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}
+    validator(doc, request_schema(doc, "/mcp")).validate(hello)
+    assert not validator(doc, request_schema(doc, "/mcp")).is_valid({"method": "x"})
+    r = httpx.post(server.url + "/mcp", json=hello, timeout=30, headers={
+        **headers(), "accept": "application/json, text/event-stream"})
+    assert r.status_code == 200, r.text
+    validator(doc, response_schema(doc, "/mcp")).validate(r.json())
 
 
 def test_the_readme_examples_validate_and_so_do_the_servers_answers(server: Server) -> None:

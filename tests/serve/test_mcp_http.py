@@ -181,6 +181,10 @@ def test_the_servers_key_host_origin_and_batch_bound_apply_to_mcp(server: Server
         assert error_code(s.call("remember", {"facts": too_many})) == "limit"
         assert error_code(s.call("remember", {"facts": too_many[:1], "text": "x"})) == \
             "invalid_request"
+        # Refused by the memory, not by the request's shape: nothing either.
+        assert error_code(s.call("remember", {"text": ""})) == "invalid_request"
+        assert error_code(s.call("remember", {"text": "x", "confidence": 2})) == \
+            "invalid_request"
     assert not (server.data / "tenants").exists()  # refused writes created nothing
 
 

@@ -32,9 +32,11 @@ Every name is camelCase, the engine's results too (``lexicalScore``).
 Tenants: ``X-Tenant-ID`` picks an isolated store under ``DATA/tenants/<id>`` (ids
 are 1-64 characters of letters, digits, ``.``, ``_``, ``-``, starting with a
 letter or digit: no path can escape). Without the header the tenant is
-``default``. Only a write creates a tenant's store: a read of a tenant that has none
-answers as an empty store would (:data:`READ_OPS`, and the document reads) and
-creates nothing. At most ``max_tenant_stores`` stores exist (a new one past it is
+``default``. Only a write that succeeds creates a tenant's store: a read of a tenant
+that has none answers as an empty store would (:data:`READ_OPS`, and the document
+reads) and creates nothing, and a new tenant's first write is tried on a throwaway
+empty store first (:meth:`~.tenants.TenantPool.rehearse`), so a refused one creates
+nothing either. At most ``max_tenant_stores`` stores exist (a new one past it is
 ``limit``, 507) and at most ``max_tenants`` are open; the least recently used idle
 one is closed when another is needed.
 
@@ -71,7 +73,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from holomem.api import contract, validate
-from holomem.api.aio import offload
+from holomem.api.aio import AsyncMemory, offload
 from holomem.api.doors import httpschema, webguard
 from holomem.api.doors.accesslog import LOGGER, AccessLog, address, to_stderr
 from holomem.api.doors.httpschema import DocumentOut, DocumentsRequest, HitOut, SearchRequest
@@ -106,6 +108,13 @@ READ_OPS = frozenset({"recall", "explain", "get", "history", "list", "listNamesp
                       "probe", "related", "reason", "contradict", "info", "export"})
 WRITE_OPS = frozenset({"remember", "forget", "applyForgetting", "consolidate", "feedback",
                        "setConfidence", "import"})
+
+#: The request headers an allowed browser origin may send (CORS): the API's, and the
+#: MCP transport's (its session, its protocol version, the namespace of a session, the
+#: event a reconnecting stream resumes after). ``Mcp-Session-Id`` is exposed in answers.
+CORS_HEADERS = ("authorization", "content-type", "x-api-key", "x-tenant-id",
+                "mcp-session-id", "mcp-protocol-version", "x-holomem-namespace",
+                "last-event-id")
 
 
 def _json(value: Any) -> Response:
@@ -199,6 +208,9 @@ def create_app(data_dir: str, *, api_key: str | None = None,
 
         def prepare() -> tuple[Tenant, Any]:
             data = parse(decode_body(raw))  # first: a bad body opens no store
+            if create:  # a write it refuses creates no store: tried on an empty one first
+                pool.rehearse(name, lambda store, memory: work(Tenant(store, AsyncMemory(
+                    memory)), data))
             return pool.acquire(name, create=create), data
 
         def run() -> Any:
@@ -230,10 +242,10 @@ def create_app(data_dir: str, *, api_key: str | None = None,
             if isinstance(facts, list) and len(facts) > max_batch:
                 raise LimitError(f"at most {max_batch} facts per request")
             # A read, or an op that is none, answers without creating a store; nor does
-            # a write whose request the contract refuses (decoded twice, for a new tenant).
+            # a write that is refused (tried first on an empty store, for a new tenant).
             writes = op in contract.OPS and op not in READ_OPS  # WRITE_OPS, or new
-            if writes and not pool.has_store(name):
-                contract.decode(op, data)
+            if writes:
+                pool.rehearse(name, lambda _, memory: memory.call(op, data))
             tenant = pool.acquire(name, create=writes)
             try:
                 # The tenant's Memory itself, in this worker: one thread hop per
@@ -330,7 +342,7 @@ def create_app(data_dir: str, *, api_key: str | None = None,
         middleware.append(Middleware(
             CORSMiddleware, allow_origins=sorted(origins),
             allow_methods=["GET", "POST", "DELETE"],
-            allow_headers=["authorization", "content-type", "x-api-key", "x-tenant-id"],
+            allow_headers=list(CORS_HEADERS), expose_headers=["mcp-session-id"],
             allow_private_network=True))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
                     exception_handlers={HTTPException: _route_error,

@@ -291,6 +291,67 @@ def _operation(op_id: str, summary: str, ok: Any, *, body: dict[str, Any] | None
     return out
 
 
+#: The MCP transport's headers (docs/http.md "MCP over HTTP").
+_MCP_HEADERS = [
+    {"name": "Mcp-Session-Id", "in": "header", "required": False,
+     "description": "The session the server gave in its answer to initialize; every "
+                    "later request of the session sends it.",
+     "schema": {"type": "string"}},
+    {"name": "MCP-Protocol-Version", "in": "header", "required": False,
+     "description": "The MCP protocol version the session agreed on, e.g. 2025-06-18.",
+     "schema": {"type": "string"}},
+    {"name": "X-Holomem-Namespace", "in": "header", "required": False,
+     "description": "Confine every tool call to this namespace: a JSON array of "
+                    "strings, e.g. [\"users\", \"u-42\"] (a tool's namespace is taken "
+                    "under it).",
+     "schema": {"type": "string"}}]
+#: A JSON-RPC 2.0 message (or a batch of them): what MCP sends over HTTP.
+_JSON_RPC = {"description": "A JSON-RPC 2.0 message of the Model Context Protocol "
+             "(initialize, tools/list, tools/call, ...), or a batch of them",
+             "anyOf": [{"$ref": "#/$defs/message"},
+                       {"type": "array", "items": {"$ref": "#/$defs/message"}}],
+             "$defs": {"message": {"type": "object", "required": ["jsonrpc"],
+                                   "properties": {"jsonrpc": {"const": "2.0"},
+                                                  "id": {"type": ["string", "integer"]},
+                                                  "method": {"type": "string"},
+                                                  "params": {"type": "object"},
+                                                  "result": {}, "error": {"type": "object"}}}}}
+
+
+def _mcp_path() -> dict[str, Any]:
+    """``/mcp``: the streamable-HTTP MCP transport (its body is MCP's, not the contract's)."""
+    params = [*_MCP_HEADERS, _TENANT]
+    errors = {code: _answer(_ERROR, _ERRORS[code]) for code in ("401", "403", "413")}
+    stream = {"description": "the server's messages as server-sent events",
+              "content": {"text/event-stream": {"schema": {"type": "string"}}}}
+    return {
+        "post": {"operationId": "mcpMessage", "tags": ["mcp"], "parameters": params,
+                 "summary": "Send MCP messages (JSON-RPC 2.0): one writer for every MCP "
+                            "client; the tools are the stdio server's",
+                 "requestBody": {"required": True, "content": {
+                     "application/json": {"schema": _JSON_RPC}}},
+                 "responses": {"200": {"description": "the answer (JSON-RPC 2.0)",
+                                       "content": {"application/json": {
+                                           "schema": _JSON_RPC}}},
+                               "202": {"description": "accepted: notifications and "
+                                                      "answers, which have no answer"},
+                               "400": {"description": "not a valid MCP message, or no "
+                                                      "session id"},
+                               "404": {"description": "an unknown or ended session"},
+                               "406": {"description": "Accept does not take "
+                                                      "application/json and "
+                                                      "text/event-stream"},
+                               **errors}},
+        "get": {"operationId": "mcpStream", "tags": ["mcp"], "parameters": params,
+                "summary": "Open the session's stream of server messages (server-sent "
+                           "events)",
+                "responses": {"200": stream, **errors}},
+        "delete": {"operationId": "mcpEnd", "tags": ["mcp"], "parameters": params,
+                   "summary": "End the session",
+                   "responses": {"200": {"description": "the session ended"}, **errors}},
+    }
+
+
 def build() -> dict[str, Any]:
     """The OpenAPI 3.1 document of every route (a new dict each call)."""
     types: list[Any] = []
@@ -328,6 +389,7 @@ def build() -> dict[str, Any]:
         "delete": _operation("deleteDocument", "Remove a document (deleted: false when "
                              "there was none)", ref[id(Deleted)], params=[doc_id, purge],
                              tags="documents")}
+    paths["/mcp"] = _mcp_path()
     paths["/healthz"] = {"get": {
         "operationId": "health", "summary": "Liveness (openTenants with the API key)",
         "tags": ["server"], "security": [], "responses": {"200": _answer(ref[id(Health)])}}}
@@ -341,8 +403,9 @@ def build() -> dict[str, Any]:
         "info": {"title": "holomem", "version": _version(),
                  "description": "The memory contract (docs/contract.md §5) over HTTP: every "
                  "op at POST /api/v1/memory/{op}, answering exactly as Memory.call; the "
-                 "document engine's routes; every error as {\"error\": {\"code\", "
-                 "\"message\"}}. Names are camelCase; unknown fields are refused."},
+                 "document engine's routes; MCP over streamable HTTP at /mcp; every error "
+                 "as {\"error\": {\"code\", \"message\"}}. Names are camelCase; unknown "
+                 "fields are refused."},
         "paths": paths,
         "components": {
             "schemas": components,

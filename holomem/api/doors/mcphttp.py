@@ -10,7 +10,8 @@ What a request names, in its headers (every request of a session may name its ow
 
 - ``X-Tenant-ID``: the tenant, as on every route of the server (default ``default``):
   an isolated store under ``DATA/tenants/<id>``. Only a write creates a tenant's store
-  (``remember``, ``forget`` that is no dry run); a read of a tenant with none answers
+  (``remember``, ``forget`` that is no dry run), and only one that succeeds (it is tried
+  on a throwaway empty store first); a read of a tenant with none answers
   as an empty store and creates nothing, as the contract's routes do.
 - ``X-Holomem-Namespace``: a namespace of the session's own, a JSON array of strings
   (``["users", "u-42"]``). Every call is then confined to it exactly as ``holomem mcp
@@ -38,7 +39,6 @@ from starlette.requests import Request
 from starlette.types import Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from holomem.api import contract
 from holomem.api.doors.mcp import build_server
 from holomem.api.doors.scoping import Scope
 from holomem.api.doors.tenants import DEFAULT_TENANT, TenantPool
@@ -94,8 +94,8 @@ class TenantTools:
         if isinstance(facts, list) and len(facts) > self.max_batch:
             raise LimitError(f"at most {self.max_batch} facts per request")
         writes = isinstance(request, Mapping) and spec.changes(request)
-        if writes and not self.pool.has_store(name):
-            contract.decode(spec.op, request)  # a request the contract refuses creates nothing
+        if writes:  # a write refused (tried first on an empty store) creates nothing
+            self.pool.rehearse(name, lambda _, memory: scope.call(memory, spec.op, request))
         tenant = self.pool.acquire(name, create=writes)
         try:
             return scope.call(tenant.memory.memory, spec.op, request)

@@ -14,6 +14,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 
 from holomem.api.aio import AsyncMemory
 from holomem.api.engine import Store
@@ -187,13 +188,7 @@ class TenantPool:
         else:
             if not create:
                 return None
-            if len(self._stores) >= self.max_stores:
-                err = LimitError(
-                    f"this server holds {len(self._stores)} tenant stores, its bound "
-                    f"(--max-tenant-stores {self.max_stores}): no store is created for "
-                    f"tenant {tenant!r}; the existing tenants are served as before")
-                err.status = NO_ROOM_STATUS
-                raise err
+            self._check_room(tenant)
             self._evict(room=1)
             fs.make_dirs(self.root)  # DATA/tenants and any new parent, synced
             t = self._open_tenant(path, create=True)
@@ -261,6 +256,38 @@ class TenantPool:
             if self._scratch is not None:
                 fs.remove_tree(self._scratch)
                 self._scratch = None
+
+    def _check_room(self, tenant: str) -> None:
+        """``limit`` (status :data:`NO_ROOM_STATUS`) when a new store for ``tenant`` would
+        pass ``max_stores`` (under the lock)."""
+        if len(self._stores) >= self.max_stores:
+            err = LimitError(
+                f"this server holds {len(self._stores)} tenant stores, its bound "
+                f"(--max-tenant-stores {self.max_stores}): no store is created for "
+                f"tenant {tenant!r}; the existing tenants are served as before")
+            err.status = NO_ROOM_STATUS
+            raise err
+
+    def rehearse(self, tenant: str, work: Callable[[Store, Memory], object]) -> None:
+        """Before a write creates ``tenant``'s store: run ``work`` on a throwaway empty
+        store under the configuration a new tenant records (in a scratch directory
+        outside ``DATA``, removed at once), so that a write the memory or the store
+        refuses is refused before anything exists on disk — only a write that succeeds
+        creates a tenant. Nothing for a tenant that has a store. Raises what ``work``
+        raises."""
+        if not valid_tenant(tenant):
+            return  # acquire refuses it
+        with self._mu:
+            if tenant in self._stores:
+                return
+            if self.journal is None:  # no room: that answer first, as the write would get
+                self._check_room(tenant)
+        scratch = fs.make_temp_dir("holomem-new-tenant-")
+        try:
+            with Store.open(os.path.join(scratch, "store"), key=self.key) as store:
+                work(store, Memory(store, initial=self.config))
+        finally:
+            fs.remove_tree(scratch)
 
     def has_store(self, tenant: str) -> bool:
         """Whether ``tenant`` is known to have a store (opened or found at start)."""

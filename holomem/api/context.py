@@ -36,8 +36,9 @@ from holomem.api.render import fact_head, fence, format_time, neutralise
 from holomem.api.types import Recalled, Request
 from holomem.errors import InvalidError, LimitError
 
-#: The most fragments one call takes, and the largest budget.
+#: The most fragments one call takes, their largest total text (UTF-8), the largest budget.
 MAX_FRAGMENTS = 1000
+MAX_FRAGMENT_BYTES = 1 << 20
 MAX_BUDGET = 1_000_000
 #: Facts recalled as candidates by default, and at most.
 DEFAULT_K = 20
@@ -104,6 +105,7 @@ def fragments(value: Iterable[ContextFragment | Mapping[str, Any]] | None
         raise InvalidError("fragments must be a list of {id, text, ...} objects")
     out: list[ContextFragment] = []
     seen: set[str] = set()
+    total = 0
     for i, item in enumerate(value):
         if i >= MAX_FRAGMENTS:
             raise LimitError(f"more than {MAX_FRAGMENTS} fragments")
@@ -114,6 +116,9 @@ def fragments(value: Iterable[ContextFragment | Mapping[str, Any]] | None
             raise InvalidError(f"fragment {i}: score must be in [0, 1]")
         if f.id in seen:
             raise InvalidError(f"fragment {i}: id {f.id!r} is given twice")
+        total += len(f.text.encode("utf-8", "surrogatepass"))
+        if total > MAX_FRAGMENT_BYTES:
+            raise LimitError(f"the fragments' texts exceed {MAX_FRAGMENT_BYTES} bytes together")
         seen.add(f.id)
         out.append(f)
     return out

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from holomem.api import transfer, validate
+from holomem.api.context import DEFAULT_K, ContextFragment
 from holomem.api.engine import Store, View
 from holomem.api.forgetting import live_facts
 from holomem.api.types import (
@@ -150,6 +151,41 @@ class ImportRequest(Request, frozen=True, kw_only=True):
     drop_embeddings: bool = False
 
 
+class CompileContextRequest(Request, frozen=True, kw_only=True):
+    """``compileContext``: the query, the budget, the caller's fragments and the recall
+    options that choose the candidate facts."""
+
+    query: str
+    budget_tokens: int
+    namespace: list[str] | None = None
+    fragments: list[ContextFragment] | None = None
+    k: int = DEFAULT_K
+    as_of: int | None = None
+    known_at: int | None = None
+    history: History = "current"
+    filter: dict[str, Any] | None = None
+
+
+class ExplainContextRequest(CompileContextRequest, frozen=True, kw_only=True):
+    id: str
+
+
+class SaveWorkingContextRequest(Request, frozen=True, kw_only=True):
+    session: str
+    state: Any
+    namespace: list[str] | None = None
+
+
+class LoadWorkingContextRequest(Request, frozen=True, kw_only=True):
+    session: str
+    namespace: list[str] | None = None
+    save: int | None = None
+
+
+class ListWorkingContextsRequest(Request, frozen=True, kw_only=True):
+    namespace: list[str] | None = None
+
+
 def _options(req: RecallRequest) -> dict[str, Any]:
     return {f: getattr(req, f) for f in RecallOptions.__struct_fields__}
 
@@ -260,6 +296,42 @@ def _info(request: dict[str, Any]) -> Invocation:
     return Invocation("info", (), {}, _same)
 
 
+def _context_args(req: CompileContextRequest) -> dict[str, Any]:
+    recall = {"as_of": req.as_of, "known_at": req.known_at, "history": req.history,
+              "filter": req.filter}
+    return {"k": req.k, "recall": recall}
+
+
+def _compile_context(request: dict[str, Any]) -> Invocation:
+    req = _decode(request, CompileContextRequest)
+    return Invocation("compile_context", (req.query, req.budget_tokens, req.namespace,
+                                          req.fragments), _context_args(req), _same)
+
+
+def _explain_context(request: dict[str, Any]) -> Invocation:
+    req = _decode(request, ExplainContextRequest)
+    return Invocation("explain_context", (req.query, req.budget_tokens, req.id,
+                                          req.namespace, req.fragments),
+                      _context_args(req), lambda r: {"decision": r})
+
+
+def _save_working_context(request: dict[str, Any]) -> Invocation:
+    req = _decode(request, SaveWorkingContextRequest)
+    return Invocation("save_working_context", (req.namespace, req.session, req.state), {},
+                      lambda r: {"workingContext": r})
+
+
+def _load_working_context(request: dict[str, Any]) -> Invocation:
+    req = _decode(request, LoadWorkingContextRequest)
+    return Invocation("load_working_context", (req.namespace, req.session, req.save), {},
+                      lambda r: {"workingContext": r})
+
+
+def _list_working_contexts(request: dict[str, Any]) -> Invocation:
+    req = _decode(request, ListWorkingContextsRequest)
+    return Invocation("list_working_contexts", (req.namespace,), {}, _same)
+
+
 def _import(request: dict[str, Any]) -> Invocation:
     req = _decode(request, ImportRequest)
     if len(req.records) > MAX_IMPORT_RECORDS:
@@ -361,6 +433,11 @@ OPS: dict[str, Callable[[dict[str, Any]], Invocation]] = {
     "info": _info,
     "export": _export,
     "import": _import,
+    "compileContext": _compile_context,
+    "explainContext": _explain_context,
+    "saveWorkingContext": _save_working_context,
+    "loadWorkingContext": _load_working_context,
+    "listWorkingContexts": _list_working_contexts,
 }
 
 
@@ -369,8 +446,8 @@ OPS: dict[str, Callable[[dict[str, Any]], Invocation]] = {
 #: milliseconds or as an ISO 8601 string; the Structs take milliseconds, so strings are
 #: converted first (:func:`holomem.api.validate.to_ms`), only where a time can be.
 _TIMES = frozenset({"eventTime", "validFrom", "validTo", "asOf", "knownAt", "ingestedAfter",
-                    "ingestedBefore", "eventAfter", "eventBefore"})
-_HOLDING_TIMES = ("facts", "scope", "filter")
+                    "ingestedBefore", "eventAfter", "eventBefore", "time"})
+_HOLDING_TIMES = ("facts", "fragments", "scope", "filter")
 
 
 def _times(obj: dict[str, Any], where: str) -> dict[str, Any]:
@@ -380,7 +457,7 @@ def _times(obj: dict[str, Any], where: str) -> dict[str, Any]:
         held = out.get(key)
         if isinstance(held, dict):
             out[key] = _times(held, f"{where}{key}.")
-        elif key == "facts" and isinstance(held, list):
+        elif key in ("facts", "fragments") and isinstance(held, list):
             out[key] = [_times(x, f"{where}{key}[{i}].") if isinstance(x, dict) else x
                         for i, x in enumerate(held)]
     return out

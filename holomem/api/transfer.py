@@ -110,6 +110,9 @@ def decode(item: object, line: int) -> FactExport:
             return msgspec.convert(dict(item), FactExport)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise InvalidError(f"line {line}: {exc}") from None
+    except UnicodeEncodeError:  # msgspec cannot even name a lone surrogate
+        raise InvalidError(f"line {line}: the record holds text that is not valid Unicode "
+                           "(a lone surrogate)") from None
     raise InvalidError(f"line {line}: a record must be a JSON line, a dict or a FactExport")
 
 

@@ -25,7 +25,16 @@ from typing import Any
 import pytest
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api import contract, contradiction, forgetting, holographic, listing, validate
+from holomem.api import (
+    context,
+    contract,
+    contradiction,
+    forgetting,
+    holographic,
+    listing,
+    validate,
+    working,
+)
 from holomem.api import memory as memory_module
 from holomem.api import recall as recall_api
 from holomem.api.contract import OPS
@@ -87,6 +96,12 @@ def largest(op: str) -> dict[str, Any]:
     recall = {"query": query, "k": recall_api.MAX_RECALL_K,
               "candidateLimit": recall_api.MAX_CANDIDATES, "history": "all",
               "explain": True, "embedding": [0.5] * 8}
+    per = context.MAX_FRAGMENT_BYTES // context.MAX_FRAGMENTS - 10
+    compile_context = {
+        "query": query, "budgetTokens": context.MAX_BUDGET, "k": context.MAX_K,
+        "history": "all",
+        "fragments": [{"id": f"frag-{i}", "text": " ".join(VOCABULARY[i:])[:per]}
+                      for i in range(context.MAX_FRAGMENTS)]}
     requests: dict[str, dict[str, Any]] = {
         # Subjects spread as in a bulk load: supersession planning is linear in the facts
         # of a subject per fact, so one subject's batch costs time (not memory) quadratic
@@ -123,6 +138,13 @@ def largest(op: str) -> dict[str, Any]:
              "embedding": [0.25] * 8, "feedback": [{"helpful": True, "time": 1000}],
              "links": [{"supersedes": "f0", "knownAt": 1000}] if i == 0 else []}
             for i in range(contract.MAX_IMPORT_RECORDS)], "batchSize": 10_000},
+        "compileContext": compile_context,
+        "explainContext": {**compile_context, "id": "frag-0"},
+        # A new state each time: a save writes the next version of the session.
+        "saveWorkingContext": {"session": "s", "namespace": ["agent"], "state": {
+            "blob": f"{next(_IMPORTS)} " + "w" * (working.MAX_STATE_BYTES - 40)}},
+        "loadWorkingContext": {"session": "s", "namespace": ["agent"]},
+        "listWorkingContexts": {"namespace": ["agent"]},
     }
     return requests[op]
 
@@ -148,6 +170,9 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, Memor
     for memory in out.values():  # the HRR vectors are encoded once, at first use
         memory.clock.advance(1)  # type: ignore[attr-defined]
         memory.probe("User")
+        # The largest working context there is, for load and list to read back.
+        memory.save_working_context(["agent"], "s", {
+            "blob": "w" * (working.MAX_STATE_BYTES - 20)})
     yield out
     for memory in out.values():
         memory.store.close()

@@ -17,7 +17,7 @@ from holomem.errors import (
     WrongKeyError,
 )
 from holomem.log.backend import open_journal
-from holomem.log.stream import follow
+from holomem.log.stream import follow, record
 from holomem.log.stream.journal import StreamJournal
 from holomem.log.stream.publisher import Item
 
@@ -139,6 +139,55 @@ def test_a_writer_that_sees_another_writers_append_stops_acknowledging(single: C
             j.append([b"would interleave"])
         with pytest.raises(StoreLockedError):
             j.append([b"and never again"])
+
+
+def test_a_transaction_whose_number_another_writer_used_is_never_acknowledged(
+        single: Cluster) -> None:
+    url = single.url("sameid")
+    with open_journal(url, key=None, sync="full") as j:
+        assert isinstance(j, StreamJournal)
+        j.append([b"mine"])
+        msg_id = f"{j.store_id.hex()}:1:2"
+
+        async def earlier_writer() -> None:  # its transaction 2 landed late, same id
+            nc = await nats.connect(single.nodes[0].url)
+            try:
+                await nc.jetstream().publish("hm.sameid.g1", b"not mine", headers={
+                    "Nats-Msg-Id": msg_id, "Nats-Expected-Last-Sequence": "1"})
+            finally:
+                await nc.close()
+
+        asyncio.run(earlier_writer())
+        with pytest.raises(StoreLockedError):
+            j.append([b"my own transaction 2"])
+
+
+def test_a_writers_open_fences_the_generation_switch_of_any_earlier_writer(
+        single: Cluster) -> None:
+    url = single.url("epoch")
+    with open_journal(url, key=None, sync="full") as first:
+        assert isinstance(first, StreamJournal)
+        first.append([b"one"])
+        stale = first._revision  # what a stalled compaction of this writer would name
+        meta = first.address.meta_bucket
+    with open_journal(url, key=None, sync="full") as second:
+        second.append([b"two"])
+
+        async def late_switch() -> None:
+            nc = await nats.connect(single.nodes[0].url)
+            try:
+                kv = await record.bucket(nc.jetstream(), meta, 1)
+                found = await record.read(kv, url)
+                assert found is not None
+                rec, revision = found
+                assert revision > stale
+                await record.write(kv, rec._replace(generation=2), stale, url)
+            finally:
+                await nc.close()
+
+        with pytest.raises(StoreLockedError):
+            asyncio.run(late_switch())
+        assert [p for _, p in second.replay()] == [[b"one"], [b"two"]]
 
 
 def test_a_follower_consumes_new_writes_and_refresh_applies_them(single: Cluster) -> None:

@@ -146,6 +146,11 @@ class StreamJournal:
         self._check_key(rec)
         self._record = rec
         if not self.read_only:
+            # Written first at every writer's open, even unchanged: the revision moves,
+            # so a writer that held the lease before this one can no longer switch the
+            # store to a generation it compacted (its compare-and-set names the old
+            # revision) while the streams below are erased.
+            self._revision = await record.write(self._meta, rec, self._revision, self.path)
             for old in rec.erase:  # a purge switched, then stopped before erasing
                 await streams.erase(js, a.stream(old))
             # A compaction that stopped before the switch left its new stream.
@@ -153,7 +158,7 @@ class StreamJournal:
             if rec.erase:
                 rec = rec._replace(erase=())
                 self._revision = await record.write(self._meta, rec, self._revision, self.path)
-                self._record = rec
+        self._record = rec
         await self._load(rec)
         if self.read_only:
             self._watch = GenerationWatch(self._meta, rec.generation, self.path)

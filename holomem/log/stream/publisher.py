@@ -142,6 +142,11 @@ class Publisher:
                 if ack.seq != item.seq:
                     raise self._fenced(f"transaction {item.seq} was stored as stream message "
                                        f"{ack.seq}")
+                if ack.duplicate and not await self._stored_already(item):
+                    # The id matched a message another send stored (an earlier writer's
+                    # unacknowledged transaction of the same number): not this one.
+                    raise self._fenced(f"stream message {item.seq} is another writer's "
+                                       "transaction of that number")
                 if not self.lease.held():
                     raise self._fenced(self.lease.lost or "the lease was lost")
                 item.done.set_result(None)

@@ -81,6 +81,7 @@ except ImportError as _missing:  # the serve extra is not installed
 import msgspec
 
 from holomem.api import contract, filters, forgetting, listing, recall, render, transfer, validate
+from holomem.api.context import DEFAULT_K, CompiledContext, ContextDecision
 from holomem.api.types import (
     ConsolidateOptions,
     ConsolidationReport,
@@ -103,6 +104,7 @@ from holomem.api.types import (
     Remembered,
     RememberInput,
 )
+from holomem.api.working import WorkingContext, WorkingContextList
 from holomem.errors import HolomemError, InvalidError, LimitError, UnavailableError, from_code
 
 __all__ = ["AsyncClient", "Client", "REQUEST_BYTES"]
@@ -150,6 +152,11 @@ def _filter_json(value: Any) -> Any:
         else:
             out[key] = item
     return out
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w.title() for w in rest)
 
 
 def _namespace(value: Any, field: str = "namespace") -> builtins.list[str] | None:
@@ -290,6 +297,41 @@ class _Ops:
             raise InvalidError("helpful must be true or false")
         return ("feedback", {"id": id, "helpful": helpful, "note": note},
                 lambda r: _as(FeedbackReport, r))
+
+    @staticmethod
+    def compile_context(query: str, budget_tokens: int, namespace: Sequence[str] | None,
+                        fragments: Any, k: int, recall: Mapping[str, Any] | None,
+                        id: str | None = None) -> Spec:
+        req: dict[str, Any] = {
+            "query": query, "budgetTokens": budget_tokens, "namespace": _namespace(namespace),
+            "fragments": None if fragments is None else [
+                _builtins(f) if isinstance(f, msgspec.Struct) else dict(f) for f in fragments],
+            "k": k}
+        for key, value in (recall or {}).items():  # asOf, knownAt, history, filter
+            req[_camel(key)] = value
+        if id is None:
+            return "compileContext", req, lambda r: _as(CompiledContext, r)
+        return ("explainContext", {**req, "id": id},
+                lambda r: _as(ContextDecision, r["decision"]))
+
+    @staticmethod
+    def save_working_context(namespace: Sequence[str] | None, session: str, state: Any
+                             ) -> Spec:
+        return ("saveWorkingContext", {"namespace": _namespace(namespace), "session": session,
+                                       "state": state},
+                lambda r: _as(WorkingContext, r["workingContext"]))
+
+    @staticmethod
+    def load_working_context(namespace: Sequence[str] | None, session: str,
+                             save: int | None = None) -> Spec:
+        return ("loadWorkingContext", {"namespace": _namespace(namespace), "session": session,
+                                       "save": save},
+                lambda r: _as(WorkingContext, r["workingContext"]))
+
+    @staticmethod
+    def list_working_contexts(namespace: Sequence[str] | None = None) -> Spec:
+        return ("listWorkingContexts", {"namespace": _namespace(namespace)},
+                lambda r: _as(WorkingContextList, r))
 
     @staticmethod
     def set_confidence(id: str, confidence: float) -> Spec:
@@ -732,6 +774,42 @@ class Client(_Local):
         out: FactRecord = self._do(_Ops.set_confidence(id, confidence))
         return out
 
+    def compile_context(self, query: str, budget_tokens: int,
+                        namespace: Sequence[str] | None = None, fragments: Any = None, *,
+                        k: int = DEFAULT_K, recall: Mapping[str, Any] | None = None
+                        ) -> CompiledContext:
+        """As ``Memory.compile_context``, counted with the server's default counter."""
+        out: CompiledContext = self._do(_Ops.compile_context(
+            query, budget_tokens, namespace, fragments, k, recall))
+        return out
+
+    def explain_context(self, query: str, budget_tokens: int, id: str,
+                        namespace: Sequence[str] | None = None, fragments: Any = None, *,
+                        k: int = DEFAULT_K, recall: Mapping[str, Any] | None = None
+                        ) -> ContextDecision:
+        """As ``Memory.explain_context``."""
+        out: ContextDecision = self._do(_Ops.compile_context(
+            query, budget_tokens, namespace, fragments, k, recall, id))
+        return out
+
+    def save_working_context(self, namespace: Sequence[str] | None, session: str,
+                             state: Any) -> WorkingContext:
+        """As ``Memory.save_working_context``."""
+        out: WorkingContext = self._do(_Ops.save_working_context(namespace, session, state))
+        return out
+
+    def load_working_context(self, namespace: Sequence[str] | None, session: str,
+                             save: int | None = None) -> WorkingContext:
+        """As ``Memory.load_working_context``."""
+        out: WorkingContext = self._do(_Ops.load_working_context(namespace, session, save))
+        return out
+
+    def list_working_contexts(self, namespace: Sequence[str] | None = None
+                              ) -> WorkingContextList:
+        """As ``Memory.list_working_contexts``."""
+        out: WorkingContextList = self._do(_Ops.list_working_contexts(namespace))
+        return out
+
     def forget(self, scope: Any, options: Any = None, **fields: Any) -> ForgetReport:
         """As ``Memory.forget``."""
         out: ForgetReport = self._do(_Ops.forget(scope, options, **fields))
@@ -925,6 +1003,39 @@ class AsyncClient(_Local):
 
     async def set_confidence(self, id: str, confidence: float) -> FactRecord:
         out: FactRecord = await self._do(_Ops.set_confidence(id, confidence))
+        return out
+
+    async def compile_context(self, query: str, budget_tokens: int,
+                              namespace: Sequence[str] | None = None, fragments: Any = None,
+                              *, k: int = DEFAULT_K, recall: Mapping[str, Any] | None = None
+                              ) -> CompiledContext:
+        out: CompiledContext = await self._do(_Ops.compile_context(
+            query, budget_tokens, namespace, fragments, k, recall))
+        return out
+
+    async def explain_context(self, query: str, budget_tokens: int, id: str,
+                              namespace: Sequence[str] | None = None, fragments: Any = None,
+                              *, k: int = DEFAULT_K, recall: Mapping[str, Any] | None = None
+                              ) -> ContextDecision:
+        out: ContextDecision = await self._do(_Ops.compile_context(
+            query, budget_tokens, namespace, fragments, k, recall, id))
+        return out
+
+    async def save_working_context(self, namespace: Sequence[str] | None, session: str,
+                                   state: Any) -> WorkingContext:
+        out: WorkingContext = await self._do(_Ops.save_working_context(namespace, session,
+                                                                        state))
+        return out
+
+    async def load_working_context(self, namespace: Sequence[str] | None, session: str,
+                                   save: int | None = None) -> WorkingContext:
+        out: WorkingContext = await self._do(_Ops.load_working_context(namespace, session,
+                                                                        save))
+        return out
+
+    async def list_working_contexts(self, namespace: Sequence[str] | None = None
+                                    ) -> WorkingContextList:
+        out: WorkingContextList = await self._do(_Ops.list_working_contexts(namespace))
         return out
 
     async def forget(self, scope: Any, options: Any = None, /, **fields: Any) -> ForgetReport:

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from holomem.api import transfer, validate
 from holomem.api.configuration import ConsolidationPolicy, ForgettingPolicy
+from holomem.api.context import CompiledContext, ContextDecision
 from holomem.api.engine import Store
 from holomem.api.memory import Memory
 from holomem.api.policies import Clock, EntityExtractor, Observer, RecencyPolicy, SupersessionPolicy
@@ -44,6 +45,7 @@ from holomem.api.types import (
     RelatedResult,
     Remembered,
 )
+from holomem.api.working import WorkingContext, WorkingContextList
 
 T = TypeVar("T")
 
@@ -132,6 +134,29 @@ class AsyncMemory:
 
     async def set_confidence(self, id: str, confidence: float) -> FactRecord:
         return await self._run(self.memory.set_confidence, id, confidence)
+
+    async def compile_context(self, query: str, budget_tokens: int,
+                              namespace: Any = None, fragments: Any = None,
+                              **options: Any) -> CompiledContext:
+        return await self._run(self.memory.compile_context, query, budget_tokens, namespace,
+                               fragments, **options)
+
+    async def explain_context(self, query: str, budget_tokens: int, id: str,
+                              namespace: Any = None, fragments: Any = None,
+                              **options: Any) -> ContextDecision:
+        return await self._run(self.memory.explain_context, query, budget_tokens, id,
+                               namespace, fragments, **options)
+
+    async def save_working_context(self, namespace: Any, session: str, state: Any
+                                   ) -> WorkingContext:
+        return await self._run(self.memory.save_working_context, namespace, session, state)
+
+    async def load_working_context(self, namespace: Any, session: str,
+                                   save: int | None = None) -> WorkingContext:
+        return await self._run(self.memory.load_working_context, namespace, session, save)
+
+    async def list_working_contexts(self, namespace: Any = None) -> WorkingContextList:
+        return await self._run(self.memory.list_working_contexts, namespace)
 
     async def forget(self, scope: Any, options: Any = None, /, **fields: Any) -> ForgetReport:
         return await self._run(self.memory.forget, scope, options, **fields)

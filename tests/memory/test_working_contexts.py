@@ -114,3 +114,25 @@ def test_working_contexts_survive_replay_and_are_forgettable(tmp_path: Path) -> 
         assert report.removed
         with pytest.raises(NotFoundError, match="sessions: none"):
             m.load_working_context(None, "s1")
+
+
+def test_async_memory_saves_loads_and_compiles(tmp_path: Path) -> None:
+    import asyncio
+
+    from holomem import AsyncMemory
+
+    async def main() -> None:
+        with Store.open(tmp_path / "s", sync="none") as store:
+            m = AsyncMemory(store)
+            await m.save_working_context(["a"], "s", STATE)
+            assert (await m.load_working_context(["a"], "s")).state == STATE
+            assert [s.session for s in (await m.list_working_contexts(["a"])).sessions] == ["s"]
+            await m.remember("alice drinks tea")
+            out = await m.compile_context("tea", 300, k=3)
+            assert out.tokens <= 300 and out.decisions[0].decision == "kept"
+            d = await m.explain_context("tea", 300, out.decisions[0].id)
+            assert d == out.decisions[0]
+            hits = await m.recall("tea", rerank=lambda q, c: [x.id for x in c])
+            assert [h.text for h in hits] == ["alice drinks tea"]
+
+    asyncio.run(main())

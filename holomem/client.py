@@ -154,6 +154,13 @@ def _filter_json(value: Any) -> Any:
     return out
 
 
+def _no_code(value: Any, name: str) -> None:
+    """A served store runs no code of the caller's: a reranker or counter is refused."""
+    if value is not None:
+        raise InvalidError(f"{name} is Python code, which a served store cannot run: use an "
+                           "embedded Memory for it")
+
+
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(w.title() for w in rest)
@@ -734,15 +741,17 @@ class Client(_Local):
         out: builtins.list[FactRecord] = self._do(_Ops.history(id))
         return out
 
-    def recall(self, query: str, options: Any = None, **fields: Any
+    def recall(self, query: str, options: Any = None, *, rerank: Any = None, **fields: Any
                ) -> builtins.list[Recalled]:
-        """As ``Memory.recall``."""
+        """As ``Memory.recall`` (a reranker is code: a served store takes none)."""
+        _no_code(rerank, "rerank")
         out: builtins.list[Recalled] = self._do(_Ops.recall(query, options, **fields))
         return out
 
-    def explain(self, query: str, id: str, options: Any = None, **fields: Any
-                ) -> Explanation:
-        """As ``Memory.explain``."""
+    def explain(self, query: str, id: str, options: Any = None, *, rerank: Any = None,
+                **fields: Any) -> Explanation:
+        """As ``Memory.explain`` (a reranker is code: a served store takes none)."""
+        _no_code(rerank, "rerank")
         out: Explanation = self._do(_Ops.explain(query, id, options, **fields))
         return out
 
@@ -776,18 +785,20 @@ class Client(_Local):
 
     def compile_context(self, query: str, budget_tokens: int,
                         namespace: Sequence[str] | None = None, fragments: Any = None, *,
-                        k: int = DEFAULT_K, recall: Mapping[str, Any] | None = None
-                        ) -> CompiledContext:
+                        k: int = DEFAULT_K, counter: Any = None,
+                        recall: Mapping[str, Any] | None = None) -> CompiledContext:
         """As ``Memory.compile_context``, counted with the server's default counter."""
+        _no_code(counter, "counter")
         out: CompiledContext = self._do(_Ops.compile_context(
             query, budget_tokens, namespace, fragments, k, recall))
         return out
 
     def explain_context(self, query: str, budget_tokens: int, id: str,
                         namespace: Sequence[str] | None = None, fragments: Any = None, *,
-                        k: int = DEFAULT_K, recall: Mapping[str, Any] | None = None
-                        ) -> ContextDecision:
-        """As ``Memory.explain_context``."""
+                        k: int = DEFAULT_K, counter: Any = None,
+                        recall: Mapping[str, Any] | None = None) -> ContextDecision:
+        """As ``Memory.explain_context``, counted with the server's default counter."""
+        _no_code(counter, "counter")
         out: ContextDecision = self._do(_Ops.compile_context(
             query, budget_tokens, namespace, fragments, k, recall, id))
         return out

@@ -145,7 +145,7 @@ def write(gen_dir: str, *, store_id: bytes, generation: int, seq: int, schema: i
     ``salt`` is drawn at random unless given (golden files only)."""
     path = os.path.join(gen_dir, checkpoint_name(seq))
     tmp = path + TMP_SUFFIX
-    fs.unlink(tmp)
+    fs.erase(tmp)  # one a crash left: zeroed, as everything a checkpoint held
     if salt is None:
         salt = int.from_bytes(os.urandom(8), "little")
     flags = CHECKPOINT_FLAG_SEALED if envelope is not None else 0
@@ -175,7 +175,7 @@ def write(gen_dir: str, *, store_id: bytes, generation: int, seq: int, schema: i
         fs.sync(fd, tmp)
     except BaseException:
         fs.close(fd)
-        fs.unlink(tmp)
+        fs.erase(tmp)
         raise
     fs.close(fd)
     cp.hit(P_CKPT_WRITTEN)

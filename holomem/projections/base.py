@@ -45,7 +45,7 @@ class GrowArray:
     other's values.
     """
 
-    __slots__ = ("_data", "_filled", "_mu", "_tail", "n")
+    __slots__ = ("_data", "_filled", "_lent", "_mu", "_tail", "n")
 
     def __init__(self, dtype: npt.DTypeLike, capacity: int = 1024, width: int = 0) -> None:
         shape = (capacity, width) if width else (capacity,)
@@ -53,6 +53,8 @@ class GrowArray:
         self._filled = 0
         self._tail: list[object] = []
         self._mu = threading.Lock()
+        #: :meth:`lend` gave out the filled prefix: the next change of it copies first.
+        self._lent = False
         self.n = 0
 
     @classmethod
@@ -97,6 +99,14 @@ class GrowArray:
         self._flush()
         return self._data[: self.n]
 
+    def lend(self) -> np.ndarray:
+        """The filled prefix without a copy, for a reader that keeps it (a checkpoint's
+        snapshot): it never changes afterwards, because the next in-place change copies
+        the array first (appends go past its end)."""
+        out = self.view()
+        self._lent = True
+        return out
+
     def __getitem__(self, i: int) -> Any:
         if self._tail:
             self._flush()
@@ -114,6 +124,9 @@ class GrowArray:
         if i >= self._filled:  # still queued: change it in the queue
             self._tail[i - self._filled] = value
             return
+        if self._lent:
+            self._data = self._data.copy()
+            self._lent = False
         self._data[i] = value
 
     def __len__(self) -> int:

@@ -48,7 +48,6 @@ class Embeddings:
         self.replaced: dict[int, int] = {}
         #: How many times a vector already in the matrix was overwritten (VectorsSet):
         #: a checkpoint shares the matrix and checks this did not move while it wrote.
-        self.overwrites = 0
         #: The approximate index (built at the first approximate search; None: not yet).
         self.index: VectorIndex | None = None
 
@@ -118,7 +117,6 @@ class Embeddings:
             slot = self.catalog.slot(doc_id)
             if slot < 0:
                 continue  # forgotten in the same transaction: nothing to hold
-            self.overwrites += 1
             row = unit(vec)
             self._mat[slot] = row
             self.has[slot] = True
@@ -129,10 +127,10 @@ class Embeddings:
 
     # -- checkpoints ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        """The matrix is shared (it can be large): a row changes only by a VectorsSet,
-        which bumps :attr:`overwrites`, and the checkpoint writer compares that count
-        before and after encoding. The rest is copied."""
-        return {"dim": self.dim, "matrix": self._mat.view() if self._mat is not None else None,
+        """The matrix is lent, not copied (it can be large): a VectorsSet that changes a
+        row afterwards copies it first (:meth:`GrowArray.lend`), so the snapshot never
+        holds a vector of a later sequence number. The rest is copied."""
+        return {"dim": self.dim, "matrix": self._mat.lend() if self._mat is not None else None,
                 "has": self.has.view().copy(),
                 "replaced_slots": np.fromiter(self.replaced, dtype=np.int64,
                                               count=len(self.replaced)),

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from holomem import ManualClock, Memory, Store
+from holomem.events import VectorsSet
 from holomem.log.checksum import checksum
 from holomem.projections import checkpoint as codec
 from holomem.projections.base import GrowArray
@@ -287,3 +288,20 @@ def test_a_restored_state_equals_the_state_it_was_taken_from_attribute_for_attri
             for part in (*ProjectionState.PARTS, "purge_pending", "memory_config", "embedder",
                          "reembed_target", "reembed_cursor"):
                 _same(getattr(live, part), getattr(restored, part), part)
+
+
+def test_a_snapshot_never_holds_a_vector_written_after_it_was_taken(tmp_path: Path) -> None:
+    """The matrix is shared with the snapshot until a re-embed would overwrite a row: a
+    checkpoint encoded while a later VectorsSet commits (perhaps never made durable)
+    still holds the vectors of the sequence number it claims."""
+    with Store.open(tmp_path / "s", checkpoint_every=None) as store:
+        store.add_document("a", "alpha text", embedding=[1.0, 0.0, 0.0, 0.0])
+        state = ProjectionState(None)
+        state.apply(1, next(e for _, events in store.events() for e in events))
+        snap = state.embeddings.snapshot()
+        before = snap["matrix"].copy()
+        state.apply(2, VectorsSet(ids=("a",),
+                                  vectors=np.array([0, 1, 0, 0], "<f4").tobytes()))
+        assert np.array_equal(snap["matrix"], before)
+        assert state.embeddings.vector(0) is not None
+        assert np.array_equal(state.embeddings.vector(0), np.array([0, 1, 0, 0], "f4"))

@@ -282,27 +282,11 @@ class Engine:
                 return None
             cpu = time.thread_time()
             state, seq, tail = self._state, self._revision, self._ckpt.tail
-            overwrites = state.embeddings.overwrites
             parts = state.snapshot()
             cpu = time.thread_time() - cpu
         pause = time.perf_counter() - started
         stats = checkpointing.write(self._journal, parts, seq, pause=pause, pause_cpu=cpu,
                                     started=started)
-        with self._state_lock:
-            if state.embeddings.overwrites != overwrites:
-                # A re-embed overwrote vectors the file shares with the live matrix
-                # while it was written: write it again with the matrix copied.
-                started = time.perf_counter()
-                parts = state.snapshot()
-                parts["embeddings"]["matrix"] = state.embeddings.snapshot()["matrix"].copy()
-                seq, tail = self._revision, self._ckpt.tail
-                pause = time.perf_counter() - started
-                retry = True
-            else:
-                retry = False
-        if retry:
-            stats = checkpointing.write(self._journal, parts, seq, pause=pause, pause_cpu=cpu,
-                                        started=started)
         with self._state_lock:
             self._ckpt.seq = seq
             self._ckpt.tail -= tail

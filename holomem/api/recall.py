@@ -208,9 +208,12 @@ class Ranking:
         """(the k results, every evaluated candidate ranked with history included);
         ``history`` overrides the options' filter."""
         o = self.options
-        fused = self.fused()
         # Never examine fewer candidates than results asked for.
-        order = top_k(fused.slots, fused.score, max(o.candidate_limit, o.k))
+        n = max(o.candidate_limit, o.k)
+        # Lexical only and no context policy: BM25's pruned top n (the same n).
+        fused = (self.fused() if self.policies.context is not None or self.embedding
+                 else self.view.best(self.query, n, self.allowed))
+        order = top_k(fused.slots, fused.score, n)
         evaluated = []
         for rank, i in enumerate(order, start=1):
             c = self.evaluate(fused, int(i), rank)

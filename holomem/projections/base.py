@@ -31,12 +31,19 @@ class Change(NamedTuple):
 NO_CHANGE = Change(-1, -1)
 
 
+#: Values a GrowArray queues before it copies them into its array.
+TAIL = 4096
+
+
 class GrowArray:
     """A numpy array that grows by doubling; ``view()`` is the filled prefix.
 
     ``append`` only queues the value in a list (cheap, which matters during
     replay); the queue is copied into the array, all at once, by the next call
-    that reads or writes the array.
+    that reads or writes the array, or when it reaches ``TAIL`` values (a queue
+    of Python objects costs several times the array's bytes per value, so it
+    never grows with the store: a replay that reads nothing would otherwise
+    leave every value of a column queued).
 
     Appends come from one writer at a time, but reads — and so the copy of the queue
     — come from any thread (a reader holding the store's state lock, a writer's
@@ -86,6 +93,8 @@ class GrowArray:
     def append(self, value: object) -> int:
         self._tail.append(value)
         self.n += 1
+        if len(self._tail) >= TAIL:
+            self._flush()
         return self.n - 1
 
     def extend(self, values: np.ndarray) -> None:

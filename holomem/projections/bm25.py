@@ -15,12 +15,25 @@ term repeated in the query counts once; query stopwords are left out (see
 the LoCoMo development set, whose facts are short dialogue turns, it raised
 recall_any@10 by 0.014 (benchmarks/tokenizer_locomo.py).
 
-Layout: a compressed sparse row *base* (``indptr`` per term, then slot and term
-frequency per posting, sorted by term then slot) plus a *delta* of the token
-occurrences added since the last merge (flat term and slot arrays). Queries read
-both; vacated slots are masked by the catalog's liveness and dropped at the next
-merge. A merge is linear in the postings (no sort of the base), and runs when the
-delta holds ``MERGE_DOCS`` documents, or once at the end of a replay.
+Layout: the postings of older documents are in at most two
+:class:`~holomem.projections.postings.Segment` s (a large *base* and a smaller
+*mid*, covering consecutive slot ranges), those of the documents added since the
+last merge in a *delta* (the term of every token, flat). Queries read all three;
+vacated slots are masked by the catalog's liveness and dropped at the next merge.
+The delta is folded into the mid segment when it holds ``MERGE_DOCS`` documents,
+the mid segment into the base when it passes an eighth of it (so a write costs
+amortised constant merge work, not a pass over the base); a replay merges every
+``BULK_DOCS`` documents and once at the end, into a single base.
+
+Top-k (:meth:`BM25.top`) is exact and prunes (a "max-score" evaluation): each
+query term's contribution to any document is at most its weight times
+``maxtf / (maxtf + k1 * (1 - b + b * minlen / avglen))``, with ``maxtf`` its largest
+frequency and ``minlen`` the shortest document length. Once k documents are known
+to score at least θ, the terms whose bounds sum below θ cannot by themselves
+put a document in the top k: only documents holding one of the other terms are
+candidates, and their scores are completed by binary search in the skipped
+terms' postings. Scores are summed in the same order as :meth:`BM25.score`'s,
+so both give the same top k bit for bit (tests/store/test_search_pruning.py).
 """
 
 from __future__ import annotations
@@ -36,11 +49,20 @@ import numpy as np
 from holomem.events import DocumentAdded, DocumentReplaced, Event
 from holomem.projections.base import Change, GrowArray, Snapshot
 from holomem.projections.catalog import Catalog
+from holomem.projections.postings import Segment, merge, tokens_to_postings
+from holomem.projections.pruning import Scratch, Term
+from holomem.projections.pruning import top as prune
 from holomem.projections.tokenize import query_words, stem, tokenize
 
 K1 = 1.2
 B = 0.4
 MERGE_DOCS = 2048
+BULK_DOCS = 131072
+#: Queries with at most this many postings are scored exhaustively (pruning would not pay).
+EXHAUSTIVE = 4096
+
+_EMPTY_I32 = np.zeros(0, dtype=np.int32)
+_EMPTY_U16 = np.zeros(0, dtype=np.uint16)
 
 
 class MatchedTerm(NamedTuple):
@@ -63,16 +85,19 @@ class BM25:
         self._word_term: dict[str, int] = {}  # word as tokenized -> term id
         self._term_id: dict[str, int] = {}  # term (folded word) -> term id
         self.terms: list[str] = []  # term id -> term
-        self._indptr = np.zeros(1, dtype=np.int64)
-        self._post_slot = np.zeros(0, dtype=np.int32)
-        self._post_tf = np.zeros(0, dtype=np.uint16)
+        self._base: Segment | None = None
+        self._mid: Segment | None = None
         self._d_term: array[int] = array("i")  # term of every token of the delta's documents
         self._d_start = 0  # first slot of the delta; its documents are slots _d_start..
         self.doclen = GrowArray(np.int32)
         self.total_len = 0
-        self._holding = False  # inside bulk(): merge once, at the end
+        self.min_len = 1 << 30  # shortest document length ever added (a bound, see top())
+        self._holding = False  # inside bulk(): merge every BULK_DOCS and at the end
         self._norm_key: tuple[int, int, int] = (-1, -1, -1)
         self._norm_cache = np.zeros(0)
+        self._df_key: tuple[int, int] = (-1, -1)
+        self._df: dict[int, int] = {}
+        self._scratch = Scratch()
 
     # -- vocabulary -------------------------------------------------------------------
     def _term_of(self, word: str) -> int:
@@ -115,9 +140,14 @@ class BM25:
         assert self.doclen.n == change.new  # one length per slot, in slot order
         self.doclen.append(len(tids))
         self.total_len += len(tids)
+        self.min_len = min(self.min_len, len(tids))
         self._d_term.extend(tids)
-        if self.doclen.n - self._d_start >= MERGE_DOCS and not self._holding:
-            self.merge()
+        pending = self.doclen.n - self._d_start
+        if self._holding:
+            if pending >= BULK_DOCS:
+                self.merge()
+        elif pending >= MERGE_DOCS:
+            self._merge_delta()
 
     def add_run(self, events: list[DocumentAdded], first: int) -> None:
         """Index new documents in slots ``first``.. (as ``apply`` of each would)."""
@@ -139,7 +169,7 @@ class BM25:
 
     @contextlib.contextmanager
     def bulk(self) -> Iterator[None]:
-        """Apply many events with no merge until the block ends, then one (replay)."""
+        """Apply many events merging only every BULK_DOCS documents, then once (replay)."""
         self._holding = True
         try:
             yield
@@ -147,113 +177,96 @@ class BM25:
             self._holding = False
         self.merge()
 
-    def merge(self) -> None:
-        """Fold the delta into the base and drop postings of vacated slots."""
+    def _delta_triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return tokens_to_postings(np.frombuffer(self._d_term, dtype=np.int32),
+                                  self.doclen.view()[self._d_start :], self._d_start,
+                                  len(self.terms))
+
+    def _merge_delta(self) -> None:
+        """Fold the delta into the mid segment, and the mid segment into the base once
+        it passes an eighth of it."""
         alive = self.catalog.alive.view()
-        n_terms = len(self.terms)
-        # Delta postings: sort occurrences by term (stable keeps slot order), then
-        # count runs of equal (term, slot) to get term frequencies.
-        dt = np.frombuffer(self._d_term, dtype=np.int32)
-        ds = self._delta_slots()
-        # A stable sort of 16-bit keys is a radix sort: several times faster.
-        keys = dt.astype(np.uint16) if n_terms <= 1 << 16 else dt
-        order = np.argsort(keys, kind="stable")
-        dt, ds = dt[order], ds[order]
-        if len(dt):
-            edge = np.empty(len(dt), dtype=bool)
-            edge[0] = True
-            np.not_equal(dt[1:], dt[:-1], out=edge[1:])
-            edge[1:] |= ds[1:] != ds[:-1]
-            starts = np.flatnonzero(edge)
-            d_tf = np.diff(np.append(starts, len(dt))).astype(np.uint16)
-            d_term, d_slot = dt[starts], ds[starts]
+        n_terms, end = len(self.terms), self.doclen.n
+        if self._base is None:
+            self._base = merge(None, [self._delta_triples()], n_terms, alive, 0, end)
         else:
-            d_tf = np.zeros(0, dtype=np.uint16)
-            d_term = d_slot = np.zeros(0, dtype=np.int32)
-        keep = alive[d_slot]
-        d_term, d_slot, d_tf = d_term[keep], d_slot[keep], d_tf[keep]
-        # Base postings that survive.
-        base_counts = np.diff(self._indptr)
-        base_term = np.repeat(np.arange(len(base_counts), dtype=np.int32), base_counts)
-        keep = alive[self._post_slot]
-        b_term, b_slot, b_tf = base_term[keep], self._post_slot[keep], self._post_tf[keep]
-        # Merge without sorting: every delta slot is newer than every base slot, so
-        # within a term the base postings come first, then the delta's.
-        b_cnt = np.bincount(b_term, minlength=n_terms)
-        d_cnt = np.bincount(d_term, minlength=n_terms)
-        indptr = np.zeros(n_terms + 1, dtype=np.int64)
-        np.cumsum(b_cnt + d_cnt, out=indptr[1:])
-        total = int(indptr[-1])
-        slots = np.empty(total, dtype=np.int32)
-        tfs = np.empty(total, dtype=np.uint16)
-        # With both sides sorted by term, a posting's new position is its old one
-        # shifted by how many postings of the other side belong to earlier terms
-        # (for the delta: to earlier terms or to the same term in the base).
-        b_before = np.zeros(n_terms + 1, dtype=np.int64)
-        np.cumsum(b_cnt, out=b_before[1:])
-        d_before = np.zeros(n_terms + 1, dtype=np.int64)
-        np.cumsum(d_cnt, out=d_before[1:])
-        b_pos = np.arange(len(b_term)) + d_before[b_term]
-        slots[b_pos], tfs[b_pos] = b_slot, b_tf
-        d_pos = np.arange(len(d_term)) + b_before[1:][d_term]
-        slots[d_pos], tfs[d_pos] = d_slot, d_tf
-        self._indptr, self._post_slot, self._post_tf = indptr, slots, tfs
+            lo = self._base.hi
+            self._mid = merge(self._mid, [self._delta_triples()], n_terms, alive, lo, end)
+            if (self._mid.hi - self._mid.lo) * 8 > self._base.hi - self._base.lo:
+                self._base = merge(self._base, [self._mid.triples()], n_terms, alive, 0, end)
+                self._mid = None
+        self._d_term = array("i")
+        self._d_start = end
+
+    def merge(self) -> None:
+        """Fold the mid segment and the delta into the base, dropping vacated slots."""
+        alive = self.catalog.alive.view()
+        newer = [] if self._mid is None else [self._mid.triples()]
+        newer.append(self._delta_triples())
+        self._base = merge(self._base, newer, len(self.terms), alive, 0, self.doclen.n)
+        self._mid = None
         self._d_term = array("i")
         self._d_start = self.doclen.n
 
-    def _delta_slots(self) -> np.ndarray:
-        """The slot of every token in the delta (its documents are consecutive slots)."""
-        lengths = self.doclen.view()[self._d_start :]
-        out: np.ndarray = np.repeat(
-            np.arange(self._d_start, self._d_start + len(lengths), dtype=np.int32), lengths)
-        return out
+    def _segments(self) -> list[Segment]:
+        return [seg for seg in (self._base, self._mid) if seg is not None]
 
     # -- checkpoints ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        """The base arrays are replaced whole by a merge, never changed in place, and
+        """A merge replaces a segment whole and never changes one in place, and
         document lengths are written once per slot: all shared. The vocabulary and
         the delta are copied."""
         words = list(self._word_term)
-        return {
+        snap: Snapshot = {
             "terms": list(self.terms), "words": words,
             "word_terms": np.fromiter(self._word_term.values(), dtype=np.int32,
                                       count=len(words)),
-            "indptr": self._indptr, "post_slot": self._post_slot, "post_tf": self._post_tf,
+            "segments": len(self._segments()),
             "delta_terms": np.frombuffer(self._d_term, dtype=np.int32).copy(),
             "delta_start": self._d_start, "doclen": self.doclen.view(),
-            "total_len": self.total_len,
+            "total_len": self.total_len, "min_len": self.min_len,
         }
+        for i, seg in enumerate(self._segments()):
+            snap[f"seg{i}_range"] = [seg.lo, seg.hi, seg.docs]
+            snap[f"seg{i}_indptr"], snap[f"seg{i}_slot"] = seg.indptr, seg.slot
+            snap[f"seg{i}_tf"] = seg.tf
+        return snap
 
     def restore(self, snap: Snapshot) -> None:
         self.terms = snap["terms"]
         self._term_id = {term: tid for tid, term in enumerate(self.terms)}
         self._word_term = dict(zip(snap["words"], snap["word_terms"].tolist(), strict=True))
-        self._indptr = np.array(snap["indptr"], dtype=np.int64)
-        self._post_slot = np.array(snap["post_slot"], dtype=np.int32)
-        self._post_tf = np.array(snap["post_tf"], dtype=np.uint16)
+        segments = []
+        for i in range(int(snap["segments"])):
+            lo, hi, docs = (int(x) for x in snap[f"seg{i}_range"])
+            seg = Segment(lo, hi, np.array(snap[f"seg{i}_indptr"], dtype=np.int64),
+                          np.array(snap[f"seg{i}_slot"], dtype=np.int32),
+                          np.array(snap[f"seg{i}_tf"], dtype=np.uint16), docs)
+            if (seg.terms > len(self.terms) or int(seg.indptr[-1]) != len(seg.slot)
+                    or len(seg.tf) != len(seg.slot)):
+                raise ValueError("bm25: posting arrays disagree")
+            segments.append(seg)
+        if len(segments) > 2:
+            raise ValueError("bm25: more than two segments")
+        self._base = segments[0] if segments else None
+        self._mid = segments[1] if len(segments) > 1 else None
         self._d_term = array("i")
         self._d_term.frombytes(np.ascontiguousarray(snap["delta_terms"], dtype=np.int32).tobytes())
         self._d_start = int(snap["delta_start"])
         self.doclen = GrowArray.of(snap["doclen"], np.int32)
         self.total_len = int(snap["total_len"])
-        if (len(self._indptr) - 1 > len(self.terms) or int(self._indptr[-1]) != len(self._post_slot)
-                or len(self._post_tf) != len(self._post_slot) or self._d_start > len(self.doclen)):
+        self.min_len = int(snap["min_len"])
+        if self._d_start > len(self.doclen):
             raise ValueError("bm25: posting arrays disagree")
 
-    # -- scoring ----------------------------------------------------------------------
-    def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
-        """(slots, tfs) of term ``tid``, vacated slots included."""
-        if tid + 1 < len(self._indptr):
-            lo, hi = int(self._indptr[tid]), int(self._indptr[tid + 1])
-            b_slot, b_tf = self._post_slot[lo:hi], self._post_tf[lo:hi]
-        else:
-            b_slot = np.zeros(0, dtype=np.int32)
-            b_tf = np.zeros(0, dtype=np.uint16)
+    # -- postings ---------------------------------------------------------------------
+    def _delta_postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, tfs) of term ``tid`` among the delta's documents."""
         if not len(self._d_term):
-            return b_slot, b_tf
+            return _EMPTY_I32, _EMPTY_U16
         pos = np.flatnonzero(np.frombuffer(self._d_term, dtype=np.int32) == tid)
         if not len(pos):
-            return b_slot, b_tf
+            return _EMPTY_I32, _EMPTY_U16
         ends = np.cumsum(self.doclen.view()[self._d_start :])
         ds = (self._d_start + np.searchsorted(ends, pos, side="right")).astype(np.int32)
         edge = np.empty(len(ds), dtype=bool)
@@ -261,7 +274,23 @@ class BM25:
         np.not_equal(ds[1:], ds[:-1], out=edge[1:])
         starts = np.flatnonzero(edge)
         d_tf = np.diff(np.append(starts, len(ds))).astype(np.uint16)
-        return np.concatenate((b_slot, ds[starts])), np.concatenate((b_tf, d_tf))
+        return ds[starts], d_tf
+
+    def _parts(self, tid: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(slots, tfs) of term ``tid`` in each segment and the delta, in slot order
+        (vacated slots included)."""
+        out = [seg.postings(tid) for seg in self._segments()]
+        out.append(self._delta_postings(tid))
+        return [p for p in out if len(p[0])]
+
+    def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, tfs) of term ``tid``, vacated slots included."""
+        parts = self._parts(tid)
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return _EMPTY_I32, _EMPTY_U16
+        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
 
     def _stats(self) -> tuple[int, float]:
         n = self.catalog.live
@@ -287,6 +316,19 @@ class BM25:
             live = alive[slots]
             slots, tfs = slots[live], tfs[live]
         return slots, tfs
+
+    def _live_df(self, tid: int, parts: list[tuple[np.ndarray, np.ndarray]],
+                 alive: np.ndarray | None) -> int:
+        """Live documents holding ``tid`` (counted once per write, then cached)."""
+        if alive is None:
+            return sum(len(p[0]) for p in parts)
+        key = (self.doclen.n, self.catalog.live)
+        if key != self._df_key:
+            self._df_key, self._df = key, {}
+        df = self._df.get(tid)
+        if df is None:
+            df = self._df[tid] = sum(int(np.count_nonzero(alive[p[0]])) for p in parts)
+        return df
 
     def score(self, query: str, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """BM25 of every live document matching ``query``: (slots, scores), slots ascending.
@@ -322,6 +364,42 @@ class BM25:
         uniq = np.flatnonzero(dense)
         return uniq, dense[uniq]
 
+    def top(self, query: str, k: int, allowed: np.ndarray | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """Every live document that may be among the ``k`` best for ``query``, with its
+        exact score: (slots ascending, scores).
+
+        A subset of :meth:`score`'s answer, with the same scores bit for bit, that
+        holds its top k (score descending, then slot ascending): ``top_k`` of
+        either gives the same documents. See the module docstring.
+        """
+        n, avglen = self._stats()
+        alive = None if self.catalog.live == self.catalog.slots else self.catalog.alive.view()
+        norms = self._norms()
+        segments = self._segments()
+        # The smallest normalisation any document can have: the bound's denominator.
+        floor = self.k1 * (1.0 - self.b + self.b * self.min_len / (avglen or 1.0))
+        terms: list[Term] = []
+        total = 0
+        for tid in self.query_terms(query):
+            parts = [seg.postings(tid) for seg in segments]
+            maxtf = max([seg.max_tf(tid) for seg in segments], default=0)
+            delta = self._delta_postings(tid)
+            if len(delta[0]):
+                parts.append(delta)
+                maxtf = max(maxtf, int(delta[1].max()))
+            parts = [p for p in parts if len(p[0])]
+            df = self._live_df(tid, parts, alive)
+            if not df:
+                continue
+            weight = self.idf(n, df) * (self.k1 + 1.0)
+            terms.append(Term(weight, weight * maxtf / (maxtf + floor), parts))
+            total += sum(len(p[0]) for p in parts)
+        if total <= EXHAUSTIVE:
+            return self.score(query, allowed)
+        keep = alive if allowed is None else allowed if alive is None else alive & allowed
+        return prune(terms, k, norms, keep, self._scratch)
+
     def matched(self, query: str, slot: int) -> list[MatchedTerm]:
         """The query terms document ``slot`` contains, with their BM25 contributions.
 
@@ -355,5 +433,5 @@ class BM25:
         return out
 
     def memory_bytes(self) -> int:
-        return int(self._indptr.nbytes + self._post_slot.nbytes + self._post_tf.nbytes
-                   + self.doclen.nbytes + self._d_term.itemsize * len(self._d_term))
+        return int(sum(seg.nbytes for seg in self._segments()) + self.doclen.nbytes
+                   + self._d_term.itemsize * len(self._d_term))

@@ -12,6 +12,7 @@ and every namespace is under the root. Nothing here is persisted.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator
 
 import numpy as np
@@ -28,7 +29,8 @@ class NamespaceIndex:
         self.names: list[Namespace] = []
         #: the namespace id of each slot's fact (-1: not a fact)
         self.of_slot = GrowArray(np.int32)
-        self._members: list[list[int]] = []  # per namespace id; may hold dead slots
+        #: per namespace id, its facts' slots (int32; may hold dead slots)
+        self._members: list[array[int]] = []
         self._live: list[int] = []  # live facts per namespace id
         #: proper prefix -> ids of the namespaces strictly under it (the root's: all)
         self._below: dict[Namespace, list[int]] = {}
@@ -45,7 +47,7 @@ class NamespaceIndex:
         if nid is None:
             nid = self._ids[namespace] = len(self.names)
             self.names.append(namespace)
-            self._members.append([])
+            self._members.append(array("i"))
             self._live.append(0)
             for k in range(len(namespace)):
                 self._below.setdefault(namespace[:k], []).append(nid)
@@ -79,7 +81,8 @@ class NamespaceIndex:
             members = self._members[nid]
             if len(members) > 64 and len(members) > 2 * self._live[nid]:
                 col = self.of_slot.view()
-                members[:] = [s for s in members if col[s] == nid]
+                slots = np.frombuffer(members, dtype=np.int32)
+                self._members[nid] = array("i", slots[col[slots] == nid].tobytes())
 
     # -- checkpoints ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -91,7 +94,7 @@ class NamespaceIndex:
         for namespace in snap["names"]:
             self.intern(tuple(namespace))  # ids, and the prefixes, in the same order
         self.of_slot = GrowArray.of(snap["of_slot"], np.int32)
-        self._members = [list(m) for m in snap["members"]]
+        self._members = [array("i", m) for m in snap["members"]]
         self._live = list(snap["live"])
         if len(self._members) != len(self.names) or len(self._live) != len(self.names):
             raise ValueError("namespaces: member lists disagree")
@@ -125,7 +128,7 @@ class NamespaceIndex:
             return out
         parts = []
         for nid in nids:
-            members = np.asarray(self._members[nid], dtype=np.int64)
+            members = np.frombuffer(self._members[nid], dtype=np.int32).astype(np.int64)
             parts.append(members[col[members] == nid])
         if not parts:
             return np.zeros(0, dtype=np.int64)
@@ -138,4 +141,4 @@ class NamespaceIndex:
         return sorted((self.names[nid], self._live[nid]) for nid in self.under(prefix))
 
     def memory_bytes(self) -> int:
-        return self.of_slot.nbytes + 8 * sum(len(m) for m in self._members)
+        return self.of_slot.nbytes + 4 * sum(len(m) for m in self._members)

@@ -228,10 +228,17 @@ class View:
                                                depth, approximate, include)
         return fuse(lex, sem, fusion)
 
+    def best(self, query: str, k: int, allowed: np.ndarray | None) -> Fusion:
+        """:meth:`fused` without an embedding, for the documents that may be among the
+        ``k`` best (the same scores; ``top_k`` of either gives the same ``k``): BM25's
+        pruned top k, which does not score every matching document."""
+        return fuse(self.state.bm25.top(query, k, allowed), None)
+
     def search(self, query: str, k: int, embedding: bytes, allowed: np.ndarray | None,
                approximate: bool = False) -> list[Hit]:
         """The ``k`` best documents, best first; ties in write order (docs/contract.md §2)."""
-        fused = self.fused(query, embedding, allowed, depth=k, approximate=approximate)
+        fused = (self.fused(query, embedding, allowed, depth=k, approximate=approximate)
+                 if embedding else self.best(query, k, allowed))
         ids_of = self.state.catalog.ids
         return [
             Hit(id=ids_of[int(fused.slots[i])] or "", score=float(fused.score[i]),

@@ -1,0 +1,155 @@
+"""Posting segments: the compressed sparse rows BM25 reads, and how they are merged.
+
+Owns: :class:`Segment` (the postings of a run of consecutive slots, by term) and the
+merge that folds newer postings into a segment while dropping vacated slots.
+Imports numpy only; :mod:`holomem.projections.bm25` decides when to merge.
+
+A segment holds, for every term id below ``terms``, the slots containing the term
+(ascending) and the term's frequency in each, laid out term after term
+(``indptr[t]:indptr[t + 1]``), plus each term's largest frequency in the segment
+(the bound that lets a query skip postings, see bm25.py's ``top``). 6 bytes per
+posting, 10 per term.
+
+Merging is linear in the postings and never sorts them: every slot of the newer
+postings is above every slot of the segment, so within a term the segment's
+postings come first, then the newer ones. It works in chunks of ``CHUNK``
+postings, so its temporaries stay a few megabytes whatever the segment's size
+(a merge of a million documents' postings once needed five times their size).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Postings moved per step of a merge (bounds the merge's temporaries).
+CHUNK = 1 << 20
+
+_EMPTY_I32 = np.zeros(0, dtype=np.int32)
+_EMPTY_U16 = np.zeros(0, dtype=np.uint16)
+
+
+class Segment:
+    """Postings of the slots ``[lo, hi)`` by term (vacated slots may linger)."""
+
+    __slots__ = ("docs", "hi", "indptr", "lo", "maxtf", "slot", "tf")
+
+    def __init__(self, lo: int, hi: int, indptr: np.ndarray, slot: np.ndarray, tf: np.ndarray,
+                 docs: int) -> None:
+        self.lo, self.hi = lo, hi
+        self.indptr = indptr  # int64, terms + 1
+        self.slot = slot  # int32
+        self.tf = tf  # uint16
+        self.docs = docs  # live slots in [lo, hi) when it was built
+        counts = np.diff(indptr)
+        self.maxtf = np.zeros(len(counts), dtype=np.uint16)
+        nonempty = np.flatnonzero(counts)
+        if len(nonempty):
+            self.maxtf[nonempty] = np.maximum.reduceat(tf, indptr[nonempty])
+
+    @property
+    def terms(self) -> int:
+        return len(self.indptr) - 1
+
+    def postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, tfs) of term ``tid`` — views, not copies."""
+        if tid >= self.terms:
+            return _EMPTY_I32, _EMPTY_U16
+        lo, hi = int(self.indptr[tid]), int(self.indptr[tid + 1])
+        return self.slot[lo:hi], self.tf[lo:hi]
+
+    def count(self, tid: int) -> int:
+        return int(self.indptr[tid + 1] - self.indptr[tid]) if tid < self.terms else 0
+
+    def max_tf(self, tid: int) -> int:
+        return int(self.maxtf[tid]) if tid < self.terms else 0
+
+    def triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(term, slot, tf) of every posting, sorted by term then slot."""
+        term = np.repeat(np.arange(self.terms, dtype=np.int32), np.diff(self.indptr))
+        return term, self.slot, self.tf
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.indptr.nbytes + self.slot.nbytes + self.tf.nbytes + self.maxtf.nbytes)
+
+
+def tokens_to_postings(terms: np.ndarray, lengths: np.ndarray, first_slot: int,
+                       n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(term, slot, tf) of documents given as their tokens' term ids, back to back
+    (document i is slot ``first_slot + i`` and holds ``lengths[i]`` tokens), sorted
+    by term then slot."""
+    slots = np.repeat(np.arange(first_slot, first_slot + len(lengths), dtype=np.int32), lengths)
+    # A stable sort keeps slot order within a term; on 16-bit keys it is a radix sort.
+    keys = terms.astype(np.uint16) if n_terms <= 1 << 16 else terms
+    order = np.argsort(keys, kind="stable")
+    dt, ds = terms[order], slots[order]
+    del order, keys, slots
+    if not len(dt):
+        return _EMPTY_I32, _EMPTY_I32, _EMPTY_U16
+    edge = np.empty(len(dt), dtype=bool)
+    edge[0] = True
+    np.not_equal(dt[1:], dt[:-1], out=edge[1:])
+    edge[1:] |= ds[1:] != ds[:-1]
+    starts = np.flatnonzero(edge)
+    del edge
+    tf = np.diff(np.append(starts, len(dt))).astype(np.uint16)
+    return dt[starts], ds[starts], tf
+
+
+def merge(seg: Segment | None, newer: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+          n_terms: int, alive: np.ndarray, lo: int, hi: int) -> Segment:
+    """A segment of the slots ``[lo, hi)``: ``seg``'s postings, then each of ``newer``
+    (term, slot, tf) groups', in order — each sorted by term then slot, each group's
+    slots above the previous one's — without the postings of vacated slots."""
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for term, slot, tf in newer:
+        keep = alive[slot]
+        if not keep.all():
+            term, slot, tf = term[keep], slot[keep], tf[keep]
+        parts.append((term, slot, tf))
+    old_ptr = seg.indptr if seg is not None else np.zeros(1, dtype=np.int64)
+    old_slot = seg.slot if seg is not None else _EMPTY_I32
+    old_tf = seg.tf if seg is not None else _EMPTY_U16
+    old_terms = len(old_ptr) - 1
+    dead = np.flatnonzero(~alive[old_slot]) if len(old_slot) else np.zeros(0, dtype=np.int64)
+    b_cnt = np.zeros(n_terms, dtype=np.int64)
+    b_cnt[:old_terms] = np.diff(old_ptr)
+    if len(dead):
+        b_cnt -= np.bincount(np.searchsorted(old_ptr, dead, side="right") - 1,
+                             minlength=n_terms)
+    counts = [np.bincount(term, minlength=n_terms) for term, _, _ in parts]
+    indptr = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(b_cnt + sum(counts, np.zeros(n_terms, dtype=np.int64)), out=indptr[1:])
+    total = int(indptr[-1])
+    slots = np.empty(total, dtype=np.int32)
+    tfs = np.empty(total, dtype=np.uint16)
+    # The segment's surviving postings: posting i of term t moves to
+    # indptr[t] + (its rank among t's surviving postings).
+    dead_before_term = np.searchsorted(dead, old_ptr[:-1])
+    for start in range(0, len(old_slot), CHUNK):
+        stop = min(len(old_slot), start + CHUNK)
+        i = np.arange(start, stop, dtype=np.int64)
+        t = np.searchsorted(old_ptr, i, side="right") - 1
+        pos = indptr[t] + (i - old_ptr[t])
+        del i
+        chunk_slot, chunk_tf = old_slot[start:stop], old_tf[start:stop]
+        if len(dead):
+            pos -= np.searchsorted(dead, np.arange(start, stop)) - dead_before_term[t]
+            keep = alive[chunk_slot]
+            pos, chunk_slot, chunk_tf = pos[keep], chunk_slot[keep], chunk_tf[keep]
+        slots[pos] = chunk_slot
+        tfs[pos] = chunk_tf
+    # Then each newer group, after everything earlier within the term.
+    filled = b_cnt
+    for (term, slot, tf), cnt in zip(parts, counts, strict=True):
+        before = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(cnt, out=before[1:])
+        for start in range(0, len(term), CHUNK):
+            stop = min(len(term), start + CHUNK)
+            t = term[start:stop]
+            pos = indptr[t] + filled[t] + (np.arange(start, stop) - before[t])
+            slots[pos] = slot[start:stop]
+            tfs[pos] = tf[start:stop]
+        filled = filled + cnt
+    docs = int(alive[lo:hi].sum())
+    return Segment(lo, hi, indptr, slots, tfs, docs)

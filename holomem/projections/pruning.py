@@ -1,0 +1,130 @@
+"""Exact top-k BM25 without scoring every matching document (max-score pruning).
+
+Owns: the evaluation behind :meth:`holomem.projections.bm25.BM25.top`. Imports
+numpy only: BM25 hands in each query term's weight, the bound on its
+contribution and its postings.
+
+With the query terms sorted by bound, the cheapest ones whose bounds add up
+below θ — a score that k documents are already known to reach — are
+*non-essential*: a document holding none of the other terms scores below θ and
+cannot be among the k best, nor tie the k-th. So:
+
+1. walk the terms from the largest bound down, scoring each one's postings,
+   and raise θ to the k-th largest single contribution seen, until the bounds of
+   the terms left sum below θ (those are the non-essential ones);
+2. the candidates are the documents of the terms scored; θ rises to the k-th
+   largest of their partial sums, and a candidate whose partial sum plus the
+   non-essential bounds stays below θ is dropped;
+3. each survivor's score is computed again from scratch, term by term in query
+   order, the postings found by binary search — the same products and the same
+   additions, in the same order, as the exhaustive scoring, so the same bits.
+
+Bounds and comparisons carry a relative slack of ``SLACK`` so that rounding can
+only keep a document, never drop one.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple
+
+import numpy as np
+
+SLACK = 1e-9
+
+Postings = tuple[np.ndarray, np.ndarray]  # (slots ascending, tfs)
+
+
+class Term(NamedTuple):
+    weight: float  # idf * (k1 + 1)
+    bound: float  # no contribution of this term exceeds it
+    parts: list[Postings]  # disjoint slot ranges, ascending; vacated slots included
+
+
+def _contributions(term: Term, norms: np.ndarray, keep: np.ndarray | None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(slots, contribution) over the term's postings that ``keep`` admits."""
+    parts = term.parts
+    slots = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
+    tfs = parts[0][1] if len(parts) == 1 else np.concatenate([p[1] for p in parts])
+    if keep is not None:
+        sel = keep[slots]
+        slots, tfs = slots[sel], tfs[sel]
+    tf = tfs.astype(np.float64)
+    return slots, term.weight * tf / (tf + norms[slots])
+
+
+def _kth(values: np.ndarray, k: int) -> float:
+    """The k-th largest value (or 0.0 when there are fewer)."""
+    if len(values) < k:
+        return 0.0
+    return float(np.partition(values, len(values) - k)[len(values) - k])
+
+
+class Scratch(threading.local):
+    """A zeroed float64 buffer over the slots, one per thread, zeroed again after use."""
+
+    def __init__(self) -> None:
+        self.buf = np.zeros(0)
+
+    def get(self, n: int) -> np.ndarray:
+        if len(self.buf) < n:
+            self.buf = np.zeros(max(n, 2 * len(self.buf)))
+        return self.buf
+
+
+def top(terms: list[Term], k: int, norms: np.ndarray, keep: np.ndarray | None,
+        scratch: Scratch) -> tuple[np.ndarray, np.ndarray]:
+    """Slots (ascending) and exact scores of a set of documents holding the top k.
+
+    ``terms`` in query order; ``keep``: the slots that may be returned (live and
+    allowed; None: every slot in the postings).
+    """
+    order = sorted(range(len(terms)), key=lambda i: terms[i].bound)
+    prefix = np.cumsum([terms[i].bound for i in order]).tolist()
+    theta = 0.0
+    scored: list[tuple[np.ndarray, np.ndarray]] = []
+    j = len(order)
+    while j > 0 and not prefix[j - 1] * (1.0 + SLACK) < theta:
+        j -= 1
+        slots, contrib = _contributions(terms[order[j]], norms, keep)
+        scored.append((slots, contrib))
+        theta = max(theta, _kth(contrib, k))
+    rest = prefix[j - 1] * (1.0 + SLACK) if j else 0.0
+    # The candidates and their partial sums (each document once).
+    if len(scored) == 1:
+        cand, partial = scored[0]
+    else:
+        buf = scratch.get(len(norms))
+        for slots, contrib in scored:
+            buf[slots] += contrib
+        got_s, got_v = [], []
+        for slots, _ in scored:
+            vals = buf[slots]
+            first = vals != 0.0  # not collected by an earlier term
+            got_s.append(slots[first])
+            got_v.append(vals[first])
+            buf[slots] = 0.0
+        cand, partial = np.concatenate(got_s), np.concatenate(got_v)
+    theta = max(theta, _kth(partial, k))
+    survivors = np.sort(cand[partial + rest >= theta * (1.0 - SLACK)]).astype(np.int64)
+    return survivors, _rescore(terms, survivors, norms)
+
+
+def _rescore(terms: list[Term], slots: np.ndarray, norms: np.ndarray) -> np.ndarray:
+    """Exact scores of ``slots`` (ascending), summed in query order."""
+    acc = np.zeros(len(slots))
+    if not len(slots):
+        return acc
+    norm = norms[slots]
+    for term in terms:
+        for p_slots, p_tfs in term.parts:
+            if not len(p_slots):
+                continue
+            at = np.searchsorted(p_slots, slots)
+            np.minimum(at, len(p_slots) - 1, out=at)
+            hit = np.flatnonzero(p_slots[at] == slots)
+            if len(hit):
+                tf = p_tfs[at[hit]].astype(np.float64)
+                acc[hit] += term.weight * tf / (tf + norm[hit])
+    return acc

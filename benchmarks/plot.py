@@ -14,7 +14,10 @@ figure, so a new curve is a new function and a new entry in :data:`FIGURES`:
   ``runs`` shape: ``runs[size][engine][heavy|light][p50_ms]``);
 - ``group_commit.png`` -- durable transactions/s against the number of threads
   appending, batch mode, beside one thread's ``full`` append and raw write+fsync
-  (``journal_bench.json``).
+  (``journal_bench.json``);
+- ``scale.png`` -- benchmarks/scale.py's curve from 1,000 to 1,000,000 facts: search
+  and recall latency beside tantivy and SQLite FTS5, ingest, peak memory, open with
+  and without a checkpoint, bytes per fact (``scale.json``).
 
 matplotlib is a benchmark-only dependency (``pip install 'holomem-db[bench]'``).
 """
@@ -137,10 +140,92 @@ def group_commit(results: Results, extra: list[str]) -> Figure | None:
     return fig
 
 
+def _at(runs: dict[str, Any], *keys: str) -> list[tuple[int, float]]:
+    """[(size, value)] of ``runs[size][keys...]`` where it is a number."""
+    out = []
+    for size, row in runs.items():
+        cur: Any = row
+        for key in keys:
+            cur = cur.get(key) if isinstance(cur, dict) else None
+        if isinstance(cur, (int, float)):
+            out.append((int(size), float(cur)))
+    return sorted(out)
+
+
+def scale_curve(results: Results, extra: list[str]) -> Figure | None:
+    """benchmarks/scale.py: latency, ingest, memory, open and disk against facts stored."""
+    doc = results.get("scale")
+    if doc is None or not doc.get("runs"):
+        return None
+    runs = doc["runs"]
+    panels: list[tuple[str, str, dict[str, list[tuple[int, float]]], bool]] = [
+        ("search and recall p50, k = 10 (common-word queries)", "ms", {
+            "holomem search_documents": _at(runs, "open", "search_vs_tantivy", "holomem",
+                                            "p50_ms"),
+            "tantivy (same texts, interleaved)": _at(runs, "open", "search_vs_tantivy",
+                                                     "tantivy", "p50_ms"),
+            "SQLite FTS5": _at(runs, "sqlite", "search", "p50_ms"),
+            "holomem recall": _at(runs, "open", "recall", "p50_ms")}, True),
+        ("p99", "ms", {
+            "holomem recall": _at(runs, "open", "recall", "p99_ms"),
+            "holomem search_documents": _at(runs, "open", "search", "p99_ms")}, True),
+        ("ingest", "facts/s", {
+            "holomem remember_many (wall)": _at(runs, "ingest", "facts_per_s"),
+            "holomem remember_many (per CPU second)": _at(runs, "ingest", "facts_per_cpu_s"),
+            "SQLite FTS5 insert": _at(runs, "sqlite", "rows_per_s"),
+            "tantivy add_document": _at(runs, "tantivy", "rows_per_s")}, True),
+        ("peak resident set", "MiB", {
+            "holomem ingest": _at(runs, "ingest", "peak_rss_mib"),
+            "holomem open + queries": _at(runs, "open", "peak_rss_mib"),
+            "holomem open from a checkpoint": _at(runs, "open_checkpoint", "peak_rss_mib"),
+            "SQLite FTS5 build": _at(runs, "sqlite", "peak_rss_mib"),
+            "tantivy build": _at(runs, "tantivy", "peak_rss_mib")}, True),
+        ("open", "s", {
+            "replay (wall)": _at(runs, "open", "open_s"),
+            "replay (CPU)": _at(runs, "open", "open_cpu_s"),
+            "from a checkpoint (wall)": _at(runs, "open_checkpoint", "open_with_checkpoint_s"),
+            "checkpoint write (wall)": _at(runs, "open", "checkpoint_write_s")}, True),
+        ("bytes per fact", "bytes", {
+            "holomem on disk": _at(runs, "ingest", "disk_bytes_per_fact"),
+            "holomem checkpoint": _at(runs, "open", "checkpoint_bytes_per_fact"),
+            "holomem resident after open": _at(runs, "open", "resident_bytes_per_fact"),
+            "SQLite FTS5 on disk": _at(runs, "sqlite", "disk_bytes_per_fact"),
+            "tantivy on disk": _at(runs, "tantivy", "disk_bytes_per_fact")}, True),
+    ]
+    fig, axes = plt.subplots(3, 2, figsize=(11, 11))
+    for ax, (title, unit, series, logy) in zip(axes.flat, panels, strict=True):
+        for label, pts in series.items():
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        ax.set_xscale("log")
+        if logy:
+            ax.set_yscale("log")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("facts in the store")
+        ax.set_ylabel(unit)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("holomem at scale (benchmarks/scale.py)\n" + _caption(doc), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def save_figure(fig: Figure | None, name: str, out: str = RESULTS) -> str:
+    """Save ``fig`` as ``out/name`` (nothing when there is no figure); returns the path."""
+    if fig is None:
+        return f"{name}: no results"
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, name)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 #: figure file -> (results it reads, the function drawing it)
 FIGURES: dict[str, tuple[list[str], Callable[[Results, list[str]], Figure | None]]] = {
     "search_scale.png": (["search_bench"], search_scale),
     "group_commit.png": (["journal_bench"], group_commit),
+    "scale.png": (["scale"], scale_curve),
 }
 
 

@@ -185,13 +185,16 @@ class Ranking:
         semantic = None if fused.semantic is None else at(keep, fused.semantic)
         return Fusion(slots.astype(np.int64), total, at(keep, fused.lexical), semantic)
 
-    def evaluate(self, fused: Fusion, i: int, rank: int) -> Candidate | None:
-        """Status and multipliers of one search result, or None if unknown at known_at."""
+    def evaluate(self, fused: Fusion, i: int, rank: int, status: str | None = None
+                 ) -> Candidate | None:
+        """Status and multipliers of one search result, or None if unknown at known_at.
+        ``status``: the fact's status at ``at``, when the caller has it already."""
         facts, o, p = self.view.facts, self.options, self.policies
         slot = int(fused.slots[i])
-        if facts.is_fact[slot] and not facts.known(slot, o.known_at):
+        if o.known_at is not None and facts.is_fact[slot] and not facts.known(slot, o.known_at):
             return None
-        status = facts.status(slot, self.at, o.known_at)
+        if status is None:
+            status = facts.status(slot, self.at, o.known_at)
         recency = 1.0
         if p.recency is not None and facts.is_fact[slot]:
             recency = p.recency(max(0, self.at - facts.eff.item(slot)))
@@ -214,9 +217,10 @@ class Ranking:
         fused = (self.fused() if self.policies.context is not None or self.embedding
                  else self.view.best(self.query, n, self.allowed))
         order = top_k(fused.slots, fused.score, n)
+        statuses = self.view.facts.statuses(fused.slots[order], self.at, o.known_at)
         evaluated = []
-        for rank, i in enumerate(order, start=1):
-            c = self.evaluate(fused, int(i), rank)
+        for rank, (i, status) in enumerate(zip(order.tolist(), statuses, strict=True), start=1):
+            c = self.evaluate(fused, i, rank, status)
             if c is not None:
                 evaluated.append(c)
         evaluated.sort(key=lambda c: (-c.score, c.rank))

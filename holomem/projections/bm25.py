@@ -50,7 +50,7 @@ from holomem.events import DocumentAdded, DocumentReplaced, Event
 from holomem.projections.base import Change, GrowArray, Snapshot
 from holomem.projections.catalog import Catalog
 from holomem.projections.postings import Segment, merge, tokens_to_postings
-from holomem.projections.pruning import Scratch, Term
+from holomem.projections.pruning import Term
 from holomem.projections.pruning import top as prune
 from holomem.projections.tokenize import query_words, stem, tokenize
 
@@ -59,7 +59,7 @@ B = 0.4
 MERGE_DOCS = 2048
 BULK_DOCS = 131072
 #: Queries with at most this many postings are scored exhaustively (pruning would not pay).
-EXHAUSTIVE = 4096
+EXHAUSTIVE = 16384
 
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
@@ -97,7 +97,6 @@ class BM25:
         self._norm_cache = np.zeros(0)
         self._df_key: tuple[int, int] = (-1, -1)
         self._df: dict[int, int] = {}
-        self._scratch = Scratch()
 
     # -- vocabulary -------------------------------------------------------------------
     def _term_of(self, word: str) -> int:
@@ -398,7 +397,7 @@ class BM25:
         if total <= EXHAUSTIVE:
             return self.score(query, allowed)
         keep = alive if allowed is None else allowed if alive is None else alive & allowed
-        return prune(terms, k, norms, keep, self._scratch)
+        return prune(terms, k, norms, keep)
 
     def matched(self, query: str, slot: int) -> list[MatchedTerm]:
         """The query terms document ``slot`` contains, with their BM25 contributions.

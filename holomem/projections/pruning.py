@@ -14,7 +14,9 @@ cannot be among the k best, nor tie the k-th. So:
    the terms left sum below θ (those are the non-essential ones);
 2. the candidates are the documents of the terms scored; θ rises to the k-th
    largest of their partial sums, and a candidate whose partial sum plus the
-   non-essential bounds stays below θ is dropped;
+   non-essential bounds stays below θ is dropped; then, for each non-essential
+   term from the largest bound down, its exact share (by binary search) replaces
+   its bound in every candidate's sum, θ rises again, and candidates drop;
 3. each survivor's score is computed again from scratch, term by term in query
    order, the postings found by binary search — the same products and the same
    additions, in the same order, as the exhaustive scoring, so the same bits.
@@ -25,7 +27,6 @@ only keep a document, never drop one.
 
 from __future__ import annotations
 
-import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -61,20 +62,8 @@ def _kth(values: np.ndarray, k: int) -> float:
     return float(np.partition(values, len(values) - k)[len(values) - k])
 
 
-class Scratch(threading.local):
-    """A zeroed float64 buffer over the slots, one per thread, zeroed again after use."""
-
-    def __init__(self) -> None:
-        self.buf = np.zeros(0)
-
-    def get(self, n: int) -> np.ndarray:
-        if len(self.buf) < n:
-            self.buf = np.zeros(max(n, 2 * len(self.buf)))
-        return self.buf
-
-
-def top(terms: list[Term], k: int, norms: np.ndarray, keep: np.ndarray | None,
-        scratch: Scratch) -> tuple[np.ndarray, np.ndarray]:
+def top(terms: list[Term], k: int, norms: np.ndarray, keep: np.ndarray | None
+        ) -> tuple[np.ndarray, np.ndarray]:
     """Slots (ascending) and exact scores of a set of documents holding the top k.
 
     ``terms`` in query order; ``keep``: the slots that may be returned (live and
@@ -91,24 +80,50 @@ def top(terms: list[Term], k: int, norms: np.ndarray, keep: np.ndarray | None,
         scored.append((slots, contrib))
         theta = max(theta, _kth(contrib, k))
     rest = prefix[j - 1] * (1.0 + SLACK) if j else 0.0
-    # The candidates and their partial sums (each document once).
+    # The candidates and their partial sums (each document once). Each term's slots
+    # are sorted, so a stable sort of their concatenation merges sorted runs.
     if len(scored) == 1:
         cand, partial = scored[0]
     else:
-        buf = scratch.get(len(norms))
-        for slots, contrib in scored:
-            buf[slots] += contrib
-        got_s, got_v = [], []
-        for slots, _ in scored:
-            vals = buf[slots]
-            first = vals != 0.0  # not collected by an earlier term
-            got_s.append(slots[first])
-            got_v.append(vals[first])
-            buf[slots] = 0.0
-        cand, partial = np.concatenate(got_s), np.concatenate(got_v)
+        all_s = np.concatenate([x[0] for x in scored])
+        all_v = np.concatenate([x[1] for x in scored])
+        by_slot = np.argsort(all_s, kind="stable")
+        all_s, all_v = all_s[by_slot], all_v[by_slot]
+        edge = np.empty(len(all_s), dtype=bool)
+        edge[:1] = True
+        np.not_equal(all_s[1:], all_s[:-1], out=edge[1:])
+        starts = np.flatnonzero(edge)
+        cand, partial = all_s[starts], np.add.reduceat(all_v, starts)
     theta = max(theta, _kth(partial, k))
-    survivors = np.sort(cand[partial + rest >= theta * (1.0 - SLACK)]).astype(np.int64)
+    keep_c = partial + rest >= theta * (1.0 - SLACK)
+    survivors, partial = cand[keep_c].astype(np.int64), partial[keep_c]
+    # The non-essential terms, largest bound first: each one's exact share replaces
+    # its bound, and the candidates that can no longer reach θ drop out.
+    for i in reversed(order[:j]):
+        if len(survivors) <= k:
+            break
+        rest -= terms[i].bound
+        partial = partial + _lookup(terms[i], survivors, norms)
+        theta = max(theta, _kth(partial, k))
+        keep_c = partial + max(rest, 0.0) * (1.0 + SLACK) >= theta * (1.0 - SLACK)
+        survivors, partial = survivors[keep_c], partial[keep_c]
+    survivors.sort()
     return survivors, _rescore(terms, survivors, norms)
+
+
+def _lookup(term: Term, slots: np.ndarray, norms: np.ndarray) -> np.ndarray:
+    """The term's contribution to each of ``slots`` (0 where absent); any order."""
+    out = np.zeros(len(slots))
+    for p_slots, p_tfs in term.parts:
+        if not len(p_slots):
+            continue
+        at = np.searchsorted(p_slots, slots)
+        np.minimum(at, len(p_slots) - 1, out=at)
+        hit = np.flatnonzero(p_slots[at] == slots)
+        if len(hit):
+            tf = p_tfs[at[hit]].astype(np.float64)
+            out[hit] = term.weight * tf / (tf + norms[slots[hit]])
+    return out
 
 
 def _rescore(terms: list[Term], slots: np.ndarray, norms: np.ndarray) -> np.ndarray:

@@ -235,8 +235,7 @@ def test_an_interrupted_checkpoint_leaves_a_temporary_file_the_writer_erases(
 
 #: Attributes that are caches of a query (rebuilt on demand) or that mean something
 #: only inside a bulk mode (compaction's buffered writing), not state.
-CACHES = {"_norm_key", "_norm_cache", "_arrays", "_mu", "_buffer_start", "_df_key", "_df",
-          "_scratch"}
+CACHES = {"_norm_key", "_norm_cache", "_arrays", "_mu", "_buffer_start", "_df_key", "_df"}
 
 
 def _same(a: object, b: object, where: str) -> None:

@@ -30,8 +30,9 @@ step's own):
 (issue 17 at 1,000,000 facts; issue 16's search row at 10k, 100k and 1M) are
 printed met, missed or not measured. ``--save`` writes
 benchmarks/results/scale.json and the curves, benchmarks/results/scale.png
-(benchmarks/plot.py). ``--add RESULT.json`` keeps the runs of an earlier
-printed result for sizes not measured now (a ``--million`` run made on its own).
+(benchmarks/plot.py). ``--add A.json,B.json`` keeps the runs of earlier printed
+results for sizes not measured now (``--sizes ""`` measures none: it merges a
+``--million`` run made on its own with a default one).
 """
 
 from __future__ import annotations
@@ -380,9 +381,9 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--skip", default="", help="comma-separated contenders to leave out at "
                     "1,000,000 facts: docs, sqlite, tantivy (the on-disk build)")
-    ap.add_argument("--add", default=None, metavar="RESULT.json",
-                    help="keep the runs of an earlier run's printed JSON (sizes not measured "
-                         "now), e.g. a --million run made separately; its machine and load "
+    ap.add_argument("--add", default=None, metavar="RESULT.json[,...]",
+                    help="keep the runs of earlier runs' printed JSON (sizes not measured "
+                         "now), e.g. a --million run made separately; their machine and load "
                          "are kept under 'added_from'")
     ap.add_argument("--dir", default=None, help="where the stores are built (a temporary "
                     "directory under it; default: the system's)")
@@ -403,17 +404,17 @@ def main() -> None:
     skip = {x for x in args.skip.split(",") if x}
     runs = {str(n): run_size(n, args.queries, base, skip if n >= 1_000_000 else set())
             for n in sizes}
-    added: dict[str, Any] = {}
-    if args.add:
-        with open(args.add, encoding="utf-8") as f:
+    added: list[dict[str, Any]] = []
+    for name in [x for x in (args.add or "").split(",") if x]:
+        with open(name, encoding="utf-8") as f:
             earlier = json.load(f)
-        added = {"machine": earlier.get("machine"), "seconds": earlier.get("seconds"),
-                 "load_at_end": earlier.get("load_at_end"), "sizes": []}
+        added.append({"machine": earlier.get("machine"), "seconds": earlier.get("seconds"),
+                      "load_at_end": earlier.get("load_at_end"), "sizes": []})
         for n, row in earlier.get("runs", {}).items():
             if n not in runs:
                 runs[n] = row
-                added["sizes"].append(n)
-        runs = dict(sorted(runs.items(), key=lambda kv: int(kv[0])))
+                added[-1]["sizes"].append(n)
+    runs = dict(sorted(runs.items(), key=lambda kv: int(kv[0])))
     result = {
         "benchmark": "scale",
         "machine": info,

@@ -141,6 +141,9 @@ class BM25:
         self.total_len += len(tids)
         self.min_len = min(self.min_len, len(tids))
         self._d_term.extend(tids)
+        self._maybe_merge()
+
+    def _maybe_merge(self) -> None:
         pending = self.doclen.n - self._d_start
         if self._holding:
             if pending >= BULK_DOCS:
@@ -163,8 +166,9 @@ class BM25:
             lengths.append(len(tids))
         self.doclen.extend(np.array(lengths, dtype=np.int32))
         self.total_len += sum(lengths)
-        if self.doclen.n - self._d_start >= MERGE_DOCS and not self._holding:
-            self.merge()
+        if lengths:
+            self.min_len = min(self.min_len, min(lengths))
+        self._maybe_merge()
 
     @contextlib.contextmanager
     def bulk(self) -> Iterator[None]:

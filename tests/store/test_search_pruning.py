@@ -140,13 +140,21 @@ def test_search_over_a_reopened_store_is_the_exhaustive_ranking(tmp_path: object
     texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 25)), p=np.array(WEIGHTS)
                                  / sum(WEIGHTS))) for _ in range(2500)]
     path = f"{tmp_path}/s"
+
+    def check(s: Store) -> None:
+        with s.reading() as view:
+            for q in ("w0 w1 w30", "w2 w3 w4 w5", "w39", "w0"):
+                hits = s.search_documents(q, 10)
+                full_s, full_v = view.bm25.score(q)
+                want = top_k(full_s, full_v, 10)
+                assert [h.id for h in hits] == [view.id_of(int(x)) for x in full_s[want]]
+                assert [h.score for h in hits] == full_v[want].tolist()
+
     with Store.open(path, sync="none") as s:
-        s.add_documents([{"id": f"d{i}", "text": t} for i, t in enumerate(texts)])
+        for lo in range(0, len(texts), 500):  # runs of new documents (the bulk apply)
+            s.add_documents([{"id": f"d{i}", "text": texts[i]}
+                             for i in range(lo, lo + 500)])
         s.delete_document("d7")
-    with Store.open(path) as s, s.reading() as view:
-        for q in ("w0 w1 w30", "w2 w3 w4 w5", "w39", "w0"):
-            hits = s.search_documents(q, 10)
-            full_s, full_v = view.bm25.score(q)
-            want = top_k(full_s, full_v, 10)
-            assert [h.id for h in hits] == [view.id_of(int(x)) for x in full_s[want]]
-            assert [h.score for h in hits] == full_v[want].tolist()
+        check(s)
+    with Store.open(path) as s:
+        check(s)

@@ -30,12 +30,16 @@ from mcp.types import CallToolResult
 
 from holomem import Store
 from holomem.api.contract import (
+    CompileContextRequest,
     ExplainRequest,
     ForgetRequest,
     IdRequest,
     ListNamespacesRequest,
     ListRequest,
+    ListWorkingContextsRequest,
+    LoadWorkingContextRequest,
     RecallRequest,
+    SaveWorkingContextRequest,
 )
 from holomem.api.types import ForgetScope, RememberInput
 from holomem.errors import KeyRequiredError
@@ -45,7 +49,10 @@ from ._readme import ROOT, blocks
 REQUESTS: dict[str, type[Any]] = {
     "remember": RememberInput, "recall": RecallRequest, "explain": ExplainRequest,
     "forget": ForgetRequest, "history": IdRequest, "get": IdRequest, "list": ListRequest,
-    "list_namespaces": ListNamespacesRequest,
+    "list_namespaces": ListNamespacesRequest, "compile_context": CompileContextRequest,
+    "save_working_context": SaveWorkingContextRequest,
+    "load_working_context": LoadWorkingContextRequest,
+    "list_working_contexts": ListWorkingContextsRequest,
 }
 #: What a tool's schema adds to its request's fields, and leaves out of them (the
 #: audit of each against what its op uses is tests/serve/test_mcp_tools.py's).

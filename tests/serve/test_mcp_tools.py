@@ -26,7 +26,8 @@ from .test_mcp import Session, error_code, fenced, ok, serving
 #: a request Struct fails this test until it is looked at here.
 OFFERED: dict[str, set[str]] = {
     "remember": {"text", "id", "subject", "entities", "metadata", "embedding", "eventTime",
-                 "validFrom", "validTo", "supersedes", "confidence", "namespace", "facts"},
+                 "validFrom", "validTo", "supersedes", "confidence", "namespace", "facts",
+                 "ttlMs"},
     "recall": {"query", "k", "asOf", "knownAt", "history", "subject", "entities", "embedding",
                "explain", "candidateLimit", "namespace", "filter"},
     # explain ranks as recall does (k, candidateLimit, history ... say where the fact
@@ -38,6 +39,11 @@ OFFERED: dict[str, set[str]] = {
     "get": {"id"},
     "list": {"cursor", "limit", "filter", "history", "namespace"},
     "list_namespaces": {"prefix", "maxDepth", "limit", "cursor"},
+    "compile_context": {"query", "budgetTokens", "namespace", "fragments", "k", "asOf",
+                        "knownAt", "history", "filter"},
+    "save_working_context": {"namespace", "session", "state"},
+    "load_working_context": {"namespace", "session", "save"},
+    "list_working_contexts": {"namespace"},
 }
 VECTOR = [0.1, 0.2, 0.3, 0.4]
 
@@ -77,6 +83,7 @@ def samples(session: Session) -> dict[str, tuple[dict[str, Any], dict[str, Any]]
             "entities": ["Dora"], "metadata": {"kind": "art"}, "embedding": VECTOR,
             "eventTime": 1000, "validFrom": 1000, "validTo": 4_000_000_000_000,
             "supersedes": ["seed"], "confidence": 0.5, "namespace": ["walk"],
+            "ttlMs": 60_000,
             "facts": [{"text": "Dora rows"}, {"text": "Dora sails", "namespace": ["walk"]}],
         }),
         "recall": ({"query": "bees"}, {**recall, "query": "Dora bees", "explain": True}),
@@ -92,6 +99,18 @@ def samples(session: Session) -> dict[str, tuple[dict[str, Any], dict[str, Any]]
                       "namespace": ["walk"]}),
         "list_namespaces": ({}, {"prefix": ["walk"], "maxDepth": 1, "limit": 5,
                                  "cursor": cursor(session, "list_namespaces", {})}),
+        "compile_context": ({"query": "bees", "budgetTokens": 500}, {
+            "query": "Dora bees", "budgetTokens": 500, "namespace": ["walk"], "k": 5,
+            "fragments": [{"id": "g", "text": "the goal", "score": 0.5, "pinned": True,
+                           "time": 1000}],
+            "asOf": 4_000_000_000_000, "knownAt": 4_000_000_000_000, "history": "all",
+            "filter": {"metadata": {"kind": {"$eq": "hobby"}}}}),
+        "save_working_context": ({"session": "s", "state": {"goal": "bees"}},
+                                 {"session": "s", "state": {"goal": "honey"},
+                                  "namespace": ["walk"]}),
+        "load_working_context": ({"session": "s"}, {"session": "s", "save": 1,
+                                                     "namespace": []}),
+        "list_working_contexts": ({}, {"namespace": ["walk"]}),
     }
 
 

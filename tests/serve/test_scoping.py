@@ -57,9 +57,12 @@ def bobs(memory: Memory) -> bytes:
 def test_every_contract_op_is_confined_by_a_scope_or_refused_through_one(
         tmp_path: Path) -> None:
     # info, export and import are whole-store ops (the Python client's): a door
-    # confined to a namespace does not offer them, rather than pass them through.
+    # confined to a namespace does not offer them, rather than pass them through. The
+    # context-window ops (issue 19) are not confined yet, so they are refused too.
     whole_store = set(contract.OPS) - HANDLED
-    assert set(contract.OPS) >= HANDLED and whole_store == {"info", "export", "import"}
+    assert set(contract.OPS) >= HANDLED and whole_store == {
+        "info", "export", "import", "compileContext", "explainContext",
+        "saveWorkingContext", "loadWorkingContext", "listWorkingContexts"}
     with Store.open(tmp_path / "s", sync="none") as store:
         memory = Memory(store, CONFIG)
         fill(memory)

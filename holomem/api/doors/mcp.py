@@ -33,8 +33,11 @@ What goes back to the model:
   their stored strings (text, subject, entities, metadata).
   ``recall`` with ``explain`` adds a JSON line with the explanations (scores, query
   terms, ids: no stored text).
-- ``remember``, ``explain``, ``forget`` and ``list_namespaces`` come back as the
-  contract's JSON response.
+- ``compile_context`` comes back as its block (fenced already) and a JSON line of
+  the decisions; ``load_working_context`` as the state inside the same fence and a
+  JSON line of the save's structure.
+- ``remember``, ``explain``, ``forget``, ``list_namespaces``, ``save_working_context``
+  and ``list_working_contexts`` come back as the contract's JSON response.
 - An error comes back as an MCP tool error (``isError``) whose text is the contract's
   error body ``{"error": {"code", "message"}}``; codes are ``invalid_request``,
   ``limit``, ``not_found``, ``conflict`` and ``read_only`` (a follower with nowhere to
@@ -69,6 +72,7 @@ from starlette.requests import Request
 from holomem.api.doors.follower import Served
 from holomem.api.doors.toolschema import TOOLS, ToolSpec, prepared, tool_description, tool_schema
 from holomem.api.memory import Memory
+from holomem.api.render import fence, neutralise
 from holomem.api.types import FactRecord, Recalled
 from holomem.errors import HolomemError
 
@@ -123,6 +127,16 @@ def render(tool: str, response: dict[str, Any]) -> list[str]:
         if explained:  # scores, terms of the query, ids: no stored text
             texts.append(json.dumps({"explanations": explained}, ensure_ascii=False))
         return texts
+    if tool == "compile_context":  # the block is fenced already; decisions hold no text
+        return [response["text"], json.dumps({"tokens": response["tokens"],
+                                              "decisions": response["decisions"]},
+                                             ensure_ascii=False)]
+    if tool == "load_working_context":  # the state is stored text: fenced
+        held = response["workingContext"]
+        state = json.dumps(held["state"], ensure_ascii=False, sort_keys=True)
+        return [fence(neutralise(state), "saved as a working context"),
+                json.dumps({k: v for k, v in held.items() if k != "state"},
+                           ensure_ascii=False)]
     if tool == "get":
         if response["fact"] is None:
             return [json.dumps({"fact": None})]

@@ -28,6 +28,12 @@ carrying it. A server that cannot be reached, that does not answer within
 A timed-out write may still have been applied: a retried ``remember`` with the same
 payload is a no-op (``created=False``).
 
+Several servers sharing tenants over one ``--journal`` (docs/scale-out.md §8.7): a
+write sent to a server that is not the tenant's writer is answered with a 307 to the
+writer's URL; the client sends the same request there, with its own headers (the API
+key, the tenant), following at most :data:`MAX_HOPS` such redirects and only ones
+naming an http(s) URL; a writer it cannot reach is ``unavailable`` naming it.
+
 What works differently over the wire:
 
 - ``export(namespace)`` reads pages of at most ``page_size`` (<= 1,000) records
@@ -105,7 +111,14 @@ from holomem.api.types import (
     RememberInput,
 )
 from holomem.api.working import WorkingContext, WorkingContextList
-from holomem.errors import HolomemError, InvalidError, LimitError, UnavailableError, from_code
+from holomem.errors import (
+    HolomemError,
+    InvalidError,
+    LimitError,
+    StoreLockedError,
+    UnavailableError,
+    from_code,
+)
 
 __all__ = ["AsyncClient", "Client", "REQUEST_BYTES"]
 
@@ -389,6 +402,8 @@ def _encode(op: str, request: dict[str, Any]) -> bytes:
 
 
 # -- the wire: every failure a holomem error -------------------------------------------------
+#: Redirects a write follows to reach the tenant's writer (docs/scale-out.md §8.7).
+MAX_HOPS = 2
 #: What httpx raises for a request that got no usable answer.
 _TRANSPORT = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
 
@@ -408,14 +423,37 @@ class _Wire:
     def path(op: str) -> str:
         return f"/api/v1/memory/{op}"
 
-    def unreachable(self, op: str, exc: Exception) -> UnavailableError:
+    def unreachable(self, op: str, exc: Exception, where: str = "") -> UnavailableError:
+        """``where``: an absolute URL a redirect named (the tenant's writer), else the
+        server's own route."""
+        redirected = where.startswith(("http://", "https://"))
+        url = where if redirected else self.url
+        also = f" (the tenant's writer, to which {self.url} sent it)" if redirected else ""
         if isinstance(exc, httpx.TimeoutException):
             return UnavailableError(
-                f"the holomem server at {self.url} did not answer {op} within "
+                f"the holomem server at {url}{also} did not answer {op} within "
                 f"{self.timeout:g} s (a write may still have been applied; retrying it "
                 f"with the same payload is safe)")
-        return UnavailableError(f"cannot reach the holomem server at {self.url} ({op}): "
+        return UnavailableError(f"cannot reach the holomem server at {url}{also} ({op}): "
                                 f"{type(exc).__name__}: {exc}")
+
+    def next_hop(self, op: str, response: httpx.Response) -> str | None:
+        """Where to send the same request again: the ``Location`` of a 307/308 (a
+        server that is not the tenant's writer names the one that is), an absolute
+        http(s) URL; None for any other answer. The client's own headers (the API key,
+        the tenant) go with it."""
+        if response.status_code not in (307, 308):
+            return None
+        location = str(response.headers.get("location", ""))
+        if not location.startswith(("http://", "https://")) or len(location) > 2000:
+            raise UnavailableError(f"the holomem server at {self.url} redirected {op} to "
+                                   f"{location[:200]!r}, not an http(s) URL")
+        return location
+
+    def too_many_hops(self, op: str, where: str) -> StoreLockedError:
+        return StoreLockedError(
+            f"{op}: the tenant's writer moved more than {MAX_HOPS} times while this "
+            f"request followed it (last sent to {where}); try again")
 
     def answer(self, op: str, response: httpx.Response, decode: Callable[[Any], Any]) -> Any:
         """The decoded answer, or the error the server's answer stands for."""
@@ -694,11 +732,17 @@ class Client(_Local):
     def _do(self, spec: Spec) -> Any:
         op, request, decode = spec
         body = _encode(op, request)
-        try:
-            response = self._http.post(self._wire.path(op), content=body)
-        except _TRANSPORT as exc:
-            raise self._wire.unreachable(op, exc) from exc
-        return self._wire.answer(op, response, decode)
+        where = self._wire.path(op)
+        for _ in range(MAX_HOPS + 1):
+            try:
+                response = self._http.post(where, content=body)
+            except _TRANSPORT as exc:
+                raise self._wire.unreachable(op, exc, where) from exc
+            following = self._wire.next_hop(op, response)
+            if following is None:
+                return self._wire.answer(op, response, decode)
+            where = following
+        raise self._wire.too_many_hops(op, where)
 
     def healthz(self) -> dict[str, Any]:
         """The server's ``/healthz`` answer. Errors: ``unavailable``."""
@@ -940,11 +984,17 @@ class AsyncClient(_Local):
     async def _do(self, spec: Spec) -> Any:
         op, request, decode = spec
         body = _encode(op, request)
-        try:
-            response = await self._http.post(self._wire.path(op), content=body)
-        except _TRANSPORT as exc:
-            raise self._wire.unreachable(op, exc) from exc
-        return self._wire.answer(op, response, decode)
+        where = self._wire.path(op)
+        for _ in range(MAX_HOPS + 1):
+            try:
+                response = await self._http.post(where, content=body)
+            except _TRANSPORT as exc:
+                raise self._wire.unreachable(op, exc, where) from exc
+            following = self._wire.next_hop(op, response)
+            if following is None:
+                return self._wire.answer(op, response, decode)
+            where = following
+        raise self._wire.too_many_hops(op, where)
 
     async def healthz(self) -> dict[str, Any]:
         """The server's ``/healthz`` answer. Errors: ``unavailable``."""

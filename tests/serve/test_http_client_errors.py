@@ -152,7 +152,9 @@ def test_a_bad_memory_config_stops_serve_before_it_listens(tmp_path: Path) -> No
 def test_serve_refuses_bad_options_at_start(tmp_path: Path) -> None:
     for args in (["--max-tenants", "0"], ["--max-tenant-stores", "0"], ["--port", "70000"],
                  ["--allow-origin", "app.example"], ["--allow-origin", "https://a.example/x"],
-                 ["--allow-host", "a b"], ["--allow-host", "a.example:http"]):
+                 ["--allow-host", "a b"], ["--allow-host", "a.example:http"],
+                 ["--advertise", "http://10.0.0.7:8080"],  # without --journal
+                 ["--advertise", "ftp://x", "--journal", "nats://127.0.0.1:4222/p"]):
         done = subprocess.run([sys.executable, "-m", "holomem", "serve", "--data",
                                str(tmp_path / "data"), *args],
                               capture_output=True, text=True, timeout=60, check=False)

@@ -108,11 +108,15 @@ def test_a_resent_transaction_is_stored_once(single: Cluster) -> None:
 
 
 def test_a_second_writer_is_locked_out_while_the_lease_is_held(single: Cluster) -> None:
+    """... and its ``locked`` error names the holder and the URL it advertised."""
     url = single.url("lease")
-    with Store.open(url) as first:
+    with Store.open(url + "?advertise=http://10.0.0.7:8080/") as first:
         Memory(first).remember("the first writer holds the lease")
-        with pytest.raises(StoreLockedError):
+        with pytest.raises(StoreLockedError) as locked:
             Store.open(url)
+        assert locked.value.writer == "http://10.0.0.7:8080"
+        assert locked.value.holder and " " not in locked.value.holder
+        assert "serving at http://10.0.0.7:8080" in locked.value.message
         with Store.open(url, read_only=True) as follower:  # followers need no lease
             assert len(follower) == 1
     with Store.open(url) as second:  # closing gave the lease back: no wait
@@ -223,7 +227,9 @@ def test_bad_addresses_and_missing_stores_get_clear_errors(single: Cluster) -> N
     for bad in ("nats://", "nats:///x", f"nats://{single.nodes[0].url}/bad name",
                 f"nats://{single.nodes[0].url}/s?replicas=9",
                 f"nats://{single.nodes[0].url}/s?bogus=1",
-                f"nats://{single.nodes[0].url}/s?lease=0"):
+                f"nats://{single.nodes[0].url}/s?lease=0",
+                f"nats://{single.nodes[0].url}/s?advertise=ftp://x",
+                f"nats://{single.nodes[0].url}/s?advertise=http://a%20b"):
         with pytest.raises(InvalidError):
             Store.open(bad)
     with pytest.raises(NotFoundError):

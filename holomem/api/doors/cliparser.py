@@ -263,6 +263,10 @@ def _server_commands(command: Command) -> None:
                      help="keep every tenant's journal on a NATS JetStream stream "
                      "PREFIX-<tenant> (docs/scale-out.md); DATA then holds only this "
                      "node's local files")
+    srv.add_argument("--advertise", metavar="URL",
+                     help="with --journal: the base URL other servers send this one's "
+                     "writes to (default http://HOST:PORT, the machine's name for a "
+                     "wildcard --host)")
     srv.add_argument("--host", default="127.0.0.1", help="the address to bind "
                      "(default 127.0.0.1)")
     srv.add_argument("--port", type=int, default=8080, help="the port (default 8080)")

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import Sequence
 
 from holomem.api import validate
@@ -59,7 +61,8 @@ def serve(args: argparse.Namespace) -> int:
                          config=config, key=key, max_tenants=args.max_tenants,
                          allowed_hosts=args.allow_host, allowed_origins=args.allow_origin,
                          max_tenant_stores=args.max_tenant_stores,
-                         journal=_journal(args.journal, args.data))
+                         journal=_journal(args.journal, args.data,
+                                          _advertise(args)))
     except (OSError, UnicodeDecodeError, HolomemError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -67,17 +70,43 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _journal(journal: str | None, data: str) -> str | None:
-    """``--journal nats://...``, checked, with this node's local files under DATA."""
+def _journal(journal: str | None, data: str, advertise: str | None = None) -> str | None:
+    """``--journal nats://...``, checked, with this node's local files under DATA and
+    this server's ``advertise`` URL (recorded beside each lease it takes)."""
     if journal is None:
+        if advertise is not None and advertise != "":
+            raise InvalidError("--advertise is where other servers send writes: it needs "
+                               "--journal")
         return None
     if not journal.startswith("nats://"):
         raise InvalidError(f"--journal must be a nats://HOST:PORT/PREFIX address, not "
                            f"{journal!r}")
-    sep = "&" if "?" in journal else "?"
     if "local=" not in journal:
-        journal += f"{sep}local={os.path.join(os.path.abspath(data), 'local')}"
+        journal += ("&" if "?" in journal else "?") + \
+            f"local={os.path.join(os.path.abspath(data), 'local')}"
+    if advertise and "advertise=" not in journal:
+        journal += ("&" if "?" in journal else "?") + \
+            f"advertise={urllib.parse.quote(advertise, safe=':/[]')}"
     return journal
+
+
+def _advertise(args: argparse.Namespace) -> str | None:
+    """This server's base URL for the others: ``--advertise``, else ``http://HOST:PORT``
+    (the machine's name for a wildcard host; nothing for port 0, unknown until bound)."""
+    given: str | None = getattr(args, "advertise", None)
+    if given is not None:
+        if not given.startswith(("http://", "https://")):
+            raise InvalidError(f"--advertise must be an http:// or https:// URL, not "
+                               f"{given!r}")
+        return given.rstrip("/")
+    if args.journal is None or args.port == 0:
+        return None
+    host = args.host
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.gethostname()
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{args.port}"
 
 
 def _read(path: str) -> bytes:

@@ -74,7 +74,7 @@ from starlette.types import ASGIApp
 
 from holomem.api import contract, validate
 from holomem.api.aio import AsyncMemory, offload
-from holomem.api.doors import httpschema, webguard
+from holomem.api.doors import httpschema, redirect, webguard
 from holomem.api.doors.accesslog import LOGGER, AccessLog, address, to_stderr
 from holomem.api.doors.httpschema import DocumentOut, DocumentsRequest, HitOut, SearchRequest
 from holomem.api.doors.mcphttp import McpEndpoint
@@ -95,7 +95,13 @@ from holomem.api.doors.webguard import (
 )
 from holomem.api.engine import DocumentInput
 from holomem.api.types import MemoryConfig
-from holomem.errors import HolomemError, InvalidError, LimitError, NotFoundError
+from holomem.errors import (
+    HolomemError,
+    InvalidError,
+    LimitError,
+    NotFoundError,
+    StoreLockedError,
+)
 
 MAX_BODY = 1 << 20
 MAX_BATCH = 1000
@@ -177,6 +183,7 @@ def create_app(data_dir: str, *, api_key: str | None = None,
     pool = TenantPool(data_dir, key=key, config=config, max_open=max_tenants,
                       executor=workers, max_stores=max_tenant_stores, journal=journal)
     expected = api_key.encode() if api_key else None
+    own_url = redirect.advertised(journal)  # a write for another's tenant goes there
 
     def authorised(request: Request) -> bool:
         if expected is None:
@@ -222,6 +229,8 @@ def create_app(data_dir: str, *, api_key: str | None = None,
 
         try:
             return _json(await offload(run, workers))
+        except StoreLockedError as exc:  # another server is the writer: send it there
+            return redirect.locked(exc, request, own_url)
         except HolomemError as exc:
             return error_response(exc.status, exc.code, exc.message)
 
@@ -257,6 +266,8 @@ def create_app(data_dir: str, *, api_key: str | None = None,
 
         try:
             return _json(await offload(run, workers))
+        except StoreLockedError as exc:  # another server is the writer: send it there
+            return redirect.locked(exc, request, own_url)
         except HolomemError as exc:
             return error_response(exc.status, exc.code, exc.message)
 

@@ -125,8 +125,14 @@ class ExportPage(_Out, frozen=True):
 
 
 class ErrorDetail(_Out, frozen=True):
+    """``holder`` and ``writer`` only on a write sent to a server that is not the
+    tenant's writer (307, or 423 when no other URL is known): who holds the lease, and
+    the URL it advertised."""
+
     code: str
     message: str
+    holder: str | None = None
+    writer: str | None = None
 
 
 class ErrorBody(_Out, frozen=True):
@@ -221,6 +227,8 @@ _TENANT = {"name": "X-Tenant-ID", "in": "header", "required": False,
                           "creates nothing.",
            "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}}
 _ERRORS = {
+    "307": "a write for a tenant another server writes (--journal): the same route on "
+           "that server (Location), the error body naming holder and writer",
     "401": "no valid API key",
     "403": "the Host does not name this server, or the Origin is not allowed",
     "404": "not_found: an unknown route, document or fact",

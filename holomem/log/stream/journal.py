@@ -130,7 +130,7 @@ class StreamJournal:
         if not self.read_only:
             kv = await leases.bucket(js, a.lease_bucket, a.lease, self.replicas)
             ttl = (await kv.status()).ttl or a.lease
-            self._lease = await Lease.take(kv, ttl, a.wait, self.path)
+            self._lease = await Lease.take(kv, ttl, a.wait, self.path, a.advertise)
             self._lease.start()
         found = await record.read(self._meta, self.path)
         if found is None:

@@ -11,6 +11,11 @@ succeeded (never later than when the server stored it) and gives up a margin bef
 ``ttl`` runs out, so it stops acknowledging before any successor can hold the key.
 Once it has counted the lease as lost it never holds it again: the writer must be
 reopened.
+
+The entry's value is the holder's name, then, when the writer serves HTTP, one space
+and its advertised base URL (``host:pid:tag http://10.0.0.1:8080``): the ``locked``
+error a second opener gets carries both (:attr:`StoreLockedError.holder` and
+:attr:`StoreLockedError.writer`), so a server can send a write on to the writer.
 """
 
 from __future__ import annotations
@@ -69,10 +74,12 @@ class Lease:
         self._task: asyncio.Task[None] | None = None
 
     @classmethod
-    async def take(cls, kv: KeyValue, ttl: float, wait: float, what: str) -> Lease:
+    async def take(cls, kv: KeyValue, ttl: float, wait: float, what: str,
+                   advertise: str = "") -> Lease:
         """Take the lease, waiting up to ``wait`` seconds for a live holder's lease to
-        expire. Errors: ``locked`` (naming the holder)."""
-        holder = holder_name()
+        expire; ``advertise`` (a URL, or "") is recorded beside the holder's name.
+        Errors: ``locked`` (naming the holder, with ``holder`` and ``writer`` set)."""
+        holder = holder_name() + (f" {advertise}" if advertise else "")
         deadline = time.monotonic() + wait
         while True:
             sent = time.monotonic()
@@ -86,9 +93,14 @@ class Lease:
                     other = (await kv.get(KEY)).value or b""
                 except nats.js.errors.KeyNotFoundError:
                     other = b"?"
-                raise StoreLockedError(
-                    f"{what} is being written by {other.decode(errors='replace')} "
-                    f"(its lease lasts {ttl:g} s after its last renewal)")
+                name, _, url = other.decode(errors="replace").partition(" ")
+                err = StoreLockedError(
+                    f"{what} is being written by {name}"
+                    + (f", serving at {url}" if url else "")
+                    + f" (its lease lasts {ttl:g} s after its last renewal)")
+                err.holder = name
+                err.writer = url if url.startswith(("http://", "https://")) else None
+                raise err
             await asyncio.sleep(min(0.1, ttl / 10))
 
     def start(self) -> None:

@@ -10,7 +10,9 @@ lasts without renewal, default 10), ``timeout`` (seconds an acknowledgement may 
 retries included, before the call fails ``unavailable``; default 15), ``wait``
 (seconds an opening writer waits for another's lease to expire, default 0), ``local``
 (the directory for this node's local files; default ``$HOLOMEM_NATS_LOCAL`` or a
-directory under the system's temporary directory).
+directory under the system's temporary directory), ``advertise`` (an ``http(s)://``
+base URL the writer records beside its lease, so that a server that is not the
+writer can send a write there: ``holomem serve`` sets it to its own address).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ STORE_RE = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
 DEFAULT_LEASE = 10.0
 DEFAULT_TIMEOUT = 15.0
 MIN_LEASE = 1.0
-OPTIONS = ("replicas", "lease", "timeout", "wait", "local")
+OPTIONS = ("replicas", "lease", "timeout", "wait", "local", "advertise")
 
 
 class Address(NamedTuple):
@@ -41,6 +43,8 @@ class Address(NamedTuple):
     timeout: float
     wait: float
     local: str
+    #: Where this process serves HTTP (recorded with its lease), or "" for nowhere.
+    advertise: str = ""
 
     @property
     def url(self) -> str:
@@ -106,6 +110,11 @@ def parse(path: str) -> Address:
         if not opts["replicas"].isdigit() or not 1 <= int(opts["replicas"]) <= 5:
             raise InvalidError("option replicas must be 1 to 5")
         replicas = int(opts["replicas"])
+    advertise = opts.get("advertise", "")
+    if advertise and (not advertise.startswith(("http://", "https://"))
+                      or len(advertise) > 500 or any(c.isspace() for c in advertise)):
+        raise InvalidError("option advertise must be an http:// or https:// URL without "
+                           f"spaces (at most 500 characters), got {advertise[:80]!r}")
     local = opts.get("local") or os.environ.get("HOLOMEM_NATS_LOCAL") or os.path.join(
         tempfile.gettempdir(), f"holomem-nats-{os.getuid()}")
     return Address(
@@ -114,4 +123,4 @@ def parse(path: str) -> Address:
         timeout=_seconds("timeout", opts["timeout"], 0.5) if "timeout" in opts
         else DEFAULT_TIMEOUT,
         wait=_seconds("wait", opts["wait"], 0.0) if "wait" in opts else 0.0,
-        local=os.path.abspath(local))
+        local=os.path.abspath(local), advertise=advertise.rstrip("/"))

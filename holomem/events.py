@@ -166,6 +166,31 @@ class PurgeRequested(_Event, tag="store.purge", frozen=True, kw_only=True):
     time: int = 0
 
 
+# -- relations between facts ---------------------------------------------------------
+class RelationAdded(_Event, tag="rel.added", frozen=True, kw_only=True):
+    """A typed, directed link ``from_id -[relation]-> to_id`` between two stored facts.
+
+    ``time`` is when the store learned it (the link's ingest time, milliseconds);
+    ``metadata`` is canonical JSON of a dict, or empty. Compaction writes every live
+    link again with its own time and metadata.
+    """
+
+    from_id: str
+    to_id: str
+    relation: str
+    time: int
+    metadata: bytes = b""
+
+
+class RelationRemoved(_Event, tag="rel.removed", frozen=True, kw_only=True):
+    """The link ``from_id -[relation]-> to_id`` was removed (``unrelate``)."""
+
+    from_id: str
+    to_id: str
+    relation: str
+    time: int = 0
+
+
 Event = (
     DocumentAdded
     | DocumentReplaced
@@ -180,6 +205,8 @@ Event = (
     | ConfigRecorded
     | VectorsSet
     | EmbedderRecorded
+    | RelationAdded
+    | RelationRemoved
 )
 
 _encoder = msgspec.msgpack.Encoder()

@@ -5,7 +5,7 @@ functions, and under ``TYPE_CHECKING`` alike (a hidden import is still an edge):
 
 - each package imports only what its tier may: log -> errors; events -> errors;
   projections -> events; the engine -> log, events, projections and the shared
-  API shapes (``api.types``, ``api.validate``); the memory API -> the engine;
+  API shapes (``api.types``, ``api.graphtypes``, ``api.validate``); the memory API -> the engine;
   doors -> the memory API. Nothing imports upward;
 - the memory API's modules never import ``holomem.api.memory``: ``Memory``
   orchestrates them, not the other way round (``holomem.api.aio``, AsyncMemory, wraps
@@ -28,7 +28,7 @@ LOG = ("holomem.errors", "holomem.log")
 EVENTS = ("holomem.errors", "holomem.events")
 PROJECTIONS = (*EVENTS, "holomem.projections")
 #: The shapes and checks every API tier shares: they import projections at most.
-SHARED = ("holomem.api.types", "holomem.api.validate")
+SHARED = ("holomem.api.types", "holomem.api.graphtypes", "holomem.api.validate")
 ENGINE = (*LOG, *PROJECTIONS, *SHARED, "holomem.api.engine")
 MEMORY_API = (*ENGINE, "holomem.api", "holomem.embedders")  # every api module but the doors
 DOORS = (*MEMORY_API, "holomem.api.doors", "holomem.integrations", "holomem.client")
@@ -47,7 +47,8 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     # The approximate vector index (the ann extra) is the only user of usearch.
     ("holomem.projections.vectorindex", PROJECTIONS, ("numpy", "usearch")),
     ("holomem.projections", PROJECTIONS, ("numpy", "msgspec", "Stemmer")),
-    ("holomem.api.types", ("holomem.errors",), ("msgspec",)),
+    ("holomem.api.graphtypes", (), ("msgspec",)),
+    ("holomem.api.types", ("holomem.errors", "holomem.api.graphtypes"), ("msgspec",)),
     ("holomem.api.validate", (*PROJECTIONS, "holomem.api.types"), ("msgspec", "numpy")),
     ("holomem.api.engine", ENGINE, ("msgspec", "numpy")),
     ("holomem.api.doors", DOORS, ("msgspec", "numpy", "starlette", "uvicorn", "mcp", "anyio",

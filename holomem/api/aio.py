@@ -26,6 +26,7 @@ from holomem.api import transfer, validate
 from holomem.api.configuration import ConsolidationPolicy, ForgettingPolicy
 from holomem.api.context import CompiledContext, ContextDecision
 from holomem.api.engine import Store
+from holomem.api.graphtypes import LinkList, RelateResult, UnrelateResult, WhyResult
 from holomem.api.memory import Memory
 from holomem.api.policies import Clock, EntityExtractor, Observer, RecencyPolicy, SupersessionPolicy
 from holomem.api.types import (
@@ -231,6 +232,25 @@ class AsyncMemory:
                 return
             for record in block:
                 yield transfer.as_dict(record)
+
+    # -- relations (docs/contract.md §4f) -------------------------------------------------
+    async def relate(self, from_id: str, to_id: str, relation: str, metadata: Any = None,
+                     **kwargs: Any) -> RelateResult:
+        return await self._run(self.memory.relate, from_id, to_id, relation, metadata,
+                               **kwargs)
+
+    async def unrelate(self, from_id: str, to_id: str, relation: str,
+                       **kwargs: Any) -> UnrelateResult:
+        return await self._run(self.memory.unrelate, from_id, to_id, relation, **kwargs)
+
+    async def links(self, id: str, relation: str | None = None, direction: str = "out",
+                    **kwargs: Any) -> LinkList:
+        return await self._run(self.memory.links, id, relation, direction, **kwargs)
+
+    async def why(self, query_or_id: str, max_hops: int = 2, relation: Any = None,
+                  filter: Any = None, **kwargs: Any) -> WhyResult:
+        return await self._run(self.memory.why, query_or_id, max_hops, relation, filter,
+                               **kwargs)
 
     async def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
         return await self._run(self.memory.call, op, request)

@@ -1,10 +1,11 @@
 """Explain: why a fact does or does not come back for a query (docs/contract.md §4 Explain).
 
-Owns: :func:`explain_many` — lexical and semantic scores, the fusion and its
-weights, matched terms, the multipliers, validity and status, the rank among
-every candidate (history included), the supersession chain, and a one-line
-reason — computed on the same :class:`~holomem.api.recall.Ranking` recall uses,
-so the two always agree. Imports the recall module, the types and the projections.
+Owns: :func:`explain_many` — lexical and semantic scores, the fusion and its weights,
+matched terms, the multipliers, validity and status, the rank among every candidate
+(history included), the supersession chain, the path graph recall reached it by, and a
+one-line reason — computed on the same :class:`~holomem.api.recall.Ranking` recall
+uses, so the two always agree. Imports the recall module, the types and the
+projections.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from holomem.api import graphrecall
 from holomem.api.recall import Ranking
 from holomem.api.records import wanted
 from holomem.api.types import ChainEntry, Explanation, FusionInfo, MatchedTerm
@@ -71,7 +73,9 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
             usefulness_multiplier=mine.usefulness if mine else 1.0,
             context_bonus=mine.fused - own.get(slot, 0.0) if mine and own else 0.0,
             reason=_reason(ranking, slot, status, retrieved, rank, matches),
-            ttl_ms=ttl, expires_at=times.ingest_time + ttl if ttl is not None else None))
+            ttl_ms=ttl, expires_at=times.ingest_time + ttl if ttl is not None else None,
+            graph=(graphrecall.explained(view, ranking.reached[slot])
+                   if slot in ranking.reached else None)))
     return out
 
 
@@ -82,7 +86,7 @@ def _reason(ranking: Ranking, slot: int, status: str, retrieved: bool, rank: int
         return "retrieved"
     if not ranking.view.facts.known(slot, o.known_at):
         return "ingested after known_at"
-    if not matches:
+    if not matches and slot not in ranking.reached:
         return "not a candidate: no query term (or embedding) matches it"
     if rank is None:
         return f"not among the {o.candidate_limit} best candidates (candidate_limit)"

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from holomem.api import filters, validate
+from holomem.api import filters, relations, validate
 from holomem.api.engine import View
 from holomem.api.types import ForgetOptions, ForgetScope, ForgettingConfig, Relink
 from holomem.errors import LimitError
@@ -138,6 +138,8 @@ class Plan(NamedTuple):
 
     ids: list[str]
     relinks: list[Relink]
+    #: links between facts (relate) that would go with them
+    unlinked: int = 0
 
 
 def plan(view: View, sc: ForgetScope, include_chain: bool, within: Namespace = ()) -> Plan:
@@ -145,7 +147,8 @@ def plan(view: View, sc: ForgetScope, include_chain: bool, within: Namespace = (
     if include_chain:
         ids = with_chains(view.facts, ids)
     return Plan(ids, [Relink(successor=s, predecessor=p)
-                      for s, p, _ in relinks(view.facts, set(ids))])
+                      for s, p, _ in relinks(view.facts, set(ids))],
+                relations.touching(view, ids))
 
 
 class Removal(NamedTuple):
@@ -154,6 +157,8 @@ class Removal(NamedTuple):
     events: list[Event]
     removed: list[str]
     relinked: list[Relink]
+    #: links between facts (relate) removed with them
+    unlinked: int = 0
 
 
 def removal(view: View, batch: list[str], now: int, *, purge: bool) -> Removal:
@@ -166,7 +171,8 @@ def removal(view: View, batch: list[str], now: int, *, purge: bool) -> Removal:
     events.append(FactsForgotten(ids=tuple(done), time=now, relinks=tuple(links)))
     if purge:  # in the removal's own transaction: a crash cannot split them
         events.extend(view.purge_request())
-    return Removal(events, done, [Relink(successor=s, predecessor=p) for s, p, _ in links])
+    return Removal(events, done, [Relink(successor=s, predecessor=p) for s, p, _ in links],
+                   relations.touching(view, done))
 
 
 #: The built-in forgetting policies a configuration names.

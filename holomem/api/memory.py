@@ -2,17 +2,17 @@
 
 Owns: :class:`Memory` — its configuration (:mod:`.configuration`: policies, clock,
 observers, the embedder), the calls that write (:mod:`.writing`), read
-(:mod:`.reading`) and move facts (:mod:`.moving`), and the JSON contract's entry
-point (:meth:`Memory.call`, decoded and encoded by :mod:`.contract`). What each call
-does is the concern of its own module: planning a remember (:mod:`.remember`), recall
-and explain (:mod:`.recall`, :mod:`.explain`), fact records (:mod:`.records`),
-listing (:mod:`.listing`), the prompt block (:mod:`.render`), the context window
-(:mod:`.contextcalls`: a block under a token budget, :mod:`.context`; working
-contexts, :mod:`.working`), forgetting
-(:mod:`.forgetting`), consolidation (:mod:`.consolidation`), holographic operations
-(:mod:`.holographic`, :mod:`.contradiction`), export and import (:mod:`.transfer`)
-and embedders (:mod:`.embedding`). Those modules take the engine's view and the
-policies; none of them imports this one.
+(:mod:`.reading`), move facts (:mod:`.moving`) and link them (:mod:`.relating`), and the
+JSON contract's entry point (:meth:`Memory.call`, decoded and encoded by
+:mod:`.contract`). What each call does is the concern of its own module: planning a
+remember (:mod:`.remember`), recall and explain (:mod:`.recall`, :mod:`.explain`), fact
+records (:mod:`.records`), listing (:mod:`.listing`), the prompt block (:mod:`.render`),
+the context window (:mod:`.contextcalls`: a block under a token budget, :mod:`.context`;
+working contexts, :mod:`.working`), forgetting (:mod:`.forgetting`), consolidation
+(:mod:`.consolidation`), holographic operations (:mod:`.holographic`,
+:mod:`.contradiction`), export and import (:mod:`.transfer`) and embedders
+(:mod:`.embedding`). Those modules take the engine's view and the policies; none of them
+imports this one.
 
 The fact index is a projection of the Store (:mod:`holomem.projections.facts`), so
 every ``Memory`` over one ``Store`` reads the same, current index.
@@ -25,13 +25,14 @@ from typing import Any
 from holomem.api import contract
 from holomem.api.contextcalls import ContextCalls
 from holomem.api.moving import Moving
+from holomem.api.relating import Relating
 from holomem.api.writing import MAX_FACTS
 from holomem.errors import InvalidError
 
 __all__ = ["MAX_FACTS", "Memory"]
 
 
-class Memory(ContextCalls, Moving):
+class Memory(ContextCalls, Moving, Relating):
     """Facts that hold over time, on top of a :class:`~holomem.Store`.
 
     ``Memory(store, config=None, *, clock=None, policies=None, initial=None,

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from holomem.api import filters, validate
+from holomem.api import filters, graphrecall, validate
 from holomem.api.engine import View
 from holomem.api.policies import Policies
 from holomem.api.records import fact_record, wanted
@@ -46,6 +46,7 @@ def checked(value: RecallOptions | Mapping[str, Any] | None, fields: Mapping[str
     if o.entities is not None:
         validate.entities(o.entities)
     validate.namespace(o.namespace)
+    graphrecall.checked(o.graph)
     return o, filters.compile_filter(o.filter)
 
 
@@ -80,6 +81,8 @@ class Ranking:
         self.allowed = self._restriction()
         #: slots that are candidates whatever their cosine's rank (explain sets them)
         self.include: np.ndarray | None = None
+        #: what graph recall reached in the last :meth:`rank` (slot -> how)
+        self.reached: dict[int, graphrecall.Reached] = {}
 
     def _embedding(self) -> bytes:
         o, dim = self.options, self.view.embedding_dim
@@ -122,6 +125,7 @@ class Ranking:
         return (facts.windows == 0 and facts.links == 0 and p.recency is None
                 and p.feedback_weight is None and p.context is None
                 and o.known_at is None and o.history == "current" and facts.max_eff <= self.at
+                and o.graph is None
                 and (not self.embedding or p.fusion == DEFAULT_FUSION))
 
     def depth(self) -> int | None:
@@ -189,10 +193,19 @@ class Ranking:
                  ) -> Candidate | None:
         """Status and multipliers of one search result, or None if unknown at known_at.
         ``status``: the fact's status at ``at``, when the caller has it already."""
-        facts, o, p = self.view.facts, self.options, self.policies
+        facts, o = self.view.facts, self.options
         slot = int(fused.slots[i])
         if o.known_at is not None and facts.is_fact[slot] and not facts.known(slot, o.known_at):
             return None
+        return self.scored(slot, rank, float(fused.score[i]), float(fused.lexical[i]),
+                           float(fused.semantic[i]) if fused.semantic is not None else None,
+                           status)
+
+    def scored(self, slot: int, rank: int, base: float, lexical: float,
+               semantic: float | None, status: str | None = None) -> Candidate:
+        """The candidate of ``slot`` with fused score ``base``: status (unless given)
+        and multipliers."""
+        facts, o, p = self.view.facts, self.options, self.policies
         if status is None:
             status = facts.status(slot, self.at, o.known_at)
         recency = 1.0
@@ -201,11 +214,8 @@ class Ranking:
         history = 1.0 if status == CURRENT else p.historical_weight
         usefulness = (1.0 if p.feedback_weight is None else
                       p.usefulness(facts.feedback.get(self.view.id_of(slot), ())))
-        base = float(fused.score[i])
         return Candidate(slot, rank, status, base * recency * history * usefulness, base,
-                         float(fused.lexical[i]),
-                         float(fused.semantic[i]) if fused.semantic is not None else None,
-                         recency, history, usefulness)
+                         lexical, semantic, recency, history, usefulness)
 
     def rank(self, history: str | None = None) -> tuple[list[Candidate], list[Candidate]]:
         """(the k results, every evaluated candidate ranked with history included);
@@ -224,9 +234,39 @@ class Ranking:
             if c is not None:
                 evaluated.append(c)
         evaluated.sort(key=lambda c: (-c.score, c.rank))
+        if o.graph is not None:
+            evaluated = self._graph(evaluated, len(order))
         keep = o.history if history is None else history
         chosen = [c for c in evaluated if wanted(keep, c.status)][: o.k]
         return chosen, evaluated
+
+    def _graph(self, evaluated: list[Candidate], examined: int) -> list[Candidate]:
+        """``evaluated`` with what graph recall reaches from its top k (module
+        :mod:`.graphrecall`): a reached candidate gains its bonus, a reached fact that
+        was no candidate joins (ranked after every search result on ties)."""
+        o, view = self.options, self.view
+        g = graphrecall.checked(o.graph)
+        assert g is not None
+        seeds = [(c.slot, c.score) for c in evaluated if wanted(o.history, c.status)][: o.k]
+        self.reached = graphrecall.reach(view, seeds, g, self.at, o.known_at)
+        by_slot = {c.slot: n for n, c in enumerate(evaluated)}
+        out = list(evaluated)
+        extra = examined
+        for slot, how in sorted(self.reached.items()):
+            n = by_slot.get(slot)
+            if n is not None:
+                c = out[n]
+                out[n] = self.scored(slot, c.rank, c.fused + how.bonus, c.lexical, c.semantic)
+                continue
+            facts = view.facts
+            if not facts.is_fact.item(slot) or not facts.known(slot, o.known_at):
+                continue
+            if self.allowed is not None and not self.allowed[slot]:
+                continue
+            extra += 1
+            out.append(self.scored(slot, extra, how.bonus, 0.0, None))
+        out.sort(key=lambda c: (-c.score, c.rank))
+        return out
 
     def results(self) -> list[tuple[int, float]]:
         """(slot, score) of the k results, best first."""

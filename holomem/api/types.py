@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from holomem.api.graphtypes import GraphReach, GraphRecall
 from holomem.errors import InvalidError
 
 History = Literal["current", "all", "historical"]
@@ -112,6 +113,9 @@ class RecallOptions(Request, frozen=True):
     #: Only facts this filter holds for (docs/contract.md §4b; the grammar is in
     #: holomem.api.filters).
     filter: dict[str, Any] | None = None
+    #: Fold in facts the top hits reach through links and entities (docs/contract.md
+    #: §4f; None: off, and recall is exactly what it is without the option).
+    graph: GraphRecall | None = None
 
 
 class MatchedTerm(_Response, frozen=True):
@@ -159,6 +163,8 @@ class Explanation(_Response, frozen=True):
     #: With a reranker (Python only): its place in the reranker's order (None: left
     #: out, or no reranker); ``rank`` stays recall's own.
     reranked_rank: int | None = None
+    #: How graph recall reached this fact (docs/contract.md §4f), or None.
+    graph: GraphReach | None = None
 
 
 class Recalled(_Response, frozen=True, omit_defaults=True):
@@ -202,6 +208,8 @@ class ForgetReport(_Response, frozen=True):
     relinked: list[Relink]
     dry_run: bool
     purged: bool
+    #: typed links (``relate``) removed with the facts, each counted once
+    unlinked: int = 0
 
 
 class MaintenanceOptions(Request, frozen=True):

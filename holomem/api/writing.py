@@ -178,13 +178,14 @@ class Writing(Configured):
                                                             within))
         if opts.dry_run:
             return ForgetReport(removed=plan.ids, relinked=plan.relinks, dry_run=True,
-                                purged=False)
+                                purged=False, unlinked=plan.unlinked)
         return self._remove(plan.ids, purge=opts.purge)
 
     def _remove(self, ids: builtins.list[str], *, purge: bool) -> ForgetReport:
         """Delete ``ids`` in batches of ``forgetting.BATCH``, re-linking around them."""
         removed: builtins.list[str] = []
         relinked: builtins.list[Relink] = []
+        unlinked = 0
         last = 0
         for start in range(0, len(ids), forgetting.BATCH):
             batch = ids[start : start + forgetting.BATCH]
@@ -200,12 +201,14 @@ class Writing(Configured):
                 last = seq
                 removed.extend(done[0].removed)
                 relinked.extend(done[0].relinked)
+                unlinked += done[0].unlinked
         if removed:
             self.store.sync_text()  # the zeroed records reach the disk before we return
             self.notify("forget", removed, last)
         if purge:
             self.store.compact(purge=True)
-        return ForgetReport(removed=removed, relinked=relinked, dry_run=False, purged=purge)
+        return ForgetReport(removed=removed, relinked=relinked, dry_run=False, purged=purge,
+                            unlinked=unlinked)
 
     def apply_forgetting(self, options: MaintenanceOptions | Mapping[str, Any] | None = None,
                          **fields: Any) -> ForgetReport:

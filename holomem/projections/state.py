@@ -1,7 +1,7 @@
 """Every projection of one generation, built together and swapped as a whole.
 
 Owns: :class:`ProjectionState` — the catalog, text segment, BM25 postings,
-embeddings, entity postings, HRR index and fact index of one generation, the one
+embeddings, entity postings, HRR index, fact index and relations of one generation, the one
 ``apply`` that feeds an event to each of them in order, and the two bulk modes
 (replay and rewrite) in which the projections batch their work. Imports the
 other projections and :mod:`holomem.events`; the text segment's file comes in
@@ -31,6 +31,7 @@ from holomem.projections.entities import Entities
 from holomem.projections.facts import FactIndex
 from holomem.projections.hrr import HRRIndex
 from holomem.projections.metadata import MetadataIndex
+from holomem.projections.relations import Relations
 from holomem.projections.text import TextSegment
 
 #: A run of at least this many new documents in one transaction takes the bulk path.
@@ -50,6 +51,7 @@ class ProjectionState:
         self.hrr = HRRIndex(self.catalog)
         self.facts = FactIndex(self.catalog)
         self.metadata = MetadataIndex(self.catalog)
+        self.relations = Relations(self.catalog)
         #: A PurgeRequested event in this generation: a purge was asked for and its
         #: compaction has not switched generations yet.
         self.purge_pending = False
@@ -77,6 +79,7 @@ class ProjectionState:
                 slots = [self.catalog.slot(i) for i in event.ids]
                 self.reembed_cursor = max([self.reembed_cursor, *(s + 1 for s in slots)])
         self.facts.apply(seq, event, change)
+        self.relations.apply(event, change)
         if isinstance(event, PurgeRequested):
             self.purge_pending = True
         elif isinstance(event, ConfigRecorded):
@@ -157,14 +160,14 @@ class ProjectionState:
     def replaying(self) -> Iterator[None]:
         """Replay mode: text placements are computed but not written (the caller
         reconciles the file once afterwards), and BM25 merges once, at the end."""
-        with self.text.placing_only(), self.bm25.bulk():
+        with self.text.placing_only(), self.bm25.bulk(), self.relations.bulk():
             yield
 
     @contextlib.contextmanager
     def rewriting(self) -> Iterator[None]:
         """Rewrite mode (compaction): new text records are written back to back at
         each :meth:`flush` and at the end, and BM25 merges once, at the end."""
-        with self.text.buffered(), self.bm25.bulk():
+        with self.text.buffered(), self.bm25.bulk(), self.relations.bulk():
             yield
 
     def flush(self) -> None:
@@ -173,7 +176,8 @@ class ProjectionState:
 
     # -- checkpoints ------------------------------------------------------------------
     #: The projections a checkpoint holds, in the order they are restored.
-    PARTS = ("catalog", "text", "bm25", "embeddings", "entities", "hrr", "facts", "metadata")
+    PARTS = ("catalog", "text", "bm25", "embeddings", "entities", "hrr", "facts", "metadata",
+             "relations")
 
     def snapshot(self) -> dict[str, Snapshot]:
         """Every projection's state, cheaply (see :data:`~holomem.projections.base.Snapshot`);
@@ -205,6 +209,6 @@ class ProjectionState:
         """Resident bytes of the in-memory indexes (an estimate for ``stats()``)."""
         return (self.bm25.memory_bytes() + self.embeddings.memory_bytes()
                 + self.hrr.memory_bytes() + self.facts.memory_bytes()
-                + self.metadata.memory_bytes()
+                + self.metadata.memory_bytes() + self.relations.memory_bytes()
                 + self.catalog.seq.nbytes + self.catalog.alive.nbytes
                 + self.text.offset.nbytes + self.text.size.nbytes)

@@ -82,13 +82,13 @@ def test_forget_refuses_without_yes_when_stdin_is_no_terminal_and_purges_with_ye
     for no in (refused, piped):
         assert no.returncode == 2 and "--yes" in no.stderr and no.stdout == ""
     assert json.loads(dry.stdout) == {"removed": ["m"], "relinked": [], "dryRun": True,
-                                      "purged": False}
+                                      "purged": False, "unlinked": 0}
     assert markers.files_with(store, MARKER.encode()), "the scan must see the marker first"
     assert holomem("get", store, "m").returncode == 0  # still there
 
     gone = holomem("forget", store, "--subject", "door", "--purge", "--yes", "--json")
     assert json.loads(gone.stdout) == {"removed": ["m"], "relinked": [], "dryRun": False,
-                                       "purged": True}, gone.stderr
+                                       "purged": True, "unlinked": 0}, gone.stderr
     assert markers.files_with(store, MARKER.encode()) == {}
     get, kept, again = holomem_all([["get", store, "m"], ["list", store, "--jsonl"],
                                     ["forget", store, "--id", "m", "-y"]])

@@ -206,6 +206,7 @@ def test_explain(memory: Memory) -> None:
         "score": SCORE, "usefulnessMultiplier": 1.0, "contextBonus": 0.0,
         "reason": "its status is superseded, filtered out by history=current",
         "ttlMs": None, "expiresAt": None, "rerankedRank": None,
+        "graph": None,
     }}
     e = response["explanation"]
     hit = memory.store.search_documents("tea")[0]
@@ -258,20 +259,20 @@ def test_get_and_history(memory: Memory) -> None:
 def test_forget(memory: Memory) -> None:
     fill(memory)
     assert call(memory, "forget", {"scope": {"ids": ["amy-1"]}, "dryRun": True}) == {
-        "removed": ["amy-1"], "relinked": [], "dryRun": True, "purged": False}
+        "removed": ["amy-1"], "relinked": [], "dryRun": True, "purged": False, "unlinked": 0}
     assert call(memory, "get", {"id": "amy-1"})["fact"] is not None
     assert call(memory, "forget", {"scope": {"ids": ["bob-2"]}}) == {
-        "removed": ["bob-2"], "relinked": [], "dryRun": False, "purged": False}
+        "removed": ["bob-2"], "relinked": [], "dryRun": False, "purged": False, "unlinked": 0}
     # bob-1 is current again.
     assert call(memory, "get", {"id": "bob-1"}) == {"fact": fact(
         "bob-1", "Bob drinks tea", T0, "current", **BOB_1)}
     assert call(memory, "forget", {"scope": {"ids": ["bob-2"]}}) == {
-        "removed": [], "relinked": [], "dryRun": False, "purged": False}
+        "removed": [], "relinked": [], "dryRun": False, "purged": False, "unlinked": 0}
     assert call(memory, "forget", {"scope": {"eventBefore": 1_690_000_000_001},
                                    "purge": True}) == {
-        "removed": ["amy-1"], "relinked": [], "dryRun": False, "purged": True}
+        "removed": ["amy-1"], "relinked": [], "dryRun": False, "purged": True, "unlinked": 0}
     assert call(memory, "forget", {"scope": {"metadata": {"source": "chat"}}}) == {
-        "removed": ["bob-1"], "relinked": [], "dryRun": False, "purged": False}
+        "removed": ["bob-1"], "relinked": [], "dryRun": False, "purged": False, "unlinked": 0}
     assert memory.store.ids() == []
 
 
@@ -282,10 +283,10 @@ def test_forget_relinks_a_middle_version(memory: Memory) -> None:
     assert call(memory, "forget", {"scope": {"subject": "bob/drink"}, "dryRun": True,
                                    "includeChain": True}) == {
         "removed": ["bob-1", "bob-2", "bob-3"], "relinked": [], "dryRun": True,
-        "purged": False}
+        "purged": False, "unlinked": 0}
     assert call(memory, "forget", {"scope": {"ids": ["bob-2"]}}) == {
         "removed": ["bob-2"], "relinked": [{"successor": "bob-3", "predecessor": "bob-1"}],
-        "dryRun": False, "purged": False}
+        "dryRun": False, "purged": False, "unlinked": 0}
 
 
 def test_forget_errors(memory: Memory) -> None:
@@ -312,7 +313,7 @@ def test_apply_forgetting_and_consolidate(tmp_path: Path) -> None:
         call(memory, "remember", {"id": "dup-1", "text": "Dana swims"})
         call(memory, "remember", {"id": "dup-2", "text": "dana swims!"})
         assert call(memory, "applyForgetting", {}) == {
-            "removed": ["bob-1"], "relinked": [], "dryRun": True, "purged": False}
+            "removed": ["bob-1"], "relinked": [], "dryRun": True, "purged": False, "unlinked": 0}
         plan = {"sources": ["dup-1", "dup-2"], "summaryId": SUMMARY_ID, "text": "dana swims!"}
         # sourcesKept (added by issue 11): null here, the policy keeps sources by design.
         assert call(memory, "consolidate", {}) == {
@@ -324,7 +325,7 @@ def test_apply_forgetting_and_consolidate(tmp_path: Path) -> None:
         assert call(memory, "consolidate", {"dryRun": False}) == {
             "dryRun": False, "groups": [], "added": [], "removed": [], "sourcesKept": None}
         assert call(memory, "applyForgetting", {"dryRun": False}) == {
-            "removed": ["bob-1"], "relinked": [], "dryRun": False, "purged": False}
+            "removed": ["bob-1"], "relinked": [], "dryRun": False, "purged": False, "unlinked": 0}
         for op in ("applyForgetting", "consolidate"):
             assert error(memory, op, {"dry_run": False}) == "invalid_request"
             assert error(memory, op, {"dryRun": "no"}) == "invalid_request"

@@ -223,7 +223,7 @@ def test_remember_recall_explain_get_history_forget(shared: Session) -> None:
 
     (body,) = ok(s.call("forget", {"scope": {"ids": ["b"]}, "dryRun": True}))
     assert json.loads(body) == {"removed": ["b"], "relinked": [], "dryRun": True,
-                                "purged": False}
+                                "purged": False, "unlinked": 0}
     (body,) = ok(s.call("forget", {"scope": {"ids": ["b"]}, "dryRun": False}))
     assert json.loads(body)["removed"] == ["b"]
     assert ok(s.call("get", {"id": "b"})) == ['{"fact": null}']

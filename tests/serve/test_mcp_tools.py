@@ -173,7 +173,7 @@ def test_forget_is_a_dry_run_unless_dry_run_is_false(tmp_path: Path) -> None:
         s.remember(id="a", text="Ann likes tea")
         (body,) = ok(s.call("forget", {"scope": {"ids": ["a"]}}))
         assert json.loads(body) == {"removed": ["a"], "relinked": [], "dryRun": True,
-                                    "purged": False}
+                                    "purged": False, "unlinked": 0}
         assert fenced(ok(s.call("get", {"id": "a"}))[0])  # still there
         (body,) = ok(s.call("forget", {"scope": {"ids": ["a"]}, "dryRun": False}))
         assert json.loads(body)["dryRun"] is False and json.loads(body)["removed"] == ["a"]

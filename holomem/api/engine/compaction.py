@@ -20,6 +20,7 @@ from holomem.events import (
     FactAdded,
     FactLinks,
     FeedbackGiven,
+    RelationAdded,
     StoreSettings,
 )
 from holomem.log import crashpoints as cp
@@ -54,6 +55,17 @@ def live_events(view: View, slot: int) -> list[Event]:
         out.extend(FeedbackGiven(id=rec.id, helpful=h, time=tm, note=n)
                    for h, tm, n in facts.feedback.get(rec.id, ()))
     return out
+
+
+def live_relations(view: View) -> list[Event]:
+    """Events that re-create every live link between facts, in the order they were
+    made, each with its own time and metadata (both ends are written before)."""
+    rel = view.relations
+    src, dst = rel.src.view(), rel.dst.view()
+    return [RelationAdded(from_id=view.id_of(int(src[r])), to_id=view.id_of(int(dst[r])),
+                          relation=rel.relation(r), time=rel.time.item(r),
+                          metadata=rel.metadata(r))
+            for r in rel.live_rows().tolist()]
 
 
 def rewrite(journal: JournalBackend, target: RewriteTarget, view: View
@@ -91,6 +103,10 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View
             links = view.facts.all_links()
             if links:
                 batch.append(FactLinks(links=tuple(links)))
+            for event in live_relations(view):
+                batch.append(event)
+                if len(batch) >= BATCH:
+                    flush()
             flush()
         cp.hit(P_COMPACT_WRITTEN)
         records.seal(target.last_seq)

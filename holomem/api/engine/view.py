@@ -29,6 +29,7 @@ from holomem.projections.facts import FactIndex
 from holomem.projections.fusion import DEFAULT_FUSION, Fusion, FusionParams, fuse, top_k
 from holomem.projections.hrr import HRRIndex
 from holomem.projections.metadata import MetadataIndex
+from holomem.projections.relations import Relations
 from holomem.projections.state import ProjectionState
 from holomem.projections.text import TextRecord
 from holomem.projections.tokenize import tokenize
@@ -121,6 +122,10 @@ class View:
     @property
     def entities(self) -> Entities:
         return self.state.entities
+
+    @property
+    def relations(self) -> Relations:
+        return self.state.relations
 
     @property
     def embedding_dim(self) -> int:

@@ -1,0 +1,119 @@
+"""The types of relations, why-walks and graph recall (docs/contract.md §4f).
+
+Owns: the Structs ``relate``, ``unrelate``, ``links`` and ``why`` return, and the
+``graph`` option of recall with the path explain reports. Same conventions as
+:mod:`holomem.api.types` (snake_case in Python, camelCase in JSON, requests refuse
+unknown fields); kept apart so that module stays the size of its own concern.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+#: How a graph step went: along a typed link, or through an entity both facts carry.
+Via = Literal["link", "entity"]
+
+
+class _Out(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    pass
+
+
+class Link(_Out, frozen=True):
+    """One typed link ``from_id -[relation]-> to_id``; ``time``: when the store learned it."""
+
+    from_id: str
+    to_id: str
+    relation: str
+    time: int
+    metadata: dict[str, Any] | None = None
+
+
+class RelateResult(_Out, frozen=True):
+    """``relate``: the link, and whether this call made it (False: it was there)."""
+
+    created: bool
+    link: Link
+
+
+class UnrelateResult(_Out, frozen=True):
+    """``unrelate``: whether a link was removed (False: there was none)."""
+
+    removed: bool
+
+
+class LinkList(_Out, frozen=True):
+    """``links``: the links of ``id`` in ``direction``, in the order they were made."""
+
+    id: str
+    direction: str
+    links: list[Link]
+
+
+class WhyNode(_Out, frozen=True):
+    """A fact of the evidence subgraph, ``hop`` links away from the start (0)."""
+
+    id: str
+    hop: int
+    text: str
+    status: str
+
+
+class WhyEdge(_Out, frozen=True):
+    from_id: str
+    to_id: str
+    relation: str
+    time: int
+
+
+class WhyResult(_Out, frozen=True):
+    """``why``: the start (the fact named, or the query's best match; None: nothing
+    matched), the nodes by hop then discovery order, the edges in the order walked,
+    and whether a bound (``max_nodes`` / ``max_edges``) cut the walk short."""
+
+    start: str | None
+    query: str | None
+    max_hops: int
+    nodes: list[WhyNode]
+    edges: list[WhyEdge]
+    truncated: bool
+    bound: str | None = None
+    score: float | None = None
+
+
+class GraphRecall(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
+                  forbid_unknown_fields=True):
+    """Recall's ``graph`` option: fold in facts reached from the top hits.
+
+    ``hops`` (1 or 2) links or shared entities away; a reached fact scores its own
+    score plus ``weight`` ** hop times the score of the hit that reached it.
+    ``links`` / ``entities``: which edges to walk; ``relation``: only links of that
+    relation (None: any).
+    """
+
+    hops: int = 1
+    weight: float = 0.3
+    links: bool = True
+    entities: bool = True
+    relation: str | None = None
+
+
+class GraphStep(_Out, frozen=True):
+    """One step of the path that brought a fact: ``from_id`` to ``to_id`` along a link
+    of ``relation`` (in either direction) or through the entity ``entity``."""
+
+    from_id: str
+    to_id: str
+    via: Via
+    relation: str | None = None
+    entity: str | None = None
+
+
+class GraphReach(_Out, frozen=True):
+    """In explain: the hit a fact was reached from, the path, and the bonus it added."""
+
+    seed: str
+    hops: int
+    bonus: float
+    path: list[GraphStep]

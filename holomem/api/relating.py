@@ -1,0 +1,139 @@
+"""The calls of ``Memory`` over relations: relate, unrelate, links and why
+(docs/contract.md §4f).
+
+Owns: :class:`Relating` — each call checks its request, plans under the write lock
+(:mod:`.relations`) or answers from one view (:mod:`.relations`, :mod:`.why`), and
+notifies observers of what it changed. Imports the memory API's modules and the
+engine; ``Memory`` (:mod:`.memory`) composes it.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from holomem.api import embedding, recall, relations, validate, why
+from holomem.api.configuration import Configured
+from holomem.api.engine import View
+from holomem.api.graphtypes import LinkList, RelateResult, UnrelateResult, WhyResult
+from holomem.errors import InvalidError
+from holomem.events import Event
+
+
+class Relating(Configured):
+    """Typed links between facts, and the walk over them.
+
+    (Annotations here say ``builtins.list``: in Memory, ``list`` is a method.)
+    """
+
+    def relate(self, from_id: str, to_id: str, relation: str,
+               metadata: Mapping[str, Any] | None = None, *,
+               namespace: Sequence[str] | None = None) -> RelateResult:
+        """Link ``from_id -[relation]-> to_id``: two stored facts of one namespace.
+
+        Idempotent: the same link with the same metadata again writes nothing
+        (``created=False``); with other metadata it is a ``conflict``. ``namespace``:
+        both facts must be at or under this prefix (else ``not_found``). Limits:
+        ids and ``relation`` as ids (<= 512 characters), metadata <=
+        ``relations.MAX_LINK_METADATA_BYTES`` of JSON, at most
+        ``relations.MAX_LINKS_PER_FACT`` links leaving and entering each fact.
+        Errors: ``invalid_request``, ``limit``, ``not_found``, ``conflict``.
+        """
+        req = relations.request(from_id, to_id, relation, metadata)
+        prefix = validate.namespace(namespace)
+        planned: builtins.list[relations.Planned] = []
+
+        def build(view: View) -> builtins.list[Event]:
+            planned[:] = [relations.plan_relate(view, req, self.clock.now_ms(), prefix)]
+            return planned[0].events
+
+        seq, _ = self.store.commit(build)
+        if planned[0].created:
+            self.notify("relate", [req.from_id, req.to_id], seq)
+        return RelateResult(created=planned[0].created, link=planned[0].link)
+
+    def unrelate(self, from_id: str, to_id: str, relation: str, *,
+                 namespace: Sequence[str] | None = None) -> UnrelateResult:
+        """Remove the link ``from_id -[relation]-> to_id``; idempotent (``removed=False``
+        when there is none). Errors: ``invalid_request``, ``limit``, ``not_found`` (an
+        end is not a stored fact at or under ``namespace``)."""
+        req = relations.request(from_id, to_id, relation)
+        prefix = validate.namespace(namespace)
+
+        def build(view: View) -> builtins.list[Event]:
+            return relations.plan_unrelate(view, req, self.clock.now_ms(), prefix)
+
+        seq, written = self.store.commit(build)
+        if written:
+            self.notify("unrelate", [req.from_id, req.to_id], seq)
+        return UnrelateResult(removed=bool(written))
+
+    def links(self, id: str, relation: str | None = None, direction: str = "out", *,
+              as_of: Any = None, known_at: Any = None,
+              namespace: Sequence[str] | None = None) -> LinkList:
+        """The links of fact ``id``: leaving it (``out``), entering it (``in``) or
+        both, of one ``relation`` or all, in the order they were made; ``as_of`` /
+        ``known_at`` as in recall (a link made after the time is not there). At most
+        2 x ``relations.MAX_LINKS_PER_FACT`` links. Errors: ``invalid_request``,
+        ``not_found``."""
+        fid = validate.doc_id(id)
+        name = None if relation is None else validate.doc_id(relation, "relation")
+        way = relations.direction(direction)
+        at, known = validate.to_ms(as_of, "as_of"), validate.to_ms(known_at, "known_at")
+        prefix = validate.namespace(namespace)
+        found = self.store.read(
+            lambda view: relations.links(view, fid, name, way, at, known, prefix))
+        return LinkList(id=fid, direction=way, links=found)
+
+    def why(self, query_or_id: str, max_hops: int = 2, relation: str | Sequence[str] | None = None,
+            filter: Mapping[str, Any] | None = None, *, as_of: Any = None,
+            known_at: Any = None, namespace: Sequence[str] | None = None) -> WhyResult:
+        """The evidence subgraph around a fact: ``query_or_id`` names a stored fact,
+        or else is a query whose best match (recall's first result) is the start;
+        then every visible link, both directions, up to ``max_hops`` away.
+
+        ``relation``: walk only links of this relation (or these). ``filter``: the
+        recall filter grammar; it chooses the start and every fact the walk enters.
+        Limits: ``max_hops`` 0 to ``why.MAX_HOPS``; at most ``why.MAX_NODES`` nodes and
+        ``why.MAX_EDGES`` edges — a walk cut by either says ``truncated`` and which
+        ``bound``. Errors: ``invalid_request``, ``limit``.
+        """
+        text = validate.query(query_or_id)
+        if not text.strip():
+            raise InvalidError("why needs a fact id or a query")
+        hops = why.hops(max_hops)
+        names = why.relation_names(relation)
+        at = validate.to_ms(as_of, "as_of")
+        known = validate.to_ms(known_at, "known_at")
+        prefix = validate.namespace(namespace)
+        now = self.clock.now_ms()
+        start_id = text if self.store.read(
+            lambda view: why.is_start(view, text, prefix, known)) else None
+        o, where = recall.checked({"k": 1, "as_of": at, "known_at": known,
+                                   "namespace": list(prefix) or None, "filter": filter}, {})
+        embedded = start_id is None and self.embedder is not None
+        if embedded:
+            assert self.embedder is not None
+            o = msgspec.structs.replace(o, embedding=embedding.query_vector(self.embedder, text))
+
+        def run(view: View) -> WhyResult:
+            start, score = start_id, None
+            if start is None:
+                if embedded:
+                    assert self._pinned is not None
+                    embedding.check_current(view, self._pinned)
+                ranking = recall.Ranking(view, self.policies, text, o,
+                                         at if at is not None else now, where)
+                found = ranking.results()
+                if not found:
+                    return WhyResult(start=None, query=text, max_hops=hops, nodes=[],
+                                     edges=[], truncated=False)
+                start, score = view.id_of(found[0][0]), found[0][1]
+            walk = why.Walk(view, hops, names, where, at if at is not None else now,
+                            at, known, prefix)
+            return walk.result(start, None if start_id else text, score)
+
+        return self.store.read(run)

@@ -1,0 +1,117 @@
+"""Guarantee: graph recall is off unless asked for (recall without the option is bit
+for bit what it was, links or not), and when on it adds facts reached from the top
+hits through links and shared entities, scored own + weight^hop x the seed's score,
+restricted like every result, with explain showing the path."""
+
+from __future__ import annotations
+
+import pytest
+
+from holomem import InvalidError, LimitError, ManualClock, Memory
+
+
+def _facts(memory: Memory) -> None:
+    memory.remember("alice moved to paris last year", id="a", entities=["alice"])
+    memory.remember("the city has a famous museum", id="b")
+    memory.remember("bob adopted a dog", id="c", entities=["alice"])
+    memory.remember("the museum opens at nine", id="d")
+    memory.remember("weather report for monday", id="e", namespace=["other"],
+                    entities=["alice"])
+    memory.relate("a", "b", "mentions")
+    memory.relate("b", "d", "about")
+
+
+def _ranked(results: list) -> list[tuple[str, float]]:  # type: ignore[type-arg]
+    return [(r.id, r.score) for r in results]
+
+
+def test_recall_without_the_option_is_unchanged_by_links(memory: Memory) -> None:
+    for fid, text in (("a", "alice moved to paris"), ("b", "paris is big"),
+                      ("c", "alice likes paris")):
+        memory.remember(text, id=fid)
+    queries = ("alice paris", "paris", "big city", "alice")
+    before = {q: _ranked(memory.recall(q, k=3)) for q in queries}
+    docs = {q: [(h.id, h.score) for h in memory.store.search_documents(q, k=3)]
+            for q in queries}
+    memory.relate("a", "b", "mentions")
+    memory.relate("c", "a", "agrees")
+    for q in queries:
+        assert _ranked(memory.recall(q, k=3)) == before[q] == docs[q]  # bit for bit
+        assert _ranked(memory.recall(q, k=3, graph=None)) == before[q]
+
+
+def test_reached_facts_score_their_bonus_and_explain_the_path(memory: Memory) -> None:
+    _facts(memory)
+    plain = memory.recall("where did alice move")
+    assert [r.id for r in plain] == ["a"]
+    top = plain[0].score
+    found = memory.recall("where did alice move", graph={"hops": 1, "weight": 0.5},
+                          explain=True)
+    assert [r.id for r in found] == ["a", "b", "c"]  # e is in another namespace
+    assert found[0].score == top and found[0].explanation.graph is None
+    for r in found[1:]:
+        assert r.score == pytest.approx(0.5 * top)
+    why_b = found[1].explanation.graph
+    assert why_b.seed == "a" and why_b.hops == 1
+    assert [(s.from_id, s.to_id, s.via, s.relation) for s in why_b.path] == [
+        ("a", "b", "link", "mentions")]
+    why_c = found[2].explanation.graph
+    assert [(s.via, s.entity) for s in why_c.path] == [("entity", "alice")]
+    two = memory.recall("where did alice move", graph={"hops": 2, "weight": 0.5,
+                                                       "entities": False})
+    assert [(r.id, r.score) for r in two] == [("a", top), ("b", pytest.approx(0.5 * top)),
+                                              ("d", pytest.approx(0.25 * top))]
+    assert memory.explain("where did alice move", "d",
+                          graph={"hops": 2, "entities": False}).graph.hops == 2
+
+
+def test_a_reached_fact_adds_its_bonus_to_its_own_score(memory: Memory) -> None:
+    memory.remember("rocket launch delayed by the storm", id="x")
+    memory.remember("the launch of the rocket", id="y")
+    memory.remember("storm clouds over the coast", id="z")
+    memory.remember("an unrelated line", id="n")
+    memory.relate("x", "z", "caused_by")
+    q = "rocket launch storm"
+    plain = dict(_ranked(memory.recall(q, k=3)))
+    assert list(plain) == ["x", "y", "z"]
+    found = memory.recall(q, k=2, graph={"weight": 0.5, "entities": False})
+    # z is no seed (the seeds are the top k = 2): its own score plus 0.5 x x's score.
+    assert [r.id for r in found] == ["x", "z"]
+    assert found[1].score == pytest.approx(plain["z"] + 0.5 * plain["x"])
+    assert found[0].score == plain["x"]
+
+
+def test_a_direct_hit_is_never_displaced_by_the_bonus_alone(memory: Memory) -> None:
+    for i in range(5):
+        memory.remember(f"rocket launch report number {i}", id=f"r{i}")
+        memory.remember(f"unrelated filler text {i}", id=f"f{i}")
+        memory.relate(f"r{i}", f"f{i}", "next")
+    plain = memory.recall("rocket launch", k=5)
+    found = memory.recall("rocket launch", k=5, graph={"weight": 0.9})
+    assert [r.id for r in found] == [r.id for r in plain]  # five strong hits stay
+    assert memory.recall("rocket launch", k=10, graph={"weight": 0.9})[5].id.startswith("f")
+
+
+def test_graph_recall_keeps_to_filters_relations_and_known_at(memory: Memory,
+                                                               clock: ManualClock) -> None:
+    _facts(memory)
+    t = clock.now_ms()
+    clock.advance(10)
+    memory.remember("a late note", id="late")
+    memory.relate("a", "late", "mentions")
+    q = "where did alice move"
+    assert "late" in [r.id for r in memory.recall(q, graph={"entities": False})]
+    assert "late" not in [r.id for r in memory.recall(q, known_at=t,
+                                                      graph={"entities": False})]
+    assert [r.id for r in memory.recall(q, graph={"relation": "about"})] == ["a", "c"]
+    assert "b" not in [r.id for r in memory.recall(
+        q, graph={"entities": False}, filter={"metadata": {"x": 1}})]
+
+
+def test_the_graph_option_is_checked(memory: Memory) -> None:
+    with pytest.raises(LimitError):
+        memory.recall("x", graph={"hops": 3})
+    for bad in ({"hops": 0}, {"weight": 1.5}, {"weight": "high"}, {"depth": 1}, "on",
+                {"relation": ""}):
+        with pytest.raises(InvalidError):
+            memory.recall("x", graph=bad)

@@ -86,8 +86,20 @@ except ImportError as _missing:  # the serve extra is not installed
 
 import msgspec
 
-from holomem.api import contract, filters, forgetting, listing, recall, render, transfer, validate
+from holomem.api import (
+    contract,
+    filters,
+    forgetting,
+    listing,
+    recall,
+    relations,
+    render,
+    transfer,
+    validate,
+    why,
+)
 from holomem.api.context import DEFAULT_K, CompiledContext, ContextDecision
+from holomem.api.graphtypes import LinkList, RelateResult, UnrelateResult, WhyResult
 from holomem.api.types import (
     ConsolidateOptions,
     ConsolidationReport,
@@ -386,6 +398,46 @@ class _Ops:
         return ("import", {"records": records, "batchSize": batch_size,
                            "dropEmbeddings": drop_embeddings},
                 lambda r: _as(ImportReport, r))
+
+    @staticmethod
+    def relate(from_id: str, to_id: str, relation: str, metadata: Any = None,
+               namespace: Sequence[str] | None = None) -> Spec:
+        relations.request(from_id, to_id, relation, metadata)  # checked as Memory checks
+        return ("relate", {"fromId": from_id, "toId": to_id, "relation": relation,
+                           "metadata": None if metadata is None else dict(metadata),
+                           "namespace": _namespace(namespace)},
+                lambda r: _as(RelateResult, r))
+
+    @staticmethod
+    def unrelate(from_id: str, to_id: str, relation: str,
+                 namespace: Sequence[str] | None = None) -> Spec:
+        relations.request(from_id, to_id, relation)
+        return ("unrelate", {"fromId": from_id, "toId": to_id, "relation": relation,
+                             "namespace": _namespace(namespace)},
+                lambda r: _as(UnrelateResult, r))
+
+    @staticmethod
+    def links(id: str, relation: str | None = None, direction: str = "out",
+              as_of: Any = None, known_at: Any = None,
+              namespace: Sequence[str] | None = None) -> Spec:
+        return ("links", {"id": id, "relation": relation, "direction": direction,
+                          "asOf": validate.to_ms(as_of, "as_of"),
+                          "knownAt": validate.to_ms(known_at, "known_at"),
+                          "namespace": _namespace(namespace)},
+                lambda r: _as(LinkList, r))
+
+    @staticmethod
+    def why(query_or_id: str, max_hops: int = 2, relation: Any = None, filter: Any = None,
+            as_of: Any = None, known_at: Any = None,
+            namespace: Sequence[str] | None = None) -> Spec:
+        names = why.relation_names(relation)
+        return ("why", {"query": query_or_id, "maxHops": max_hops,
+                        "relation": None if names is None else builtins.list(names),
+                        "filter": None if filter is None else _wire_filter(filter),
+                        "asOf": validate.to_ms(as_of, "as_of"),
+                        "knownAt": validate.to_ms(known_at, "known_at"),
+                        "namespace": _namespace(namespace)},
+                lambda r: _as(WhyResult, r))
 
     @staticmethod
     def call(op: str, request: dict[str, Any]) -> Spec:
@@ -908,6 +960,35 @@ class Client(_Local):
             namespace=namespace, filter=filter))
         return out
 
+    def relate(self, from_id: str, to_id: str, relation: str, metadata: Any = None, *,
+               namespace: Sequence[str] | None = None) -> RelateResult:
+        """As ``Memory.relate``."""
+        out: RelateResult = self._do(_Ops.relate(from_id, to_id, relation, metadata,
+                                                 namespace))
+        return out
+
+    def unrelate(self, from_id: str, to_id: str, relation: str, *,
+                 namespace: Sequence[str] | None = None) -> UnrelateResult:
+        """As ``Memory.unrelate``."""
+        out: UnrelateResult = self._do(_Ops.unrelate(from_id, to_id, relation, namespace))
+        return out
+
+    def links(self, id: str, relation: str | None = None, direction: str = "out", *,
+              as_of: Any = None, known_at: Any = None,
+              namespace: Sequence[str] | None = None) -> LinkList:
+        """As ``Memory.links``."""
+        out: LinkList = self._do(_Ops.links(id, relation, direction, as_of, known_at,
+                                            namespace))
+        return out
+
+    def why(self, query_or_id: str, max_hops: int = 2, relation: Any = None,
+            filter: Any = None, *, as_of: Any = None, known_at: Any = None,
+            namespace: Sequence[str] | None = None) -> WhyResult:
+        """As ``Memory.why``."""
+        out: WhyResult = self._do(_Ops.why(query_or_id, max_hops, relation, filter, as_of,
+                                           known_at, namespace))
+        return out
+
     def export(self, namespace: Sequence[str] | None = None, *,
                page_size: int = contract.MAX_EXPORT_PAGE) -> Iterator[dict[str, Any]]:
         """As ``Memory.export``, read ``page_size`` (<= 1,000) records per request."""
@@ -1128,6 +1209,29 @@ class AsyncClient(_Local):
 
     async def contradict(self, **kwargs: Any) -> ContradictResult:
         out: ContradictResult = await self._do(_Ops.contradict(**kwargs))
+        return out
+
+    async def relate(self, from_id: str, to_id: str, relation: str, metadata: Any = None,
+                     **kwargs: Any) -> RelateResult:
+        out: RelateResult = await self._do(_Ops.relate(from_id, to_id, relation, metadata,
+                                                       **kwargs))
+        return out
+
+    async def unrelate(self, from_id: str, to_id: str, relation: str,
+                       **kwargs: Any) -> UnrelateResult:
+        out: UnrelateResult = await self._do(_Ops.unrelate(from_id, to_id, relation,
+                                                           **kwargs))
+        return out
+
+    async def links(self, id: str, relation: str | None = None, direction: str = "out",
+                    **kwargs: Any) -> LinkList:
+        out: LinkList = await self._do(_Ops.links(id, relation, direction, **kwargs))
+        return out
+
+    async def why(self, query_or_id: str, max_hops: int = 2, relation: Any = None,
+                  filter: Any = None, **kwargs: Any) -> WhyResult:
+        out: WhyResult = await self._do(_Ops.why(query_or_id, max_hops, relation, filter,
+                                                 **kwargs))
         return out
 
     async def export(self, namespace: Sequence[str] | None = None, *,

@@ -124,6 +124,42 @@ class ListNamespacesRequest(Request, frozen=True, kw_only=True):
     cursor: str | None = None
 
 
+class RelateRequest(Request, frozen=True, kw_only=True):
+    from_id: str
+    to_id: str
+    relation: str
+    metadata: dict[str, Any] | None = None
+    namespace: list[str] | None = None
+
+
+class UnrelateRequest(Request, frozen=True, kw_only=True):
+    from_id: str
+    to_id: str
+    relation: str
+    namespace: list[str] | None = None
+
+
+class LinksRequest(Request, frozen=True, kw_only=True):
+    id: str
+    relation: str | None = None
+    direction: str = "out"
+    as_of: int | None = None
+    known_at: int | None = None
+    namespace: list[str] | None = None
+
+
+class WhyRequest(Request, frozen=True, kw_only=True):
+    """``query``: a fact's id, or a query whose best match starts the walk."""
+
+    query: str
+    max_hops: int = 2
+    relation: str | list[str] | None = None
+    filter: dict[str, Any] | None = None
+    as_of: int | None = None
+    known_at: int | None = None
+    namespace: list[str] | None = None
+
+
 class InfoRequest(Request, frozen=True, kw_only=True):
     """``info`` takes nothing (an empty object)."""
 
@@ -279,6 +315,32 @@ def _set_confidence(request: dict[str, Any]) -> Invocation:
     return Invocation("set_confidence", (req.id, req.confidence), {}, lambda r: {"fact": r})
 
 
+def _relate(request: dict[str, Any]) -> Invocation:
+    req = _decode(request, RelateRequest)
+    return Invocation("relate", (req.from_id, req.to_id, req.relation, req.metadata),
+                      {"namespace": req.namespace}, _same)
+
+
+def _unrelate(request: dict[str, Any]) -> Invocation:
+    req = _decode(request, UnrelateRequest)
+    return Invocation("unrelate", (req.from_id, req.to_id, req.relation),
+                      {"namespace": req.namespace}, _same)
+
+
+def _links(request: dict[str, Any]) -> Invocation:
+    req = _decode(request, LinksRequest)
+    return Invocation("links", (req.id, req.relation, req.direction),
+                      {"as_of": req.as_of, "known_at": req.known_at,
+                       "namespace": req.namespace}, _same)
+
+
+def _why(request: dict[str, Any]) -> Invocation:
+    req = _decode(request, WhyRequest)
+    return Invocation("why", (req.query, req.max_hops, req.relation, req.filter),
+                      {"as_of": req.as_of, "known_at": req.known_at,
+                       "namespace": req.namespace}, _same)
+
+
 def _list(request: dict[str, Any]) -> Invocation:
     req = _decode(request, ListRequest)
     return Invocation("list", (req.cursor, req.limit, req.filter, req.history, req.namespace),
@@ -412,7 +474,7 @@ def export_page(store: Store, prefix: tuple[str, ...], cursor: str | None,
 
 #: op -> decoder. The ops of docs/contract.md §5, then those added by the holographic
 #: operations, feedback and the audit listing, then ``info``, ``export`` and ``import``
-#: (which the Python client speaks; documented in the README).
+#: (which the Python client speaks; documented in the README), then relations (§4f).
 OPS: dict[str, Callable[[dict[str, Any]], Invocation]] = {
     "remember": _remember,
     "recall": _recall,
@@ -438,6 +500,10 @@ OPS: dict[str, Callable[[dict[str, Any]], Invocation]] = {
     "saveWorkingContext": _save_working_context,
     "loadWorkingContext": _load_working_context,
     "listWorkingContexts": _list_working_contexts,
+    "relate": _relate,
+    "unrelate": _unrelate,
+    "links": _links,
+    "why": _why,
 }
 
 

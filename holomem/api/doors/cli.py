@@ -16,6 +16,8 @@ answers are printed :mod:`.cliprint`'s.
                          [--within NS] [--include-chain] [--dry-run] [--purge] [--yes]
     holomem list STORE [--limit N] [--cursor C | --all] [--namespace NS] [--filter JSON]
     holomem list-namespaces STORE [--prefix NS] [--max-depth N] [--all]
+    holomem links STORE ID [--relation R] [--direction out|in|both]
+    holomem why STORE QUERY_OR_ID [--max-hops N] [--relation R ...] [--filter JSON]
     holomem info | config | export | import STORE ...    holomem fsck STORE [...]
     holomem serve | mcp | demo | hermes install
 
@@ -33,7 +35,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from holomem.api.doors import cliprint, cliserve, clistore
+from holomem.api.doors import cligraph, cliprint, cliserve, clistore
 from holomem.api.doors.cliopen import (
     EXIT_NOT_FOUND,
     EXIT_OK,
@@ -230,7 +232,8 @@ def _list_namespaces(args: argparse.Namespace) -> int:
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "remember": _memory_command, "recall": _memory_command, "explain": _memory_command,
     "get": _memory_command, "history": _memory_command, "forget": _forget, "list": _list,
-    "list-namespaces": _list_namespaces, "info": clistore.info, "config": clistore.config,
+    "list-namespaces": _list_namespaces, "links": cligraph.run, "why": cligraph.run,
+    "info": clistore.info, "config": clistore.config,
     "export": clistore.export, "import": clistore.import_,
     "fsck": lambda args: cliserve.fsck(args.args), "serve": cliserve.serve,
     "mcp": cliserve.mcp, "hermes": cliserve.hermes, "demo": cliserve.demo,

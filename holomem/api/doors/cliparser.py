@@ -11,6 +11,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from holomem.api.doors import cligraph
 from holomem.api.doors.cliargs import (
     NS_HELP,
     TIME_HELP,
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, help=summary, description=summary, **shape, **kwargs)
 
     _fact_commands(command)
+    cligraph.add_commands(command, _store_options, _output_options)
     _store_commands(command)
     _server_commands(command)
     return parser

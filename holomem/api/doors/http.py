@@ -111,9 +111,10 @@ WORKERS = 40
 #: empty one, and create nothing. The writes create the tenant's store (and so does an op
 #: in neither set, to be safe; a test asks that every op be in one).
 READ_OPS = frozenset({"recall", "explain", "get", "history", "list", "listNamespaces",
-                      "probe", "related", "reason", "contradict", "info", "export"})
+                      "probe", "related", "reason", "contradict", "info", "export", "links",
+                      "why"})
 WRITE_OPS = frozenset({"remember", "forget", "applyForgetting", "consolidate", "feedback",
-                       "setConfidence", "import"})
+                       "setConfidence", "import", "relate", "unrelate"})
 
 #: The request headers an allowed browser origin may send (CORS): the API's, and the
 #: MCP transport's (its session, its protocol version, the namespace of a session, the

@@ -25,6 +25,7 @@ import msgspec
 
 from holomem.api import contract
 from holomem.api.engine import Document, DocumentInput, Hit
+from holomem.api.graphtypes import LinkList, RelateResult, UnrelateResult, WhyResult
 from holomem.api.types import (
     ConsolidateOptions,
     ConsolidationReport,
@@ -206,6 +207,13 @@ OPS: dict[str, Op] = {
                  "Every fact with its whole history, a page at a time"),
     "import": Op((contract.ImportRequest,), ImportReport,
                  "Restore exported facts exactly, in atomic batches"),
+    "relate": Op((contract.RelateRequest,), RelateResult,
+                 "Link two facts of one namespace with a typed, directed relation"),
+    "unrelate": Op((contract.UnrelateRequest,), UnrelateResult, "Remove a typed link"),
+    "links": Op((contract.LinksRequest,), LinkList,
+                "The typed links of a fact, out, in or both"),
+    "why": Op((contract.WhyRequest,), WhyResult,
+              "The evidence subgraph around a fact or a query's best match"),
 }
 
 #: Fields of request shapes that hold a time (JSON names): milliseconds or ISO 8601.

@@ -32,12 +32,15 @@ What goes back to the model:
   structure (ids, status, times, links; ``list`` its ``nextCursor`` too) but none of
   their stored strings (text, subject, entities, metadata).
   ``recall`` with ``explain`` adds a JSON line with the explanations (scores, query
-  terms, ids: no stored text).
+  terms, ids: no stored text; a graph path keeps its ids, not the relations or
+  entities it went through). ``why`` is its nodes' texts and its links inside the
+  same fence (:func:`~holomem.api.render.render_why`), then a JSON line of ids, hops
+  and ``truncated`` / ``bound``.
 - ``compile_context`` comes back as its block (fenced already) and a JSON line of
   the decisions; ``load_working_context`` as the state inside the same fence and a
   JSON line of the save's structure.
-- ``remember``, ``explain``, ``forget``, ``list_namespaces``, ``save_working_context``
-  and ``list_working_contexts`` come back as the contract's JSON response.
+- ``remember``, ``explain``, ``forget``, ``list_namespaces``, ``save_working_context``,
+  ``list_working_contexts`` and ``relate`` come back as the contract's JSON response.
 - An error comes back as an MCP tool error (``isError``) whose text is the contract's
   error body ``{"error": {"code", "message"}}``; codes are ``invalid_request``,
   ``limit``, ``not_found``, ``conflict`` and ``read_only`` (a follower with nowhere to
@@ -71,8 +74,9 @@ from starlette.requests import Request
 
 from holomem.api.doors.follower import Served
 from holomem.api.doors.toolschema import TOOLS, ToolSpec, prepared, tool_description, tool_schema
+from holomem.api.graphtypes import WhyResult
 from holomem.api.memory import Memory
-from holomem.api.render import fence, neutralise
+from holomem.api.render import fence, neutralise, render_why
 from holomem.api.types import FactRecord, Recalled
 from holomem.errors import HolomemError
 
@@ -119,11 +123,23 @@ def _structure(fact: FactRecord) -> dict[str, Any]:
     return {names[f]: enc[names[f]] for f in _STRUCTURE if names[f] in enc}
 
 
+def _nameless(explanation: dict[str, Any]) -> dict[str, Any]:
+    """An explanation without the stored strings a graph path names (relations and
+    entities): only ids and how each step went stay."""
+    graph = explanation.get("graph")
+    if not graph:
+        return explanation
+    path = [{k: v for k, v in step.items() if k not in ("relation", "entity")}
+            for step in graph["path"]]
+    return {**explanation, "graph": {**graph, "path": path}}
+
+
 def render(tool: str, response: dict[str, Any]) -> list[str]:
     """The text blocks a tool's contract response is shown as (see the module doc)."""
     if tool == "recall":
         texts = [Memory.render_context(msgspec.convert(response["results"], list[Recalled]))]
-        explained = [r["explanation"] for r in response["results"] if "explanation" in r]
+        explained = [_nameless(r["explanation"]) for r in response["results"]
+                     if "explanation" in r]
         if explained:  # scores, terms of the query, ids: no stored text
             texts.append(json.dumps({"explanations": explained}, ensure_ascii=False))
         return texts
@@ -146,6 +162,13 @@ def render(tool: str, response: dict[str, Any]) -> list[str]:
         facts = msgspec.convert(response["history"], list[FactRecord])
         return [Memory.render_context(facts),
                 json.dumps({"history": [_structure(f) for f in facts]})]
+    if tool == "why":  # the texts fenced, the structure (ids, hops, links) as JSON
+        walk = msgspec.convert(response, WhyResult)
+        return [render_why(walk), json.dumps({
+            "start": walk.start, "nodes": [{"id": n.id, "hop": n.hop, "status": n.status}
+                                           for n in walk.nodes],
+            "edges": [{"fromId": e.from_id, "toId": e.to_id} for e in walk.edges],
+            "truncated": walk.truncated, "bound": walk.bound}, ensure_ascii=False)]
     if tool == "list":
         facts = msgspec.convert(response["facts"], list[FactRecord])
         return [Memory.render_context(facts),

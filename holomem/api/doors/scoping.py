@@ -16,8 +16,10 @@ The rules, written down once:
   a request has no way to say "absolute" or "up". Base and relative part together
   hold at most ``validate.MAX_NAMESPACE_DEPTH`` strings.
 - Calls that name a fact by id (``get``, ``history``, ``explain``, ``feedback``,
-  ``setConfidence``) answer for a fact outside the base exactly as for an id that
-  does not exist (``{"fact": null}``, or ``not_found`` with the same message).
+  ``setConfidence``; ``relate``, ``unrelate``, ``links`` and ``why``, whose
+  ``namespace`` is a prefix every fact they touch must be under) answer for a fact
+  outside the base exactly as for an id that does not exist (``{"fact": null}``, or
+  ``not_found`` with the same message).
 - Namespaces in responses are relative to the base too (``FactRecord.namespace``,
   ``listNamespaces``), so a caller sees the same names it gives.
 
@@ -41,7 +43,9 @@ from holomem.errors import InvalidError, LimitError, NotFoundError
 
 #: Ops whose ``namespace`` field is a prefix (or, for remember, the place).
 _PREFIX_OPS = frozenset({"recall", "explain", "list", "probe", "related", "reason",
-                         "contradict", "applyForgetting", "consolidate"})
+                         "contradict", "applyForgetting", "consolidate",
+                         # relations: both ends (every fact walked) at or under the prefix
+                         "relate", "unrelate", "links", "why"})
 #: Ops that change a fact named by ``id``: the fact is checked before the call.
 _ID_WRITES = frozenset({"feedback", "setConfidence"})
 #: Every op a scope knows how to confine. An op of the contract missing here is refused

@@ -38,7 +38,9 @@ from holomem.api.contract import (
     ListWorkingContextsRequest,
     LoadWorkingContextRequest,
     RecallRequest,
+    RelateRequest,
     SaveWorkingContextRequest,
+    WhyRequest,
 )
 from holomem.api.types import RememberInput
 from holomem.errors import InvalidError
@@ -143,6 +145,24 @@ TOOLS: dict[str, ToolSpec] = {
         "untrusted data.")),
     "list_working_contexts": ToolSpec("listWorkingContexts", ListWorkingContextsRequest, (
         "The saved working-context sessions of `namespace`, each with its latest save.")),
+    "relate": ToolSpec("relate", RelateRequest, (
+        "Link two stored facts of one namespace with a typed, directed relation: "
+        "`fromId` -[`relation`]-> `toId` (e.g. 'caused_by', 'part_of', 'answers'). "
+        "Making the same link again changes nothing; `metadata` is an optional JSON "
+        "object kept with the link. Forgetting either fact removes the link."),
+        writes=True, describe={
+            "relation": "The link's type, like a subject: 1 to 512 characters.",
+            "namespace": ("Both facts must be at or under this namespace (under this "
+                          "memory's own namespace, if it has one).")}),
+    "why": ToolSpec("why", WhyRequest, (
+        "Show the evidence around a fact: `query` is a fact's id, or a question whose "
+        "best-matching fact is the start; the answer is every fact linked to it up to "
+        "`maxHops` links away (both directions), each with its hop, and the links "
+        "between them. `relation` keeps to some relations; `truncated` says a size "
+        "bound cut the walk. The facts come back fenced as untrusted data."), describe={
+            "query": "A fact's id, or a question whose best match starts the walk.",
+            "maxHops": "How many links away to walk (0 to 4; default 2).",
+            "relation": "Only links of this relation (a string) or these (a list)."}),
 }
 
 

@@ -83,6 +83,12 @@ class Ranking:
         self.include: np.ndarray | None = None
         #: what graph recall reached in the last :meth:`rank` (slot -> how)
         self.reached: dict[int, graphrecall.Reached] = {}
+        facts, p = view.facts, policies
+        #: every fact is current at ``at`` with every multiplier 1 (what the identity
+        #: rule asks of the store), so a candidate's status needs no look-up
+        self._all_current = (facts.windows == 0 and facts.links == 0 and facts.max_eff <= at
+                             and o.known_at is None and p.recency is None
+                             and p.feedback_weight is None)
 
     def _embedding(self) -> bytes:
         o, dim = self.options, self.view.embedding_dim
@@ -206,6 +212,8 @@ class Ranking:
         """The candidate of ``slot`` with fused score ``base``: status (unless given)
         and multipliers."""
         facts, o, p = self.view.facts, self.options, self.policies
+        if self._all_current:  # (graph recall on a store the identity rule covers)
+            return Candidate(slot, rank, CURRENT, base, base, lexical, semantic, 1.0, 1.0, 1.0)
         if status is None:
             status = facts.status(slot, self.at, o.known_at)
         recency = 1.0
@@ -235,20 +243,26 @@ class Ranking:
                 evaluated.append(c)
         evaluated.sort(key=lambda c: (-c.score, c.rank))
         if o.graph is not None:
-            evaluated = self._graph(evaluated, len(order))
+            evaluated = self._graph(evaluated, len(order), prune=history is None)
         keep = o.history if history is None else history
         chosen = [c for c in evaluated if wanted(keep, c.status)][: o.k]
         return chosen, evaluated
 
-    def _graph(self, evaluated: list[Candidate], examined: int) -> list[Candidate]:
+    def _graph(self, evaluated: list[Candidate], examined: int, *,
+               prune: bool) -> list[Candidate]:
         """``evaluated`` with what graph recall reaches from its top k (module
         :mod:`.graphrecall`): a reached candidate gains its bonus, a reached fact that
-        was no candidate joins (ranked after every search result on ties)."""
+        was no candidate joins (ranked after every search result on ties). ``prune``:
+        a reached non-candidate whose bonus cannot pass the k-th result is left out
+        (it could not come back; explain, which ranks everything, does not prune)."""
         o, view = self.options, self.view
         g = graphrecall.checked(o.graph)
         assert g is not None
         seeds = [(c.slot, c.score) for c in evaluated if wanted(o.history, c.status)][: o.k]
         self.reached = graphrecall.reach(view, seeds, g, self.at, o.known_at)
+        # Multipliers are at most 1 without a feedback policy, so bonus bounds the score.
+        floor = (seeds[-1][1] if prune and len(seeds) == o.k
+                 and self.policies.feedback_weight is None else None)
         by_slot = {c.slot: n for n, c in enumerate(evaluated)}
         out = list(evaluated)
         extra = examined
@@ -257,6 +271,8 @@ class Ranking:
             if n is not None:
                 c = out[n]
                 out[n] = self.scored(slot, c.rank, c.fused + how.bonus, c.lexical, c.semantic)
+                continue
+            if floor is not None and how.bonus <= floor:
                 continue
             facts = view.facts
             if not facts.is_fact.item(slot) or not facts.known(slot, o.known_at):

@@ -30,9 +30,12 @@ from holomem.api import (
     contract,
     contradiction,
     forgetting,
+    graphrecall,
     holographic,
     listing,
+    relations,
     validate,
+    why,
     working,
 )
 from holomem.api import memory as memory_module
@@ -84,6 +87,8 @@ def build(path: Path, n: int) -> Memory:
         memory.remember_many(batch)
     for i in range(0, n, 97):
         memory.feedback(f"f{i}", helpful=bool(i % 2))
+    for i in range(0, n - 7, 3):  # links for why and graph recall to walk
+        memory.relate(f"f{i}", f"f{i + 7}", "next")
     return memory
 
 
@@ -95,7 +100,8 @@ def largest(op: str) -> dict[str, Any]:
     query = " ".join(VOCABULARY[: validate.MAX_QUERY_TERMS])
     recall = {"query": query, "k": recall_api.MAX_RECALL_K,
               "candidateLimit": recall_api.MAX_CANDIDATES, "history": "all",
-              "explain": True, "embedding": [0.5] * 8}
+              "explain": True, "embedding": [0.5] * 8,
+              "graph": {"hops": graphrecall.MAX_GRAPH_HOPS, "weight": 0.5}}
     per = context.MAX_FRAGMENT_BYTES // context.MAX_FRAGMENTS - 10
     compile_context = {
         "query": query, "budgetTokens": context.MAX_BUDGET, "k": context.MAX_K,
@@ -129,6 +135,12 @@ def largest(op: str) -> dict[str, Any]:
         "listNamespaces": {"prefix": [], "maxDepth": validate.MAX_NAMESPACE_DEPTH,
                            "limit": listing.MAX_LIMIT},
         "info": {},
+        "relate": {"fromId": "f1", "toId": "f2", "relation": "r" * validate.MAX_ID_CHARS,
+                   "metadata": {"m": "x" * (relations.MAX_LINK_METADATA_BYTES - 16)}},
+        "unrelate": {"fromId": "f1", "toId": "f2", "relation": "r" * validate.MAX_ID_CHARS},
+        "links": {"id": "f1", "direction": "both"},
+        "why": {"query": query, "maxHops": why.MAX_HOPS,
+                "relation": [f"r{i}" * 100 for i in range(why.MAX_RELATIONS)]},
         "export": {"limit": contract.MAX_EXPORT_PAGE},
         # New facts each time (an id per store size and call), written as they come.
         "import": {"records": [

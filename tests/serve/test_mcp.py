@@ -39,7 +39,9 @@ from holomem.api.contract import (
     ListWorkingContextsRequest,
     LoadWorkingContextRequest,
     RecallRequest,
+    RelateRequest,
     SaveWorkingContextRequest,
+    WhyRequest,
 )
 from holomem.api.types import ForgetScope, RememberInput
 from holomem.errors import KeyRequiredError
@@ -53,6 +55,7 @@ REQUESTS: dict[str, type[Any]] = {
     "save_working_context": SaveWorkingContextRequest,
     "load_working_context": LoadWorkingContextRequest,
     "list_working_contexts": ListWorkingContextsRequest,
+    "relate": RelateRequest, "why": WhyRequest,
 }
 #: What a tool's schema adds to its request's fields, and leaves out of them (the
 #: audit of each against what its op uses is tests/serve/test_mcp_tools.py's).

@@ -1,7 +1,7 @@
 """Every MCP tool offers exactly what its op uses, driven by the MCP SDK's own stdio client.
 
-What the tests prove: the tools are remember, recall, explain, forget, history, get, list
-and list_namespaces; each schema's properties are the audited list below (a field the
+What the tests prove: the tools are remember, recall, explain, forget, history, get, list,
+list_namespaces, relate and why; each schema's properties are the audited list below (a field the
 op does not use — the explain tool's ``explain`` flag — is neither offered nor taken),
 and every property a schema offers is taken by its tool (a walk over every property
 of every tool, each value checked against the schema first); ``forget`` is a dry run
@@ -29,11 +29,11 @@ OFFERED: dict[str, set[str]] = {
                  "validFrom", "validTo", "supersedes", "confidence", "namespace", "facts",
                  "ttlMs"},
     "recall": {"query", "k", "asOf", "knownAt", "history", "subject", "entities", "embedding",
-               "explain", "candidateLimit", "namespace", "filter"},
+               "explain", "candidateLimit", "namespace", "filter", "graph"},
     # explain ranks as recall does (k, candidateLimit, history ... say where the fact
     # stands), but its answer is the explanation: recall's `explain` flag means nothing.
     "explain": {"query", "id", "k", "asOf", "knownAt", "history", "subject", "entities",
-                "embedding", "candidateLimit", "namespace", "filter"},
+                "embedding", "candidateLimit", "namespace", "filter", "graph"},
     "forget": {"scope", "includeChain", "dryRun", "purge", "within"},
     "history": {"id"},
     "get": {"id"},
@@ -44,6 +44,8 @@ OFFERED: dict[str, set[str]] = {
     "save_working_context": {"namespace", "session", "state"},
     "load_working_context": {"namespace", "session", "save"},
     "list_working_contexts": {"namespace"},
+    "relate": {"fromId", "toId", "relation", "metadata", "namespace"},
+    "why": {"query", "maxHops", "relation", "filter", "asOf", "knownAt", "namespace"},
 }
 VECTOR = [0.1, 0.2, 0.3, 0.4]
 
@@ -57,6 +59,8 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
                    subject="dora/hobby", embedding=VECTOR)
         s.remember(id="walk-2", text="Dora sells honey", namespace=["walk", "deep"],
                    embedding=VECTOR)
+        s.remember(id="seed-2", text="Bees make honey", embedding=VECTOR)
+        s.remember(id="seed-3", text="Honey keeps for years", embedding=VECTOR)
         yield s
 
 
@@ -76,7 +80,9 @@ def samples(session: Session) -> dict[str, tuple[dict[str, Any], dict[str, Any]]
     recall = {"k": 3, "asOf": 4_000_000_000_000, "knownAt": 4_000_000_000_000,
               "history": "all", "subject": "dora/hobby", "entities": ["Dora"],
               "embedding": VECTOR, "candidateLimit": 50, "namespace": [],
-              "filter": {"metadata": {"kind": {"$eq": "hobby"}}}}
+              "filter": {"metadata": {"kind": {"$eq": "hobby"}}},
+              "graph": {"hops": 2, "weight": 0.3, "links": True, "entities": True,
+                        "relation": "about"}}
     return {
         "remember": ({"text": "Dora paints"}, {
             "text": "Dora paints boats", "id": "walk-id", "subject": "dora/art",
@@ -111,6 +117,13 @@ def samples(session: Session) -> dict[str, tuple[dict[str, Any], dict[str, Any]]
         "load_working_context": ({"session": "s"}, {"session": "s", "save": 1,
                                                      "namespace": []}),
         "list_working_contexts": ({}, {"namespace": ["walk"]}),
+        "relate": ({"fromId": "seed", "toId": "seed-2", "relation": "about"}, {
+            "fromId": "seed-3", "toId": "seed-3", "relation": "cites",
+            "metadata": {"kind": "walk"}, "namespace": []}),
+        "why": ({"query": "seed"}, {
+            "query": "Dora bees", "maxHops": 1, "relation": ["about"],
+            "filter": {"metadata": {"kind": {"$eq": "hobby"}}}, "asOf": 4_000_000_000_000,
+            "knownAt": 4_000_000_000_000, "namespace": []}),
     }
 
 
@@ -148,6 +161,10 @@ def test_every_property_a_schema_offers_is_taken_by_its_tool(session: Session) -
         ok(session.call(tool, least))
         for name, value in values.items():
             args = {name: value} if name == "facts" else {**least, name: value}
+            if (tool, name) == ("relate", "metadata"):
+                # Other metadata on the least call's link is a conflict (docs/contract.md
+                # §4f): metadata is walked on a link of its own.
+                args["relation"] = "with-metadata"
             validator.validate(args)  # what the schema says the tool takes ...
             ok(session.call(tool, args))  # ... it does take
 
@@ -208,3 +225,26 @@ def test_remember_takes_a_batch_and_list_pages_it_fenced(tmp_path: Path) -> None
             {"namespace": ["team", "t0"], "facts": 3}, {"namespace": ["team", "t1"], "facts": 2}]
         (body,) = ok(s.call("list_namespaces", {"maxDepth": 1}))
         assert json.loads(body)["namespaces"] == [{"namespace": ["team"], "facts": 5}]
+
+
+def test_relate_then_why_fences_the_walk_and_answers_its_structure(session: Session) -> None:
+    (made,) = ok(session.call("relate", {"fromId": "seed", "toId": "seed-2",
+                                         "relation": "explains"}))
+    assert json.loads(made)["link"]["relation"] == "explains"
+    (again,) = ok(session.call("relate", {"fromId": "seed", "toId": "seed-2",
+                                          "relation": "explains"}))
+    assert json.loads(again)["created"] is False
+    block, structure = ok(session.call("why", {"query": "seed", "maxHops": 1,
+                                               "relation": "explains"}))
+    lines = fenced(block)
+    assert lines[0].startswith("- [seed] (hop 0; current) Dora keeps bees")
+    assert lines[1].startswith("- [seed-2] (hop 1; current) Bees make honey")
+    assert "- [seed] -[explains]-> [seed-2]" in lines
+    walk = json.loads(structure)
+    assert walk["start"] == "seed" and walk["truncated"] is False
+    assert [(n["id"], n["hop"]) for n in walk["nodes"]] == [("seed", 0), ("seed-2", 1)]
+    assert walk["edges"] == [{"fromId": "seed", "toId": "seed-2"}]  # no stored strings
+    assert error_code(session.call("relate", {"fromId": "seed", "toId": "walk-1",
+                                              "relation": "x"})) == "invalid_request"
+    assert error_code(session.call("relate", {"fromId": "seed", "toId": "nope",
+                                              "relation": "x"})) == "not_found"

@@ -31,6 +31,7 @@ Prints the JSON; writes benchmarks/results/graph_bench.json only with ``--save``
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import sys
@@ -66,51 +67,51 @@ def scale(n_facts: int, n_links: int, n_queries: int, seed: int = 7) -> dict[str
     words = [f"w{i}" for i in range(5000)]
     entities = [f"E{i}" for i in range(20000)]
     out: dict[str, Any] = {"facts": n_facts, "links": n_links, "queries": n_queries}
-    with tempfile.TemporaryDirectory() as d:
-        with Store.open(os.path.join(d, "s"), sync="none") as store:
-            memory = Memory(store, clock=ManualClock(1_700_000_000_000))
-            t0 = time.perf_counter()
-            for start in range(0, n_facts, 10_000):
-                memory.remember_many([
-                    {"id": f"f{i}", "text": " ".join(rng.choices(words, k=12)),
-                     "entities": rng.sample(entities, 2)}
-                    for i in range(start, min(n_facts, start + 10_000))])
-            out["build_facts_s"] = round(time.perf_counter() - t0, 2)
-            t0 = time.perf_counter()
-            made = 0
-            while made < n_links:
-                batch: list[Event] = []
-                for _ in range(min(10_000, n_links - made)):
-                    a, b = rng.randrange(n_facts), rng.randrange(n_facts)
-                    if a == b:
-                        b = (b + 1) % n_facts
-                    batch.append(RelationAdded(from_id=f"f{a}", to_id=f"f{b}",
-                                               relation=rng.choice(RELATIONS),
-                                               time=1_700_000_000_000))
-                store.commit(lambda view, batch=batch: batch)
-                made += len(batch)
-            out["build_links_s"] = round(time.perf_counter() - t0, 2)
-            with store.reading() as view:
-                out["links_live"] = view.relations.live
-                out["relations_index_mib"] = round(view.relations.memory_bytes() / 2**20, 2)
-            queries = [" ".join(rng.sample(words, 3)) for _ in range(n_queries)]
-            starts = [f"f{rng.randrange(n_facts)}" for _ in range(n_queries)]
-            for q in queries[:20]:  # warm: lazy indexes, caches
-                memory.recall(q)
-                memory.recall(q, graph={"hops": 1})
-                memory.why(q)
-            why_id, why_query, plain, graph = [], [], [], []
-            nodes = []
-            for q, s in zip(queries, starts, strict=True):
-                why_id.append(_ms(lambda s=s: nodes.append(len(memory.why(s).nodes))))
-                why_query.append(_ms(lambda q=q: memory.why(q)))
-                plain.append(_ms(lambda q=q: memory.recall(q, k=10)))
-                graph.append(_ms(lambda q=q: memory.recall(q, k=10, graph={"hops": 1})))
-            out["why_2_hops_from_id"] = {**_stats(why_id), "median_nodes": median(nodes)}
-            out["why_2_hops_from_query"] = _stats(why_query)
-            out["recall_plain"] = _stats(plain)
-            out["recall_graph_hops1"] = _stats(graph)
-            out["graph_over_plain_p50"] = round(median(graph) / median(plain), 3)
+    with tempfile.TemporaryDirectory() as d, \
+            Store.open(os.path.join(d, "s"), sync="none") as store:
+        memory = Memory(store, clock=ManualClock(1_700_000_000_000))
+        t0 = time.perf_counter()
+        for start in range(0, n_facts, 10_000):
+            memory.remember_many([
+                {"id": f"f{i}", "text": " ".join(rng.choices(words, k=12)),
+                 "entities": rng.sample(entities, 2)}
+                for i in range(start, min(n_facts, start + 10_000))])
+        out["build_facts_s"] = round(time.perf_counter() - t0, 2)
+        t0 = time.perf_counter()
+        made = 0
+        while made < n_links:
+            batch: list[Event] = []
+            for _ in range(min(10_000, n_links - made)):
+                a, b = rng.randrange(n_facts), rng.randrange(n_facts)
+                if a == b:
+                    b = (b + 1) % n_facts
+                batch.append(RelationAdded(from_id=f"f{a}", to_id=f"f{b}",
+                                           relation=rng.choice(RELATIONS),
+                                           time=1_700_000_000_000))
+            store.commit(lambda view, batch=batch: batch)
+            made += len(batch)
+        out["build_links_s"] = round(time.perf_counter() - t0, 2)
+        with store.reading() as view:
+            out["links_live"] = view.relations.live
+            out["relations_index_mib"] = round(view.relations.memory_bytes() / 2**20, 2)
+        queries = [" ".join(rng.sample(words, 3)) for _ in range(n_queries)]
+        starts = [f"f{rng.randrange(n_facts)}" for _ in range(n_queries)]
+        for q in queries[:20]:  # warm: lazy indexes, caches
+            memory.recall(q)
+            memory.recall(q, graph={"hops": 1})
+            memory.why(q)
+        why_id, why_query, plain, graph = [], [], [], []
+        nodes = []
+        for q, s in zip(queries, starts, strict=True):
+            why_id.append(_ms(lambda s=s: nodes.append(len(memory.why(s).nodes))))
+            why_query.append(_ms(lambda q=q: memory.why(q)))
+            plain.append(_ms(lambda q=q: memory.recall(q, k=10)))
+            graph.append(_ms(lambda q=q: memory.recall(q, k=10, graph={"hops": 1})))
+        out["why_2_hops_from_id"] = {**_stats(why_id), "median_nodes": median(nodes)}
+        out["why_2_hops_from_query"] = _stats(why_query)
+        out["recall_plain"] = _stats(plain)
+        out["recall_graph_hops1"] = _stats(graph)
+        out["graph_over_plain_p50"] = round(median(graph) / median(plain), 3)
     return out
 
 
@@ -162,7 +163,7 @@ def locomo(path: str) -> dict[str, Any]:
                     clock.set(int(sessions[n][0]["event_time"]) + 3_600_000)  # type: ignore[call-overload]
                     memory.remember_many(sessions[n])
                     ids = [str(t["id"]) for t in sessions[n]]
-                    for a, b in zip(ids, ids[1:], strict=False):
+                    for a, b in itertools.pairwise(ids):
                         memory.relate(a, b, "next")
                 clock.advance(86_400_000)
                 for q in conv.questions:

@@ -84,7 +84,8 @@ class WhyResult(_Out, frozen=True):
 
 class GraphRecall(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
                   forbid_unknown_fields=True):
-    """Recall's ``graph`` option: fold in facts reached from the top hits.
+    """Recall's ``graph`` option: fold in facts reached from the top hits (``weight``
+    0.2 unless given).
 
     ``hops`` (1 or 2) links or shared entities away; a reached fact scores its own
     score plus ``weight`` ** hop times the score of the hit that reached it.
@@ -93,7 +94,8 @@ class GraphRecall(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
     """
 
     hops: int = 1
-    weight: float = 0.3
+    #: Chosen on LoCoMo (benchmarks/graph_bench.py; docs/contract.md §4f).
+    weight: float = 0.2
     links: bool = True
     entities: bool = True
     relation: str | None = None

@@ -137,9 +137,11 @@ def digest(state: ProjectionState) -> str:
     """A digest of what the state answers from (hex), equal for a checkpoint restored
     and for a replay of the journal up to its sequence number.
 
-    Merges the BM25 delta first (a merge changes no answer, only where postings are
-    kept) and leaves out the lazily filled caches (:data:`LAZY_PARTS`)."""
+    Merges the BM25 delta and settles the relations' index first (neither changes an
+    answer, only where postings and links are kept) and leaves out the lazily filled
+    caches (:data:`LAZY_PARTS`)."""
     state.bm25.merge()
+    state.relations.settle()
     parts = {k: v for k, v in state.snapshot().items() if k not in LAZY_PARTS}
     h = hashlib.blake2b(digest_size=16)
     for piece in encode(parts):

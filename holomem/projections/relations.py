@@ -160,6 +160,14 @@ class Relations:
         self._base_rows, self._base_slots = len(src), slots
         self._new_out, self._new_in = {}, {}
 
+    def settle(self) -> None:
+        """Bring the layout to its one canonical form (removed rows dropped, every row
+        in the adjacency index over every slot), as a replay leaves it: two states
+        that answer alike then hold the same arrays (a checkpoint's digest)."""
+        if self._new_out or self._new_in or self._dead or self._base_rows != len(self.src) \
+                or self._base_slots != self.catalog.slots:
+            self._rebuild()
+
     # -- checkpoints ------------------------------------------------------------------
     _COLUMNS = ("src", "dst", "rel", "time", "meta")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from holomem import HolomemError, Memory, MemoryConfig, Store
@@ -47,11 +47,13 @@ def fill(memory: Memory) -> None:
                         namespace=ns)
         memory.remember(id=ids[4], text=f"twice the same {who}", namespace=ns)
         memory.remember(id=ids[5], text=f"twice the same {who}", namespace=[*ns, "deeper"])
+        memory.relate(ids[2], ids[3], "cites")
 
 
 def bobs(memory: Memory) -> bytes:
-    """Everything of Bob's, as stored: records, statuses, links, votes."""
-    return msgspec.json.encode(memory.list(namespace=BOB, limit=1000).facts)
+    """Everything of Bob's, as stored: records, statuses, links, votes, typed links."""
+    facts = memory.list(namespace=BOB, limit=1000).facts
+    return msgspec.json.encode([facts, [memory.links(f.id, direction="both") for f in facts]])
 
 
 def test_every_contract_op_is_confined_by_a_scope_or_refused_through_one(
@@ -169,6 +171,17 @@ def requests(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
         request = {"id": draw(IDS), "helpful": draw(st.booleans())}
     elif op == "setConfidence":
         request = {"id": draw(IDS), "confidence": 0.5}
+    elif op in ("relate", "unrelate"):
+        ends = draw(st.sampled_from([(ALICE_IDS[2], ALICE_IDS[3]), (ALICE_IDS[3], BOB_IDS[2]),
+                                     (draw(IDS), draw(IDS))]))
+        request = {"fromId": ends[0], "toId": ends[1], "relation": "cites",
+                   "namespace": draw(st.sampled_from([None, [], ns]))}
+    elif op == "links":
+        request = {"id": draw(IDS), "direction": "both", "namespace": ns}
+    elif op == "why":
+        request = {"query": draw(st.sampled_from([*BOB_IDS[:2], *ALICE_IDS[:2],
+                                                   "zqxbob Lisa alice"])),
+                   "namespace": ns}
     else:
         request = {"id": draw(IDS)}
     if ns is None and draw(st.booleans()):  # also left out, not only null
@@ -188,6 +201,28 @@ def test_no_request_through_a_scope_reaches_anything_outside_it(tmp_path: Path) 
     @settings(max_examples=300, deadline=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow])
     @given(requests())
+    # Each op answers at least once whatever the draws (a forget drawn early removes
+    # Alice's facts): the draws are what probe the scope.
+    @example(("explain", {"query": "Lisa lives", "id": ALICE_IDS[1]}))
+    @example(("relate", {"fromId": ALICE_IDS[2], "toId": ALICE_IDS[3], "relation": "x"}))
+    @example(("unrelate", {"fromId": ALICE_IDS[2], "toId": ALICE_IDS[3], "relation": "x"}))
+    @example(("links", {"id": ALICE_IDS[2], "direction": "both"}))
+    @example(("why", {"query": ALICE_IDS[2]}))
+    @example(("feedback", {"id": ALICE_IDS[2], "helpful": True}))
+    @example(("contradict", {}))
+    @example(("probe", {"entity": "Lisa"}))
+    @example(("get", {"id": ALICE_IDS[2]}))
+    @example(("history", {"id": ALICE_IDS[1]}))
+    @example(("list", {}))
+    @example(("listNamespaces", {}))
+    @example(("related", {"entity": "Lisa"}))
+    @example(("reason", {"entities": ["Lisa"]}))
+    @example(("recall", {"query": "Lisa"}))
+    @example(("remember", {"text": "alice remembers this"}))
+    @example(("forget", {"scope": {"ids": [ALICE_IDS[4]]}, "dryRun": True}))
+    @example(("applyForgetting", {"dryRun": True}))
+    @example(("consolidate", {"dryRun": True}))
+    @example(("setConfidence", {"id": ALICE_IDS[2], "confidence": 0.5}))
     def run(call: tuple[str, dict[str, Any]]) -> None:
         op, request = call
         try:
@@ -195,9 +230,12 @@ def test_no_request_through_a_scope_reaches_anything_outside_it(tmp_path: Path) 
         except HolomemError as exc:
             assert exc.status < 500, (op, request, exc)  # a caller error, never a fault
             return
+        if op == "why":  # the query is echoed as the caller sent it (a Bob id, maybe)
+            response = {**response, "query": None}
         text = msgspec.json.encode(response).decode()
         assert "zqxbob" not in text and "bobfact" not in text, (op, request, text)
         answered.append(op)
+
 
     try:
         run()

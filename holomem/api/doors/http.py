@@ -112,9 +112,10 @@ WORKERS = 40
 #: in neither set, to be safe; a test asks that every op be in one).
 READ_OPS = frozenset({"recall", "explain", "get", "history", "list", "listNamespaces",
                       "probe", "related", "reason", "contradict", "info", "export", "links",
-                      "why"})
+                      "why", "compileContext", "explainContext", "loadWorkingContext",
+                      "listWorkingContexts"})
 WRITE_OPS = frozenset({"remember", "forget", "applyForgetting", "consolidate", "feedback",
-                       "setConfidence", "import", "relate", "unrelate"})
+                       "setConfidence", "import", "relate", "unrelate", "saveWorkingContext"})
 
 #: The request headers an allowed browser origin may send (CORS): the API's, and the
 #: MCP transport's (its session, its protocol version, the namespace of a session, the

@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from holomem.api import contract
+from holomem.api.context import CompiledContext, ContextDecision
 from holomem.api.engine import Document, DocumentInput, Hit
 from holomem.api.graphtypes import LinkList, RelateResult, UnrelateResult, WhyResult
 from holomem.api.types import (
@@ -48,6 +49,7 @@ from holomem.api.types import (
     RememberInput,
     Request,
 )
+from holomem.api.working import WorkingContext, WorkingContextList
 
 API_PREFIX = "/api/v1"
 
@@ -214,11 +216,26 @@ OPS: dict[str, Op] = {
                 "The typed links of a fact, out, in or both"),
     "why": Op((contract.WhyRequest,), WhyResult,
               "The evidence subgraph around a fact or a query's best match"),
+    "compileContext": Op((contract.CompileContextRequest,), CompiledContext,
+                         "The most relevant facts and fragments that fit a token budget"),
+    "explainContext": Op((contract.ExplainContextRequest,),
+                         _wrapped("ExplainContextResponse", "decision", ContextDecision),
+                         "Why one fact or fragment was kept, shortened or dropped"),
+    "saveWorkingContext": Op((contract.SaveWorkingContextRequest,),
+                             _wrapped("SaveWorkingContextResponse", "workingContext",
+                                      WorkingContext),
+                             "Save an agent's scratch state for a session (versioned)"),
+    "loadWorkingContext": Op((contract.LoadWorkingContextRequest,),
+                             _wrapped("LoadWorkingContextResponse", "workingContext",
+                                      WorkingContext),
+                             "The latest (or a given) save of a session's working context"),
+    "listWorkingContexts": Op((contract.ListWorkingContextsRequest,), WorkingContextList,
+                              "The sessions of a namespace that have a working context"),
 }
 
 #: Fields of request shapes that hold a time (JSON names): milliseconds or ISO 8601.
 TIME_FIELDS = frozenset({"eventTime", "validFrom", "validTo", "asOf", "knownAt",
-                         "ingestedAfter", "ingestedBefore", "eventAfter", "eventBefore"})
+                         "ingestedAfter", "ingestedBefore", "eventAfter", "eventBefore", "time"})
 _TIME = {"anyOf": [
     {"type": "integer", "description": "milliseconds since the Unix epoch"},
     {"type": "string", "description": "an ISO 8601 date or date-time, e.g. "

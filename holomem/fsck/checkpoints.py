@@ -16,11 +16,11 @@ the projections.
 from __future__ import annotations
 
 import contextlib
-import os
 
 from holomem.events import Event
 from holomem.fsck.findings import Finding, Report
 from holomem.log import checkpoint as ckfile
+from holomem.log import fs
 from holomem.log.envelope import Envelope
 from holomem.projections import checkpoint as codec
 from holomem.projections.base import RecordStore
@@ -81,7 +81,7 @@ class CheckpointCheck:
     def _verdict(self, seq: int, path: str, newest: int, last_seq: int,
                  journal_ok: bool) -> Finding | None:
         def found(code: str, message: str) -> Finding:
-            return Finding(code, path, 0, os.path.getsize(path), message, True)
+            return Finding(code, path, 0, fs.path_size(path), message, True)
 
         try:
             _, payload = ckfile.read(path, store_id=self.store_id, generation=self.generation,

@@ -108,6 +108,16 @@ def size(fd: int, path: str) -> int:
     return _call("examining", path, os.fstat, fd).st_size
 
 
+def path_size(path: str) -> int:
+    """The size in bytes of the file at ``path`` (0 when it is gone)."""
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise _io_error("examining", path, exc) from exc
+
+
 def file_id(fd: int, path: str) -> int:
     """What identifies the open file ``fd`` whatever its name: its inode number."""
     return _call("examining", path, os.fstat, fd).st_ino

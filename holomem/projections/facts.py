@@ -221,6 +221,15 @@ class FactIndex:
             self.windows += 1
         fid = self.catalog.ids[slot]
         assert fid is not None
+        self._fact_tables(slot, fid, e)
+        for pred in e.supersedes:
+            self._link(fid, pred, e.ingest_time)
+        for succ in e.superseded_by:
+            self._link(succ, fid, e.ingest_time)
+
+    def _fact_tables(self, slot: int, fid: str, e: FactAdded) -> None:
+        """A new fact's entries in the tables beside the columns (TTL, namespace,
+        subject, request, confidence); its links are the caller's."""
         if e.ttl_ms is not None:
             self.ttl[fid] = e.ttl_ms
         nid = self.namespaces.add(slot, e.namespace)
@@ -230,10 +239,6 @@ class FactIndex:
             self.requested[fid] = e.requested
         if e.confidence is not None:
             self._set_confidence(fid, e.confidence)
-        for pred in e.supersedes:
-            self._link(fid, pred, e.ingest_time)
-        for succ in e.superseded_by:
-            self._link(succ, fid, e.ingest_time)
 
     def add_run(self, first: int, count: int, facts: list[tuple[int, FactAdded]]) -> None:
         """Rows for ``count`` new documents in slots ``first``.., and the facts among
@@ -277,15 +282,7 @@ class FactIndex:
             slot = first + k
             fid = ids[slot]
             assert fid is not None
-            if e.ttl_ms is not None:
-                self.ttl[fid] = e.ttl_ms
-            nid = self.namespaces.add(slot, e.namespace)
-            if e.subject is not None:
-                self._subject_of(slot, fid, nid, e.subject)
-            if e.requested:
-                self.requested[fid] = e.requested
-            if e.confidence is not None:
-                self._set_confidence(fid, e.confidence)
+            self._fact_tables(slot, fid, e)
             # One at a time, a fact links only to documents already applied: those in
             # earlier slots.
             for pred in e.supersedes:

@@ -1,28 +1,16 @@
-"""Fixtures of the relations tests: a fresh store per test, a manual clock."""
+"""Fixtures of the relations tests: the memory tests' fresh store and manual clock, and
+a Memory over them with the default configuration."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from holomem import ManualClock, Memory, Store
+from tests.memory.conftest import clock, store
 
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(1_000_000)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(tmp_path / "store", sync="none")
-    yield s
-    s.close()
+__all__ = ["clock", "memory", "store"]
 
 
 @pytest.fixture
 def memory(store: Store, clock: ManualClock) -> Memory:
     return Memory(store, clock=clock)
-

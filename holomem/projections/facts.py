@@ -169,7 +169,8 @@ class FactIndex:
             case FeedbackGiven(id=fid, helpful=helpful, time=t, note=note):
                 canon = self._canonical(fid)
                 if canon is not None:
-                    self.feedback.setdefault(canon, []).append((helpful, t, note))
+                    # A new list, never one changed in place (see snapshot()).
+                    self.feedback[canon] = [*self.feedback.get(canon, ()), (helpful, t, note)]
             case ConfidenceSet(id=fid, confidence=value):
                 canon = self._canonical(fid)
                 if canon is not None:
@@ -318,8 +319,9 @@ class FactIndex:
             return  # links to forgotten (or unknown) facts are ignored
         if any(link.other == p for link in self.supersedes.get(s, ())):
             return
-        self.supersedes.setdefault(s, []).append(Link(p, known_at))
-        self.superseded_by.setdefault(p, []).append(Link(s, known_at))
+        # New lists, never ones changed in place (see snapshot()).
+        self.supersedes[s] = [*self.supersedes.get(s, ()), Link(p, known_at)]
+        self.superseded_by[p] = [*self.superseded_by.get(p, ()), Link(s, known_at)]
         self.links += 1
 
     def _remove(self, slot: int, fact_id: str) -> None:
@@ -350,8 +352,10 @@ class FactIndex:
         links = table.get(key)
         if links is None:
             return
-        links[:] = [link for link in links if link.other != other]
-        if not links:
+        kept = [link for link in links if link.other != other]
+        if kept:
+            table[key] = kept
+        else:
             del table[key]
 
     # -- checkpoints ------------------------------------------------------------------
@@ -359,9 +363,11 @@ class FactIndex:
         return [name for name, value in vars(self).items() if isinstance(value, GrowArray)]
 
     def snapshot(self) -> Snapshot:
-        """Everything copied (a fact's row and its tables change when it goes); links
-        are immutable tuples, so their lists are copied shallowly. Every column (each
-        GrowArray attribute) is taken, whatever columns the index grows."""
+        """Columns and most tables copied (a fact's row and its tables change when it
+        goes). The link and feedback tables are copied only at the top: their lists
+        are never changed in place (a change puts a new list in), and their entries
+        are tuples, so the copies are encoded outside the lock as they are. Every
+        column (each GrowArray attribute) is taken, whatever columns the index grows."""
         snap: Snapshot = {f"col.{name}": getattr(self, name).view().copy()
                           for name in self._column_names()}
         snap.update({f"ns.{k}": v for k, v in self.namespaces.snapshot().items()})
@@ -370,10 +376,10 @@ class FactIndex:
                              in self._subject_id.items()],
             "subject_names": list(self.subject_names),
             "by_subject": [[sid, list(ids)] for sid, ids in self._by_subject.items()],
-            "supersedes": [[k, list(v)] for k, v in self.supersedes.items()],
-            "superseded_by": [[k, list(v)] for k, v in self.superseded_by.items()],
+            "supersedes": dict(self.supersedes),
+            "superseded_by": dict(self.superseded_by),
             "requested": list(self.requested.items()),
-            "feedback": [[k, list(v)] for k, v in self.feedback.items()],
+            "feedback": dict(self.feedback),
             "confidence": list(self.confidence.items()),
             "ttl": list(self.ttl.items()),
             "counts": [self.windows, self.links, self.facts, self.max_eff],
@@ -395,9 +401,11 @@ class FactIndex:
         for table, key in ((self.supersedes, "supersedes"),
                            (self.superseded_by, "superseded_by")):
             table.clear()
-            table.update((k, [Link(other, known) for other, known in v]) for k, v in snap[key])
+            table.update((k, [Link(other, known) for other, known in v])
+                         for k, v in snap[key].items())
         self.requested = {k: tuple(v) for k, v in snap["requested"]}
-        self.feedback = {k: [(bool(h), t, n) for h, t, n in v] for k, v in snap["feedback"]}
+        self.feedback = {k: [(bool(h), t, n) for h, t, n in v]
+                         for k, v in snap["feedback"].items()}
         self.confidence = {k: float(v) for k, v in snap["confidence"]}
         self.ttl = {k: int(v) for k, v in snap["ttl"]}
         self.windows, self.links, self.facts, self.max_eff = snap["counts"]

@@ -58,7 +58,7 @@ def test_the_golden_checkpoint_decodes_by_the_documented_layout() -> None:
     fields, payload = _by_hand(_raw())
     magic, wver, rver, flags, schema, store_id, generation, seq, salt, length, _ = fields
     assert (magic, wver, rver, flags) == (b"HOLOCKP\x00", 1, 1, 0)
-    assert (schema, store_id, generation, seq, salt) == (3, STORE_ID, 1, 3, SALT)
+    assert (schema, store_id, generation, seq, salt) == (4, STORE_ID, 1, 3, SALT)
     assert length == len(payload)
     n = int.from_bytes(payload[:4], "little")
     manifest = msgspec.msgpack.decode(payload[4 : 4 + n])

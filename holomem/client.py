@@ -46,6 +46,9 @@ What works differently over the wire:
   needs both of its facts in one import call: a record whose link names a fact not
   yet sent is held back and sent after that fact (or at the end), so its write order
   (which orders ``list`` and breaks exact ties in recall) can differ from the source's.
+  Typed relations are taken out of the records and sent once every record is sent
+  (the ``import`` op's ``relations``), in the source's order, so ``links`` and
+  ``why`` answer as on the source.
 - ``remember_many`` sends one request: the HTTP door takes at most 1,000 facts per
   request (``limit`` beyond; ``Memory`` takes 10,000).
 - ``render_context`` runs here (it needs no store).
@@ -394,10 +397,13 @@ class _Ops:
 
     @staticmethod
     def import_request(records: builtins.list[dict[str, Any]], batch_size: int,
-                       drop_embeddings: bool) -> Spec:
-        return ("import", {"records": records, "batchSize": batch_size,
-                           "dropEmbeddings": drop_embeddings},
-                lambda r: _as(ImportReport, r))
+                       drop_embeddings: bool,
+                       relations: builtins.list[dict[str, Any]] | None = None) -> Spec:
+        body: dict[str, Any] = {"records": records, "batchSize": batch_size,
+                                "dropEmbeddings": drop_embeddings}
+        if relations:
+            body["relations"] = relations
+        return ("import", body, lambda r: _as(ImportReport, r))
 
     @staticmethod
     def relate(from_id: str, to_id: str, relation: str, metadata: Any = None,
@@ -554,10 +560,14 @@ class _Entry(NamedTuple):
     size: int
     #: The ids its supersession links name.
     targets: frozenset[str]
+    #: Its typed relations (JSON form), sent after every record.
+    relations: tuple[dict[str, Any], ...] = ()
 
 
 def _entry(item: transfer.Incoming, drop_embeddings: bool) -> _Entry:
     x = item.record
+    links = tuple(msgspec.to_builtins(r) for r in x.relations)
+    x = msgspec.structs.replace(x, relations=[])
     if drop_embeddings and x.embedding is not None:
         x = msgspec.structs.replace(x, embedding=None)
     record = transfer.as_dict(x)
@@ -565,7 +575,39 @@ def _entry(item: transfer.Incoming, drop_embeddings: bool) -> _Entry:
     if size > REQUEST_BYTES:
         raise LimitError(f"line {item.line}: the record is {size} bytes as JSON; "
                                   f"one import request holds at most {REQUEST_BYTES}")
-    return _Entry(item.line, x.id, record, size, frozenset(k.supersedes for k in x.links))
+    return _Entry(item.line, x.id, record, size, frozenset(k.supersedes for k in x.links),
+                  links)
+
+
+class _Relations:
+    """An import's typed relations, kept while its records are sent, then cut into
+    requests in the source's order (``order``; those without one last, as given)."""
+
+    def __init__(self, extra: Iterable[Any]) -> None:
+        # (line of the record that carried it, or None: the call's own relations)
+        self.items: builtins.list[tuple[int | None, dict[str, Any]]] = [
+            (None, msgspec.to_builtins(x.record)) for x in transfer.relation_list(extra)]
+
+    def add(self, entry: _Entry) -> _Entry:
+        self.items += [(entry.line, r) for r in entry.relations]
+        return entry
+
+    def requests(self) -> Iterator[builtins.list[tuple[int | None, dict[str, Any]]]]:
+        ranked = sorted(range(len(self.items)), key=lambda i: (
+            self.items[i][1].get("order") is None, self.items[i][1].get("order") or 0, i))
+        request: builtins.list[tuple[int | None, dict[str, Any]]] = []
+        size = 0
+        for i in ranked:
+            line, r = self.items[i]
+            n = len(msgspec.json.encode(r)) + 1
+            if request and (len(request) >= contract.MAX_IMPORT_RELATIONS
+                            or size + n > REQUEST_BYTES):
+                yield request
+                request, size = [], 0
+            request.append((line, r))
+            size += n
+        if request:
+            yield request
 
 
 class _ImportPlan:
@@ -651,12 +693,20 @@ class _ImportPlan:
 _LINE = re.compile(r"line (\d+): ")
 
 
-def _renumbered(exc: HolomemError, request: builtins.list[_Entry]) -> HolomemError:
-    """``exc`` with the line it names (of the request) made the line of the input."""
-    m = _LINE.match(exc.message)
-    if m is None or not 1 <= int(m[1]) <= len(request):
+_RELATION = re.compile(r"relations\[(\d+)\]: ")
+
+
+def _renumbered(exc: HolomemError,
+                request: builtins.list[_Entry] | builtins.list[int | None]) -> HolomemError:
+    """``exc`` with the line it names (of the request) made the line of the input
+    (``request``: its entries, or the input line of each relation it sent)."""
+    m = _LINE.match(exc.message) or _RELATION.match(exc.message)
+    if m is None or not 0 <= int(m[1]) - (m.re is _LINE) < len(request):
         return exc
-    message = f"line {request[int(m[1]) - 1].line}: {exc.message[m.end():]}"
+    at = request[int(m[1]) - (m.re is _LINE)]
+    if at is None:  # one of the call's own relations: its message names it already
+        return exc
+    message = f"line {at if isinstance(at, int) else at.line}: {exc.message[m.end():]}"
     out = copy.copy(exc)
     out.message, out.args = message, (message,)
     return out
@@ -665,17 +715,22 @@ def _renumbered(exc: HolomemError, request: builtins.list[_Entry]) -> HolomemErr
 class _Totals:
     def __init__(self) -> None:
         self.imported = self.unchanged = self.batches = self.unresolved = self.done = 0
+        self.relations = self.unresolved_relations = 0
 
     def add(self, report: ImportReport, records: int) -> None:
         self.imported += report.imported
         self.unchanged += report.unchanged
         self.batches += report.batches
         self.unresolved += report.unresolved_links
+        self.relations += report.relations
+        self.unresolved_relations += report.unresolved_relations
         self.done += records
 
     def report(self) -> ImportReport:
         return ImportReport(imported=self.imported, unchanged=self.unchanged,
-                            batches=self.batches, unresolved_links=self.unresolved)
+                            batches=self.batches, unresolved_links=self.unresolved,
+                            relations=self.relations,
+                            unresolved_relations=self.unresolved_relations)
 
 
 def _checked(records: Iterable[Any], drop_embeddings: bool) -> Iterator[_Entry]:
@@ -1004,10 +1059,13 @@ class Client(_Local):
 
     def import_(self, records: Iterable[Any], *, batch_size: int = transfer.IMPORT_BATCH,
                 progress: Callable[[int], None] | None = None,
-                drop_embeddings: bool = False) -> ImportReport:
+                drop_embeddings: bool = False,
+                relations: Iterable[Any] = ()) -> ImportReport:
         """As ``Memory.import_``, in requests of at most 1,000 records and about 1 MB,
-        each one transaction (see the module doc for the order of held-back links)."""
+        each one transaction (see the module doc for the order of held-back links and
+        of relations)."""
         size = transfer.batch_size(batch_size)
+        links = _Relations(relations)
         plan = _ImportPlan(min(size, contract.MAX_IMPORT_RECORDS))
         totals = _Totals()
 
@@ -1022,10 +1080,17 @@ class Client(_Local):
                 progress(totals.done)
 
         for entry in _checked(records, drop_embeddings):
-            for request in plan.add(entry):
+            for request in plan.add(links.add(entry)):
                 send(request)
         for request in plan.finish():
             send(request)
+        for part in links.requests():
+            try:
+                report = self._do(_Ops.import_request(
+                    [], size, drop_embeddings, [r for _, r in part]))
+            except HolomemError as exc:
+                raise _renumbered(exc, [line for line, _ in part]) from None
+            totals.add(report, 0)
         return totals.report()
 
     def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -1252,9 +1317,11 @@ class AsyncClient(_Local):
     async def import_(self, records: Iterable[Any] | AsyncIterable[Any], *,
                       batch_size: int = transfer.IMPORT_BATCH,
                       progress: Callable[[int], None] | None = None,
-                      drop_embeddings: bool = False) -> ImportReport:
+                      drop_embeddings: bool = False,
+                      relations: Iterable[Any] = ()) -> ImportReport:
         """As ``Client.import_``; ``records`` may be a plain or an async iterable."""
         size = transfer.batch_size(batch_size)
+        links = _Relations(relations)
         plan = _ImportPlan(min(size, contract.MAX_IMPORT_RECORDS))
         totals = _Totals()
 
@@ -1270,14 +1337,21 @@ class AsyncClient(_Local):
 
         if isinstance(records, AsyncIterable):
             async for entry in _checked_async(records, drop_embeddings):
-                for request in plan.add(entry):
+                for request in plan.add(links.add(entry)):
                     await send(request)
         else:
             for entry in _checked(records, drop_embeddings):
-                for request in plan.add(entry):
+                for request in plan.add(links.add(entry)):
                     await send(request)
         for request in plan.finish():
             await send(request)
+        for part in links.requests():
+            try:
+                report = await self._do(_Ops.import_request(
+                    [], size, drop_embeddings, [r for _, r in part]))
+            except HolomemError as exc:
+                raise _renumbered(exc, [line for line, _ in part]) from None
+            totals.add(report, 0)
         return totals.report()
 
     async def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:

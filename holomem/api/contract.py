@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from holomem.api import transfer, validate
+from holomem.api import transfer, transferlinks, validate
 from holomem.api.context import DEFAULT_K, ContextFragment
 from holomem.api.engine import Store, View
 from holomem.api.forgetting import live_facts
@@ -47,6 +47,8 @@ MAX_REQUEST_DEPTH = 64
 MAX_EXPORT_PAGE = 1000
 #: The most records one ``import`` request carries (a client sends more as several).
 MAX_IMPORT_RECORDS = 1000
+#: Relations one ``import`` request takes besides its records' own.
+MAX_IMPORT_RELATIONS = 1000
 
 
 class RememberMany(Request, frozen=True, kw_only=True):
@@ -185,6 +187,8 @@ class ImportRequest(Request, frozen=True, kw_only=True):
     records: list[Any]
     batch_size: int = transfer.IMPORT_BATCH
     drop_embeddings: bool = False
+    #: Typed relations made after the records (at most :data:`MAX_IMPORT_RELATIONS`).
+    relations: list[Any] = msgspec.field(default_factory=list)
 
 
 class CompileContextRequest(Request, frozen=True, kw_only=True):
@@ -399,8 +403,12 @@ def _import(request: dict[str, Any]) -> Invocation:
     if len(req.records) > MAX_IMPORT_RECORDS:
         raise LimitError(f"import: at most {MAX_IMPORT_RECORDS} records per request "
                          f"(got {len(req.records)}); send the rest in further requests")
+    if len(req.relations) > MAX_IMPORT_RELATIONS:
+        raise LimitError(f"import: at most {MAX_IMPORT_RELATIONS} relations per request "
+                         f"(got {len(req.relations)}); send the rest in further requests")
     return Invocation("import_", (req.records,),
-                      {"batch_size": req.batch_size, "drop_embeddings": req.drop_embeddings},
+                      {"batch_size": req.batch_size, "drop_embeddings": req.drop_embeddings,
+                       "relations": req.relations},
                       _same)
 
 
@@ -466,7 +474,8 @@ def export_page(store: Store, prefix: tuple[str, ...], cursor: str | None,
         next_cursor = (validate.encode_cursor(g=view.generation, s=page[-1] + 1, e=end,
                                               id=view.id_of(page[-1]))
                        if more else None)
-        return ExportPage(records=[transfer.export_record(view, s) for s in page],
+        ranks = transferlinks.Ranks(view)
+        return ExportPage(records=[transfer.export_record(view, s, ranks=ranks) for s in page],
                           next_cursor=next_cursor)
 
     return store.read(read)

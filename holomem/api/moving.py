@@ -15,6 +15,7 @@ from typing import Any
 from holomem.api import (
     embedding,
     transfer,
+    transferlinks,
     validate,
 )
 from holomem.api.configuration import Configured
@@ -23,7 +24,7 @@ from holomem.api.types import (
     ImportReport,
 )
 from holomem.errors import InvalidError
-from holomem.events import Event
+from holomem.events import Event, RelationAdded
 
 
 class Moving(Configured):
@@ -39,7 +40,8 @@ class Moving(Configured):
         (camelCase; the :class:`~holomem.api.types.FactExport` form), in write order,
         with all it takes to rebuild it exactly: id, namespace, text, subject,
         entities, metadata, the caller's embedding, every time including
-        ``ingestTime``, links with their known-at times, confidence and feedback.
+        ``ingestTime``, links with their known-at times, confidence and feedback, and
+        the typed relations (``relations``) whose later-written end it is.
 
         Facts are read ``transfer.EXPORT_BLOCK`` at a time, so writers are never held
         up for long; facts written after the export began are not in it. Plain
@@ -52,7 +54,8 @@ class Moving(Configured):
 
     def import_(self, records: Iterable[Any], *, batch_size: int = transfer.IMPORT_BATCH,
                 progress: Callable[[int], None] | None = None,
-                drop_embeddings: bool = False) -> ImportReport:
+                drop_embeddings: bool = False,
+                relations: Iterable[Any] = ()) -> ImportReport:
         """Restore exported facts: JSON lines (str or bytes), dicts or FactExport records.
 
         Written ``batch_size`` records per transaction (each all or nothing), keeping
@@ -65,11 +68,22 @@ class Moving(Configured):
         records done after each batch. With an embedder, a record without an
         embedding is embedded; ``drop_embeddings`` ignores every record's embedding
         (to move facts to a store of another embedder).
+
+        Typed relations (each record's ``relations``, and ``relations``: more
+        RelationRecords or dicts, which a client sends once every fact is sent) are
+        made after every fact of the call, in the source's order (``order``),
+        ``batch_size`` per transaction, with their own times: ``links`` and ``why``
+        then answer as on the source. One whose end is not a stored fact is not made
+        and is counted in ``unresolved_relations``; one that exists already with the
+        same metadata is left alone, with other metadata it is a ``conflict``.
         Limits: ``batch_size`` <= ``transfer.MAX_IMPORT_BATCH``; each record as
-        :meth:`remember`. Errors: ``invalid_request``, ``limit``, ``conflict``.
+        :meth:`remember`; relations as :meth:`relate`.
+        Errors: ``invalid_request``, ``limit``, ``conflict``.
         """
         size = transfer.batch_size(batch_size)
+        extra = transfer.relation_list(relations)
         importer = transfer.Importer()
+        importer.relations.add(extra)
         done = 0
         for batch in transfer.batches(records, size):
             if drop_embeddings or self.embedder is not None:
@@ -85,9 +99,23 @@ class Moving(Configured):
                 self.notify("import", importer.written, seq)
             if progress is not None:
                 progress(done)
+        pending = importer.relations
+        for chunk in pending.chunks(size):
+            def build_links(view: View, chunk: builtins.list[transferlinks.Incoming] = chunk
+                            ) -> builtins.list[Event]:
+                return pending.plan(view, chunk)
+
+            seq, written = self.store.commit(build_links)
+            pending.done()
+            if written:
+                importer.batches += 1
+                ends = [e.from_id for e in written if isinstance(e, RelationAdded)]
+                self.notify("import", builtins.list(dict.fromkeys(ends)), seq)
         return ImportReport(imported=importer.imported, unchanged=importer.unchanged,
                             batches=importer.batches,
-                            unresolved_links=importer.unresolved_links)
+                            unresolved_links=importer.unresolved_links,
+                            relations=pending.written,
+                            unresolved_relations=pending.unresolved)
 
     def _embed_all(self, texts: builtins.list[str]) -> builtins.list[builtins.list[float]] | None:
         if self.embedder is None:

@@ -4,9 +4,10 @@ Owns: the export record of a stored fact (:func:`export_record`), reading every 
 at or under a namespace in blocks (:func:`export_blocks`), and planning an import's
 transactions (:class:`Importer`): each record checked like a remember, written with
 its own ingest time, digest, feedback and confidence, and its supersession links
-restored as they were (a link waits until both of its facts are stored). No policy
-runs on import: what the source decided is what the target holds. Imports the
-engine's view, remember (its checks), the types and validate.
+restored as they were (a link waits until both of its facts are stored); typed
+relations ride in the records too (:mod:`.transferlinks`). No policy runs on
+import: what the source decided is what the target holds. Imports the engine's
+view, remember (its checks), transferlinks, the types and validate.
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ from typing import Any, NamedTuple
 import msgspec
 import numpy as np
 
-from holomem.api import remember, validate
+from holomem.api import remember, transferlinks, validate
 from holomem.api.engine import Store, View
 from holomem.api.forgetting import live_facts
 from holomem.api.types import (
-    EXPORT_FORMAT,
+    EXPORT_FORMATS,
     FactExport,
     FeedbackRecord,
     LinkRecord,
+    RelationRecord,
     RememberInput,
 )
 from holomem.errors import ConflictError, InvalidError, LimitError
@@ -40,10 +42,14 @@ MAX_IMPORT_BATCH = 10_000
 #: The most feedback entries and links one imported record may carry.
 MAX_FEEDBACK = 100_000
 MAX_LINKS = validate.MAX_IDS
+#: The most relations one import call takes besides its records' own.
+MAX_IMPORT_RELATIONS = 100_000
 
 
-def export_record(view: View, slot: int) -> FactExport:
-    """The stored fact in ``slot`` as an export record."""
+def export_record(view: View, slot: int, relations: bool = True,
+                  ranks: transferlinks.Ranks | None = None) -> FactExport:
+    """The stored fact in ``slot`` as an export record (without its typed relations
+    unless ``relations``; ``ranks``: those of ``view``, to share between records)."""
     facts = view.facts
     fid = view.id_of(slot)
     rec = view.record(slot)
@@ -61,7 +67,8 @@ def export_record(view: View, slot: int) -> FactExport:
         confidence=facts.confidence.get(fid, 1.0),
         feedback=[FeedbackRecord(helpful=h, time=tm, note=n)
                   for h, tm, n in facts.feedback.get(fid, ())],
-        digest=t.digest.hex(), ttl_ms=t.ttl_ms)
+        digest=t.digest.hex(), ttl_ms=t.ttl_ms,
+        relations=transferlinks.records_of(view, slot, ranks) if relations else [])
 
 
 def export_blocks(store: Store, prefix: Namespace, block: int = EXPORT_BLOCK
@@ -77,7 +84,8 @@ def export_blocks(store: Store, prefix: Namespace, block: int = EXPORT_BLOCK
 
         def read(view: View, part: builtins.list[tuple[int, str]] = part
                  ) -> builtins.list[FactExport]:
-            return [export_record(view, slot) for slot, fid in part
+            ranks = transferlinks.Ranks(view)
+            return [export_record(view, slot, ranks=ranks) for slot, fid in part
                     if view.slot(fid) == slot]
 
         yield store.read(read)
@@ -96,6 +104,7 @@ class Incoming(NamedTuple):
     record: FactExport
     digest: bytes
     metadata: bytes  # canonical JSON, as the event holds it
+    relations: tuple[transferlinks.Incoming, ...] = ()
 
 
 def decode(item: object, line: int) -> FactExport:
@@ -119,9 +128,9 @@ def decode(item: object, line: int) -> FactExport:
 def check(x: FactExport, line: int) -> Incoming:
     """Check a record as a remember of the same fact is checked, and the rest of it."""
     where = f"line {line}"
-    if x.format != EXPORT_FORMAT:
+    if x.format not in EXPORT_FORMATS:
         raise InvalidError(f"{where}: format {x.format} is not one this version reads "
-                           f"({EXPORT_FORMAT})")
+                           f"({', '.join(map(str, EXPORT_FORMATS))})")
     validate.doc_id(x.id, f"{where}: id")
     as_input = RememberInput(
         text=x.text, id=x.id, subject=x.subject, entities=x.entities, metadata=x.metadata,
@@ -157,11 +166,12 @@ def check(x: FactExport, line: int) -> Incoming:
             raise InvalidError(f"{where}: digest must be 16 hex digits")
     else:  # a record written by hand: the digest a remember of it would have
         digest = remember.digest(as_input)
+    links = tuple(transferlinks.checked(x.relations, x.id, where))
     if x.embedding is not None:
         # Kept as float32, as the store keeps it: what is exported again compares equal.
         x = msgspec.structs.replace(
             x, embedding=np.asarray(x.embedding, dtype="<f4").tolist())
-    return Incoming(line, x, digest[:8], meta)
+    return Incoming(line, x, digest[:8], meta, links)
 
 
 class Importer:
@@ -175,6 +185,8 @@ class Importer:
         self.written: builtins.list[str] = []
         # (successor, predecessor, known_at, line of the successor's record)
         self._waiting: builtins.list[tuple[str, str, int, int]] = []
+        #: Typed relations, made once every fact of the import is stored.
+        self.relations = transferlinks.Pending()
 
     @property
     def unresolved_links(self) -> int:
@@ -191,11 +203,13 @@ class Importer:
         unchanged = 0
         for item in batch:
             x = item.record
+            self.relations.add(item.relations)
             earlier = here.get(x.id)
             slot = view.facts.slot(x.id)
             if earlier is not None or slot >= 0:
-                existing = earlier.record if earlier is not None else export_record(view, slot)
-                if _comparable(existing, x) != x:
+                existing = (earlier.record if earlier is not None
+                            else export_record(view, slot, relations=False))
+                if not _same_payload(existing, x):
                     raise ConflictError(f"line {item.line}: fact {x.id!r} already exists "
                                         "with another payload")
                 unchanged += 1
@@ -271,11 +285,16 @@ def revectored(batch: builtins.list[Incoming],
     return out
 
 
-def _comparable(record: FactExport, incoming: FactExport) -> FactExport:
-    """``record`` as compared with ``incoming``: a record that carries no digest is
-    compared on everything else."""
-    return record if incoming.digest is not None else msgspec.structs.replace(record,
-                                                                               digest=None)
+def _same_payload(stored: FactExport, incoming: FactExport) -> bool:
+    """Whether ``incoming`` is the fact ``stored`` is: compared on everything but its
+    relations (not the fact's payload: made on their own) and its format; a record
+    that carries no digest is compared on everything else."""
+    strip: dict[str, Any] = {"relations": [], "format": EXPORT_FORMATS[-1]}
+    ours = msgspec.structs.replace(incoming, **strip)
+    theirs = msgspec.structs.replace(stored, **strip)
+    if incoming.digest is None:
+        theirs = msgspec.structs.replace(theirs, digest=None)
+    return ours == theirs
 
 
 def batches(items: Iterable[object], size: int) -> Iterator[builtins.list[Incoming]]:
@@ -292,6 +311,23 @@ def batches(items: Iterable[object], size: int) -> Iterator[builtins.list[Incomi
             batch = []
     if batch:
         yield batch
+
+
+def relation_list(items: Iterable[Any]) -> builtins.list[transferlinks.Incoming]:
+    """The checked relations of an import's ``relations`` (RelationRecords or dicts).
+    Errors: ``invalid_request``, ``limit`` (naming ``relations[i]``)."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise InvalidError("relations must be a list of relation records")
+    records: builtins.list[RelationRecord] = []
+    for i, item in enumerate(items):
+        if len(records) >= MAX_IMPORT_RELATIONS:
+            raise LimitError(f"relations: at most {MAX_IMPORT_RELATIONS} per import call")
+        try:
+            records.append(item if isinstance(item, RelationRecord)
+                           else msgspec.convert(item, RelationRecord))
+        except msgspec.ValidationError as exc:
+            raise InvalidError(f"relations[{i}]: {exc}") from None
+    return transferlinks.checked(records, None, "relations")
 
 
 def batch_size(value: object) -> int:

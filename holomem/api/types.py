@@ -558,14 +558,31 @@ class LinkRecord(Request, frozen=True):
     known_at: int
 
 
+class RelationRecord(Request, frozen=True):
+    """A typed relation ``from_id -[relation]-> to_id`` in an export record (format 2):
+    kept in the record of whichever end the export writes later, so the other end is
+    always on an earlier line. ``time``: when the source store learned it; ``order``:
+    its place in the order the source made its links (import makes them in that
+    order, so ``links`` and ``why`` answer as the source did)."""
+
+    from_id: str
+    to_id: str
+    relation: str
+    time: int
+    metadata: dict[str, Any] | None = None
+    order: int | None = None
+
+
 class FeedbackRecord(Request, frozen=True):
     helpful: bool
     time: int
     note: str | None = None
 
 
-#: The version of :class:`FactExport`'s form; a record of another version is refused.
-EXPORT_FORMAT = 1
+#: The version of :class:`FactExport`'s form an export writes (2: records carry
+#: ``relations``); import reads :data:`EXPORT_FORMATS`, any other is refused.
+EXPORT_FORMAT = 2
+EXPORT_FORMATS = (1, 2)
 
 
 class FactExport(Request, frozen=True):
@@ -575,7 +592,8 @@ class FactExport(Request, frozen=True):
     ``embedding`` is the caller's vector as written; ``requested`` the caller's own
     ``supersedes`` list; ``links`` every supersession link this fact holds as the
     successor (its own, a policy's, re-pointed ones), each with its known-at time;
-    ``digest`` the hex payload digest that makes a retried remember idempotent.
+    ``digest`` the hex payload digest that makes a retried remember idempotent;
+    ``relations`` the typed links whose later-written end this fact is (format 2).
     """
 
     id: str
@@ -596,16 +614,21 @@ class FactExport(Request, frozen=True):
     digest: str | None = None
     format: int = EXPORT_FORMAT
     ttl_ms: int | None = None
+    relations: list[RelationRecord] = []
 
 
 class ImportReport(_Response, frozen=True):
     """What ``import_`` did: facts written, facts already there with the same payload
-    (no-ops), transactions, and links whose other fact never arrived (not written)."""
+    (no-ops), transactions, supersession links whose other fact never arrived (not
+    written), typed relations written, and relations an end of which is not a stored
+    fact (not written)."""
 
     imported: int
     unchanged: int
     batches: int
     unresolved_links: int = 0
+    relations: int = 0
+    unresolved_relations: int = 0
 
 
 class MemoryInfo(_Response, frozen=True):

@@ -55,12 +55,12 @@ FIELDS: dict[str, list[str]] = {
     "setConfidence": ["id", "confidence"],
     "list": ["cursor", "limit", "filter", "history"],
     "export": ["namespace", "cursor", "limit"],
-    "import": ["records", "batchSize", "dropEmbeddings"],
+    "import": ["records", "batchSize", "dropEmbeddings", "relations"],
 }
 #: The fields of an export record (an import request's records).
 RECORD_FIELDS = ["id", "text", "ingestTime", "namespace", "subject", "entities", "metadata",
                  "embedding", "eventTime", "validFrom", "validTo", "requested", "links",
-                 "confidence", "feedback", "digest", "format"]
+                 "confidence", "feedback", "digest", "format", "ttlMs", "relations"]
 #: For an op added later and not listed above: every field name any op takes.
 ALL_FIELDS = sorted({f for names in FIELDS.values() for f in names})
 SCOPE_FIELDS = ["ids", "subject", "entity", "ingestedBefore", "eventBefore", "metadata"]

@@ -153,7 +153,8 @@ def test_an_import_request_carries_at_most_its_documented_number_of_records(
         assert target.info().facts == 0  # refused before anything was written
         report = target.call("import", {"records": many[:-1], "batchSize": 400})
         assert report == {"imported": 1000, "unchanged": 0, "batches": 3,
-                          "unresolvedLinks": 0}
+                          "unresolvedLinks": 0, "relations": 0,
+                          "unresolvedRelations": 0}
         again = target.call("import", {"records": records, "dropEmbeddings": True})
         assert again["imported"] == 12
         assert all(r["embedding"] is None for r in target.export(["a"]))

@@ -175,7 +175,7 @@ def test_a_different_payload_for_a_stored_id_is_a_conflict_naming_its_line(
     ('{"id": "x", "text": "  ", "ingestTime": 1}', "line 2.*empty"),
     ('{"id": "x", "text": "t", "ingestTime": -1}', "line 2"),
     ('{"id": "x", "text": "t", "ingestTime": 1, "digest": "zz"}', "line 2.*digest"),
-    ('{"id": "x", "text": "t", "ingestTime": 1, "format": 2}', "line 2.*format"),
+    ('{"id": "x", "text": "t", "ingestTime": 1, "format": 3}', "line 2.*format"),
     ('{"id": "x", "text": "t", "ingestTime": 1, "confidence": 3}', "line 2"),
     ('{"id": "x", "text": "t", "ingestTime": 1, "links": [{"supersedes": "x", '
      '"knownAt": 1}]}', "line 2.*itself"),

@@ -109,5 +109,8 @@ def import_(args: argparse.Namespace) -> int:
     if report.unresolved_links:
         print(f"warning: {report.unresolved_links} links name facts that were not "
               "imported; they were not written", file=sys.stderr)
+    if report.unresolved_relations:
+        print(f"warning: {report.unresolved_relations} relations name facts that are "
+              "not in the store; they were not written", file=sys.stderr)
     print(json.dumps(msgspec.to_builtins(report)))
     return EXIT_OK

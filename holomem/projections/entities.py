@@ -7,6 +7,7 @@ projections. Entities are compared exactly (case and spelling as given).
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -58,6 +59,11 @@ class Entities:
         s = np.frombuffer(posting, dtype=np.int32)
         out: np.ndarray = s[self.catalog.alive.view()[s]].astype(np.int64)
         return out
+
+    def postings(self) -> Iterator[tuple[str, np.ndarray]]:
+        """Every entity and the slots that ever carried it (vacated ones too), ascending."""
+        for name, posting in self._slots.items():
+            yield name, np.frombuffer(posting, dtype=np.int32).astype(np.int64)
 
     def names(self) -> list[str]:
         """Every entity that some live document carries."""

@@ -530,8 +530,12 @@ class FactIndex:
                 if a >= 0 and b >= 0:
                     ra, rb = _root(comp, a), _root(comp, b)
                     comp[max(ra, rb)] = min(ra, rb)
-        out: np.ndarray = np.array([_root(comp, i) for i in range(len(comp))], dtype=np.int64) \
-            if self.links else comp
+        while True:  # every slot to its root: pointer jumping, a halving per pass
+            up = comp[comp]
+            if np.array_equal(up, comp):
+                break
+            comp = up
+        out: np.ndarray = comp.astype(np.int64)
         return out
 
     def superseded_since(self, slot: int, known_at: int | None = None) -> int | None:

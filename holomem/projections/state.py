@@ -25,6 +25,7 @@ from holomem.events import (
 )
 from holomem.projections.base import Change, RecordStore, Snapshot, gc_paused
 from holomem.projections.bm25 import BM25
+from holomem.projections.candidates import Candidates
 from holomem.projections.catalog import Catalog
 from holomem.projections.embeddings import Embeddings
 from holomem.projections.entities import Entities
@@ -52,6 +53,8 @@ class ProjectionState:
         self.facts = FactIndex(self.catalog)
         self.metadata = MetadataIndex(self.catalog)
         self.relations = Relations(self.catalog)
+        #: Contradiction candidates: built by the first contradict, never checkpointed.
+        self.candidates = Candidates(self.catalog, self.facts, self.entities)
         #: A PurgeRequested event in this generation: a purge was asked for and its
         #: compaction has not switched generations yet.
         self.purge_pending = False
@@ -72,6 +75,7 @@ class ProjectionState:
             self.embeddings.apply(seq, event, change)
             self.entities.apply(seq, event, change)
             self.metadata.apply(seq, event, change)
+            self.candidates.apply(event, change)
             # The HRR index needs no call: it encodes new slots lazily.
         elif isinstance(event, (StoreSettings, VectorsSet)):
             self.embeddings.apply(seq, event, change)
@@ -153,6 +157,7 @@ class ProjectionState:
         for k, d in enumerate(docs):
             if d.entities:
                 self.entities.apply(seq, d, Change(first + k, -1))
+                self.candidates.note(first + k, d.entities)
             self.metadata.apply(seq, d, Change(first + k, -1))
         self.facts.add_run(first, len(docs), facts)
 
@@ -210,5 +215,6 @@ class ProjectionState:
         return (self.bm25.memory_bytes() + self.embeddings.memory_bytes()
                 + self.hrr.memory_bytes() + self.facts.memory_bytes()
                 + self.metadata.memory_bytes() + self.relations.memory_bytes()
+                + self.candidates.memory_bytes()
                 + self.catalog.seq.nbytes + self.catalog.alive.nbytes
                 + self.text.offset.nbytes + self.text.size.nbytes)

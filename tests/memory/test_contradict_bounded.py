@@ -1,11 +1,14 @@
 """contradict enumerates candidate pairs a block at a time and still finds exactly the
 pairs, counts and scores a comparison of every pair of current facts gives, on every
 page of every ``max_pairs`` (issue 11: it used to build every pair of the store first,
-so memory grew with the square of a subject's or an entity's facts).
+so memory grew with the square of a subject's or an entity's facts) — whether it
+answers by that scan or from the candidates it keeps between calls (issue 16;
+tests/memory/test_contradict_kept.py compares the two through every kind of change).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -16,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api import contradiction
-from holomem.projections import hrr
+from holomem.api import contradiction, contradiction_kept, contradiction_pairs
+from holomem.projections import groups, hrr
 from holomem.projections.tokenize import tokenize
 
 NAMES = ["Al", "Bo", "Cy", "Di"]
@@ -62,13 +65,17 @@ def as_tuples(pairs: list[Any]) -> list[tuple[str, str, float, float, float]]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=facts, budget=st.sampled_from([1, 2, 5, 1 << 18]),
-       max_pairs=st.sampled_from([1, 3, 1000]), supersession=st.booleans())
+       max_pairs=st.sampled_from([1, 3, 1000]), supersession=st.booleans(),
+       scan=st.booleans())
 def test_contradict_pages_find_exactly_the_pairs_every_pair_comparison_finds(
         tmp_path_factory: pytest.TempPathFactory, data: list[dict[str, Any]], budget: int,
-        max_pairs: int, supersession: bool) -> None:
+        max_pairs: int, supersession: bool, scan: bool) -> None:
+    """Both ways of answering: from the kept candidates, and by the scan (forced)."""
     path = tmp_path_factory.mktemp("c") / "s"
     with Store.open(path, sync="none") as store, pytest.MonkeyPatch.context() as mp:
         mp.setattr(contradiction, "PAIR_BUDGET", budget)
+        if scan:
+            mp.setattr(contradiction_kept, "answer", lambda *a, **k: None)
         m = Memory(store, MemoryConfig(supersession="latest-by-subject" if supersession
                                        else "none"), clock=ManualClock(1_000_000))
         m.remember_many([{**f, "text": f"{f['text']} {i}"} for i, f in enumerate(data)])
@@ -95,23 +102,34 @@ def test_contradict_pages_find_exactly_the_pairs_every_pair_comparison_finds(
 def test_contradict_holds_a_block_of_pairs_not_every_pair(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:
-    """One entity shared by 600 facts: 179,700 candidate pairs, never all at once."""
+    """One entity shared by 600 facts: 179,700 candidate pairs, never all at once — by
+    the scan, and by the kept candidates scoring them on the first call."""
     with Store.open(tmp_path / "s", sync="none") as store:
         m = Memory(store, clock=ManualClock(1_000_000))
         m.remember_many([{"text": f"User note {i} w{i % 13}", "entities": ["User"]}
                          for i in range(600)])
         monkeypatch.setattr(contradiction, "PAIR_BUDGET", 4096)
-        largest = 0
-        real = contradiction._Groups.pairs
+        largest = {"scan": 0, "kept": 0}
+        real = contradiction_pairs._Groups.pairs
+        real_earlier = groups.Groups.earlier_pairs
 
         def spy(self: Any, i: int, j: int, n: int) -> Any:
-            nonlocal largest
             keys, shared = real(self, i, j, n)
-            largest = max(largest, len(keys))
+            largest["scan"] = max(largest["scan"], len(keys))
             return keys, shared
 
-        monkeypatch.setattr(contradiction._Groups, "pairs", spy)
+        def spy_earlier(self: Any, *args: Any) -> Iterator[Any]:
+            for block in real_earlier(self, *args):
+                largest["kept"] = max(largest["kept"], len(block[0]))
+                yield block
+
+        monkeypatch.setattr(contradiction_pairs._Groups, "pairs", spy)
+        monkeypatch.setattr(groups.Groups, "earlier_pairs", spy_earlier)
+        kept = m.contradict(k=5, max_pairs=contradiction.MAX_PAIRS_LIMIT)
+        monkeypatch.setattr(contradiction_kept, "answer", lambda *a, **k: None)
         res = m.contradict(k=5, max_pairs=contradiction.MAX_PAIRS_LIMIT)
+        assert res == kept
         assert res.compared_pairs == 600 * 599 // 2 and not res.bound_hit
-        assert largest <= 4096 + 600  # a block's budget, plus at most one fact's partners
+        # A block's budget, plus at most one fact's partners.
+        assert 0 < largest["scan"] <= 4096 + 600 and 0 < largest["kept"] <= 4096 + 600
         assert np.all(np.diff([p.score for p in res.pairs]) <= 0)

@@ -22,6 +22,7 @@ from holomem.errors import CorruptError
 from holomem.events import DocumentAdded, DocumentReplaced, Event, PurgeRequested, VectorsSet
 from holomem.log.backend import JournalBackend
 from holomem.projections.bm25 import BM25
+from holomem.projections.candidates import Candidates, Scorer
 from holomem.projections.catalog import Catalog
 from holomem.projections.embeddings import Embeddings
 from holomem.projections.entities import Entities
@@ -126,6 +127,10 @@ class View:
     @property
     def relations(self) -> Relations:
         return self.state.relations
+
+    @property
+    def candidates(self) -> Candidates:
+        return self.state.candidates
 
     @property
     def embedding_dim(self) -> int:
@@ -263,6 +268,17 @@ class View:
                 index.ensure(source)
             self._locked(encode)
         return index
+
+    def catch_up_candidates(self, scorer: Scorer, budget: int, block: int) -> bool:
+        """Bring the contradiction candidates up to date (built on first use, then only
+        what changed; at most about ``budget`` raw pairs scored per call), under the
+        state lock; whether they now cover every slot."""
+        done = [False]
+
+        def catch_up() -> None:
+            done[0] = self.state.candidates.ensure(scorer, budget, block)
+        self._locked(catch_up)
+        return done[0]
 
     def metadata(self) -> MetadataIndex:
         """The metadata index with every live document in it (built lazily, once)."""

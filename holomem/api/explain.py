@@ -40,6 +40,7 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
     method, w_lex, w_sem = ("bm25+cosine", W_LEXICAL, W_SEMANTIC) if emb else ("bm25", 1.0, 0.0)
     # Every explained fact's matched terms at once: each term's postings read once.
     terms = view.bm25.matched_many(ranking.query, [int(s) for s in slots])
+    cut = graphrecall.bounds(ranking.reached)
     out = []
     for slot, matched in zip(slots, terms, strict=True):
         fid = view.id_of(slot)
@@ -75,7 +76,8 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
             reason=_reason(ranking, slot, status, retrieved, rank, matches),
             ttl_ms=ttl, expires_at=times.ingest_time + ttl if ttl is not None else None,
             graph=(graphrecall.explained(view, ranking.reached[slot])
-                   if slot in ranking.reached else None)))
+                   if slot in ranking.reached else None),
+            graph_bounds=cut))
     return out
 
 

@@ -1,10 +1,13 @@
 """Graph recall: the facts reached from recall's top hits (docs/contract.md §4f).
 
-Owns: the check of recall's ``graph`` option and its limits, and :func:`reach` — from
-each seed (a top hit), the facts one or two steps away through typed links (both
-directions) and through entities both facts carry, each with the bonus it earns
-and the path that brought it. Recall (:mod:`.recall`) folds them into its ranking;
-explain reports the path. Imports the engine's view, relations and the types.
+Owns: the check of recall's ``graph`` option and its limits, the rules of the walk
+(below) — from each seed (a top hit), the facts one or two steps away through typed
+links (both directions) and through entities both facts carry, each with the bonus
+it earns and the path that brought it — and what a walk answers (:class:`Reach`,
+paths built only for the facts explain asks about). The walk itself is
+:func:`holomem.api.graphwalk.reach`. Recall (:mod:`.recall`) folds the reached facts
+into its ranking; explain reports the path and any bound that cut the walk. Imports
+the engine's view and the types.
 
 Scoring, written down once: a fact reached ``h`` steps from a seed of score ``s``
 earns the bonus ``weight ** h * s`` (the seed's score is the query's own scale, so
@@ -17,24 +20,28 @@ reached it on the bonus alone, so it displaces a direct hit only by outranking i
 Bounds: an entity held by more than :data:`MAX_ENTITY_FANOUT` facts is too common
 to say anything and is not walked; at most :data:`MAX_REACHED` facts are reached
 per recall (seeds in rank order, each one's links in the order they were made,
-then its entities in their order on the fact).
+then its entities in their order on the fact). Neither cuts silently: the walk
+records the entities it left and whether it stopped at the cap, and explain
+reports both (``Explanation.graph_bounds``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import NamedTuple
 
 import msgspec
+import numpy as np
 
-from holomem.api import relations, validate
+from holomem.api import validate
 from holomem.api.engine import View
-from holomem.api.graphtypes import GraphReach, GraphRecall, GraphStep
+from holomem.api.graphtypes import GraphBounds, GraphReach, GraphRecall, GraphStep
 from holomem.errors import InvalidError, LimitError
 
 MAX_GRAPH_HOPS = 2
 MAX_ENTITY_FANOUT = 50
 MAX_REACHED = 2000
+#: How many of the entities not walked explain names (it counts them all).
+MAX_NAMED_ENTITIES = 20
 #: The weight the benchmark chose (benchmarks/graph_bench.py, LoCoMo multi-hop).
 DEFAULT_WEIGHT = GraphRecall().weight
 
@@ -79,61 +86,71 @@ class Reached(NamedTuple):
     path: tuple[Step, ...]
 
 
-def reach(view: View, seeds: Sequence[tuple[int, float]], g: GraphRecall, at: int,
-          known_at: int | None) -> dict[int, Reached]:
-    """The facts reached from ``seeds`` (slot, score; best first), by slot. Seeds
-    themselves are never in the answer; the caller checks what else a result must be."""
-    seed_slots = {s for s, _ in seeds}
-    out: dict[int, Reached] = {}
-    rid = -2 if g.relation is None else view.relations.relation_id(g.relation)
-    for seed, score in seeds:
-        frontier: list[tuple[int, tuple[Step, ...]]] = [(seed, ())]
-        seen = {seed}
-        for hop in range(1, g.hops + 1):
-            bonus = (g.weight ** hop) * score
-            nxt: list[tuple[int, tuple[Step, ...]]] = []
-            for node, path in frontier:
-                for step in _steps(view, node, g, rid, at, known_at):
-                    if step.dst in seen:
-                        continue
-                    seen.add(step.dst)
-                    route = (*path, step)
-                    nxt.append((step.dst, route))
-                    if step.dst in seed_slots:
-                        continue
-                    have = out.get(step.dst)
-                    if have is None:
-                        if len(out) >= MAX_REACHED:
-                            return out
-                        out[step.dst] = Reached(seed, bonus, route)
-                    elif bonus > have.bonus:
-                        out[step.dst] = Reached(seed, bonus, route)
-            frontier = nxt
-    return out
+#: How a step went, in the walk's arrays.
+LINK, ENTITY = 0, 1
 
 
-def _steps(view: View, slot: int, g: GraphRecall, rid: int, at: int,
-           known_at: int | None) -> list[Step]:
-    out: list[Step] = []
-    facts = view.facts
-    if g.links:
-        rel = view.relations
-        for row in rel.rows(slot, "both"):
-            if rid != -2 and rel.rel.item(row) != rid:
-                continue
-            if not relations.visible(view, row, at, known_at):
-                continue
-            a, b = rel.src.item(row), rel.dst.item(row)
-            out.append(Step(slot, b if a == slot else a, "link", rel.relation(row)))
-    if g.entities:
-        for entity in view.record(slot).entities:
-            members = view.entities.slots(entity)
-            if len(members) > MAX_ENTITY_FANOUT:
-                continue
-            home = facts.namespace(slot)  # entities, like subjects, never cross namespaces
-            out.extend(Step(slot, m, "entity", entity) for m in members.tolist()
-                       if m != slot and facts.is_fact.item(m) and facts.namespace(m) == home)
-    return out
+class Reach:
+    """What one graph walk reached: ``slots`` (ascending) with their ``bonus``, and what
+    a bound left out (``too_common``: entities met and not walked, with the number of
+    facts holding each; ``capped``: the walk stopped at :data:`MAX_REACHED`). A fact's
+    seed and path (at most two steps: ``mid`` is the fact between, -1 after one hop)
+    are held as arrays and made into Steps only when asked for (:meth:`get`: explain)."""
+
+    def __init__(self, slots: np.ndarray, bonus: np.ndarray, hops: np.ndarray,
+                 seed: np.ndarray, seeds: np.ndarray, mid: np.ndarray,
+                 how: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                 relation_names: list[str], entity_names: list[str],
+                 too_common: dict[str, int], capped: bool) -> None:
+        self.slots, self.bonus = slots, bonus
+        self._hops, self._seed, self._seeds, self._mid, self._how = hops, seed, seeds, mid, how
+        self._relation_names, self._entity_names = relation_names, entity_names
+        self.too_common, self.capped = too_common, capped
+
+    @classmethod
+    def empty(cls) -> Reach:
+        none = np.zeros(0, dtype=np.int64)
+        return cls(none, np.zeros(0), none, none, none, none, (none, none, none, none),
+                   [], [], {}, False)
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def _index(self, slot: int) -> int:
+        i = int(np.searchsorted(self.slots, slot))
+        return i if i < len(self.slots) and int(self.slots[i]) == slot else -1
+
+    def __contains__(self, slot: object) -> bool:
+        return isinstance(slot, (int, np.integer)) and self._index(int(slot)) >= 0
+
+    def _step(self, src: int, dst: int, via: int, name: int) -> Step:
+        if via == LINK:
+            return Step(src, dst, "link", self._relation_names[name])
+        return Step(src, dst, "entity", self._entity_names[name])
+
+    def get(self, slot: int) -> Reached | None:
+        """How ``slot`` was reached (its seed, bonus and path), or None."""
+        i = self._index(slot)
+        if i < 0:
+            return None
+        seed = int(self._seeds[int(self._seed[i])])
+        via1, name1, via2, name2 = (int(a[i]) for a in self._how)
+        if int(self._hops[i]) == 1:
+            path: tuple[Step, ...] = (self._step(seed, slot, via1, name1),)
+        else:
+            mid = int(self._mid[i])
+            path = (self._step(seed, mid, via1, name1), self._step(mid, slot, via2, name2))
+        return Reached(seed, float(self.bonus[i]), path)
+
+    def __getitem__(self, slot: int) -> Reached:
+        got = self.get(slot)
+        if got is None:
+            raise KeyError(slot)
+        return got
+
+    def items(self) -> list[tuple[int, Reached]]:
+        """Every reached fact and how, by slot (builds every path)."""
+        return [(s, self[s]) for s in self.slots.tolist()]
 
 
 def explained(view: View, reached: Reached) -> GraphReach:
@@ -144,3 +161,25 @@ def explained(view: View, reached: Reached) -> GraphReach:
                         relation=s.name if s.via == "link" else None,
                         entity=s.name if s.via == "entity" else None)
               for s in reached.path])
+
+
+def bounds(reach: Reach) -> GraphBounds | None:
+    """What explain says of the bounds that cut ``reach`` (None: none cut it)."""
+    if not reach.too_common and not reach.capped:
+        return None
+    named = dict(list(reach.too_common.items())[:MAX_NAMED_ENTITIES])
+    return GraphBounds(entities_not_walked=named,
+                       entities_not_walked_count=len(reach.too_common),
+                       max_entity_fanout=MAX_ENTITY_FANOUT, reached_cap=reach.capped,
+                       max_reached=MAX_REACHED)
+
+
+def positions(slots: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index in ``slots`` of each of ``wanted``, whether it is there at all); ``slots``
+    distinct, in any order."""
+    if not len(slots):
+        return np.zeros(len(wanted), dtype=np.int64), np.zeros(len(wanted), dtype=bool)
+    sorter = np.argsort(slots, kind="stable")
+    at = np.minimum(np.searchsorted(slots[sorter], wanted), len(slots) - 1)
+    n = sorter[at]
+    return n, slots[n] == wanted

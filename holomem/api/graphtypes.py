@@ -119,3 +119,18 @@ class GraphReach(_Out, frozen=True):
     hops: int
     bonus: float
     path: list[GraphStep]
+
+
+class GraphBounds(_Out, frozen=True):
+    """In explain: what a bound of graph recall left out of its walk (docs/contract.md
+    §4f). ``entities_not_walked``: entities a walked fact carries that more than
+    ``max_entity_fanout`` facts hold, each with how many (at most 20 named, the first
+    met; ``entities_not_walked_count`` counts them all); ``reached_cap``: the walk
+    stopped on reaching ``max_reached`` facts, so seeds or steps after that point were
+    not walked."""
+
+    entities_not_walked: dict[str, int]
+    entities_not_walked_count: int
+    max_entity_fanout: int
+    reached_cap: bool
+    max_reached: int

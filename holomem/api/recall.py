@@ -1,11 +1,12 @@
 """Recall: ranking facts for a query over time (docs/contract.md §4 Recall).
 
 Owns: recall options and their limits, the filtered path (subject and entity
-restrictions), the identity rule, the context policy's neighbour scores, the
-multipliers (recency, history, usefulness) and the ranking of candidates
-(:class:`Ranking`), and the Recalled results (:func:`recalled`). Explanations are built on the same
-ranking in :mod:`holomem.api.explain`. Imports the engine's view, the policies,
-the fact records, the types and validate.
+restrictions), the identity rule, the multipliers (recency, history, usefulness),
+the ranking of candidates (:class:`Ranking`) with graph recall folded in, and the
+Recalled results (:func:`recalled`). The context policy's neighbour scores are
+:mod:`.contextscore`; graph recall's walk is :mod:`.graphwalk`. Explanations are
+built on the same ranking in :mod:`holomem.api.explain`. Imports the engine's view,
+the policies, the fact records, the types and validate.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from holomem.api import filters, graphrecall, validate
+from holomem.api import contextscore, filters, graphrecall, graphwalk, validate
 from holomem.api.engine import View
 from holomem.api.policies import Policies
 from holomem.api.records import fact_record, wanted
@@ -82,7 +83,9 @@ class Ranking:
         #: slots that are candidates whatever their cosine's rank (explain sets them)
         self.include: np.ndarray | None = None
         #: what graph recall reached in the last :meth:`rank` (slot -> how)
-        self.reached: dict[int, graphrecall.Reached] = {}
+        self.reached = graphrecall.Reach.empty()
+        #: the graph option, checked (None: off)
+        self.graph = graphrecall.checked(o.graph)
         facts, p = view.facts, policies
         #: every fact is current at ``at`` with every multiplier 1 (what the identity
         #: rule asks of the store), so a candidate's status needs no look-up
@@ -153,47 +156,7 @@ class Ranking:
             return self.view.fused(self.query, self.embedding, self.allowed,
                                    self.policies.fusion, self.depth(),
                                    self.policies.approximate, self.include)
-        return self._with_context(self.plain())
-
-    def _with_context(self, fused: Fusion) -> Fusion:
-        """Add the context policy's share of each neighbour's score (in write order).
-
-        Only the candidates and their neighbours are visited (not every fact): a fact's
-        total is its own score plus ``weight`` times each neighbour's within ``window``
-        places, in the order d = 1, 2, ... (before, then after), the same additions in
-        the same order as a pass over every live fact would make."""
-        context = self.policies.context
-        assert context is not None
-        weight, window = context.weight, context.window
-        catalog = self.view.catalog
-        # Positions in write order among the live facts (the slots themselves when none
-        # has been vacated).
-        dense = catalog.live == catalog.slots
-        live = None if dense else self.view.live_slots()
-        pos = fused.slots if live is None else np.searchsorted(live, fused.slots)
-        n = catalog.live
-        if not len(pos):
-            return fused
-        near = np.unique((pos[:, None] + np.arange(-window, window + 1)).ravel())
-        near = near[(near >= 0) & (near < n)]
-
-        def at(places: np.ndarray, values: np.ndarray) -> np.ndarray:
-            """``values`` of the candidates at ``places`` (0 where there is none)."""
-            i = np.minimum(np.searchsorted(pos, places), len(pos) - 1)
-            return np.where(pos[i] == places, values[i], 0.0)
-
-        total = at(near, fused.score)
-        for d in range(1, window + 1):
-            total += weight * at(near - d, fused.score)
-            total += weight * at(near + d, fused.score)
-        keep = near[total > 0]
-        total = total[total > 0]
-        slots = keep if live is None else live[keep]
-        if self.allowed is not None:
-            held = self.allowed[slots]
-            keep, slots, total = keep[held], slots[held], total[held]
-        semantic = None if fused.semantic is None else at(keep, fused.semantic)
-        return Fusion(slots.astype(np.int64), total, at(keep, fused.lexical), semantic)
+        return contextscore.with_context(self.view, self.policies, self.plain(), self.allowed)
 
     def evaluate(self, fused: Fusion, i: int, rank: int, status: str | None = None
                  ) -> Candidate | None:
@@ -225,16 +188,22 @@ class Ranking:
         return Candidate(slot, rank, status, base * recency * history * usefulness, base,
                          lexical, semantic, recency, history, usefulness)
 
-    def rank(self, history: str | None = None) -> tuple[list[Candidate], list[Candidate]]:
-        """(the k results, every evaluated candidate ranked with history included);
-        ``history`` overrides the options' filter."""
+    def candidates(self) -> tuple[Fusion, np.ndarray]:
+        """The fused scores and the indices of the ``max(candidate_limit, k)`` best
+        (score descending, then write order): what :meth:`rank` evaluates."""
         o = self.options
         # Never examine fewer candidates than results asked for.
         n = max(o.candidate_limit, o.k)
         # Lexical only and no context policy: BM25's pruned top n (the same n).
         fused = (self.fused() if self.policies.context is not None or self.embedding
                  else self.view.best(self.query, n, self.allowed))
-        order = top_k(fused.slots, fused.score, n)
+        return fused, top_k(fused.slots, fused.score, n)
+
+    def rank(self, history: str | None = None) -> tuple[list[Candidate], list[Candidate]]:
+        """(the k results, every evaluated candidate ranked with history included);
+        ``history`` overrides the options' filter."""
+        o = self.options
+        fused, order = self.candidates()
         statuses = self.view.facts.statuses(fused.slots[order], self.at, o.known_at)
         evaluated = []
         for rank, (i, status) in enumerate(zip(order.tolist(), statuses, strict=True), start=1):
@@ -252,37 +221,74 @@ class Ranking:
                prune: bool) -> list[Candidate]:
         """``evaluated`` with what graph recall reaches from its top k (module
         :mod:`.graphrecall`): a reached candidate gains its bonus, a reached fact that
-        was no candidate joins (ranked after every search result on ties). ``prune``:
-        a reached non-candidate whose bonus cannot pass the k-th result is left out
-        (it could not come back; explain, which ranks everything, does not prune)."""
-        o, view = self.options, self.view
-        g = graphrecall.checked(o.graph)
+        was no candidate joins (ranked after every search result on ties, in slot
+        order). ``prune``: a reached non-candidate whose bonus cannot pass the k-th
+        result is left out (it could not come back; explain, which ranks everything,
+        does not prune). Only the reached facts that stay are scored one by one."""
+        o, view, g = self.options, self.view, self.graph
         assert g is not None
         seeds = [(c.slot, c.score) for c in evaluated if wanted(o.history, c.status)][: o.k]
-        self.reached = graphrecall.reach(view, seeds, g, self.at, o.known_at)
+        reach = self.reached = graphwalk.reach(view, seeds, g, self.at, o.known_at)
+        out = list(evaluated)
+        if not len(reach):
+            return out
         # Multipliers are at most 1 without a feedback policy, so bonus bounds the score.
         floor = (seeds[-1][1] if prune and len(seeds) == o.k
                  and self.policies.feedback_weight is None else None)
-        by_slot = {c.slot: n for n, c in enumerate(evaluated)}
-        out = list(evaluated)
-        extra = examined
-        for slot, how in sorted(self.reached.items()):
-            n = by_slot.get(slot)
-            if n is not None:
-                c = out[n]
-                out[n] = self.scored(slot, c.rank, c.fused + how.bonus, c.lexical, c.semantic)
-                continue
-            if floor is not None and how.bonus <= floor:
-                continue
-            facts = view.facts
-            if not facts.is_fact.item(slot) or not facts.known(slot, o.known_at):
-                continue
-            if self.allowed is not None and not self.allowed[slot]:
-                continue
-            extra += 1
-            out.append(self.scored(slot, extra, how.bonus, 0.0, None))
+        cand = np.fromiter((c.slot for c in evaluated), dtype=np.int64, count=len(evaluated))
+        n, hit = graphrecall.positions(cand, reach.slots)
+        for slot, at, bonus in zip(reach.slots[hit].tolist(), n[hit].tolist(),
+                                   reach.bonus[hit].tolist(), strict=True):
+            c = out[at]
+            out[at] = self.scored(slot, c.rank, c.fused + bonus, c.lexical, c.semantic)
+        slots, bonus = self._joining(reach, ~hit, floor)
+        for extra, (slot, b) in enumerate(zip(slots.tolist(), bonus.tolist(), strict=True),
+                                          start=examined + 1):
+            out.append(self.scored(slot, extra, b, 0.0, None))
         out.sort(key=lambda c: (-c.score, c.rank))
         return out
+
+    def _joining(self, reach: graphrecall.Reach, fresh: np.ndarray, floor: float | None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, bonuses) of the reached facts ``fresh`` marks (no candidates) that
+        join the ranking: stored facts, known at ``known_at``, held by the restriction,
+        and (with ``floor``) able to pass the k-th result; in slot order."""
+        facts, o = self.view.facts, self.options
+        keep = fresh.copy()
+        slots = reach.slots
+        if floor is not None:
+            keep &= reach.bonus > floor
+        keep &= facts.is_fact.view()[slots]
+        if o.known_at is not None:
+            keep &= facts.ingest.view()[slots] <= o.known_at
+        if self.allowed is not None:
+            keep &= self.allowed[slots]
+        return slots[keep], reach.bonus[keep]
+
+    def _graph_results(self) -> list[tuple[int, float]]:
+        """:meth:`rank`'s k results with graph recall on a store the identity rule
+        covers (every candidate current, every multiplier 1: a candidate's score is its
+        fused score), in array operations — the same answer, without evaluating the
+        candidates one by one."""
+        o, view, g = self.options, self.view, self.graph
+        assert g is not None
+        fused, order = self.candidates()
+        slots = fused.slots[order].astype(np.int64)
+        score = fused.score[order].astype(np.float64)
+        ranks = np.arange(1, len(order) + 1, dtype=np.int64)
+        seeds = list(zip(slots[: o.k].tolist(), score[: o.k].tolist(), strict=True))
+        reach = self.reached = graphwalk.reach(view, seeds, g, self.at, None)
+        if len(reach):
+            floor = seeds[-1][1] if len(seeds) == o.k else None
+            n, hit = graphrecall.positions(slots, reach.slots)
+            score[n[hit]] += reach.bonus[hit]
+            extra, bonus = self._joining(reach, ~hit, floor)
+            slots = np.concatenate([slots, extra])
+            score = np.concatenate([score, bonus])
+            ranks = np.concatenate([ranks, np.arange(len(order) + 1,
+                                                     len(order) + 1 + len(extra))])
+        best = np.lexsort((ranks, -score))[: o.k]
+        return list(zip(slots[best].tolist(), score[best].tolist(), strict=True))
 
     def results(self) -> list[tuple[int, float]]:
         """(slot, score) of the k results, best first."""
@@ -291,6 +297,9 @@ class Ranking:
             hits = self.view.search(self.query, o.k, self.embedding, self.allowed,
                                     self.policies.approximate)
             return [(self.view.slot(h.id), h.score) for h in hits]
+        if self.graph is not None and self._all_current \
+                and self.options.history != "historical":
+            return self._graph_results()
         return [(c.slot, c.score) for c in self.rank()[0]]
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from holomem.api.graphtypes import GraphReach, GraphRecall
+from holomem.api.graphtypes import GraphBounds, GraphReach, GraphRecall
 from holomem.errors import InvalidError
 
 History = Literal["current", "all", "historical"]
@@ -165,6 +165,8 @@ class Explanation(_Response, frozen=True):
     reranked_rank: int | None = None
     #: How graph recall reached this fact (docs/contract.md §4f), or None.
     graph: GraphReach | None = None
+    #: What a bound of graph recall cut from the walk (None: nothing, or no graph).
+    graph_bounds: GraphBounds | None = None
 
 
 class Recalled(_Response, frozen=True, omit_defaults=True):

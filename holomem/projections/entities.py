@@ -15,6 +15,8 @@ from holomem.events import DocumentAdded, DocumentReplaced, Event
 from holomem.projections.base import Change, Snapshot
 from holomem.projections.catalog import Catalog
 
+_NONE = array("i")
+
 
 class Entities:
     def __init__(self, catalog: Catalog) -> None:
@@ -50,6 +52,13 @@ class Entities:
             posting.frombytes(flat[start:end].tobytes())
             self._slots[name] = posting
             start = end
+
+    def postings(self, entities: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(lengths, slots)``: every slot ever given each of ``entities``, one posting
+        after another (each ascending, dead slots included), in one copy."""
+        got = [self._slots.get(e, _NONE) for e in entities]
+        lengths = np.fromiter(map(len, got), dtype=np.int64, count=len(got))
+        return lengths, np.frombuffer(b"".join(got), dtype=np.int32)
 
     def slots(self, entity: str) -> np.ndarray:
         """Live slots of documents that carry ``entity``, ascending."""

@@ -206,7 +206,7 @@ def test_explain(memory: Memory) -> None:
         "score": SCORE, "usefulnessMultiplier": 1.0, "contextBonus": 0.0,
         "reason": "its status is superseded, filtered out by history=current",
         "ttlMs": None, "expiresAt": None, "rerankedRank": None,
-        "graph": None,
+        "graph": None, "graphBounds": None,
     }}
     e = response["explanation"]
     hit = memory.store.search_documents("tea")[0]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from holomem import InvalidError, LimitError, ManualClock, Memory
+from holomem.api import graphrecall
 
 
 def _facts(memory: Memory) -> None:
@@ -115,3 +116,28 @@ def test_the_graph_option_is_checked(memory: Memory) -> None:
                 {"relation": ""}):
         with pytest.raises(InvalidError):
             memory.recall("x", graph=bad)
+
+
+def test_explain_says_which_bound_cut_the_walk(memory: Memory,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    many = graphrecall.MAX_ENTITY_FANOUT + 1
+    memory.remember_many([{"id": f"f{i}", "text": f"filler line {i}", "entities": ["common"]}
+                          for i in range(many)])
+    memory.remember("the lighthouse keeper", id="seed", entities=["common", "rare"])
+    memory.remember("a note on keepers", id="other", entities=["rare"])
+    memory.remember("a second note", id="third", entities=["rare"])
+    q = "lighthouse"
+    found = memory.recall(q, graph={"hops": 1, "weight": 0.5}, explain=True)
+    assert [r.id for r in found] == ["seed", "other", "third"]  # "rare" walked, not "common"
+    cut = found[0].explanation.graph_bounds
+    assert cut is not None and cut.entities_not_walked == {"common": many + 1}
+    assert cut.entities_not_walked_count == 1 and not cut.reached_cap
+    assert all(r.explanation.graph_bounds == cut for r in found)
+    # Nothing cut (no entity walked): no bounds to report.
+    plain = memory.recall(q, graph={"hops": 1, "entities": False}, explain=True)
+    assert plain[0].explanation.graph_bounds is None
+    monkeypatch.setattr(graphrecall, "MAX_REACHED", 1)
+    capped = memory.recall(q, graph={"hops": 1, "weight": 0.5}, explain=True)
+    assert [r.id for r in capped] == ["seed", "other"]  # the first fact reached, then stop
+    cut = capped[0].explanation.graph_bounds
+    assert cut is not None and cut.reached_cap and cut.max_reached == 1

@@ -107,7 +107,7 @@ class _Walk:
         if not carried:
             return _Steps(_EMPTY, _EMPTY, _EMPTY, _EMPTY)
         # Every posting in one copy; then live facts only, and each entity's count.
-        lens, held = view.entities.postings(carried)
+        lens, held = view.entities.postings_of(carried)
         owner = np.repeat(np.arange(len(carried)), lens)
         alive = view.catalog.alive.view()[held]
         held, owner = held[alive].astype(np.int64), owner[alive]

@@ -53,7 +53,7 @@ class Entities:
             self._slots[name] = posting
             start = end
 
-    def postings(self, entities: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    def postings_of(self, entities: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """``(lengths, slots)``: every slot ever given each of ``entities``, one posting
         after another (each ascending, dead slots included), in one copy."""
         got = [self._slots.get(e, _NONE) for e in entities]

@@ -143,6 +143,17 @@ def test_a_namespace_header_confines_a_session(server: Server) -> None:
         assert json.loads(body)["removed"] == ["bp"]  # everything of bob's, nothing else
         (block,) = ok(whole.call("recall", {"query": "keeps note plant", "k": 50}))
         assert ids(block) == ["an", "ap"]
+        # The context tools too: a session saved under the header's namespace.
+        ok(alice.call("save_working_context", {"session": "s", "state": {"goal": "a"}}))
+        (body,) = ok(alice.call("list_working_contexts", {}))
+        assert json.loads(body)["namespace"] == []  # relative to the header's
+        assert [x["session"] for x in json.loads(body)["sessions"]] == ["s"]
+        (body,) = ok(whole.call("list_working_contexts", {"namespace": ["users", "alice"]}))
+        assert [x["session"] for x in json.loads(body)["sessions"]] == ["s"]
+        assert error_code(bob.call("load_working_context", {"session": "s"})) == "not_found"
+        _, decisions = ok(bob.call("compile_context", {"query": "keeps note plant",
+                                                       "budgetTokens": 500}))
+        assert {d["id"] for d in json.loads(decisions)["decisions"]} <= {"bp"}
         for bad, code in (('["users",', "invalid_request"), ('"users"', "invalid_request"),
                           ('["users", ""]', "invalid_request"),
                           (json.dumps(["n"] * 9), "limit")):

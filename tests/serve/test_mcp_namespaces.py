@@ -164,3 +164,40 @@ def test_a_bad_namespace_option_stops_the_server_with_a_message(tmp_path: Path) 
                               timeout=60, cwd=ROOT)
         assert done.returncode == 2 and word in done.stderr, done.stderr
         assert not (tmp_path / "s").exists()  # refused before the store was opened
+
+
+def test_a_servers_namespace_confines_the_context_tools(tmp_path: Path) -> None:
+    data = tmp_path / "store"
+    seed(data)
+    with Store.open(data) as store:
+        Memory(store).save_working_context(BOB, "plan", {"goal": "bob's secret goal"})
+    with serving(data, "--namespace", "users", "--namespace", "alice") as s:
+        # Absent namespace: the server's own; a given one: under it.
+        (body,) = ok(s.call("save_working_context", {"session": "plan",
+                                                     "state": {"goal": "alice's goal"}}))
+        assert json.loads(body)["workingContext"]["namespace"] == []
+        ok(s.call("save_working_context", {"session": "deep", "state": [1],
+                                           "namespace": ["notes"]}))
+        block, meta = ok(s.call("load_working_context", {"session": "plan"}))
+        assert "alice's goal" in block and "bob" not in block
+        assert json.loads(meta)["namespace"] == []
+        (body,) = ok(s.call("list_working_contexts", {"namespace": ["notes"]}))
+        assert json.loads(body)["namespace"] == ["notes"]
+        assert [x["session"] for x in json.loads(body)["sessions"]] == ["deep"]
+        # Bob's namespace cannot be named: a namespace is taken under the server's.
+        missing = s.call("load_working_context", {"session": "plan",
+                                                  "namespace": ["..", "bob"]})
+        assert error_code(missing) == "not_found"
+        message = json.loads(missing.content[0].text)["error"]["message"]
+        assert "['..', 'bob']" in message and "users" not in message
+        block, decisions = ok(s.call("compile_context", {
+            "query": "alice bob lives Paris Berlin green tea", "budgetTokens": 2000,
+            "history": "all"}))
+        kept = {d["id"] for d in json.loads(decisions)["decisions"]}
+        assert kept == {"alice-city-1", "alice-city-2", "alice-tea"}
+        assert "bob" not in block
+    with Store.open(data) as store:  # where the server saved them
+        memory = Memory(store)
+        assert memory.load_working_context(ALICE, "plan").state == {"goal": "alice's goal"}
+        assert memory.load_working_context([*ALICE, "notes"], "deep").state == [1]
+        assert memory.load_working_context(BOB, "plan").state == {"goal": "bob's secret goal"}

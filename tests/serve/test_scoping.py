@@ -34,6 +34,7 @@ ALICE_IDS = [f"alicefact-{i}" for i in range(6)]
 
 
 def fill(memory: Memory) -> None:
+    memory.save_working_context(BOB, "bobs-session", {"goal": "zqxbob plans"})
     for who, ns, ids in (("zqxbob", BOB, BOB_IDS), ("alice", ALICE, ALICE_IDS)):
         memory.remember(id=ids[0], text=f"Lisa lives in Paris {who}", subject="city",
                         entities=["Lisa"], namespace=ns, valid_from=1000,
@@ -52,19 +53,16 @@ def fill(memory: Memory) -> None:
 
 def bobs(memory: Memory) -> bytes:
     """Everything of Bob's, as stored: records, statuses, links, votes, typed links."""
-    facts = memory.list(namespace=BOB, limit=1000).facts
+    facts = memory.list(namespace=BOB, limit=1000, history="all").facts
     return msgspec.json.encode([facts, [memory.links(f.id, direction="both") for f in facts]])
 
 
 def test_every_contract_op_is_confined_by_a_scope_or_refused_through_one(
         tmp_path: Path) -> None:
     # info, export and import are whole-store ops (the Python client's): a door
-    # confined to a namespace does not offer them, rather than pass them through. The
-    # context-window ops (issue 19) are not confined yet, so they are refused too.
+    # confined to a namespace does not offer them, rather than pass them through.
     whole_store = set(contract.OPS) - HANDLED
-    assert set(contract.OPS) >= HANDLED and whole_store == {
-        "info", "export", "import", "compileContext", "explainContext",
-        "saveWorkingContext", "loadWorkingContext", "listWorkingContexts"}
+    assert set(contract.OPS) >= HANDLED and whole_store == {"info", "export", "import"}
     with Store.open(tmp_path / "s", sync="none") as store:
         memory = Memory(store, CONFIG)
         fill(memory)
@@ -178,6 +176,18 @@ def requests(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
                    "namespace": draw(st.sampled_from([None, [], ns]))}
     elif op == "links":
         request = {"id": draw(IDS), "direction": "both", "namespace": ns}
+    elif op in ("compileContext", "explainContext"):
+        request = {"query": "zqxbob Lisa Tom twice alice", "budgetTokens": 400,
+                   "namespace": ns, "history": "all",
+                   "fragments": [{"id": "frag", "text": "a note of the caller's"}]}
+        if op == "explainContext":
+            request["id"] = draw(st.sampled_from([*BOB_IDS, *ALICE_IDS, "frag", "nope"]))
+    elif op in ("saveWorkingContext", "loadWorkingContext"):
+        request = {"session": draw(st.sampled_from(["bobs-session", "s1"])), "namespace": ns}
+        if op == "saveWorkingContext":
+            request["state"] = {"goal": "alice plans"}
+    elif op == "listWorkingContexts":
+        request = {"namespace": ns}
     elif op == "why":
         request = {"query": draw(st.sampled_from([*BOB_IDS[:2], *ALICE_IDS[:2],
                                                    "zqxbob Lisa alice"])),
@@ -223,6 +233,11 @@ def test_no_request_through_a_scope_reaches_anything_outside_it(tmp_path: Path) 
     @example(("applyForgetting", {"dryRun": True}))
     @example(("consolidate", {"dryRun": True}))
     @example(("setConfidence", {"id": ALICE_IDS[2], "confidence": 0.5}))
+    @example(("compileContext", {"query": "Lisa", "budgetTokens": 300}))
+    @example(("explainContext", {"query": "Lisa", "budgetTokens": 300, "id": ALICE_IDS[1]}))
+    @example(("saveWorkingContext", {"session": "s1", "state": {"goal": "g"}}))
+    @example(("loadWorkingContext", {"session": "s1"}))
+    @example(("listWorkingContexts", {}))
     def run(call: tuple[str, dict[str, Any]]) -> None:
         op, request = call
         try:
@@ -257,3 +272,48 @@ def test_max_depth_counts_from_the_scopes_own_root(tmp_path: Path) -> None:
         scope = Scope(["users", "alice"])
         answer = scope.call(memory, "listNamespaces", {"maxDepth": 1})
         assert [n["namespace"] for n in answer["namespaces"]] == [["notes"], ["todo"]]
+
+
+def test_the_context_ops_are_confined_to_the_scope(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store, CONFIG)
+        fill(memory)
+        alice = Scope(ALICE)
+        # Absent namespace: the scope itself; a namespace: under it.
+        saved = alice.call(memory, "saveWorkingContext",
+                           {"session": "plan", "state": {"goal": "tea"}})["workingContext"]
+        assert saved["namespace"] == []
+        assert memory.load_working_context(ALICE, "plan").state == {"goal": "tea"}
+        alice.call(memory, "saveWorkingContext",
+                   {"session": "deep", "state": [1], "namespace": ["deeper"]})
+        assert memory.load_working_context([*ALICE, "deeper"], "deep").state == [1]
+        loaded = alice.call(memory, "loadWorkingContext", {"session": "plan"})
+        assert loaded["workingContext"]["state"] == {"goal": "tea"}
+        listed = alice.call(memory, "listWorkingContexts", {"namespace": ["deeper"]})
+        assert listed["namespace"] == ["deeper"]
+        assert [x["session"] for x in listed["sessions"]] == ["deep"]
+        # Bob's session is out of reach, and the error names the namespace as Alice does.
+        with pytest.raises(NotFoundError) as missing:
+            alice.call(memory, "loadWorkingContext", {"session": "bobs-session"})
+        assert "in namespace []" in missing.value.message
+        assert "users" not in missing.value.message
+        with pytest.raises(NotFoundError):
+            alice.call(memory, "loadWorkingContext",
+                       {"session": "bobs-session", "namespace": ["..", "bob"]})
+        # compileContext: only Alice's facts are candidates.
+        compiled = alice.call(memory, "compileContext",
+                              {"query": "Lisa lives Tom works", "budgetTokens": 2000,
+                               "history": "all"})
+        ids = {d["id"] for d in compiled["decisions"] if d["source"] == "fact"}
+        assert ids and ids <= set(ALICE_IDS) | {f for f in ids if f.startswith("wc-")}
+        assert "zqxbob" not in compiled["text"]
+        # explainContext of Bob's fact answers as for a fact that does not exist.
+        request = {"query": "Lisa", "budgetTokens": 2000}
+        with pytest.raises(NotFoundError) as outside:
+            alice.call(memory, "explainContext", {**request, "id": BOB_IDS[0]})
+        with pytest.raises(NotFoundError) as nowhere:
+            alice.call(memory, "explainContext", {**request, "id": "no-such-fact"})
+        assert outside.value.message == nowhere.value.message.replace(
+            "no-such-fact", BOB_IDS[0])
+        assert alice.call(memory, "explainContext",
+                          {**request, "id": ALICE_IDS[1]})["decision"]["id"] == ALICE_IDS[1]

@@ -12,7 +12,10 @@ The rules, written down once:
   itself. That covers ``namespace`` (remember, and the prefix of every reading and
   maintenance op), the forget scope ``{"namespace": [...]}``, forget's ``within``
   (always set: the other scopes only ever reach facts under the base) and the
-  ``prefix`` of ``listNamespaces``. No value can name a namespace outside the base:
+  ``prefix`` of ``listNamespaces``, and the context-window ops: ``compileContext`` and
+  ``explainContext`` (a prefix: only facts under it are candidates) and the working
+  contexts (``saveWorkingContext``, ``loadWorkingContext``, ``listWorkingContexts``:
+  the namespace a session is saved in). No value can name a namespace outside the base:
   a request has no way to say "absolute" or "up". Base and relative part together
   hold at most ``validate.MAX_NAMESPACE_DEPTH`` strings.
 - Calls that name a fact by id (``get``, ``history``, ``explain``, ``feedback``,
@@ -21,7 +24,9 @@ The rules, written down once:
   outside the base exactly as for an id that does not exist (``{"fact": null}``, or
   ``not_found`` with the same message).
 - Namespaces in responses are relative to the base too (``FactRecord.namespace``,
-  ``listNamespaces``), so a caller sees the same names it gives.
+  ``listNamespaces``, a working context's ``namespace``, and the namespace a
+  ``not_found`` of ``loadWorkingContext`` names), so a caller sees the same names it
+  gives.
 
 What a scoped caller can still learn of the rest of the store: that an explicit
 ``id`` it chooses is taken (ids are store-wide: remembering another payload under
@@ -45,7 +50,11 @@ from holomem.errors import InvalidError, LimitError, NotFoundError
 _PREFIX_OPS = frozenset({"recall", "explain", "list", "probe", "related", "reason",
                          "contradict", "applyForgetting", "consolidate",
                          # relations: both ends (every fact walked) at or under the prefix
-                         "relate", "unrelate", "links", "why"})
+                         "relate", "unrelate", "links", "why",
+                         # the context window: candidates at or under the prefix
+                         "compileContext", "explainContext",
+                         # working contexts: the namespace a session lives in
+                         "saveWorkingContext", "loadWorkingContext", "listWorkingContexts"})
 #: Ops that change a fact named by ``id``: the fact is checked before the call.
 _ID_WRITES = frozenset({"feedback", "setConfidence"})
 #: Every op a scope knows how to confine. An op of the contract missing here is refused
@@ -97,7 +106,11 @@ class Scope:
             raise InvalidError(f"{op} is not offered by a door confined to a namespace")
         if op in _ID_WRITES and isinstance(request.get("id"), str):
             self._check(memory, request["id"])
-        response = memory.call(op, self._request(op, request))
+        placed = self._request(op, request)
+        try:
+            response = memory.call(op, placed)
+        except NotFoundError as exc:
+            raise self._relative_error(exc, placed) from None
         if op == "get" and response["fact"] is not None and \
                 not self.holds(response["fact"]["namespace"]):
             return {"fact": None}
@@ -106,6 +119,16 @@ class Scope:
         if op == "explain":
             self._check(memory, request["id"])  # a valid id: the contract decoded it
         return self._response(response)
+
+    def _relative_error(self, exc: NotFoundError, placed: dict[str, Any]) -> NotFoundError:
+        """``exc`` naming the namespace it names as the caller named it."""
+        ns = placed.get("namespace")
+        if not isinstance(ns, list):
+            return exc
+        absolute, relative = f"in namespace {ns!r}", f"in namespace {self.relative(ns)!r}"
+        if absolute not in exc.message:
+            return exc
+        return NotFoundError(exc.message.replace(absolute, relative))
 
     def _check(self, memory: Memory, fid: str) -> None:
         fact = memory.get(fid)
@@ -152,6 +175,10 @@ class Scope:
         for key in ("history", "facts"):
             records.extend(response.get(key) or [])
         records.extend(r["fact"] for r in response.get("results") or [] if "fact" in r)
+        if isinstance(response.get("workingContext"), dict):  # saved or loaded
+            records.append(response["workingContext"])
+        if "sessions" in response:  # listWorkingContexts: the namespace listed
+            records.append(response)
         for record in records:
             if isinstance(record, dict) and isinstance(record.get("namespace"), list):
                 record["namespace"] = self.relative(record["namespace"])

@@ -198,6 +198,8 @@ def run_holomem(data: dict[str, Any], t: dict[str, Any], queries: list[str],
         results["reason"].append((*_prec_recall(got, both), time.perf_counter() - s))
     planted = {tuple(sorted(p)) for p in data["contradictions"]}
     out["contradict"] = _contradict(m, planted, rounds, queries[0])
+    with store.reading() as view:
+        out["contradict"]["kept_bytes"] = view.candidates.memory_bytes()
     for op, rows in results.items():
         out[op] = {"precision@10": round(sum(r[0] for r in rows) / len(rows), 4),
                    "recall@10": round(sum(r[1] for r in rows) / len(rows), 4),

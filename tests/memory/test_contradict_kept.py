@@ -274,3 +274,31 @@ def test_the_kept_pairs_are_the_best_offered_in_rank_order(
     assert kept.overlap.tolist() == [s / 2 for _, s in ranked[:capacity]]
     assert kept.floor == ((ranked[capacity][1], ranked[capacity][0])
                           if len(ranked) > capacity else None)
+
+
+def test_forgetting_most_kept_pairs_builds_them_again(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """With pairs dropped for room, losing half the kept ones means the pairs below them
+    are unknown: the candidates are built again, and every answer stays the scan's."""
+    monkeypatch.setattr(candidates, "CAPACITY", 6)
+    builds = {"n": 0}
+    real = candidates.Candidates._build  # counted, not changed
+
+    def build(self: candidates.Candidates) -> None:
+        builds["n"] += 1
+        real(self)
+
+    monkeypatch.setattr(candidates.Candidates, "_build", build)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        m = Memory(store, clock=ManualClock(START))
+        m.remember_many([{"id": f"n{i}", "text": f"Ann likes item {i % 4} and {i % 3}",
+                          "entities": ["Ann"]} for i in range(16)])
+        request = {"k": 3, "max_pairs": 1000}
+        check(m, request, monkeypatch)
+        assert builds["n"] == 1
+        while builds["n"] == 1:
+            top = m.contradict(k=1).pairs
+            assert top
+            m.forget({"ids": [top[0].a, top[0].b]})
+            check(m, request, monkeypatch)
+        assert builds["n"] == 2

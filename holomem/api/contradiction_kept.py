@@ -19,23 +19,24 @@ import numpy as np
 
 from holomem.api.contradiction_pairs import Page
 from holomem.api.engine import View
-from holomem.projections.candidates import Candidates, pair_key
+from holomem.projections.candidates import Candidates
+from holomem.projections.groups import LOW
 
 #: Left-out facts' raw pairs taken back without first weighing the scan's cost.
 QUICK = 1 << 14
+_NO_END = (1 << 63) - 1
 
 
 def answer(view: View, kept: Candidates, current: np.ndarray, scope: np.ndarray, k: int,
            max_pairs: int, resume: tuple[int, int] | None, budget: int) -> Page | None:
     """The page of the ``current`` facts' pairs after ``resume``, or None (see the module
-    docstring). ``scope``: the facts the call's namespace covers; ``kept`` is caught up."""
+    docstring). ``scope``: the facts the call's namespace covers; ``kept`` is caught up
+    (every slot scored)."""
     n = view.catalog.slots
     if resume is not None and not (resume[0] < n and resume[1] < n):
         return None
     cur = np.flatnonzero(current)
-    member = np.zeros(n, dtype=bool)
-    member[: kept.done] = kept.member.view()
-    left_out = np.flatnonzero(member & scope & ~current)
+    left_out = np.flatnonzero(kept.member.view() & scope & ~current)
     sizes = kept.groups.group_size.view()
     work = int(sizes[kept.groups.rows(left_out)[1]].sum())
     if work > QUICK:
@@ -53,11 +54,11 @@ def answer(view: View, kept: Candidates, current: np.ndarray, scope: np.ndarray,
     if resume is not None and current[resume[0]]:
         head = kept.groups.later_partners(resume[0], current)
         head = head[head > resume[1]]
-    after = cur > resume[0] if resume is not None else np.ones(len(cur), dtype=bool)
-    slots, running = cur[after], np.cumsum(later[after])
+    after = int(np.searchsorted(cur, resume[0], side="right")) if resume is not None else 0
+    slots, running = cur[after:], np.cumsum(later[after:])
     total = len(head) + (int(running[-1]) if len(running) else 0)
     last = (0, 0)
-    end = np.iinfo(np.int64).max
+    end = _NO_END
     more = total > max_pairs
     if more:
         if len(head) >= max_pairs:
@@ -68,11 +69,10 @@ def answer(view: View, kept: Candidates, current: np.ndarray, scope: np.ndarray,
             before = int(running[i - 1]) if i else 0
             a = int(slots[i])
             last = (a, int(kept.groups.later_partners(a, current)[need - before - 1]))
-        end = int(pair_key(np.array([last[0]]), np.array([last[1]]))[0])
-    start = int(pair_key(np.array([resume[0]]), np.array([resume[1]]))[0]) \
-        if resume is not None else -1
+        end = (last[0] << 32) | last[1]  # as pair_key orders them
+    start = (resume[0] << 32) | resume[1] if resume is not None else -1
     keys = kept.keys
-    a_of, b_of = keys >> 32, keys & 0xFFFFFFFF
+    a_of, b_of = keys >> 32, keys & LOW
     inside = np.flatnonzero(current[a_of] & current[b_of] & (keys > start) & (keys <= end))
     if len(inside):
         comp = view.facts.components()

@@ -16,6 +16,14 @@ MemAvailable check) a store is filled through ``Memory.remember_many`` in batche
   beside the p99 of the same remembers without one (the GIL is shared, so encoding
   slows writers a little even though they hold no lock in common with it).
 
+Beside each wall time, the CPU time of the same step (the machine is shared: on a
+loaded one wall time is several times CPU time).
+
+``--baseline TREE`` (a checkout of another commit, e.g. ``git archive <commit> | tar
+-x -C /tmp/base``) measures both builds in one run on copies of the same store: each
+round runs every step above in a subprocess for the baseline, then for this tree,
+and the JSON gives both side by side with their ratios (this tree / baseline).
+
 Targets (at 1,000,000 facts; at other sizes the same figures are printed and the
 targets say "not measured"): open with a checkpoint <= 2 s and <= 0.15x a full replay,
 checkpoint write <= 10 s. Prints one JSON document (machine, load before and after);
@@ -26,8 +34,12 @@ benchmarks/scale.py calls for its curve.
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
 import os
 import random
+import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -36,6 +48,8 @@ from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+if "--tree" in sys.argv:  # a worker for another build: its holomem first
+    sys.path.insert(0, os.path.abspath(sys.argv[sys.argv.index("--tree") + 1]))
 
 from benchmarks._common import check, emit, machine, median, peak_rss_mib, percentile  # noqa: E402
 from holomem import ManualClock, Memory, MemoryConfig, Store  # noqa: E402
@@ -50,10 +64,12 @@ _WORDS = [f"w{i}" for i in range(20_000)]
 def facts(n: int, seed: int = 7) -> list[dict[str, Any]]:
     """Synthetic facts: 8-30 words from a Zipf-like vocabulary, 1 in 10 with a subject."""
     rng = random.Random(seed)
-    weights = [1.0 / (r + 1) for r in range(len(_WORDS))]
+    # Cumulative weights once (choices would sum the 20,000 weights on every call);
+    # the draws are the same.
+    cum = list(itertools.accumulate(1.0 / (r + 1) for r in range(len(_WORDS))))
     out = []
     for i in range(n):
-        words = rng.choices(_WORDS, weights=weights, k=rng.randint(8, 30))
+        words = rng.choices(_WORDS, cum_weights=cum, k=rng.randint(8, 30))
         f: dict[str, Any] = {"id": f"f{i}", "text": " ".join(words)}
         if i % 10 == 0:
             f["subject"] = f"s{i % 5000}"
@@ -61,15 +77,16 @@ def facts(n: int, seed: int = 7) -> list[dict[str, Any]]:
     return out
 
 
-def _open(path: str) -> tuple[float, Store]:
-    t0 = time.perf_counter()
+def _open(path: str) -> tuple[float, float, Store]:
+    """(wall seconds, CPU seconds, the store) of one open."""
+    t0, c0 = time.perf_counter(), time.process_time()
     store = Store.open(path, sync="none", checkpoint_every=None, checkpoint_close_min=1 << 62)
-    return time.perf_counter() - t0, store
+    return time.perf_counter() - t0, time.process_time() - c0, store
 
 
 def _writer_pause(path: str, rounds: int) -> dict[str, Any]:
     """Remember latencies of a writer thread with and without a concurrent checkpoint."""
-    _, store = _open(path)
+    _, _, store = _open(path)
     memory = Memory(store, CONFIG, clock=ManualClock(2_000_000_000_000))
     stop = threading.Event()
     lat: list[tuple[float, float]] = []
@@ -78,7 +95,7 @@ def _writer_pause(path: str, rounds: int) -> dict[str, Any]:
         i = 0
         while not stop.is_set():
             t0 = time.perf_counter()
-            memory.remember(text=f"pause probe {i} with a few words", id=f"p{i}")
+            memory.remember(text=f"pause probe {i} with a few words", id=f"p{os.getpid()}-{i}")
             lat.append((t0, time.perf_counter() - t0))
             i += 1
 
@@ -115,51 +132,121 @@ def _writer_pause(path: str, rounds: int) -> dict[str, Any]:
     }
 
 
-def measure(n: int, workdir: str, rounds: int = 3) -> dict[str, Any]:
-    """Open times with and without a checkpoint, its write time, size and pause, at
-    ``n`` facts (a store built in ``workdir``)."""
-    path = os.path.join(workdir, f"ckpt-{n}")
+def build(n: int, path: str) -> float:
+    """Fill a store at ``path`` with ``n`` facts; the seconds it took."""
     t0 = time.perf_counter()
-    _, store = _open(path)
+    _, _, store = _open(path)
     memory = Memory(store, CONFIG, clock=ManualClock(1_700_000_000_000))
     data = facts(n)
     for i in range(0, n, BATCH):
         memory.remember_many(data[i : i + BATCH])
     del data
     store.close()
-    ingest = time.perf_counter() - t0
-    replay = []
+    return time.perf_counter() - t0
+
+
+def steps(path: str, rounds: int) -> dict[str, Any]:
+    """Open by replay, write a checkpoint, open from it, and the writer's pause, on the
+    store at ``path`` (its checkpoints erased first, so the first open replays)."""
+    for root, _, names in os.walk(path):
+        for name in names:
+            if name.startswith("checkpoint-"):
+                os.remove(os.path.join(root, name))
+    replay, replay_cpu = [], []
     for _ in range(rounds):
-        s, store = _open(path)
+        s, c, store = _open(path)
         replay.append(s)
+        replay_cpu.append(c)
         store.close()
-    _, store = _open(path)
+    _, _, store = _open(path)
+    c0 = time.process_time()
     stats = store.checkpoint()
+    write_cpu = time.process_time() - c0
     assert stats is not None
     store.close()
-    from_ckpt = []
+    from_ckpt, from_ckpt_cpu = [], []
     for _ in range(rounds):
-        s, store = _open(path)
+        s, c, store = _open(path)
         assert store.stats().opened_by.startswith("checkpoint")
         from_ckpt.append(s)
+        from_ckpt_cpu.append(c)
         store.close()
     journal = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(path)
                   for f in fs if f.endswith(".hlj"))
     return {
-        "facts": n,
-        "ingest_seconds": round(ingest, 2),
         "open_replay_seconds": round(median(replay), 3),
+        "open_replay_cpu_seconds": round(median(replay_cpu), 3),
         "open_checkpoint_seconds": round(median(from_ckpt), 3),
+        "open_checkpoint_cpu_seconds": round(median(from_ckpt_cpu), 3),
         "open_ratio": round(median(from_ckpt) / median(replay), 3),
+        "open_cpu_ratio": round(median(from_ckpt_cpu) / median(replay_cpu), 3),
         "checkpoint_write_seconds": stats.seconds,
+        "checkpoint_write_cpu_seconds": round(write_cpu, 3),
         "checkpoint_pause_seconds": stats.pause_seconds,
         "checkpoint_pause_cpu_seconds": stats.pause_cpu_seconds,
         "checkpoint_file_bytes": stats.file_bytes,
         "checkpoint_payload_bytes": stats.payload_bytes,
-        "checkpoint_bytes_per_fact": round(stats.file_bytes / n, 1),
         "journal_bytes": journal,
         "writer": _writer_pause(path, rounds),
     }
+
+
+def measure(n: int, workdir: str, rounds: int = 3) -> dict[str, Any]:
+    """Open times with and without a checkpoint, its write time, size and pause, at
+    ``n`` facts (a store built in ``workdir``)."""
+    path = os.path.join(workdir, f"ckpt-{n}")
+    ingest = build(n, path)
+    out = {"facts": n, "ingest_seconds": round(ingest, 2), **steps(path, rounds)}
+    out["checkpoint_bytes_per_fact"] = round(out["checkpoint_file_bytes"] / n, 1)
+    return out
+
+
+#: Figures compared between two builds (this tree / the baseline).
+COMPARED = ("open_checkpoint_seconds", "open_checkpoint_cpu_seconds", "open_replay_cpu_seconds",
+            "checkpoint_write_seconds", "checkpoint_write_cpu_seconds",
+            "checkpoint_pause_seconds", "checkpoint_pause_cpu_seconds", "checkpoint_file_bytes")
+
+
+def _worker(tree: str, path: str, rounds: int) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", path,
+                          "--tree", tree, "--rounds", str(rounds)],
+                         capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": tree})
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def compare(n: int, workdir: str, baseline: str, rounds: int,
+            store: str | None = None) -> dict[str, Any]:
+    """Both builds on copies of one store of ``n`` facts (``store``: copies of that
+    one, built by :func:`build` before), interleaved round by round (one round of each
+    step per subprocess); medians over the rounds, and ratios."""
+    path = os.path.join(workdir, f"ckpt-{n}")
+    ingest: float | None = None
+    if store is None:
+        ingest = build(n, path)
+    else:
+        path = store
+    trees = {"baseline": os.path.abspath(baseline), "this": ROOT}
+    copies = {}
+    for name in trees:
+        copies[name] = os.path.join(workdir, f"ckpt-{n}-{name}")
+        shutil.copytree(path, copies[name])
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    for _ in range(rounds):
+        for name, tree in trees.items():
+            runs[name].append(_worker(tree, copies[name], 1))
+    sides = {name: {k: round(median([r[k] for r in rs]), 4)
+                    for k in rs[0] if isinstance(rs[0][k], (int, float))}
+             for name, rs in runs.items()}
+    for name, rs in runs.items():
+        sides[name]["writer"] = rs[-1]["writer"]
+    ratios = {k: round(sides["this"][k] / sides["baseline"][k], 3)
+              for k in COMPARED if sides["baseline"].get(k)}
+    return {"facts": n, "ingest_seconds": None if ingest is None else round(ingest, 2),
+            "rounds": rounds, "store": store, "baseline_tree": trees["baseline"], **sides["this"],
+            "checkpoint_bytes_per_fact": round(sides["this"]["checkpoint_file_bytes"] / n, 1),
+            "baseline": sides["baseline"], "this_over_baseline": ratios}
 
 
 def _mem_available_gib() -> float:
@@ -178,7 +265,17 @@ def main() -> None:
     ap.add_argument("--dir", default=None, help="where to build the stores (default: tmp)")
     ap.add_argument("--save", action="store_true",
                     help="also write benchmarks/results/checkpoint_bench.json")
+    ap.add_argument("--baseline", default=None,
+                    help="a checkout of another build, measured beside this one in one run")
+    ap.add_argument("--store", default=None,
+                    help="with --baseline and one size: copies of this store (built by "
+                         "build() with that many facts) instead of building one")
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--tree", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(steps(args.worker, args.rounds)))
+        return
     sizes = [int(x) for x in args.sizes.split(",") if x]
     skipped: dict[str, str] = {}
     if args.million:
@@ -191,7 +288,8 @@ def main() -> None:
     runs = []
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
         for n in sizes:
-            runs.append(measure(n, d, args.rounds))
+            runs.append(compare(n, d, args.baseline, args.rounds, args.store) if args.baseline
+                        else measure(n, d, args.rounds))
             print(f"{n}: {runs[-1]}", file=sys.stderr)
     million = next((r for r in runs if r["facts"] == 1_000_000), None)
     result = {

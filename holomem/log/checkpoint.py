@@ -117,24 +117,37 @@ def _aad(h: Header, index: int, flags: int) -> bytes:
     return CHECKPOINT_AAD.pack(h.store_id, h.generation, h.seq, h.schema, index, flags)
 
 
-def _blocks(payload: Iterable[bytes | memoryview]) -> Iterator[tuple[bytes, bool]]:
-    """The payload cut into blocks of CHECKPOINT_BLOCK_PAYLOAD bytes: (block, last)."""
+def _cut(payload: Iterable[bytes | memoryview]) -> Iterator[bytes | memoryview]:
+    size = CHECKPOINT_BLOCK_PAYLOAD
     buf = bytearray()
-    pending: bytes | None = None
     for piece in payload:
-        view = memoryview(piece)
-        while len(view):
-            take = CHECKPOINT_BLOCK_PAYLOAD - len(buf)
+        view = memoryview(piece).cast("B")
+        if buf:
+            take = size - len(buf)
             buf += view[:take]
             view = view[take:]
-            if len(buf) == CHECKPOINT_BLOCK_PAYLOAD:
-                if pending is not None:
-                    yield pending, False
-                pending, buf = bytes(buf), bytearray()
-    if pending is not None and buf:
-        yield pending, False
-        pending = None
-    yield (bytes(buf) if pending is None else pending), True
+            if len(buf) < size:
+                continue
+            yield bytes(buf)
+            buf = bytearray()
+        while len(view) >= size:
+            yield view[:size]
+            view = view[size:]
+        buf += view
+    if buf:
+        yield bytes(buf)
+
+
+def _blocks(payload: Iterable[bytes | memoryview]) -> Iterator[tuple[bytes | memoryview, bool]]:
+    """The payload cut into blocks of CHECKPOINT_BLOCK_PAYLOAD bytes: (block, last).
+    A block inside one piece is a view of it; only a block that spans pieces is
+    joined, so the payload's arrays are never copied whole."""
+    prev: bytes | memoryview | None = None
+    for block in _cut(payload):
+        if prev is not None:
+            yield prev, False
+        prev = block
+    yield (b"" if prev is None else prev), True
 
 
 def write(gen_dir: str, *, store_id: bytes, generation: int, seq: int, schema: int,
@@ -187,7 +200,7 @@ def write(gen_dir: str, *, store_id: bytes, generation: int, seq: int, schema: i
 
 
 def read(path: str, *, store_id: bytes, generation: int, schema: int,
-         envelope: Envelope | None) -> tuple[Header, bytes]:
+         envelope: Envelope | None) -> tuple[Header, bytearray]:
     """The header and payload of the checkpoint at ``path``, every check passed:
     :class:`Invalid` (saying why) otherwise."""
     try:
@@ -199,7 +212,7 @@ def read(path: str, *, store_id: bytes, generation: int, schema: int,
 
 
 def verify(raw: bytes, *, name: str, store_id: bytes, generation: int, schema: int,
-           envelope: Envelope | None) -> tuple[Header, bytes]:
+           envelope: Envelope | None) -> tuple[Header, bytearray]:
     """:func:`read` on a file's content ``raw`` named ``name``."""
     h = parse_header(raw)
     m = CHECKPOINT_RE.match(name)
@@ -217,9 +230,16 @@ def verify(raw: bytes, *, name: str, store_id: bytes, generation: int, schema: i
     return h, _payload(raw, h, envelope)
 
 
-def _payload(raw: bytes, h: Header, envelope: Envelope | None) -> bytes:
+def _payload(raw: bytes, h: Header, envelope: Envelope | None) -> bytearray:
     view = memoryview(raw)
-    out = bytearray()
+    # Every block holds at most CHECKPOINT_BLOCK_PAYLOAD bytes and takes at least its
+    # header in the file: a length past that bound is damage, not an allocation.
+    most = (len(view) // CHECKPOINT_BLOCK_SIZE + 1) * CHECKPOINT_BLOCK_PAYLOAD
+    if h.payload_length > most:
+        raise Invalid(f"header says {h.payload_length} payload bytes, more than the file holds")
+    out = bytearray(h.payload_length)
+    into = memoryview(out)
+    filled = 0
     zd = zstandard.ZstdDecompressor()
     pos, index = CHECKPOINT_HEADER_SIZE, 0
     while True:
@@ -231,6 +251,8 @@ def _payload(raw: bytes, h: Header, envelope: Envelope | None) -> bytes:
             raise Invalid(f"block {index} at offset {pos} damaged or cut short")
         if checksum_parts(view[pos : pos + CHECKPOINT_BLOCK_CHECKSUMMED], body, h.salt) != check:
             raise Invalid(f"block {index} at offset {pos}: checksum mismatch")
+        if filled + plain > len(out):
+            raise Invalid(f"payload longer than the {h.payload_length} bytes the header says")
         data: bytes | memoryview = body
         if bool(flags & CHECKPOINT_BLOCK_SEALED) != (envelope is not None):
             raise Invalid(f"block {index}: sealed flag does not match the store")
@@ -246,16 +268,17 @@ def _payload(raw: bytes, h: Header, envelope: Envelope | None) -> bytes:
                 raise Invalid(f"block {index}: does not decompress") from exc
         if len(data) != plain:
             raise Invalid(f"block {index}: {len(data)} payload bytes, header says {plain}")
-        out += data
+        into[filled : filled + plain] = data
+        filled += plain
         pos += CHECKPOINT_BLOCK_SIZE + stored
         index += 1
         if flags & CHECKPOINT_BLOCK_LAST:
             break
     if pos != len(view):
         raise Invalid(f"{len(view) - pos} bytes after the last block")
-    if len(out) != h.payload_length:
-        raise Invalid(f"payload of {len(out)} bytes, header says {h.payload_length}")
-    return bytes(out)
+    if filled != h.payload_length:
+        raise Invalid(f"payload of {filled} bytes, header says {h.payload_length}")
+    return out
 
 
 def listing(gen_dir: str) -> list[tuple[int, str]]:

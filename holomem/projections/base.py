@@ -14,11 +14,13 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from collections.abc import Iterator
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+
+T = TypeVar("T")
 
 
 class Change(NamedTuple):
@@ -164,12 +166,39 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-#: A projection's state as plain values, for a checkpoint: each value a numpy array
-#: or something msgpack encodes (None, bool, int, float, str, bytes, lists of these).
-#: Taken under the store's state lock, so it must be cheap: arrays whose filled rows
-#: never change may be shared, anything changed in place is copied (each
-#: ``snapshot`` says which). ``restore`` fills a fresh projection from one.
+#: A projection's state as plain values, for a checkpoint: each value a numpy array,
+#: something msgpack encodes (None, bool, int, float, str, bytes, lists and maps of
+#: these) or a :class:`Later` that gives one. Taken under the store's state lock, so
+#: it must be cheap: arrays whose filled rows never change may be shared, the ones
+#: changed in place are lent (:meth:`GrowArray.lend`) or copied, and whatever takes
+#: time to build is a :class:`Later` (each ``snapshot`` says which).
+#: ``restore`` fills a fresh projection from one, with every Later resolved.
 Snapshot = dict[str, Any]
+
+
+class Later:
+    """A snapshot value computed when the snapshot is encoded, outside the lock:
+    ``fn`` may read only what no writer changes afterwards (state the snapshot
+    lent, shared or copied)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+
+    def __call__(self) -> Any:
+        return self.fn()
+
+    @staticmethod
+    def once(fn: Callable[[], T]) -> Callable[[], T]:
+        """``fn``, computed on the first call only (for two values built together)."""
+        done: list[T] = []
+
+        def first() -> T:
+            if not done:
+                done.append(fn())
+            return done[0]
+        return first
 
 
 class RecordStore(Protocol):

@@ -23,7 +23,8 @@ vacated slots are masked by the catalog's liveness and dropped at the next merge
 The delta is folded into the mid segment when it holds ``MERGE_DOCS`` documents,
 the mid segment into the base when it passes an eighth of it (so a write costs
 amortised constant merge work, not a pass over the base); a replay merges every
-``BULK_DOCS`` documents and once at the end, into a single base.
+``BULK_DOCS`` documents and once at the end, into a single base (a replay of a
+checkpoint's short tail keeps the ordinary policy).
 
 Top-k (:meth:`BM25.top`) is exact and prunes (a "max-score" evaluation): each
 query term's contribution to any document is at most its weight times
@@ -47,7 +48,7 @@ from typing import NamedTuple
 import numpy as np
 
 from holomem.events import DocumentAdded, DocumentReplaced, Event
-from holomem.projections.base import Change, GrowArray, Snapshot
+from holomem.projections.base import Change, GrowArray, Later, Snapshot
 from holomem.projections.catalog import Catalog
 from holomem.projections.postings import Segment, merge, tokens_to_postings
 from holomem.projections.pruning import Term
@@ -172,13 +173,20 @@ class BM25:
 
     @contextlib.contextmanager
     def bulk(self) -> Iterator[None]:
-        """Apply many events merging only every BULK_DOCS documents, then once (replay)."""
+        """Apply many events merging only every BULK_DOCS documents, then once
+        (replay) — unless they added fewer documents than were there before (the
+        short tail after a checkpoint): then the ordinary policy decides, so an open
+        from a checkpoint does not rewrite every posting."""
+        before = self.doclen.n
         self._holding = True
         try:
             yield
         finally:
             self._holding = False
-        self.merge()
+        if self.doclen.n - before >= before:
+            self.merge()
+        else:
+            self._maybe_merge()
 
     def _delta_triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return tokens_to_postings(np.frombuffer(self._d_term, dtype=np.int32),
@@ -217,13 +225,15 @@ class BM25:
     # -- checkpoints ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
         """A merge replaces a segment whole and never changes one in place, and
-        document lengths are written once per slot: all shared. The vocabulary and
-        the delta are copied."""
-        words = list(self._word_term)
+        document lengths are written once per slot: all shared. The terms are only
+        appended to (cut at their length when encoded); the word table and the delta
+        are copied."""
+        terms, n_terms, word_term = self.terms, len(self.terms), dict(self._word_term)
         snap: Snapshot = {
-            "terms": list(self.terms), "words": words,
-            "word_terms": np.fromiter(self._word_term.values(), dtype=np.int32,
-                                      count=len(words)),
+            "terms": Later(lambda: terms[:n_terms]),  # only appended to
+            "words": Later(lambda: list(word_term)),
+            "word_terms": Later(lambda: np.fromiter(word_term.values(), dtype=np.int32,
+                                                    count=len(word_term))),
             "segments": len(self._segments()),
             "delta_terms": np.frombuffer(self._d_term, dtype=np.int32).copy(),
             "delta_start": self._d_start, "doclen": self.doclen.view(),

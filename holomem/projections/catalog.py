@@ -2,14 +2,90 @@
 
 Owns: id <-> slot, the sequence number that wrote each slot, and liveness. Imports
 numpy, :mod:`holomem.events` and :mod:`holomem.projections.base`.
+
+Id -> slot is a dict, except for the ids a checkpoint brought back: building a dict
+of a million ids takes most of a second, so a restored catalog keeps them as the
+checkpoint holds them, a sorted array of 64-bit id hashes beside their slots
+(:class:`IdTable`), and looks an id up there by binary search when the dict does not
+have it (then puts it in the dict, so the next lookup is the dict's).
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
+
 import numpy as np
 
 from holomem.events import DocumentAdded, DocumentDeleted, DocumentReplaced, Event
-from holomem.projections.base import NO_CHANGE, Change, GrowArray, Snapshot
+from holomem.projections.base import NO_CHANGE, Change, GrowArray, Later, Snapshot
+
+
+def id_hash(doc_id: str) -> int:
+    """The 64-bit hash an :class:`IdTable` orders ids by (stable across processes)."""
+    return int.from_bytes(_digest(doc_id), "little")
+
+
+def _digest(doc_id: str) -> bytes:
+    return hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
+def id_hashes(ids: Iterable[str]) -> np.ndarray:
+    """:func:`id_hash` of each id, as uint64."""
+    return np.frombuffer(b"".join(map(_digest, ids)), dtype="<u8").astype(np.uint64)
+
+
+_EMPTY_U64 = np.zeros(0, dtype=np.uint64)
+_EMPTY_I32 = np.zeros(0, dtype=np.int32)
+
+
+class IdTable:
+    """Ids -> slots, frozen: ``keys`` (the ids' hashes, ascending) and ``slots``
+    (the slot of each). A hit is confirmed against the catalog's ids (hashes may
+    collide; a vacated slot's id is None)."""
+
+    __slots__ = ("keys", "slots")
+
+    def __init__(self, keys: np.ndarray, slots: np.ndarray) -> None:
+        self.keys, self.slots = keys, slots
+
+    @classmethod
+    def build(cls, ids: list[str | None], alive: np.ndarray,
+              since: tuple[int, IdTable] | None = None) -> IdTable:
+        """The table of the live slots of ``ids`` (``alive`` says which). ``since``,
+        (n, the table of slots below n as they were), is reused: only the ids of
+        later slots are hashed."""
+        first, keys, slots = 0, _EMPTY_U64, _EMPTY_I32
+        if since is not None and since[0] <= len(ids):
+            first, old = since
+            keep = alive[old.slots]
+            keys, slots = old.keys[keep], old.slots[keep]
+        new = (np.flatnonzero(alive[first:]) + first).astype(np.int32)
+        keys = np.concatenate([keys, id_hashes([ids[s] or "" for s in new.tolist()])])
+        slots = np.concatenate([slots, new])
+        # Stable: equal keys stay in slot order (the old slots are all below the new).
+        order = np.argsort(keys, kind="stable")
+        return cls(keys[order], slots[order])
+
+    def find(self, doc_id: str, ids: list[str | None]) -> int:
+        keys = self.keys
+        h = np.uint64(id_hash(doc_id))
+        i = int(keys.searchsorted(h))
+        while i < len(keys) and keys[i] == h:
+            s = int(self.slots[i])
+            if ids[s] == doc_id:
+                return s
+            i += 1
+        return -1
+
+    def any_of(self, doc_ids: list[str], ids: list[str | None]) -> bool:
+        """Whether some id of ``doc_ids`` is in the table and still live."""
+        if not len(self.keys) or not doc_ids:
+            return False
+        h = id_hashes(doc_ids)
+        pos = np.minimum(self.keys.searchsorted(h), len(self.keys) - 1)
+        maybe = np.flatnonzero(self.keys[pos] == h)
+        return any(self.find(doc_ids[k], ids) >= 0 for k in maybe.tolist())
 
 
 class Catalog:
@@ -17,7 +93,13 @@ class Catalog:
 
     def __init__(self) -> None:
         self._slot: dict[str, int] = {}
+        #: the ids a checkpoint brought back that the dict does not hold (None: none)
+        self._table: IdTable | None = None
         self.ids: list[str | None] = []  # slot -> id (None once vacated)
+        #: a snapshot holds ``ids`` itself: the next change of a slot's id copies it
+        self._ids_lent = False
+        #: (n, the id table of slots below n) as the last checkpoint held it
+        self._built: tuple[int, IdTable] | None = None
         self.seq = GrowArray(np.int64)  # slot -> sequence number that wrote it
         self.alive = GrowArray(np.bool_)
         self.live = 0
@@ -26,11 +108,16 @@ class Catalog:
         return self.live
 
     def __contains__(self, doc_id: str) -> bool:
-        return doc_id in self._slot
+        return self.slot(doc_id) >= 0
 
     def slot(self, doc_id: str) -> int:
         """The live slot of ``doc_id``, or -1."""
-        return self._slot.get(doc_id, -1)
+        s = self._slot.get(doc_id, -1)
+        if s < 0 and self._table is not None:
+            s = self._table.find(doc_id, self.ids)
+            if s >= 0:
+                self._slot[doc_id] = s
+        return s
 
     @property
     def slots(self) -> int:
@@ -59,24 +146,46 @@ class Catalog:
 
     # -- checkpoints ----------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        """Ids and liveness copied (a removal changes them in place); each slot's
-        sequence number is written once, so its filled prefix is shared."""
-        return {"ids": list(self.ids), "seq": self.seq.view(), "alive": self.alive.view().copy(),
-                "live": self.live}
+        """Nothing copied under the lock: each slot's sequence number is written once;
+        liveness and the ids list are lent (the next change of a slot copies them
+        first; appends go past the snapshot's end). The id table is computed when
+        the snapshot is encoded."""
+        ids, n, alive, since = self.ids, len(self.ids), self.alive.lend(), self._built
+        self._ids_lent = True
+
+        def table() -> IdTable:
+            built = IdTable.build(ids[:n], alive, since)
+            self._built = (n, built)  # the next snapshot hashes only the ids after n
+            return built
+
+        once = Later.once(table)
+        return {"ids": Later(lambda: ids[:n]), "seq": self.seq.view(),
+                "alive": alive, "live": self.live,
+                "table_keys": Later(lambda: once().keys),
+                "table_slots": Later(lambda: once().slots)}
 
     def restore(self, snap: Snapshot) -> None:
         ids: list[str | None] = snap["ids"]
         self.ids = ids
-        self._slot = {doc_id: s for s, doc_id in enumerate(ids) if doc_id is not None}
+        self._slot = {}
+        keys = np.array(snap["table_keys"], dtype=np.uint64)
+        slots = np.array(snap["table_slots"], dtype=np.int32)
+        self._table = IdTable(keys, slots)
+        self._built = (len(ids), self._table)
         self.seq = GrowArray.of(snap["seq"], np.int64)
         self.alive = GrowArray.of(snap["alive"], np.bool_)
         self.live = int(snap["live"])
-        if not (len(ids) == len(self.seq) == len(self.alive)) or self.live != len(self._slot):
+        if (not (len(ids) == len(self.seq) == len(self.alive)) or self.live != len(keys)
+                or len(slots) != len(keys) or (len(keys) and (
+                    int(slots.min()) < 0 or int(slots.max()) >= len(ids)
+                    or bool(np.any(keys[1:] < keys[:-1]))))):
             raise ValueError("catalog: ids, sequence numbers and liveness disagree")
 
     def none_live(self, ids: list[str]) -> bool:
         """Whether no id of ``ids`` is live."""
-        return self._slot.keys().isdisjoint(ids)
+        if not self._slot.keys().isdisjoint(ids):
+            return False
+        return self._table is None or not self._table.any_of(ids, self.ids)
 
     def add_run(self, seq: int, ids: list[str]) -> int:
         """Slots for documents with new ids (none live, no two alike), as ``apply``
@@ -91,7 +200,12 @@ class Catalog:
 
     def _vacate(self, doc_id: str) -> int:
         old = self._slot.pop(doc_id, -1)
+        if old < 0 and self._table is not None:
+            old = self._table.find(doc_id, self.ids)
         if old >= 0:
+            if self._ids_lent:
+                self.ids = list(self.ids)
+                self._ids_lent = False
             self.ids[old] = None
             self.alive[old] = False
             self.live -= 1

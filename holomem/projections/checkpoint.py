@@ -12,9 +12,11 @@ the values' bytes back to back in manifest order. Each manifest entry is
 and shape []), kind 1 a numpy array stored raw, C order, little-endian, as
 ``dtype`` (numpy's type string, e.g. ``"<i8"``) and ``shape`` say.
 
-Arrays are written without a copy (a view of the projection's own buffer); that is
-why encoding can run outside the store's lock, while writers go on (see each
-projection's ``snapshot`` for what it shares and what it copies).
+Arrays are written without a copy (a view of the projection's own buffer, shared or
+lent), and values that take time to build are computed here
+(:class:`~holomem.projections.base.Later`): that is why encoding runs outside the
+store's lock, while writers go on (see each projection's ``snapshot`` for what it
+shares, lends and copies).
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from holomem.projections.base import RecordStore, Snapshot, gc_paused
+from holomem.projections.base import Later, RecordStore, Snapshot, gc_paused
+from holomem.projections.facts import FactIndex
 from holomem.projections.state import ProjectionState
 
 #: The version of what the payload holds; a build reads only its own (an older
 #: checkpoint is ignored and the journal replayed: the checkpoint is derived).
-SCHEMA = 4
+SCHEMA = 5
 
 KIND_VALUE = 0
 KIND_ARRAY = 1
@@ -77,6 +80,8 @@ def encode(parts: Parts) -> Payload:
     blobs: list[bytes | memoryview] = []
     for part in sorted(parts):
         for name, value in parts[part].items():
+            if isinstance(value, Later):
+                value = value()
             if isinstance(value, np.ndarray):
                 a = _raw(value)
                 data = memoryview(a.reshape(-1).view(np.uint8).data)
@@ -90,7 +95,12 @@ def encode(parts: Parts) -> Payload:
     return Payload([len(head).to_bytes(MANIFEST_LENGTH, "little"), head, *blobs])
 
 
-def decode(payload: bytes | memoryview) -> Parts:
+#: Values decoded to a type (msgspec builds their tuples and named tuples in C).
+TYPES: dict[tuple[str, str], Any] = {("facts", k): t for k, t in FactIndex.SNAPSHOT_TYPES.items()}
+_typed = {key: msgspec.msgpack.Decoder(t) for key, t in TYPES.items()}
+
+
+def decode(payload: bytes | bytearray | memoryview) -> Parts:
     """The parts of a payload. ``ValueError`` when it is not one."""
     view = memoryview(payload)
     if len(view) < MANIFEST_LENGTH:
@@ -108,18 +118,18 @@ def decode(payload: bytes | memoryview) -> Parts:
             if kind == KIND_ARRAY:
                 value: object = np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape)
             elif kind == KIND_VALUE:
-                value = _dec.decode(data)
+                value = _typed.get((part, name), _dec).decode(data)
             else:
                 raise ValueError(f"unknown kind {kind!r}")
             parts.setdefault(str(part), {})[str(name)] = value
-    except (msgspec.DecodeError, TypeError) as exc:
+    except (msgspec.DecodeError, TypeError, KeyError) as exc:
         raise ValueError(f"payload unreadable: {exc}") from exc
     if pos != len(view):
         raise ValueError("bytes past the payload's last value")
     return parts
 
 
-def restore(records: RecordStore | None, payload: bytes | memoryview, *,
+def restore(records: RecordStore | None, payload: bytes | bytearray | memoryview, *,
             writes_text: bool = True) -> ProjectionState:
     """A state restored from a payload. ``ValueError`` when the payload is not
     one this build wrote or its projections do not fit together."""

@@ -129,9 +129,10 @@ class Embeddings:
     def snapshot(self) -> Snapshot:
         """The matrix is lent, not copied (it can be large): a VectorsSet that changes a
         row afterwards copies it first (:meth:`GrowArray.lend`), so the snapshot never
-        holds a vector of a later sequence number. The rest is copied."""
+        holds a vector of a later sequence number. The flags are lent too; the table of
+        replaced rows is copied."""
         return {"dim": self.dim, "matrix": self._mat.lend() if self._mat is not None else None,
-                "has": self.has.view().copy(),
+                "has": self.has.lend(),
                 "replaced_slots": np.fromiter(self.replaced, dtype=np.int64,
                                               count=len(self.replaced)),
                 "replaced_seqs": np.fromiter(self.replaced.values(), dtype=np.int64,

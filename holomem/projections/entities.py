@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from holomem.events import DocumentAdded, DocumentReplaced, Event
-from holomem.projections.base import Change, Snapshot
+from holomem.projections.base import Change, Later, Snapshot
 from holomem.projections.catalog import Catalog
 
 _NONE = array("i")
@@ -33,12 +33,18 @@ class Entities:
             posting.append(change.new)
 
     def snapshot(self) -> Snapshot:
-        """Copied: each entity's posting grows in place."""
+        """A posting is only appended to in place: its length is taken under the
+        lock, and the postings are joined when the snapshot is encoded."""
         names = list(self._slots)
         postings = list(self._slots.values())
-        return {"names": names,
-                "counts": np.fromiter(map(len, postings), dtype=np.int64, count=len(names)),
-                "slots": np.frombuffer(b"".join(p.tobytes() for p in postings), dtype=np.int32)}
+        counts = np.fromiter(map(len, postings), dtype=np.int64, count=len(names))
+
+        def joined() -> np.ndarray:
+            return np.frombuffer(b"".join(p[:n].tobytes() for p, n
+                                          in zip(postings, counts.tolist(), strict=True)),
+                                 dtype=np.int32)
+
+        return {"names": names, "counts": counts, "slots": Later(joined)}
 
     def restore(self, snap: Snapshot) -> None:
         flat = np.ascontiguousarray(snap["slots"], dtype=np.int32)

@@ -30,7 +30,7 @@ subjects live in dicts that only linked facts and subjects occupy.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from holomem.events import (
     FactsForgotten,
     FeedbackGiven,
 )
-from holomem.projections.base import Change, GrowArray, Snapshot
+from holomem.projections.base import Change, GrowArray, Later, Snapshot
 from holomem.projections.catalog import Catalog
 from holomem.projections.namespaces import ROOT, Namespace, NamespaceIndex
 
@@ -335,7 +335,8 @@ class FactIndex:
         if sid >= 0:
             members = self._by_subject.get(sid, [])
             if fact_id in members:
-                members.remove(fact_id)
+                # A new list: a list is only ever appended to in place (see snapshot()).
+                self._by_subject[sid] = [m for m in members if m != fact_id]
         self.requested.pop(fact_id, None)
         self.feedback.pop(fact_id, None)
         self.confidence.pop(fact_id, None)
@@ -362,20 +363,35 @@ class FactIndex:
     def _column_names(self) -> list[str]:
         return [name for name, value in vars(self).items() if isinstance(value, GrowArray)]
 
+    #: The tables' shapes, for a typed decode (msgspec builds the tuples and links).
+    SNAPSHOT_TYPES: ClassVar[dict[str, object]] = {
+        "supersedes": dict[str, list[Link]], "superseded_by": dict[str, list[Link]],
+        "feedback": dict[str, list[tuple[bool, int, str | None]]],
+        "requested": list[tuple[str, tuple[str, ...]]],
+        "confidence": list[tuple[str, float]], "ttl": list[tuple[str, int]],
+        "subject_keys": list[tuple[int, str, int]], "by_subject": list[tuple[int, list[str]]],
+    }
+
     def snapshot(self) -> Snapshot:
-        """Columns and most tables copied (a fact's row and its tables change when it
-        goes). The link and feedback tables are copied only at the top: their lists
-        are never changed in place (a change puts a new list in), and their entries
-        are tuples, so the copies are encoded outside the lock as they are. Every
-        column (each GrowArray attribute) is taken, whatever columns the index grows."""
-        snap: Snapshot = {f"col.{name}": getattr(self, name).view().copy()
+        """Nothing rebuilt under the lock. Columns (each GrowArray attribute, whatever
+        columns the index grows) are lent: a fact's row changes when it goes, and
+        that change copies the column first. The tables are copied only at the top
+        (C speed): the link and feedback tables' lists are never changed in place (a
+        change puts a new list in) and their entries are tuples; a subject's member
+        list is only appended to in place, so its length is taken and the prefix cut
+        when the snapshot is encoded, with the subjects' keys."""
+        snap: Snapshot = {f"col.{name}": getattr(self, name).lend()
                           for name in self._column_names()}
         snap.update({f"ns.{k}": v for k, v in self.namespaces.snapshot().items()})
+        keys = dict(self._subject_id)
+        members = dict(self._by_subject)
+        lengths = list(map(len, members.values()))
         snap.update({
-            "subject_keys": [[nid, subject, sid] for (nid, subject), sid
-                             in self._subject_id.items()],
+            "subject_keys": Later(lambda: [[nid, subject, sid] for (nid, subject), sid
+                                           in keys.items()]),
             "subject_names": list(self.subject_names),
-            "by_subject": [[sid, list(ids)] for sid, ids in self._by_subject.items()],
+            "by_subject": Later(lambda: [[sid, ids[:n]] for (sid, ids), n
+                                         in zip(members.items(), lengths, strict=True)]),
             "supersedes": dict(self.supersedes),
             "superseded_by": dict(self.superseded_by),
             "requested": list(self.requested.items()),
@@ -397,17 +413,15 @@ class FactIndex:
         self.namespaces.restore({k[3:]: v for k, v in snap.items() if k.startswith("ns.")})
         self._subject_id = {(nid, subject): sid for nid, subject, sid in snap["subject_keys"]}
         self.subject_names = list(snap["subject_names"])
-        self._by_subject = {sid: list(ids) for sid, ids in snap["by_subject"]}
-        for table, key in ((self.supersedes, "supersedes"),
-                           (self.superseded_by, "superseded_by")):
-            table.clear()
-            table.update((k, [Link(other, known) for other, known in v])
-                         for k, v in snap[key].items())
-        self.requested = {k: tuple(v) for k, v in snap["requested"]}
-        self.feedback = {k: [(bool(h), t, n) for h, t, n in v]
-                         for k, v in snap["feedback"].items()}
-        self.confidence = {k: float(v) for k, v in snap["confidence"]}
-        self.ttl = {k: int(v) for k, v in snap["ttl"]}
+        self._by_subject = dict(snap["by_subject"])
+        self.supersedes.clear()
+        self.supersedes.update(snap["supersedes"])
+        self.superseded_by.clear()
+        self.superseded_by.update(snap["superseded_by"])
+        self.requested = dict(snap["requested"])
+        self.feedback = snap["feedback"]
+        self.confidence = dict(snap["confidence"])
+        self.ttl = dict(snap["ttl"])
         self.windows, self.links, self.facts, self.max_eff = snap["counts"]
 
     # -- queries ----------------------------------------------------------------------

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from holomem.events import DocumentAdded, DocumentReplaced, Event
-from holomem.projections.base import Change, Snapshot
+from holomem.projections.base import Change, Later, Snapshot
 from holomem.projections.catalog import Catalog
 
 #: slots -> the canonical JSON metadata of each (b"" for none)
@@ -168,17 +168,28 @@ class MetadataIndex:
 
     # -- checkpoints ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        """Copied (a column's lists grow in place). Each key's entries as (slot,
-        value) pairs in the order they were indexed; arrays and objects as JSON."""
-        columns = []
-        for key, c in self._columns.items():
-            entries: list[tuple[int, object]] = [*zip(*c.numbers, strict=True),
-                                                 *zip(*c.strings, strict=True),
-                                                 *zip(*c.bools, strict=True),
-                                                 *((s, None) for s in c.nulls)]
-            others = [[s, json.dumps(v, separators=(",", ":"))] for s, v in c.others]
-            columns.append([key, list(c.present), entries, others])
-        return {"built": self._built, "indexed": self._indexed, "columns": columns}
+        """A column's lists are only appended to: their lengths are taken under the
+        lock, and the entries built when the snapshot is encoded — each key's
+        entries as (slot, value) pairs in the order they were indexed; arrays and
+        objects as JSON."""
+        taken = [(key, c, len(c.present), len(c.numbers[0]), len(c.strings[0]),
+                  len(c.bools[0]), len(c.nulls), len(c.others))
+                 for key, c in self._columns.items()]
+
+        def columns() -> list[list[object]]:
+            out: list[list[object]] = []
+            for key, c, n_present, n_num, n_str, n_bool, n_null, n_other in taken:
+                entries: list[tuple[int, object]] = [
+                    *zip(c.numbers[0][:n_num], c.numbers[1][:n_num], strict=True),
+                    *zip(c.strings[0][:n_str], c.strings[1][:n_str], strict=True),
+                    *zip(c.bools[0][:n_bool], c.bools[1][:n_bool], strict=True),
+                    *((s, None) for s in c.nulls[:n_null])]
+                others = [[s, json.dumps(v, separators=(",", ":"))]
+                          for s, v in c.others[:n_other]]
+                out.append([key, c.present[:n_present], entries, others])
+            return out
+
+        return {"built": self._built, "indexed": self._indexed, "columns": Later(columns)}
 
     def restore(self, snap: Snapshot) -> None:
         self._built = bool(snap["built"])

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from holomem.projections.base import GrowArray, Snapshot
+from holomem.projections.base import GrowArray, Later, Snapshot
 
 Namespace = tuple[str, ...]
 ROOT: Namespace = ()
@@ -86,17 +86,37 @@ class NamespaceIndex:
 
     # -- checkpoints ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        """Copied: a slot's namespace is cleared in place when its fact goes."""
-        return {"names": list(self.names), "of_slot": self.of_slot.view().copy(),
-                "members": [list(m) for m in self._members], "live": list(self._live)}
+        """Nothing copied under the lock: the slots' namespaces are lent (a fact that
+        goes clears its slot, which copies the column first), and a member list is
+        only appended to in place (a shrink puts a new one in), so its length is
+        taken and the lists are joined when the snapshot is encoded."""
+        members = list(self._members)
+        lengths = list(map(len, members))
+
+        def joined() -> np.ndarray:
+            return np.frombuffer(b"".join(m[:n].tobytes() for m, n
+                                          in zip(members, lengths, strict=True)), dtype=np.int32)
+
+        return {"names": list(self.names), "of_slot": self.of_slot.lend(),
+                "member_counts": np.array(lengths, dtype=np.int64), "members": Later(joined),
+                "live": list(self._live)}
 
     def restore(self, snap: Snapshot) -> None:
         for namespace in snap["names"]:
             self.intern(tuple(namespace))  # ids, and the prefixes, in the same order
         self.of_slot = GrowArray.of(snap["of_slot"], np.int32)
-        self._members = [array("i", m) for m in snap["members"]]
+        flat = np.ascontiguousarray(snap["members"], dtype=np.int32)
+        ends = np.cumsum(snap["member_counts"]).tolist()
+        if len(ends) != len(self.names) or (ends[-1] if ends else 0) != len(flat):
+            raise ValueError("namespaces: member lists disagree")
+        self._members, start = [], 0
+        for end in ends:
+            members = array("i")
+            members.frombytes(flat[start:end].tobytes())
+            self._members.append(members)
+            start = end
         self._live = list(snap["live"])
-        if len(self._members) != len(self.names) or len(self._live) != len(self.names):
+        if len(self._live) != len(self.names):
             raise ValueError("namespaces: member lists disagree")
 
     # -- queries ------------------------------------------------------------------------

@@ -172,8 +172,9 @@ class Relations:
     _COLUMNS = ("src", "dst", "rel", "time", "meta")
 
     def snapshot(self) -> Snapshot:
-        """Copied: a removed link's row changes in place, and the delta grows."""
-        snap: Snapshot = {f"col.{c}": getattr(self, c).view().copy() for c in self._COLUMNS}
+        """Columns lent (a removed link's row changes in place, which copies the
+        column first); the delta, which grows, copied."""
+        snap: Snapshot = {f"col.{c}": getattr(self, c).lend() for c in self._COLUMNS}
         snap.update({
             "metadata": list(self._metadata), "names": list(self.names),
             "out_ptr": self._out_ptr, "out_rows": self._out_rows,  # replaced, never changed
@@ -191,10 +192,10 @@ class Relations:
         self._metadata = [bytes(m) for m in snap["metadata"]]
         self.names = [str(n) for n in snap["names"]]
         self._name_id = {n: i for i, n in enumerate(self.names)}
-        self._out_ptr = np.asarray(snap["out_ptr"], dtype=np.int64)
-        self._out_rows = np.asarray(snap["out_rows"], dtype=np.int64)
-        self._in_ptr = np.asarray(snap["in_ptr"], dtype=np.int64)
-        self._in_rows = np.asarray(snap["in_rows"], dtype=np.int64)
+        self._out_ptr = np.array(snap["out_ptr"], dtype=np.int64)
+        self._out_rows = np.array(snap["out_rows"], dtype=np.int64)
+        self._in_ptr = np.array(snap["in_ptr"], dtype=np.int64)
+        self._in_rows = np.array(snap["in_rows"], dtype=np.int64)
         self._new_out = {int(k): [int(r) for r in v] for k, v in snap["new_out"]}
         self._new_in = {int(k): [int(r) for r in v] for k, v in snap["new_in"]}
         self._base_rows, self._base_slots, self.live, self._dead = (

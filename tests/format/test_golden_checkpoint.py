@@ -10,6 +10,7 @@ ignored and the journal replayed), update FORMAT.md §9.2 and regenerate the fil
 
 from __future__ import annotations
 
+import hashlib
 import os
 import struct
 
@@ -58,7 +59,7 @@ def test_the_golden_checkpoint_decodes_by_the_documented_layout() -> None:
     fields, payload = _by_hand(_raw())
     magic, wver, rver, flags, schema, store_id, generation, seq, salt, length, _ = fields
     assert (magic, wver, rver, flags) == (b"HOLOCKP\x00", 1, 1, 0)
-    assert (schema, store_id, generation, seq, salt) == (4, STORE_ID, 1, 3, SALT)
+    assert (schema, store_id, generation, seq, salt) == (5, STORE_ID, 1, 3, SALT)
     assert length == len(payload)
     n = int.from_bytes(payload[:4], "little")
     manifest = msgspec.msgpack.decode(payload[4 : 4 + n])
@@ -73,6 +74,13 @@ def test_the_golden_checkpoint_decodes_by_the_documented_layout() -> None:
     assert values["catalog.alive"].tolist() == [True, False, True]
     assert values["catalog.seq"].dtype == np.dtype("<i8")
     assert values["catalog.seq"].tolist() == [1, 2, 3]
+    keys = [int.from_bytes(hashlib.blake2b(i.encode(), digest_size=8).digest(), "little")
+            for i in ("a", "c")]
+    order = sorted(range(2), key=keys.__getitem__)
+    assert values["catalog.table_keys"].tolist() == [keys[k] for k in order]
+    assert values["catalog.table_slots"].tolist() == [[0, 2][k] for k in order]
+    assert values["facts.ns.member_counts"].tolist() == [1]
+    assert values["facts.ns.members"].tolist() == [0]
     assert values["bm25.terms"] == ["amber", "river", "stone", "basalt", "cedar"]
     assert values["entities.names"] == ["Ann"]
     assert values["facts.subject_names"] == ["place"]

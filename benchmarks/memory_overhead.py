@@ -12,8 +12,10 @@ For each size, in one process, on the same store:
   (latest-by-subject), a fifth expired (a valid_to in the past) — ``search`` and a
   filtering ``recall`` (candidate_limit 100, status filter).
 
-Latencies are medians over the queries, measured interleaved (search, recall,
-search, recall, ...). Also the fact index's memory per fact: the bytes of its
+Latencies are medians over the queries (each asked ``--rounds`` times), measured
+interleaved (search, recall, search, recall, ...), in wall time and in CPU time
+(``time.process_time``: on a shared machine, what the call itself cost); the ratio
+is the median of the per-query ratios. Also the fact index's memory per fact: the bytes of its
 arrays and dicts, measured as the growth of the process's heap (tracemalloc)
 while it is built by replay. Prints its targets, at every size, as met or missed;
 writes benchmarks/results/memory_overhead.json only with ``--save``.
@@ -93,19 +95,18 @@ def fact_index_bytes(path: str) -> tuple[int, int]:
     return total - base_catalog, facts.facts
 
 
-def timed(fn: Any, qs: list[str]) -> list[float]:
-    out = []
-    for q in qs:
-        t = time.perf_counter()
-        fn(q)
-        out.append(time.perf_counter() - t)
-    return out
+def timed(fn: Any, q: str) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``fn(q)``."""
+    c, t = time.process_time(), time.perf_counter()
+    fn(q)
+    return time.perf_counter() - t, time.process_time() - c
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=3, help="times each query is asked")
     add_save(ap, "memory_overhead")
     args = ap.parse_args()
     qs = queries(args.queries)["heavy"][: args.queries // 2] + \
@@ -122,15 +123,24 @@ def main() -> None:
                     for q in qs[:20]:
                         store.search_documents(q, 10)
                         memory.recall(q)
-                    search: list[float] = []
-                    recall: list[float] = []
-                    for q in qs:  # interleaved, so noise hits both alike
-                        search += timed(lambda x: store.search_documents(x, 10), [q])
-                        recall += timed(memory.recall, [q])
-                    ratios = [r / s for r, s in zip(recall, search, strict=True)]
-                row[kind] = {"search_p50_ms": round(median(search) * 1e3, 4),
-                             "recall_p50_ms": round(median(recall) * 1e3, 4),
-                             "recall_over_search_median": round(median(ratios), 3)}
+                    search: list[tuple[float, float]] = []
+                    recall: list[tuple[float, float]] = []
+                    for _ in range(args.rounds):
+                        for q in qs:  # interleaved, so noise hits both alike
+                            search.append(timed(lambda x: store.search_documents(x, 10), q))
+                            recall.append(timed(memory.recall, q))
+                    wall = [r[0] / s[0] for r, s in zip(recall, search, strict=True)]
+                    # CPU clocks tick coarsely for a call this short on some kernels:
+                    # the ratio of the summed CPU time, beside the median of wall ratios.
+                    cpu = sum(r[1] for r in recall) / max(1e-9, sum(s[1] for s in search))
+                row[kind] = {"search_p50_ms": round(median([s[0] for s in search]) * 1e3, 4),
+                             "recall_p50_ms": round(median([r[0] for r in recall]) * 1e3, 4),
+                             "search_cpu_mean_ms": round(
+                                 sum(s[1] for s in search) / len(search) * 1e3, 4),
+                             "recall_cpu_mean_ms": round(
+                                 sum(r[1] for r in recall) / len(recall) * 1e3, 4),
+                             "recall_over_search_median": round(median(wall), 3),
+                             "recall_over_search_cpu": round(cpu, 3)}
                 if kind == "history":
                     size, facts = fact_index_bytes(path)
                     row["fact_index_bytes_per_fact"] = round(size / max(1, facts), 1)
@@ -139,14 +149,17 @@ def main() -> None:
     for n, row in runs.items():
         targets[f"plain_recall_over_search@{n}"] = check(
             row["plain"]["recall_over_search_median"], "<=", 1.1)
+        # Issue 16's targets: plain <= 1.1x, filtered (the history store, where recall
+        # drops superseded and expired facts) <= 2x.
         targets[f"history_recall_over_search@{n}"] = check(
-            row["history"]["recall_over_search_median"], "<=", 3)
+            row["history"]["recall_over_search_median"], "<=", 2)
         targets[f"fact_index_bytes_per_fact@{n}"] = check(
             row["fact_index_bytes_per_fact"], "<=", 200)
     emit("memory_overhead", {
         "benchmark": "memory_overhead", "machine": machine(tempfile.gettempdir()),
-        "conditions": {"queries": len(qs), "k": 10, "history_store": "a fifth superseded, "
-                       "a fifth expired", "texts": "24 Zipf words, as in search_bench"},
+        "conditions": {"queries": len(qs), "rounds": args.rounds, "k": 10,
+                       "history_store": "a fifth superseded, a fifth expired",
+                       "texts": "24 Zipf words, as in search_bench"},
         "runs": runs,
         "targets": targets,
     }, args.save)

@@ -100,9 +100,9 @@ class Reading(Configured):
 
         def run(view: View) -> builtins.list[Recalled]:
             ranking = ranking_of(view)
-            found = ranking.results()
+            found, statuses = ranking.found()
             why = explain.explain_many(ranking, [s for s, _ in found]) if o.explain else None
-            return recall.recalled(ranking, found, why)
+            return recall.recalled(ranking, found, why, statuses)
 
         return self.store.read(run)
 

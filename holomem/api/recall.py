@@ -11,6 +11,7 @@ the policies, the fact records, the types and validate.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -19,9 +20,9 @@ import numpy as np
 from holomem.api import contextscore, filters, graphrecall, graphwalk, validate
 from holomem.api.engine import View
 from holomem.api.policies import Policies
-from holomem.api.records import fact_record, wanted
+from holomem.api.records import fact_records, wanted
 from holomem.api.types import Explanation, Recalled, RecallOptions
-from holomem.projections.facts import CURRENT
+from holomem.projections.facts import CURRENT, STATUSES
 from holomem.projections.fusion import DEFAULT_FUSION, Fusion, top_k
 
 #: Limits of recall and explain (README "Limits"); the others are in validate.
@@ -38,6 +39,19 @@ def options(value: RecallOptions | Mapping[str, Any] | None,
 def checked(value: RecallOptions | Mapping[str, Any] | None, fields: Mapping[str, Any]
             ) -> tuple[RecallOptions, filters.Filter | None]:
     """Checked recall options and their filter, compiled (once: a Ranking takes it)."""
+    if value is None and not fields:
+        return _defaults()
+    return _checked(value, fields)
+
+
+@functools.cache
+def _defaults() -> tuple[RecallOptions, filters.Filter | None]:
+    """The default options, checked once (a frozen Struct: every call may share it)."""
+    return _checked(None, {})
+
+
+def _checked(value: RecallOptions | Mapping[str, Any] | None, fields: Mapping[str, Any]
+             ) -> tuple[RecallOptions, filters.Filter | None]:
     o = validate.to_struct(RecallOptions, value, fields, "recall options",
                            validate.RECALL_TIME_FIELDS)
     validate.positive_int(o.k, "k", MAX_RECALL_K)
@@ -62,6 +76,41 @@ class Candidate(NamedTuple):
     recency: float
     history: float
     usefulness: float
+
+
+class Ranked(NamedTuple):
+    """Evaluated candidates as arrays, best first (score descending, then ``rank``)."""
+
+    slots: np.ndarray  # int64
+    rank: np.ndarray  # int64, 1-based position in document search's ranking
+    code: np.ndarray  # int64, the status's index in STATUSES
+    score: np.ndarray
+    fused: np.ndarray
+    lexical: np.ndarray
+    semantic: np.ndarray | None
+    recency: np.ndarray
+    history: np.ndarray
+    usefulness: np.ndarray
+    examined: int  # search results examined (those unknown at known_at included)
+
+    def candidates(self) -> list[Candidate]:
+        sem = [None] * len(self.slots) if self.semantic is None else self.semantic.tolist()
+        return [Candidate(slot, rank, STATUSES[code], score, fused, lexical, semantic,
+                          recency, history, usefulness)
+                for slot, rank, code, score, fused, lexical, semantic, recency, history,
+                usefulness in zip(self.slots.tolist(), self.rank.tolist(),
+                                  self.code.tolist(), self.score.tolist(),
+                                  self.fused.tolist(), self.lexical.tolist(), sem,
+                                  self.recency.tolist(), self.history.tolist(),
+                                  self.usefulness.tolist(), strict=True)]
+
+
+def wanted_codes(history: str, codes: np.ndarray) -> np.ndarray:
+    """:func:`~holomem.api.records.wanted` over status codes (a mask)."""
+    if history == "all":
+        return np.ones(len(codes), dtype=bool)
+    current: np.ndarray = codes == 0
+    return current if history == "current" else ~current
 
 
 class Ranking:
@@ -188,34 +237,90 @@ class Ranking:
         return Candidate(slot, rank, status, base * recency * history * usefulness, base,
                          lexical, semantic, recency, history, usefulness)
 
-    def candidates(self) -> tuple[Fusion, np.ndarray]:
+    def candidates(self, depth: int | None = None) -> tuple[Fusion, np.ndarray]:
         """The fused scores and the indices of the ``max(candidate_limit, k)`` best
-        (score descending, then write order): what :meth:`rank` evaluates."""
+        (score descending, then write order): what :meth:`rank` evaluates; ``depth``:
+        only the first ``depth`` of them."""
         o = self.options
         # Never examine fewer candidates than results asked for.
-        n = max(o.candidate_limit, o.k)
+        n = max(o.candidate_limit, o.k) if depth is None else depth
         # Lexical only and no context policy: BM25's pruned top n (the same n).
         fused = (self.fused() if self.policies.context is not None or self.embedding
                  else self.view.best(self.query, n, self.allowed))
         return fused, top_k(fused.slots, fused.score, n)
 
+    def ranked(self, depth: int | None = None) -> Ranked:
+        """Every evaluated candidate, as arrays, ranked with history included: the
+        status and multipliers of all of them at once (per candidate in Python only
+        for a recency or feedback policy, which are Python functions of one fact).
+        ``depth``: only the first ``depth`` of the candidates (document search's
+        order), fewer than the options' candidate limit."""
+        o, facts, p = self.options, self.view.facts, self.policies
+        fused, order = self.candidates(depth)
+        examined = len(order)
+        ranks = np.arange(1, examined + 1, dtype=np.int64)
+        slots = fused.slots[order]
+        if o.known_at is not None:  # facts ingested after known_at are not candidates
+            known = ~facts.is_fact.view()[slots] | (facts.ingest.view()[slots] <= o.known_at)
+            order, ranks, slots = order[known], ranks[known], slots[known]
+        base = fused.score[order]
+        lexical = fused.lexical[order]
+        semantic = None if fused.semantic is None else fused.semantic[order]
+        ones = np.ones(len(order))
+        if self._all_current:  # (every status current, every multiplier 1)
+            codes = np.zeros(len(order), dtype=np.int64)
+            return Ranked(slots, ranks, codes, base, base, lexical, semantic, ones, ones,
+                          ones, len(order))
+        codes = facts.status_codes(slots, self.at, o.known_at)
+        recency = ones
+        if p.recency is not None:
+            is_fact, eff = facts.is_fact.view()[slots], facts.eff.view()[slots]
+            recency = np.array([p.recency(max(0, self.at - e)) if f else 1.0
+                                for f, e in zip(is_fact.tolist(), eff.tolist(), strict=True)],
+                               dtype=np.float64)
+        history = np.where(codes == 0, 1.0, float(p.historical_weight))
+        usefulness = ones
+        if p.feedback_weight is not None:
+            feedback, id_of = facts.feedback, self.view.id_of
+            usefulness = np.array([p.usefulness(feedback.get(id_of(s), ()))
+                                   for s in slots.tolist()], dtype=np.float64)
+        score = base * recency * history * usefulness
+        # Score descending, then document search's rank (lexsort: the last key first).
+        best = np.lexsort((ranks, -score))
+        return Ranked(slots[best], ranks[best], codes[best], score[best], base[best],
+                      lexical[best], None if semantic is None else semantic[best],
+                      recency[best], history[best], usefulness[best], examined)
+
     def rank(self, history: str | None = None) -> tuple[list[Candidate], list[Candidate]]:
         """(the k results, every evaluated candidate ranked with history included);
         ``history`` overrides the options' filter."""
         o = self.options
-        fused, order = self.candidates()
-        statuses = self.view.facts.statuses(fused.slots[order], self.at, o.known_at)
-        evaluated = []
-        for rank, (i, status) in enumerate(zip(order.tolist(), statuses, strict=True), start=1):
-            c = self.evaluate(fused, i, rank, status)
-            if c is not None:
-                evaluated.append(c)
-        evaluated.sort(key=lambda c: (-c.score, c.rank))
+        ranked = self.ranked()
+        evaluated = ranked.candidates()
         if o.graph is not None:
-            evaluated = self._graph(evaluated, len(order), prune=history is None)
+            evaluated = self._graph(evaluated, ranked.examined, prune=history is None)
         keep = o.history if history is None else history
         chosen = [c for c in evaluated if wanted(keep, c.status)][: o.k]
         return chosen, evaluated
+
+    def _prefix(self) -> int | None:
+        """How many candidates, in document search's order, are enough to start with
+        (None: the candidate limit).
+
+        When every candidate the ``history`` filter keeps gets the same multiplier (no
+        recency or feedback policy; and with ``history="all"`` a historical weight of
+        1) and the candidates come in document search's order (no vector, no context
+        policy), the results keep that order: the first k wanted among the first m
+        candidates are the first k wanted among all of them. So when the first
+        ``3 * k`` hold k wanted facts, BM25's pruned top ``3 * k`` answers, and the
+        other candidates are never scored."""
+        o, p = self.options, self.policies
+        n = max(o.candidate_limit, o.k)
+        if (p.recency is not None or p.feedback_weight is not None or p.context is not None
+                or self.embedding or (o.history == "all" and p.historical_weight != 1.0)
+                or 3 * o.k >= n):
+            return None
+        return 3 * o.k
 
     def _graph(self, evaluated: list[Candidate], examined: int, *,
                prune: bool) -> list[Candidate]:
@@ -292,23 +397,43 @@ class Ranking:
 
     def results(self) -> list[tuple[int, float]]:
         """(slot, score) of the k results, best first."""
+        return self.found()[0]
+
+    def found(self) -> tuple[list[tuple[int, float]], list[str]]:
+        """:meth:`results`, and the status of each."""
         o = self.options
-        if self.identity():
-            hits = self.view.search(self.query, o.k, self.embedding, self.allowed,
-                                    self.policies.approximate)
-            return [(self.view.slot(h.id), h.score) for h in hits]
-        if self.graph is not None and self._all_current \
-                and self.options.history != "historical":
-            return self._graph_results()
-        return [(c.slot, c.score) for c in self.rank()[0]]
+        if self.identity():  # (every fact current)
+            fused, best = self.view.top(self.query, o.k, self.embedding, self.allowed,
+                                        self.policies.approximate)
+            return (list(zip(fused.slots[best].tolist(), fused.score[best].tolist(),
+                             strict=True)), [CURRENT] * len(best))
+        if self.graph is not None:
+            if self._all_current and o.history != "historical":  # (every fact current)
+                found = self._graph_results()
+                return found, [CURRENT] * len(found)
+            chosen = self.rank()[0]
+            return [(c.slot, c.score) for c in chosen], [c.status for c in chosen]
+        n = max(o.candidate_limit, o.k)
+        depth = self._prefix()
+        ranked = self.ranked(depth)
+        best = np.flatnonzero(wanted_codes(o.history, ranked.code))[: o.k]
+        if depth is not None and len(best) < o.k and ranked.examined == depth < n:
+            ranked = self.ranked()  # too few wanted among the first candidates: all n
+            best = np.flatnonzero(wanted_codes(o.history, ranked.code))[: o.k]
+        return (list(zip(ranked.slots[best].tolist(), ranked.score[best].tolist(),
+                         strict=True)), [STATUSES[c] for c in ranked.code[best].tolist()])
 
 
 def recalled(ranking: Ranking, found: list[tuple[int, float]],
-             explanations: list[Explanation] | None) -> list[Recalled]:
-    """The Recalled results for ``found`` (slot, score), with their explanations."""
-    out = []
-    for n, (slot, score) in enumerate(found):
-        rec = fact_record(ranking.view, slot, ranking.at, ranking.options.known_at)
-        out.append(Recalled(id=rec.id, text=rec.text, score=score, status=rec.status,
-                            fact=rec, explanation=explanations[n] if explanations else None))
-    return out
+             explanations: list[Explanation] | None,
+             statuses: list[str] | None = None) -> list[Recalled]:
+    """The Recalled results for ``found`` (slot, score), with their explanations;
+    ``statuses``: each one's status at the ranking's time, when the caller has them."""
+    recs = fact_records(ranking.view, [slot for slot, _ in found], ranking.at,
+                        ranking.options.known_at, statuses)
+    if explanations:
+        return [Recalled(id=rec.id, text=rec.text, score=score, status=rec.status,
+                         fact=rec, explanation=why)
+                for rec, (_, score), why in zip(recs, found, explanations, strict=True)]
+    return [Recalled(id=rec.id, text=rec.text, score=score, status=rec.status, fact=rec)
+            for rec, (_, score) in zip(recs, found, strict=True)]

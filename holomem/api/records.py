@@ -9,11 +9,16 @@ and the memory API's types.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
 from holomem.api import validate
 from holomem.api.engine import View
 from holomem.api.types import FactRecord, FeedbackEntry
 from holomem.errors import NotFoundError
-from holomem.projections.facts import CURRENT
+from holomem.projections.facts import CURRENT, STATUSES, UNSET
 
 
 def wanted(history: str, status: str) -> bool:
@@ -51,6 +56,74 @@ def fact_record(view: View, slot: int, at: int, known_at: int | None = None) -> 
         feedback=[FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb],
         namespace=list(facts.namespace(slot)), ttl_ms=t.ttl_ms,
         expires_at=t.ingest_time + t.ttl_ms if t.ttl_ms is not None else None)
+
+
+def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None = None,
+                 statuses: Sequence[str] | None = None) -> list[FactRecord]:
+    """:func:`fact_record` of each of ``slots`` (the same records); ``statuses``: their
+    statuses at ``at`` (knowing what was ingested by ``known_at``) when the caller has
+    them. The tables are read only for the facts that are in them."""
+    facts = view.facts
+    if statuses is None:
+        statuses = [STATUSES[c] for c in facts.status_codes(
+            np.asarray(slots, dtype=np.int64), at, known_at).tolist()]
+    # A few slots (recall's k): one element at a time costs less than a numpy gather.
+    is_fact, ingest, event = facts.is_fact.view(), facts.ingest.view(), facts.event.view()
+    valid_from, valid_to = facts.valid_from.view(), facts.valid_to.view()
+    subject = facts.subject.view()
+    names, ids = facts.subject_names, view.catalog.ids
+    ttl, feedback, confidence = facts.ttl, facts.feedback, facts.confidence
+    linked = bool(facts.supersedes)
+    vectors = view.embeddings
+    namespace = facts.namespaces.namespace
+    out = []
+    for slot, status in zip(slots, statuses, strict=True):
+        fid = ids[slot] or ""
+        rec = view.record(slot)
+        # Only the fields that differ from FactRecord's defaults are passed: a Struct's
+        # keyword arguments cost by the number given (the record is the same).
+        kw: dict[str, Any] = {}
+        if rec.entities:
+            kw["entities"] = list(rec.entities)
+        if rec.metadata:
+            kw["metadata"] = validate.load_metadata(rec.metadata)
+        vec = vectors.vector(slot)
+        if vec is not None:
+            kw["embedding"] = vec.tolist()
+        if not is_fact.item(slot):
+            out.append(FactRecord(id=fid, text=rec.text, ingest_time=0, status="current",
+                                  **kw))
+            continue
+        sid = subject.item(slot)
+        if sid >= 0:
+            kw["subject"] = names[sid]
+        for name, column in (("event_time", event), ("valid_from", valid_from),
+                             ("valid_to", valid_to)):
+            value = column.item(slot)
+            if value != UNSET:
+                kw[name] = value
+        if linked:
+            kw["supersedes"] = facts.predecessors(fid, known_at)
+            kw["superseded_by"] = facts.successors(fid, known_at)
+        trust = confidence.get(fid)
+        if trust is not None:
+            kw["confidence"] = trust
+        fb = feedback.get(fid)
+        if fb:
+            kw["helpful"] = sum(1 for h, _, _ in fb if h)
+            kw["unhelpful"] = sum(1 for h, _, _ in fb if not h)
+            kw["feedback"] = [FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb]
+        ns = namespace(slot)
+        if ns:
+            kw["namespace"] = list(ns)
+        ingested = ingest.item(slot)
+        ttl_ms = ttl.get(fid)
+        if ttl_ms is not None:
+            kw["ttl_ms"] = ttl_ms
+            kw["expires_at"] = ingested + ttl_ms
+        out.append(FactRecord(id=fid, text=rec.text, ingest_time=ingested,
+                              status=status, **kw))  # type: ignore[arg-type]
+    return out
 
 
 def get(view: View, fact_id: str, at: int) -> FactRecord | None:

@@ -176,8 +176,10 @@ def write_at(fd: int, data: bytes | memoryview, offset: int, path: str) -> None:
 
 def read_at(fd: int, length: int, offset: int, path: str) -> bytes:
     """Read up to ``length`` bytes at ``offset`` (fewer at the end of the file)."""
-    out = b""
     try:
+        out = os.pread(fd, length, offset)  # (one call, unless the kernel gives fewer)
+        if len(out) == length or not out:
+            return out
         while len(out) < length:
             chunk = os.pread(fd, length - len(out), offset + len(out))
             if not chunk:

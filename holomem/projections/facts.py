@@ -499,22 +499,39 @@ class FactIndex:
                                                                                     known_at))
 
     def statuses(self, slots: np.ndarray, at: int, known_at: int | None = None) -> list[str]:
-        """:meth:`status` of each of ``slots`` at once (the same answers): the time
-        rules over the columns, the links only for the facts that have successors."""
+        """:meth:`status` of each of ``slots`` at once (the same answers)."""
+        return [STATUSES[c] for c in self.status_codes(slots, at, known_at).tolist()]
+
+    def status_codes(self, slots: np.ndarray, at: int, known_at: int | None = None
+                     ) -> np.ndarray:
+        """:meth:`status` of each of ``slots`` as its index in :data:`STATUSES`: the
+        time rules over the columns, the links only for the facts that have successors."""
         is_fact = self.is_fact.view()[slots]
         eff = self.eff.view()[slots]
         end = self.end.view()[slots]
         began = is_fact & (eff <= at)
-        codes = np.where(is_fact & (eff > at), 3, np.where(began & (end != UNSET) & (end <= at),
-                                                           2, 0))
-        out = [STATUSES[c] for c in codes.tolist()]
-        if self.superseded_by:
-            ids = self.catalog.ids
+        codes: np.ndarray = np.where(is_fact & (eff > at), 3,
+                                     np.where(began & (end != UNSET) & (end <= at), 2, 0))
+        table = self.superseded_by
+        if table:
+            ids, slot_of, is_f, eff_of = (self.catalog.ids, self.catalog.slot,
+                                          self.is_fact.view(), self.eff.view())
+            listed = slots.tolist()
             for j in np.flatnonzero(began).tolist():
-                fid = ids[int(slots[j])]
-                if fid is not None and fid in self.superseded_by:
-                    out[j] = self.status(int(slots[j]), at, known_at)
-        return out
+                fid = ids[listed[j]]
+                links = table.get(fid) if fid is not None else None
+                if links is None:
+                    continue
+                if known_at is not None:  # the links and facts known then (status())
+                    if any(s <= at for s in self.successor_starts(fid, known_at)):
+                        codes[j] = 1
+                    continue
+                for link in links:  # successor_starts without known_at, inline
+                    s = slot_of(link.other)
+                    if s >= 0 and is_f[s] and eff_of[s] <= at:
+                        codes[j] = 1
+                        break
+        return codes
 
     def successor_starts(self, fact_id: str, known_at: int | None = None) -> Iterator[int]:
         """When each stored successor of ``fact_id`` (known at ``known_at``) begins."""

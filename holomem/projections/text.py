@@ -155,7 +155,7 @@ class TextSegment:
         """The record of ``slot`` (written by event ``seq``), or None if not intact."""
         if self.store is None or slot >= self.offset.n:
             return None
-        body = self.store.read(int(self.offset.view()[slot]), int(self.size.view()[slot]), seq)
+        body = self.store.read(self.offset.item(slot), self.size.item(slot), seq)
         return None if body is None else decode_body(body)
 
     def rewrite(self, slot: int, seq: int, event: DocumentAdded | DocumentReplaced) -> None:

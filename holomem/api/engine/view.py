@@ -72,7 +72,7 @@ class Transactions:
         Errors: ``corrupt`` (the transaction does not hold it), ``unavailable`` (a
         follower's generation was replaced and zeroed meanwhile), ``io``.
         """
-        seq = int(state.catalog.seq.view()[slot])
+        seq = state.catalog.seq.item(slot)
         doc_id = state.catalog.ids[slot]
         self._load(seq)
         found = self._docs.get(doc_id or "")
@@ -171,7 +171,7 @@ class View:
         from the new generation.
         """
         state = self.state
-        seq = int(state.catalog.seq.view()[slot])
+        seq = state.catalog.seq.item(slot)
         rec = state.text.read(slot, seq)
         if rec is not None and rec.id == state.catalog.ids[slot]:
             return rec
@@ -247,15 +247,22 @@ class View:
     def search(self, query: str, k: int, embedding: bytes, allowed: np.ndarray | None,
                approximate: bool = False) -> list[Hit]:
         """The ``k`` best documents, best first; ties in write order (docs/contract.md §2)."""
-        fused = (self.fused(query, embedding, allowed, depth=k, approximate=approximate)
-                 if embedding else self.best(query, k, allowed))
+        fused, order = self.top(query, k, embedding, allowed, approximate)
         ids_of = self.state.catalog.ids
         return [
             Hit(id=ids_of[int(fused.slots[i])] or "", score=float(fused.score[i]),
                 lexical_score=float(fused.lexical[i]),
                 semantic_score=float(fused.semantic[i]) if fused.semantic is not None else None)
-            for i in top_k(fused.slots, fused.score, k)
+            for i in order.tolist()
         ]
+
+    def top(self, query: str, k: int, embedding: bytes, allowed: np.ndarray | None,
+            approximate: bool = False) -> tuple[Fusion, np.ndarray]:
+        """:meth:`search`'s answer before it becomes hits: the fused scores and the
+        indices of the ``k`` best among them, best first."""
+        fused = (self.fused(query, embedding, allowed, depth=k, approximate=approximate)
+                 if embedding else self.best(query, k, allowed))
+        return fused, top_k(fused.slots, fused.score, k)
 
     def hrr(self) -> HRRIndex:
         """The HRR index with every document encoded (encoded lazily, once)."""

@@ -12,8 +12,10 @@ Order, written down because the answer depends on it: the walk is seed by seed (
 first), within a seed hop by hop, within a hop node by node in the order the nodes
 were found, and a node's steps are its links (rows ascending: the order they were
 made) then its entities (in their order on the fact, each entity's facts ascending).
-Computing every seed's hop at once gives the same sequence, because the arrays are
-kept in that order (seed, then position).
+Computing a batch of seeds' hop at once gives the same sequence, because the arrays
+are kept in that order (seed, then position); batches follow one another in seed
+order, and only each fact's winning sighting is carried from one to the next, so
+memory is bounded by a batch (:data:`BATCH_STEPS` steps, about) and the cap.
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ class _Walk:
             parts.append(self._entities(frontier))
         if not parts:
             return _Steps(_EMPTY, _EMPTY, _EMPTY, _EMPTY)
+        if len(parts) == 1:
+            return parts[0]
         pos, dst, via, name = (np.concatenate(c) for c in zip(*parts, strict=True))
         order = np.argsort(pos, kind="stable")  # links before entities within a node
         return _Steps(pos[order], dst[order], via[order], name[order])

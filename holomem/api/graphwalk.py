@@ -279,12 +279,12 @@ def reach(view: View, seeds: Sequence[tuple[int, float]], g: GraphRecall, at: in
             best = np.lexsort((np.arange(len(seen.dst)), -seen.bonus, seen.dst))
             d = seen.dst[best]
             first = best[np.flatnonzero(np.r_[True, d[1:] != d[:-1]])] if len(d) else _EMPTY
-        # (the next batch's sightings come after these, whatever their order)
+        # By fact, ascending (both rules answer in that order); the next batch's
+        # sightings come after these whatever their order.
         won = seen.take(first)
     assert won is not None
-    by_slot = won.take(np.argsort(won.dst))
-    return Reach(by_slot.dst, by_slot.bonus, by_slot.hop, by_slot.seed, seed_slots,
-                 by_slot.mid, (by_slot.via1, by_slot.name1, by_slot.via2, by_slot.name2),
+    return Reach(won.dst, won.bonus, won.hop, won.seed, seed_slots, won.mid,
+                 (won.via1, won.name1, won.via2, won.name2),
                  view.relations.names, walk.entity_names, walk.too_common, capped)
 
 

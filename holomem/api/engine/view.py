@@ -36,6 +36,10 @@ from holomem.projections.text import TextRecord
 from holomem.projections.tokenize import tokenize
 
 DocEvent = DocumentAdded | DocumentReplaced
+#: Records a view keeps once read (then it forgets them all and starts again), and
+#: the largest it keeps (text and metadata bytes): at most ~0.5 MiB held.
+RECORDS_KEPT = 32
+RECORD_KEPT_BYTES = 16 * 1024
 #: Rewrites a record that did not read back intact (the writer's; None on a follower).
 Heal = Callable[[ProjectionState, int, int, DocEvent], None]
 
@@ -102,6 +106,9 @@ class View:
         self._heal = heal
         self._locked = locked
         self._transactions = Transactions(journal)
+        #: the records read in this block, by slot (a few: graph recall reads its
+        #: seeds' for their entities, then recall the same facts' for the results)
+        self._records: dict[int, TextRecord] = {}
 
     # -- the projections --------------------------------------------------------------
     @property
@@ -170,15 +177,22 @@ class View:
         began, this is ``unavailable`` (never ``corrupt``): the next block answers
         from the new generation.
         """
+        kept = self._records.get(slot)
+        if kept is not None:
+            return kept
         state = self.state
         seq = state.catalog.seq.item(slot)
         rec = state.text.read(slot, seq)
-        if rec is not None and rec.id == state.catalog.ids[slot]:
-            return rec
-        event = self._transactions.document(state, slot)
-        if self._heal is not None:
-            self._heal(state, slot, seq, event)
-        return TextRecord(event.id, event.text, event.metadata, event.entities)
+        if rec is None or rec.id != state.catalog.ids[slot]:
+            event = self._transactions.document(state, slot)
+            if self._heal is not None:
+                self._heal(state, slot, seq, event)
+            rec = TextRecord(event.id, event.text, event.metadata, event.entities)
+        if len(rec.text) + len(rec.metadata) <= RECORD_KEPT_BYTES:
+            if len(self._records) >= RECORDS_KEPT:
+                self._records.clear()
+            self._records[slot] = rec
+        return rec
 
     def event(self, slot: int) -> DocEvent:
         """The document event that wrote ``slot`` (the caller's bytes, as written)."""

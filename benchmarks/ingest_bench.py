@@ -1,6 +1,6 @@
 """Bulk ingest and open: holomem beside SQLite FTS5 building the same index, in one run.
 
-    python benchmarks/ingest_bench.py [--sizes 100000] [--rounds 1] [--profile KIND]
+    python benchmarks/ingest_bench.py [--sizes 100000] [--rounds 3] [--profile KIND]
 
 Texts: the 24-word Zipf documents of ``search_bench.py`` (the same seed), the same
 texts for every contender. Each measurement runs in its own process:
@@ -17,7 +17,10 @@ texts for every contender. Each measurement runs in its own process:
   ``Store.open`` took.
 
 Ratios are taken within the run: facts/s over FTS5's rows/s (target >= 0.5, with
-and without subjects), and holomem's open over FTS5's build (target <= 2).
+and without subjects), and holomem's open over FTS5's build (target <= 2). Rounds
+run the four measurements interleaved; each figure is the median over rounds, wall
+seconds beside CPU seconds (``time.process_time``) since the machine is shared, and
+the ratios are given both ways (the targets read the wall ratios).
 ``--profile plain|subjects|open`` prints a cProfile table of that measurement
 instead. Prints JSON and a line per target; writes benchmarks/results/ingest_bench.json
 only with ``--save``.
@@ -64,14 +67,14 @@ def worker_fts5(n: int, workdir: str) -> dict[str, Any]:
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=OFF")
     con.execute("CREATE VIRTUAL TABLE t USING fts5(id UNINDEXED, body)")
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     for i in range(0, n, BATCH):
         con.executemany("INSERT INTO t VALUES (?, ?)",
                         ((str(j), texts[j]) for j in range(i, min(n, i + BATCH))))
         con.commit()
-    seconds = time.perf_counter() - t
+    seconds, cpu = time.perf_counter() - t, time.process_time() - c
     con.close()
-    return {"seconds": round(seconds, 3), "per_s": round(n / seconds)}
+    return {"seconds": round(seconds, 3), "cpu": round(cpu, 3), "per_s": round(n / seconds)}
 
 
 def _ingest(n: int, workdir: str, subjects: bool) -> dict[str, Any]:
@@ -84,12 +87,13 @@ def _ingest(n: int, workdir: str, subjects: bool) -> dict[str, Any]:
     with Store.open(path, sync="none", checkpoint_every=None,
                     checkpoint_close_min=2**62) as store:
         memory = Memory(store, config)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         for i in range(0, n, BATCH):
             memory.remember_many(inputs[i : i + BATCH])
-        seconds = time.perf_counter() - t
+        seconds, cpu = time.perf_counter() - t, time.process_time() - c
         links = store.read(lambda view: view.facts.links)
-    return {"seconds": round(seconds, 3), "per_s": round(n / seconds), "links": links}
+    return {"seconds": round(seconds, 3), "cpu": round(cpu, 3), "per_s": round(n / seconds),
+            "links": links}
 
 
 def worker_plain(n: int, workdir: str) -> dict[str, Any]:
@@ -103,12 +107,12 @@ def worker_subjects(n: int, workdir: str) -> dict[str, Any]:
 def worker_open(n: int, workdir: str) -> dict[str, Any]:
     from holomem import Store
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     store = Store.open(os.path.join(workdir, "plain"), read_only=True)
-    seconds = time.perf_counter() - t
+    seconds, cpu = time.perf_counter() - t, time.process_time() - c
     docs = len(store)
     store.close()
-    return {"seconds": round(seconds, 3), "documents": docs}
+    return {"seconds": round(seconds, 3), "cpu": round(cpu, 3), "documents": docs}
 
 
 WORKERS = {"fts5": worker_fts5, "plain": worker_plain, "subjects": worker_subjects,
@@ -138,7 +142,7 @@ def _profile(kind: str, n: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100000")
-    ap.add_argument("--rounds", type=int, default=1, help="runs of each measurement (median)")
+    ap.add_argument("--rounds", type=int, default=3, help="runs of each measurement (median)")
     ap.add_argument("--profile", choices=["plain", "subjects", "open"])
     add_save(ap, "ingest_bench")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -168,18 +172,22 @@ def main() -> None:
                 row[kind] = results[0]
                 continue
             row[kind] = {**ok[0], "seconds": median([r["seconds"] for r in ok]),
-                         "rounds": [r["seconds"] for r in ok]}
+                         "cpu": median([r["cpu"] for r in ok]),
+                         "rounds": [r["seconds"] for r in ok],
+                         "cpu_rounds": [r["cpu"] for r in ok]}
             if "per_s" in ok[0]:
                 row[kind]["per_s"] = round(n / row[kind]["seconds"])
         runs[str(n)] = row
-        fts = row["fts5"].get("seconds")
+        fts, fts_cpu = row["fts5"].get("seconds"), row["fts5"].get("cpu")
         r: dict[str, float] = {}
         if fts:
             for kind in ("plain", "subjects"):
                 if "seconds" in row[kind]:
                     r[f"{kind}_rate_vs_fts5"] = round(fts / row[kind]["seconds"], 3)
+                    r[f"{kind}_rate_vs_fts5_cpu"] = round(fts_cpu / row[kind]["cpu"], 3)
             if "seconds" in row["open"]:
                 r["open_vs_fts5_build"] = round(row["open"]["seconds"] / fts, 3)
+                r["open_vs_fts5_build_cpu"] = round(row["open"]["cpu"] / fts_cpu, 3)
         ratios[str(n)] = r
     targets: dict[str, Any] = {}
     for n, r in ratios.items():

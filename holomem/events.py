@@ -15,6 +15,8 @@ bytes, exactly what the projections hold.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 from holomem.errors import CorruptError
@@ -215,6 +217,20 @@ _decoder: msgspec.msgpack.Decoder[Event] = msgspec.msgpack.Decoder(Event)
 
 def encode(event: Event) -> bytes:
     return _encoder.encode(event)
+
+
+def encode_all(events: Sequence[Event]) -> list[bytes]:
+    """``[encode(e) for e in events]``, without a Python call per event."""
+    return list(map(_encoder.encode, events))
+
+
+def decode_all(payloads: Sequence[bytes], *, seq: int = 0) -> list[Event]:
+    """``[decode(p, seq=seq) for p in payloads]``, without a Python call per payload."""
+    try:
+        return list(map(_decoder.decode, payloads))
+    except msgspec.DecodeError:
+        pass
+    return [decode(p, seq=seq) for p in payloads]  # raises for the first bad one
 
 
 def decode(payload: bytes, *, seq: int = 0) -> Event:

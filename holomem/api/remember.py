@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import msgspec
+import msgspec.structs
 
 from holomem.api import validate
 from holomem.api.engine import View
@@ -25,7 +26,7 @@ from holomem.api.policies import Links, NewFact, Policies, SubjectMember, latest
 from holomem.api.types import Remembered, RememberInput
 from holomem.errors import ConflictError, InvalidError
 from holomem.events import DocumentAdded, Event, FactAdded
-from holomem.projections.facts import OrderKey, effective_time, end_time, status_at
+from holomem.projections.facts import OrderKey, end_time, status_at
 from holomem.projections.namespaces import Namespace
 
 
@@ -88,6 +89,14 @@ def canonical_payload(x: RememberInput) -> bytes:
     ensure_ascii=False)`` gives, which define every content id."""
     # The root namespace is no namespace: [] and None give the same payload (and the
     # same content id as a fact written before namespaces existed).
+    if x.metadata is None and x.confidence is None and x.embedding is None:
+        # Only strings, lists of strings and integers: as to_builtins gives them.
+        payload = {k: v for k, v in zip(_PAYLOAD_NAMES, msgspec.structs.astuple(x),
+                                        strict=True) if v is not None}
+        payload.pop("id", None)
+        if not payload.get("namespace", True):
+            del payload["namespace"]
+        return msgspec.json.encode(payload, order="sorted")
     payload = {k: v for k, v in msgspec.to_builtins(x).items()
                if k != "id" and v is not None and not (k == "namespace" and not v)}
     if x.confidence is None and x.embedding is None and _plain(x.metadata):
@@ -96,6 +105,10 @@ def canonical_payload(x: RememberInput) -> bytes:
         return msgspec.json.encode(payload, order="sorted")
     canon = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return canon.encode("utf-8")
+
+
+#: RememberInput's fields under their JSON names, in order (the payload's keys).
+_PAYLOAD_NAMES = RememberInput.__struct_encode_fields__
 
 
 def _plain(value: object) -> bool:
@@ -160,9 +173,9 @@ class Planner:
         view, facts = self.view, self.view.facts
         fid = x.id if x.id is not None else content_id(digest)
         slot = view.catalog.slot(fid)
-        if slot >= 0 and not facts.is_fact.item(slot):
-            raise ConflictError(f"id {fid!r} belongs to a document that is not a fact")
         if slot >= 0 or fid in self._pending:
+            if slot >= 0 and not facts.is_fact.item(slot):
+                raise ConflictError(f"id {fid!r} belongs to a document that is not a fact")
             first_ingest, same = (
                 (facts.ingest.item(slot), facts.times(slot).digest == digest[:8]) if slot >= 0
                 else (self._pending[fid].ingest, self._pending[fid].digest == digest[:8]))
@@ -171,54 +184,66 @@ class Planner:
             self.results.append(Remembered(id=fid, created=False, ingest_time=first_ingest))
             return []
         ns: Namespace = tuple(x.namespace) if x.namespace else ()
-        requested = tuple(dict.fromkeys(x.supersedes)) if x.supersedes else ()
-        for target in requested:
-            if target == fid or (facts.slot(target) < 0 and target not in self._pending):
-                raise InvalidError(f"supersedes names {target!r}, which is not a stored fact")
-            if self._namespace(target) != ns:
-                raise InvalidError(f"supersedes names {target!r}, which lives in another "
-                                   "namespace (supersession never crosses namespaces)")
-        emb = (validate.embedding(x.embedding, self._dim, "embedding")
-               if x.embedding is not None else b"")
-        if emb and not self._dim:
-            self._dim = len(emb) // 4
-        entities = (tuple(x.entities) if x.entities is not None
-                    else validate.entities(self.policies.extractor(x.text)))
+        requested: tuple[str, ...] = ()
+        if x.supersedes:
+            requested = tuple(dict.fromkeys(x.supersedes))
+            for target in requested:
+                if target == fid or (facts.slot(target) < 0 and target not in self._pending):
+                    raise InvalidError(f"supersedes names {target!r}, which is not a stored "
+                                       "fact")
+                if self._namespace(target) != ns:
+                    raise InvalidError(f"supersedes names {target!r}, which lives in another "
+                                       "namespace (supersession never crosses namespaces)")
+        emb = b""
+        if x.embedding is not None:
+            emb = validate.embedding(x.embedding, self._dim, "embedding")
+            if emb and not self._dim:
+                self._dim = len(emb) // 4
+        if x.entities is not None:
+            entities = tuple(x.entities)
+        else:
+            found = self.policies.extractor(x.text)
+            entities = () if type(found) is list and not found else validate.entities(found)
         now = self.now
-        eff = effective_time(x.valid_from, x.event_time, now)
+        # effective_time and end_time, inline (a bulk load pays each call per fact).
+        eff = (x.valid_from if x.valid_from is not None
+               else x.event_time if x.event_time is not None else now)
         key: OrderKey = (eff, now, self._seq, self._next_slot)
-        end = end_time(x.valid_to, now, x.ttl_ms)
-        links = Links([], [])
-        if x.subject is not None:
-            heads = (self._latest(ns, x.subject, eff, key)
+        end = end_time(x.valid_to, now, x.ttl_ms) if x.ttl_ms is not None else x.valid_to
+        supersedes, superseded_by = requested, cast("tuple[str, ...]", ())
+        subject = x.subject
+        if subject is not None:
+            heads = (self._latest(ns, subject, eff, key)
                      if self.policies.supersession is latest_by_subject else None)
             if heads is None:
-                self._heads.pop((ns, x.subject), None)
-                links = self._policy_links(ns, x.subject, NewFact(eff, end), key)
+                self._heads.pop((ns, subject), None)
+                links = self._policy_links(ns, subject, NewFact(eff, end), key)
             else:
                 links = Links([fid for _, fid in heads], [])
-                self._heads[(ns, x.subject)] = (key, [*heads, (key, fid)])
-        supersedes = (tuple(dict.fromkeys([*requested, *links.supersedes]))
-                      if links.supersedes else requested)
-        superseded_by = (tuple(s for s in dict.fromkeys(links.superseded_by)
-                               if s not in supersedes and s != fid)
-                         if links.superseded_by else ())
-        p = self._pending[fid] = _Pending(fid, digest[:8], now, ns, x.subject, eff, end, key)
+                self._heads[(ns, subject)] = (key, [*heads, (key, fid)])
+            if links.supersedes:
+                supersedes = tuple(dict.fromkeys([*requested, *links.supersedes]))
+            if links.superseded_by:
+                superseded_by = tuple(s for s in dict.fromkeys(links.superseded_by)
+                                      if s not in supersedes and s != fid)
+        short = digest[:8]
+        p = self._pending[fid] = _Pending(fid, short, now, ns, subject, eff, end, key)
         self._next_slot += 1
-        for pred in supersedes:
-            self._batch_succ.setdefault(pred, []).append(fid)
-        for succ in superseded_by:
-            self._batch_succ.setdefault(fid, []).append(succ)
-        if x.subject is not None:
-            self._by_subject.setdefault((ns, x.subject), []).append(p)
+        if supersedes:
+            for pred in supersedes:
+                self._batch_succ.setdefault(pred, []).append(fid)
+        if superseded_by:
+            self._batch_succ.setdefault(fid, []).extend(superseded_by)
+        if subject is not None:
+            self._by_subject.setdefault((ns, subject), []).append(p)
         self.results.append(Remembered(id=fid, created=True, ingest_time=now,
                                        superseded=list(supersedes)))
         meta = validate.metadata(x.metadata) if x.metadata is not None else b""
         return [
             DocumentAdded(id=fid, text=x.text, metadata=meta, embedding=emb, entities=entities),
-            FactAdded(id=fid, ingest_time=now, subject=x.subject, event_time=x.event_time,
+            FactAdded(id=fid, ingest_time=now, subject=subject, event_time=x.event_time,
                       valid_from=x.valid_from, valid_to=x.valid_to, supersedes=supersedes,
-                      superseded_by=superseded_by, requested=requested, digest=digest[:8],
+                      superseded_by=superseded_by, requested=requested, digest=short,
                       confidence=x.confidence, namespace=ns, ttl_ms=x.ttl_ms),
         ]
 

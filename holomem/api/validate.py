@@ -177,7 +177,10 @@ def load_metadata(raw: bytes) -> dict[str, Any] | None:
 def entities(value: object, field: str = "entities") -> tuple[str, ...]:
     if value is None:
         return ()
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+    if type(value) is list or type(value) is tuple:
+        if not value:
+            return ()
+    elif isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise InvalidError(f"{field} must be a list of strings")
     out: list[str] = []
     for item in value:
@@ -339,6 +342,17 @@ def to_struct(cls: type[S], value: object, fields: Mapping[str, Any], what: str,
     a list (an embedding), a set a sorted list (a set has no order; sorting gives the
     same payload, and content id, in every process).
     """
+    if type(value) is dict and not fields:
+        plain = _plain_names(cls, times)
+        if plain.issuperset(value) and all(type(v) in _PLAIN_VALUES for v in value.values()):
+            # The common case of a bulk load: a dict under names that are the same in
+            # Python and JSON, holding nothing to convert first (what the general
+            # path below would pass msgspec anyway).
+            try:
+                return msgspec.convert(value, cls)
+            except (msgspec.ValidationError, TypeError, ValueError, OverflowError,
+                    RecursionError) as exc:
+                raise InvalidError(f"{what}: {exc}") from exc
     if value is None:
         raw: dict[str, Any] = dict(fields)
     elif isinstance(value, cls):
@@ -383,6 +397,19 @@ def to_struct(cls: type[S], value: object, fields: Mapping[str, Any], what: str,
 
 
 _NAMES: dict[type[Any], dict[str, str]] = {}
+_PLAIN_NAMES: dict[tuple[type[Any], tuple[str, ...]], frozenset[str]] = {}
+#: Values :func:`to_struct` hands msgspec unchanged (no array, no set).
+_PLAIN_VALUES = frozenset({str, int, float, bool, list, dict, type(None)})
+
+
+def _plain_names(cls: type[Any], times: Sequence[str]) -> frozenset[str]:
+    """The fields of ``cls`` whose Python and JSON names agree, but for ``times``."""
+    key = (cls, tuple(times))
+    names = _PLAIN_NAMES.get(key)
+    if names is None:
+        names = _PLAIN_NAMES[key] = frozenset(
+            k for k, v in _encoded_names(cls).items() if k == v and k not in times)
+    return names
 
 
 def _encoded_names(cls: type[Any]) -> dict[str, str]:

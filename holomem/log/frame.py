@@ -16,6 +16,8 @@ the segment's salt.
 
 from __future__ import annotations
 
+import contextlib
+import struct
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -72,14 +74,34 @@ def pack_tx(payloads: Sequence[bytes]) -> bytes:
     """The transaction body: a count, then each payload with its length."""
     if len(payloads) > MAX_PAYLOADS:
         raise ValueError("too many payloads in one transaction")
-    parts: list[bytes] = [TX_COUNT.pack(len(payloads))]
-    for payload in payloads:
-        parts.append(TX_LENGTH.pack(len(payload)))
-        parts.append(payload)
+    parts: list[bytes] = [TX_COUNT.pack(len(payloads))] * (2 * len(payloads) + 1)
+    parts[1::2] = map(TX_LENGTH.pack, map(len, payloads))
+    parts[2::2] = payloads
     return b"".join(parts)
 
 
+def _unpack_tx_fast(body: bytes) -> list[bytes] | None:
+    """:func:`unpack_tx` of a well-formed body (None when it is not: unpack_tx then
+    says why), without the per-payload bounds checks."""
+    (count,) = TX_COUNT.unpack_from(body, 0)
+    length, size = TX_LENGTH.unpack_from, TX_LENGTH.size
+    pos = TX_COUNT.size
+    out: list[bytes] = []
+    for _ in range(count):
+        (n,) = length(body, pos)
+        pos += size
+        out.append(body[pos : pos + n])
+        pos += n
+    return out if pos == len(body) else None
+
+
 def unpack_tx(body: bytes) -> list[bytes]:
+    fast = None
+    if type(body) is bytes:
+        with contextlib.suppress(struct.error):
+            fast = _unpack_tx_fast(body)
+    if fast is not None:
+        return fast
     view = memoryview(body)
     if len(view) < TX_COUNT.size:
         raise BadBody("transaction body shorter than its count")

@@ -81,6 +81,8 @@ def check_payloads(payloads: Sequence[bytes]) -> list[bytes]:
         raise InvalidError(
             f"append takes a sequence of payloads (bytes), got {type(payloads).__name__}"
         ) from None
+    if type(payloads) is list and set(map(type, payloads)) == {bytes}:
+        return payloads  # the common case, checked without a Python step per payload
     items: list[bytes] = []
     for p in it:
         if not isinstance(p, (bytes, bytearray, memoryview)):

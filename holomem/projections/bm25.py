@@ -40,7 +40,9 @@ so both give the same top k bit for bit (tests/store/test_search_pruning.py).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
+import operator
 from array import array
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -53,7 +55,13 @@ from holomem.projections.catalog import Catalog
 from holomem.projections.postings import Segment, merge, tokens_to_postings
 from holomem.projections.pruning import Term
 from holomem.projections.pruning import top as prune
-from holomem.projections.tokenize import query_words, stem, tokenize
+from holomem.projections.tokenize import (
+    ascii_words,
+    query_words,
+    stem,
+    tokenize,
+    tokenize_many,
+)
 
 K1 = 1.2
 B = 0.4
@@ -155,16 +163,24 @@ class BM25:
     def add_run(self, events: list[DocumentAdded], first: int) -> None:
         """Index new documents in slots ``first``.. (as ``apply`` of each would)."""
         assert self.doclen.n == first
+        texts = [e.text for e in events]
+        found = ascii_words(texts)
+        if found is not None:
+            words, counts = found
+            lengths = counts.tolist()
+        else:
+            per_doc = tokenize_many(texts)
+            lengths = list(map(len, per_doc))
+            words = list(itertools.chain.from_iterable(per_doc))
         known = self._word_term.get
-        lengths = []
-        extend = self._d_term.extend
-        for e in events:
-            words = tokenize(e.text)
+        tids = list(map(known, words))
+        if None in tids:
+            # New words get their terms in order of first occurrence, as one
+            # document at a time would give them.
+            for word in itertools.compress(words, map(operator.is_, tids, itertools.repeat(None))):
+                self._term_of(word)
             tids = list(map(known, words))
-            if None in tids:
-                tids = [self._term_of(w) for w in words]
-            extend(tids)  # type: ignore[arg-type]
-            lengths.append(len(tids))
+        self._d_term.fromlist(tids)  # type: ignore[arg-type]
         self.doclen.extend(np.array(lengths, dtype=np.int32))
         self.total_len += sum(lengths)
         if lengths:

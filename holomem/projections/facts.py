@@ -231,9 +231,12 @@ class FactIndex:
     def _fact_tables(self, slot: int, fid: str, e: FactAdded) -> None:
         """A new fact's entries in the tables beside the columns (TTL, namespace,
         subject, request, confidence); its links are the caller's."""
+        self._side_tables(slot, fid, self.namespaces.add(slot, e.namespace), e)
+
+    def _side_tables(self, slot: int, fid: str, nid: int, e: FactAdded) -> None:
+        """:meth:`_fact_tables` once the fact has its namespace id ``nid``."""
         if e.ttl_ms is not None:
             self.ttl[fid] = e.ttl_ms
-        nid = self.namespaces.add(slot, e.namespace)
         if e.subject is not None:
             self._subject_of(slot, fid, nid, e.subject)
         if e.requested:
@@ -246,22 +249,28 @@ class FactIndex:
         them (``(k, event)``: slot ``first + k``): the state ``apply`` of each
         document's event, then its FactAdded, would leave."""
         assert self.is_fact.n == first
-        self.namespaces.new_slots(count)
         is_fact = np.zeros(count, dtype=np.bool_)
         ingest = np.zeros(count, dtype=np.int64)
         times = np.full((5, count), UNSET, dtype=np.int64)  # event, from, to, end, eff
         digest = np.zeros(count, dtype=np.uint64)
+        ks = [k for k, _ in facts]
+        es = [e for _, e in facts]
+        nids = self.namespaces.add_run(first, count, ks, [e.namespace for e in es])
         if facts:
-            ks = [k for k, _ in facts]
-            es = [e for _, e in facts]
             is_fact[ks] = True
             ingest[ks] = [e.ingest_time for e in es]
-            times[0, ks] = [_t(e.event_time) for e in es]
-            times[1, ks] = [_t(e.valid_from) for e in es]
-            times[2, ks] = [_t(e.valid_to) for e in es]
-            times[3, ks] = [_t(end_time(e.valid_to, e.ingest_time, e.ttl_ms)) for e in es]
-            times[4, ks] = [effective_time(e.valid_from, e.event_time, e.ingest_time)
-                            for e in es]
+            event = [e.event_time for e in es]
+            valid_from = [e.valid_from for e in es]
+            valid_to = [e.valid_to for e in es]
+            # (_t, end_time and effective_time, without a call per fact)
+            times[0, ks] = [UNSET if t is None else t for t in event]
+            times[1, ks] = [UNSET if t is None else t for t in valid_from]
+            times[2, ks] = [UNSET if t is None else t for t in valid_to]
+            times[3, ks] = [_t(end_time(e.valid_to, e.ingest_time, e.ttl_ms))
+                            if e.ttl_ms is not None else UNSET if e.valid_to is None
+                            else e.valid_to for e in es]
+            times[4, ks] = [f if f is not None else t if t is not None else e.ingest_time
+                            for f, t, e in zip(valid_from, event, es, strict=True)]
             digest[ks] = np.frombuffer(b"".join(e.digest[:8].ljust(8, b"\0") for e in es),
                                        dtype="<u8")
             self.windows += sum(1 for e in es if e.valid_from is not None
@@ -279,11 +288,14 @@ class FactIndex:
             self.facts += len(facts)
             self.max_eff = max(self.max_eff, int(times[4, [k for k, _ in facts]].max()))
         ids, slot_of = self.catalog.ids, self.catalog.slot
-        for k, e in facts:
+        for k, e, nid in zip(ks, es, nids, strict=True):
+            if (e.subject is None and e.ttl_ms is None and e.confidence is None
+                    and not e.requested and not e.supersedes and not e.superseded_by):
+                continue  # the namespace and the columns are all it has
             slot = first + k
             fid = ids[slot]
             assert fid is not None
-            self._fact_tables(slot, fid, e)
+            self._side_tables(slot, fid, nid, e)
             # One at a time, a fact links only to documents already applied: those in
             # earlier slots.
             for pred in e.supersedes:

@@ -146,6 +146,13 @@ class MetadataIndex:
         self._index(change.new, event.metadata)
         self._indexed = change.new + 1
 
+    def add_run(self, seq: int, events: Sequence[DocumentAdded], first: int) -> None:
+        """New documents in slots ``first``.. (as ``apply`` of each would)."""
+        if self._built and first == self._indexed:
+            for k, e in enumerate(events):
+                self._index(first + k, e.metadata)
+            self._indexed = first + len(events)
+
     def ensure(self, source: Source) -> None:
         """Index every slot not indexed yet, reading live slots' metadata from ``source``."""
         alive = self.catalog.alive.view()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator
+from typing import cast
 
 import numpy as np
 
@@ -64,6 +65,26 @@ class NamespaceIndex:
         self._members[nid].append(slot)
         self._live[nid] += 1
         return nid
+
+    def add_run(self, first: int, count: int, ks: list[int], namespaces: list[Namespace]
+                ) -> list[int]:
+        """Slots ``first``..``first + count`` (as :meth:`new_slots`), the fact of slot
+        ``first + k`` placed in ``namespaces[i]`` for each ``ks[i]`` (ascending), as
+        :meth:`add` of each in turn would; returns their namespace ids."""
+        known = list(map(self._ids.get, namespaces))
+        nids = ([self.intern(ns) for ns in namespaces] if None in known  # in order
+                else cast("list[int]", known))
+        col = np.full(count, -1, dtype=np.int32)
+        col[ks] = nids
+        self.of_slot.extend(col)
+        if nids and nids.count(nids[0]) == len(nids):
+            self._members[nids[0]].frombytes((np.array(ks, dtype=np.int32) + first).tobytes())
+            self._live[nids[0]] += len(nids)
+        else:
+            for k, nid in zip(ks, nids, strict=True):
+                self._members[nid].append(first + k)
+                self._live[nid] += 1
+        return nids
 
     def move(self, old: int, new: int) -> None:
         """The fact of slot ``old`` now lives in slot ``new`` (its document replaced)."""

@@ -127,7 +127,8 @@ class TextSegment:
         """Place new documents in slots ``first``.. (as ``apply`` of each would), with
         one write for all their records."""
         assert self.offset.n == first
-        bodies = [body_of(e) for e in events]
+        encode = _enc.encode
+        bodies = [encode(TextRecord(e.id, e.text, e.metadata, e.entities)) for e in events]
         store = self.store
         size = store.record_size if store is not None else lambda n: 0
         sizes = [size(len(b)) for b in bodies]

@@ -32,10 +32,12 @@ raise recall_any@10 over categories 1-4 from 0.59 (plain words) to 0.68.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import unicodedata
 
+import numpy as np
 import Stemmer
 
 MAX_TERM = 64
@@ -91,6 +93,57 @@ def _split_cjk(run: str) -> list[str]:
     if buf:
         out.append("".join(buf))
     return out
+
+
+#: ASCII bytes: letters and digits kept, NUL kept (it separates texts in
+#: :func:`tokenize_many`), every other byte a space.
+_SPACE_OUT = bytes(b if chr(b).isalnum() or b == 0 else 32 for b in range(128)) + bytes(128)
+
+
+def tokenize_many(texts: list[str]) -> list[list[str]]:
+    """``[tokenize(t) for t in texts]``, with the work in C for a batch of plain
+    ASCII texts (no apostrophe, no word longer than ``MAX_TERM``): joined at a
+    separator none of them holds, lowered, every byte but a letter or digit made a
+    space, and split (the words ``_ASCII_WORD`` finds, in the same order)."""
+    if len(texts) > 1:
+        joined = "\x00".join(texts)
+        if (joined.isascii() and "'" not in joined
+                and joined.count("\x00") == len(texts) - 1):
+            folded = joined.lower()
+            spaced = folded.encode("ascii").translate(_SPACE_OUT)
+            out = [part.decode("ascii").split() for part in spaced.split(b"\x00")]
+            if max(map(len, itertools.chain.from_iterable(out)), default=0) <= MAX_TERM:
+                return out
+            return list(map(_ASCII_WORD.findall, folded.split("\x00")))
+    return list(map(tokenize, texts))
+
+
+def ascii_words(texts: list[str]) -> tuple[list[str], np.ndarray] | None:
+    """The words of a batch of texts back to back, and how many each text has (what
+    :func:`tokenize` gives each) — or None unless the batch is plain ASCII, holds no
+    NUL and no word longer than ``MAX_TERM``. The words are found in one pass over the
+    texts joined at NULs (a NUL ends a word as the end of a text does; a possessive
+    is dropped as in each text alone) and counted per text with numpy."""
+    if len(texts) < 2:
+        return None
+    joined = "\x00".join(texts)
+    if not joined.isascii() or joined.count("\x00") != len(texts) - 1:
+        return None
+    folded = joined.lower()
+    if "'" in folded:
+        folded = _POSSESSIVE.sub("", folded).replace("'", "")
+    raw = folded.encode("ascii").translate(_SPACE_OUT)
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    in_word = (buf > 32).view(np.int8)  # letters and digits (a NUL is 0, a space 32)
+    edges = np.flatnonzero(np.diff(in_word, prepend=np.int8(0), append=np.int8(0)))
+    starts, ends = edges[0::2], edges[1::2]
+    if len(starts) and int((ends - starts).max()) > MAX_TERM:
+        return None
+    counts = np.bincount(np.searchsorted(np.flatnonzero(buf == 0), starts),
+                         minlength=len(texts))
+    words = raw.replace(b"\x00", b" ").decode("ascii").split()
+    assert len(words) == len(starts)
+    return words, counts
 
 
 def tokenize(text: str) -> list[str]:

@@ -159,3 +159,39 @@ def test_a_long_run_of_new_facts_takes_the_bulk_path_and_matches() -> None:
     bulk.apply_all(1, events)
     assert bulk.facts.links == 3000 - 7
     assert _picture(bulk, bulk_records) == _picture(one, one_records)
+
+
+@st.composite
+def remember_batches(draw: st.DrawFn) -> list[Event]:
+    """What remember_many writes: each new document followed by its fact, nothing else
+    (the shape apply_all recognises without looking at each event)."""
+    events: list[Event] = []
+    ids = draw(st.lists(st.sampled_from(IDS), min_size=BULK_MIN, max_size=3 * BULK_MIN,
+                        unique=True))
+    for i, doc_id in enumerate(ids):
+        words = draw(st.lists(st.sampled_from([*WORDS, "Zeta's", "naïve", "x" * 70]),
+                              min_size=1, max_size=5))
+        events.append(DocumentAdded(id=doc_id, text=" ".join(words)))
+        events.append(FactAdded(
+            id=doc_id, ingest_time=100 + i, subject=draw(st.sampled_from([None, "s1"])),
+            supersedes=tuple(draw(st.lists(st.sampled_from(ids[:i] or IDS), max_size=1))),
+            digest=doc_id.encode()[:8],
+            namespace=draw(st.sampled_from([(), ("u",), ("u", "a")])),
+            ttl_ms=draw(st.sampled_from([None, 30]))))
+    return events
+
+
+@settings(max_examples=60, deadline=None)
+@given(remember_batches(), st.booleans())
+def test_a_remember_batch_applied_in_bulk_matches_one_event_at_a_time(
+        events: list[Event], one_namespace: bool) -> None:
+    if one_namespace:
+        events = [FactAdded(**{**{f: getattr(e, f) for f in e.__struct_fields__},
+                               "namespace": ("u",)}) if isinstance(e, FactAdded) else e
+                  for e in events]
+    one_records, bulk_records = MemoryRecords(), MemoryRecords()
+    one, bulk = ProjectionState(one_records), ProjectionState(bulk_records)
+    for e in events:
+        one.apply(1, e)
+    bulk.apply_all(1, events)
+    assert _picture(bulk, bulk_records) == _picture(one, one_records)

@@ -244,7 +244,7 @@ class Engine:
             events = list(build(self._view(self._state)))
             if not events:
                 return 0, []
-            payloads = [ev.encode(e) for e in events]
+            payloads = ev.encode_all(events)
             seq = self._journal.enqueue(payloads)
             with self._state_lock:
                 self._state.apply_all(seq, events)
@@ -386,7 +386,7 @@ class Engine:
         for seq, payloads in self._journal.replay(from_seq):
             if seq > last:
                 break
-            yield seq, [ev.decode(p, seq=seq) for p in payloads]
+            yield seq, ev.decode_all(payloads, seq=seq)
 
     def subscribe(self, listener: Callable[[int, list[Event]], None]) -> None:
         """Call ``listener(seq, events)`` after every committed transaction (writer only)."""
@@ -410,7 +410,7 @@ class Engine:
                 try:
                     applied = self._revision
                     for seq, payloads in self._journal.replay(result.from_seq):
-                        events = [ev.decode(p, seq=seq) for p in payloads]
+                        events = ev.decode_all(payloads, seq=seq)
                         with self._state_lock:
                             self._state.apply_all(seq, events)
                             self._revision = seq

@@ -87,8 +87,8 @@ def _build_once(journal: JournalBackend, *, read_only: bool) -> Built:
         tail = 0
         with state.replaying():
             for seq, payloads in journal.replay(last + 1):
-                state.apply_all(seq, [ev.decode(payload, seq=seq) for payload in payloads])
-                tail += sum(len(payload) for payload in payloads)
+                state.apply_all(seq, ev.decode_all(payloads, seq=seq))
+                tail += sum(map(len, payloads))
                 last = seq
     except BaseException:
         records.close()

@@ -17,12 +17,13 @@ first found, among equals). It scores its own fused score plus the bonus, times
 its multipliers. With ``weight < 1`` a reached fact never outranks the hit that
 reached it on the bonus alone, so it displaces a direct hit only by outranking it.
 
-Bounds: an entity held by more than :data:`MAX_ENTITY_FANOUT` facts is too common
-to say anything and is not walked; at most :data:`MAX_REACHED` facts are reached
-per recall (seeds in rank order, each one's links in the order they were made,
-then its entities in their order on the fact). Neither cuts silently: the walk
-records the entities it left and whether it stopped at the cap, and explain
-reports both (``Explanation.graph_bounds``).
+Bounds: an entity held by more than :data:`MAX_ENTITY_FANOUT` facts of the walked
+fact's namespace (known at ``known_at``) is too common to say anything and is not
+walked; at most :data:`MAX_REACHED` facts are reached per recall (seeds in rank
+order, each one's links in the order they were made, then its entities in their order
+on the fact). Neither cuts silently: the walk records the entities it left and
+whether it stopped at the cap, and explain reports both
+(``Explanation.graph_bounds``).
 """
 
 from __future__ import annotations

@@ -57,16 +57,18 @@ class _Walk:
         self.rid = -2 if g.relation is None else view.relations.relation_id(g.relation)
         self.entity_names: list[str] = []
         self._entity_ids: dict[str, int] = {}
-        #: entities met on the walk and not walked (too common): name -> facts holding it
-        self.too_common: dict[str, int] = {}
+        #: entities met on the walk and not walked (too common): name -> (facts holding
+        #: it, the index of the first seed whose walk met it)
+        self.too_common: dict[str, tuple[int, int]] = {}
 
-    def steps(self, frontier: np.ndarray) -> _Steps:
-        """Every step out of ``frontier``, in the walk's order (module docstring)."""
+    def steps(self, frontier: np.ndarray, seeds: np.ndarray) -> _Steps:
+        """Every step out of ``frontier`` (walked from the seeds of index ``seeds``), in
+        the walk's order (module docstring)."""
         parts = []
         if self.g.links:
             parts.append(self._links(frontier))
         if self.g.entities:
-            parts.append(self._entities(frontier))
+            parts.append(self._entities(frontier, seeds))
         if not parts:
             return _Steps(_EMPTY, _EMPTY, _EMPTY, _EMPTY)
         if len(parts) == 1:
@@ -93,7 +95,7 @@ class _Walk:
         return _Steps(which, other, np.full(len(rows), LINK, dtype=np.int64),
                       rel.rel.view()[rows].astype(np.int64))
 
-    def _entities(self, frontier: np.ndarray) -> _Steps:
+    def _entities(self, frontier: np.ndarray, seeds: np.ndarray) -> _Steps:
         view, facts = self.view, self.view.facts
         spaces = facts.namespaces
         pos: list[int] = []
@@ -110,26 +112,32 @@ class _Walk:
                 carried.append(entity)
         if not carried:
             return _Steps(_EMPTY, _EMPTY, _EMPTY, _EMPTY)
-        # Every posting in one copy; then live facts only, and each entity's count.
+        # Every posting in one copy, then only the facts an entity can lead to from its
+        # fact: live, of the same namespace (entities, like subjects, never cross one; no
+        # namespace id: the root's) and known at known_at. The fan-out counts those
+        # alone, so no other namespace's facts, and none written after known_at, change
+        # the walk or show in its report.
         lens, held = view.entities.postings_of(carried)
         owner = np.repeat(np.arange(len(carried)), lens)
-        alive = view.catalog.alive.view()[held]
-        held, owner = held[alive].astype(np.int64), owner[alive]
-        counts = np.bincount(owner, minlength=len(carried))
-        for j in np.flatnonzero(counts > graphrecall.MAX_ENTITY_FANOUT).tolist():
-            self.too_common[carried[j]] = int(counts[j])
         at = np.asarray(pos, dtype=np.int64)[owner]
-        # Entities, like subjects, never cross namespaces (no namespace id: the root's).
         nid = spaces.of_slot.view()
         root = spaces.intern_id(())
         home = nid[frontier[at]]
-        home = np.where(home < 0, root, home)
         theirs = nid[held]
-        theirs = np.where(theirs < 0, root, theirs)
-        ok = (counts[owner] <= graphrecall.MAX_ENTITY_FANOUT) & (held != frontier[at]) \
-            & facts.is_fact.view()[held] & (theirs == home)
-        return _Steps(at[ok], held[ok], np.full(int(ok.sum()), ENTITY, dtype=np.int64),
-                      np.asarray(names, dtype=np.int64)[owner[ok]])
+        ok = view.catalog.alive.view()[held] & facts.is_fact.view()[held] \
+            & (np.where(theirs < 0, root, theirs) == np.where(home < 0, root, home))
+        if self.known_at is not None:
+            ok &= facts.ingest.view()[held] <= self.known_at
+        held, owner, at = held[ok].astype(np.int64), owner[ok], at[ok]
+        counts = np.bincount(owner, minlength=len(carried))
+        for j in np.flatnonzero(counts > graphrecall.MAX_ENTITY_FANOUT).tolist():
+            have = self.too_common.get(carried[j])
+            seed = int(seeds[pos[j]])
+            if have is None or seed < have[1]:  # (a batch's hops do not go seed by seed)
+                self.too_common[carried[j]] = (int(counts[j]), seed)
+        keep = (counts[owner] <= graphrecall.MAX_ENTITY_FANOUT) & (held != frontier[at])
+        return _Steps(at[keep], held[keep], np.full(int(keep.sum()), ENTITY, dtype=np.int64),
+                      np.asarray(names, dtype=np.int64)[owner[keep]])
 
 
 #: Seeds walked together at first; then as many as keep a batch's sightings near
@@ -174,7 +182,7 @@ def _batch(walk: _Walk, slots: np.ndarray, first: int, scores: np.ndarray,
             levels.append(last)
             steps += taken
             break
-        step = walk.steps(frontier)
+        step = walk.steps(frontier, owner)
         steps += len(step.dst)
         seed = owner[step.pos]
         key = (seed - first) * stride + step.dst
@@ -221,13 +229,13 @@ def _last(walk: _Walk, frontier: np.ndarray, owner: np.ndarray) -> tuple[Level, 
     large as keeps its steps near BATCH_STEPS), keeping only first sightings, so
     memory stays bounded."""
     if len(frontier) <= FIRST_BATCH:  # one piece: its sightings, as they are
-        step = walk.steps(frontier)
+        step = walk.steps(frontier, owner)
         return Level(step.pos, step.dst, step.via, step.name, owner[step.pos]), len(step.dst)
     levels: list[Level] = []
     steps = 0
     i, size = 0, FIRST_BATCH
     while i < len(frontier):
-        step = walk.steps(frontier[i:i + size])
+        step = walk.steps(frontier[i:i + size], owner[i:i + size])
         steps += len(step.dst)
         keep = np.sort(_firsts(step.dst))
         levels.append(Level(step.pos[keep] + i, step.dst[keep], step.via[keep],
@@ -261,6 +269,7 @@ def reach(view: View, seeds: Sequence[tuple[int, float]], g: GraphRecall, at: in
     cap = graphrecall.MAX_REACHED
     won: _Sightings | None = None
     capped = False
+    last_seed = len(seed_slots) - 1  # the last seed whose walk began
     start, size = 0, FIRST_BATCH if g.hops == 1 else 1
     while start < len(seed_slots) and not capped:
         seen, steps = _batch(walk, seed_slots[start:start + size], start, scores, ordered)
@@ -270,7 +279,9 @@ def reach(view: View, seeds: Sequence[tuple[int, float]], g: GraphRecall, at: in
             seen = _Sightings(*(np.concatenate(c) for c in zip(won, seen, strict=True)))
         first = _firsts(seen.dst)
         if len(first) > cap:  # the walk stops where the next new fact would pass the cap
-            seen = seen.take(slice(0, int(np.sort(first)[cap])))
+            cut = int(np.sort(first)[cap])
+            last_seed = int(seen.seed[cut])
+            seen = seen.take(slice(0, cut))
             first = _firsts(seen.dst)
             capped = True
         # Per fact, its largest bonus; among equals the first sighting. When the bonus
@@ -283,9 +294,13 @@ def reach(view: View, seeds: Sequence[tuple[int, float]], g: GraphRecall, at: in
         # sightings come after these whatever their order.
         won = seen.take(first)
     assert won is not None
+    # Entities met by seeds the walk never began (a batch walks ahead of the cap) are
+    # not reported: the report is of the walk, whatever the batch size.
+    too_common = {name: count for name, (count, seed) in walk.too_common.items()
+                  if seed <= last_seed}
     return Reach(won.dst, won.bonus, won.hop, won.seed, seed_slots, won.mid,
                  (won.via1, won.name1, won.via2, won.name2),
-                 view.relations.names, walk.entity_names, walk.too_common, capped)
+                 view.relations.names, walk.entity_names, too_common, capped)
 
 
 def _firsts(values: np.ndarray) -> np.ndarray:

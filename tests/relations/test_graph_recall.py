@@ -141,3 +141,54 @@ def test_explain_says_which_bound_cut_the_walk(memory: Memory,
     assert [r.id for r in capped] == ["seed", "other"]  # the first fact reached, then stop
     cut = capped[0].explanation.graph_bounds
     assert cut is not None and cut.reached_cap and cut.max_reached == 1
+
+
+def test_another_namespace_never_changes_a_walk_nor_shows_in_its_report(
+        memory: Memory) -> None:
+    memory.remember("apple pie", id="a1", entities=["alice"], namespace=["t1"])
+    memory.remember("a garden", id="a2", entities=["alice"], namespace=["t1"])
+    g = {"hops": 1, "weight": 0.5}
+    assert [r.id for r in memory.recall("apple", namespace=["t1"], graph=g)] == ["a1", "a2"]
+    memory.remember_many([{"text": f"other {i}", "entities": ["alice"], "namespace": ["t2"]}
+                          for i in range(graphrecall.MAX_ENTITY_FANOUT + 10)])
+    (a1, s1), (a2, s2) = _ranked(memory.recall("apple", namespace=["t1"], graph=g))
+    assert (a1, a2) == ("a1", "a2") and s2 == 0.5 * s1  # still reached through "alice"
+    explained = memory.explain("apple", "a1", namespace=["t1"], graph=g)
+    assert explained.graph_bounds is None  # t2's "alice" is not t1's
+
+
+def test_a_fact_written_after_known_at_is_no_bridge_for_the_walk(
+        memory: Memory, clock: ManualClock) -> None:
+    memory.remember("the lighthouse keeper", id="seed", entities=["keeper"])
+    memory.remember("an old log book", id="x", entities=["book"])
+    then = clock.now_ms()
+    clock.advance(1000)
+    memory.remember("the keeper's book", id="late", entities=["keeper", "book"])
+    g = {"hops": 2, "weight": 0.5}
+    now = [r.id for r in memory.recall("lighthouse", graph=g)]
+    assert now == ["seed", "late", "x"]
+    known = memory.recall("lighthouse", graph=g, known_at=then, explain=True)
+    assert [r.id for r in known] == ["seed"]  # "late" was not known, so nor was its path
+
+
+def test_the_walk_reports_only_bounds_met_by_seeds_it_walked(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    from holomem.api import graphwalk
+
+    monkeypatch.setattr(graphrecall, "MAX_REACHED", 2)
+    monkeypatch.setattr(graphrecall, "MAX_ENTITY_FANOUT", 2)
+    memory.remember("apple apple apple", id="s1")
+    memory.remember("apple pear", id="s2", entities=["zed"])
+    for i in range(3):
+        memory.remember(f"note {i}", id=f"n{i}")
+        memory.relate("s1", f"n{i}", "cites")
+    for i in range(2):
+        memory.remember("zed", id=f"z{i}", entities=["zed"])
+    reports = []
+    for batch in (16, 1):  # however many seeds are walked at once
+        monkeypatch.setattr(graphwalk, "FIRST_BATCH", batch)
+        bounds = memory.explain("apple", "s1", graph={"hops": 1}).graph_bounds
+        assert bounds is not None and bounds.reached_cap
+        reports.append(bounds)
+    # s1's links reach the cap: s2, whose "zed" is too common, is never walked
+    assert reports[0] == reports[1] and reports[0].entities_not_walked == {}

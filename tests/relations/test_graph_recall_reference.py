@@ -45,13 +45,14 @@ def _steps(view: View, slot: int, g: GraphRecall, rid: int, at: int,
             a, b = rel.src.item(row), rel.dst.item(row)
             out.append(Step(slot, b if a == slot else a, "link", rel.relation(row)))
     if g.entities:
+        home = facts.namespace(slot)
         for entity in view.record(slot).entities:
-            members = view.entities.slots(entity)
+            members = [m for m in view.entities.slots(entity).tolist()
+                       if facts.is_fact.item(m) and facts.namespace(m) == home
+                       and (known_at is None or facts.ingest.item(m) <= known_at)]
             if len(members) > graphrecall.MAX_ENTITY_FANOUT:
                 continue
-            home = facts.namespace(slot)
-            out.extend(Step(slot, m, "entity", entity) for m in members.tolist()
-                       if m != slot and facts.is_fact.item(m) and facts.namespace(m) == home)
+            out.extend(Step(slot, m, "entity", entity) for m in members if m != slot)
     return out
 
 

@@ -17,9 +17,12 @@ persisted (a restored or replayed state starts unbuilt).
 
 Memory is linear in memberships: a fact's groups and a group's members are stored
 once each, and at most :data:`CAPACITY` pairs are kept; a group's pairs never are.
-The kept pairs are every pair that passes the scorer and ranks before :attr:`floor`
-(the best pair ever dropped for room; None while nothing was), in rank order (score
-descending, then slots ascending).
+The kept pairs are every pair that passes the scorer, is not joined by a supersession
+chain and ranks before :attr:`floor` (the best pair ever dropped for room; None while
+nothing was), in rank order (score descending, then slots ascending). A chain's pairs
+are never scored: no answer holds them (the scan leaves them out too). Chains only
+grow, except when a fact in one is removed; a removal that splits a chain builds the
+candidates again (the pairs it parts were never scored).
 """
 
 from __future__ import annotations
@@ -65,6 +68,8 @@ class Candidates:
         self.overlap = np.zeros(0)
         self.similarity = np.zeros(0)
         self.floor: tuple[float, int] | None = None
+        #: the supersession chains (``FactIndex.components``) the pairs were scored under
+        self.chains = np.zeros(0, dtype=np.int64)
 
     # -- events -------------------------------------------------------------------------
     def apply(self, event: Event, change: Change) -> None:
@@ -86,12 +91,30 @@ class Candidates:
         if not self.built:
             self._build()
         self.groups.add_rows(self._stored())
-        self._gone()
-        if not self.built:  # _gone dropped too many kept pairs: start again
+        removed = self._gone()
+        chains = None
+        if self.done < self.catalog.slots or removed:
+            chains = self.facts.components()
+            if self._split(chains):
+                self.built = False
+        if not self.built:  # too few kept pairs left, or a chain split: start again
             self._build()
             self.groups.add_rows(self._stored())
+        if chains is not None:
+            self.chains = chains
         self._add(scorer, budget, block)
         return self.done == self.catalog.slots
+
+    def _split(self, chains: np.ndarray) -> bool:
+        """Whether two stored facts that shared a chain when their pairs were scored
+        no longer do (only a removal parts them)."""
+        old = self.chains[: self.done]
+        if not len(old):
+            return False
+        kept = np.flatnonzero(self.member.view() & self._stored()[: self.done])
+        first = np.full(len(old), len(old), dtype=np.int64)  # per old chain: its first kept
+        np.minimum.at(first, old[kept], kept)
+        return bool((chains[kept] != chains[first[old[kept]]]).any())
 
     def _stored(self) -> np.ndarray:
         out: np.ndarray = self.catalog.alive.view() & self.facts.is_fact.view()
@@ -106,15 +129,16 @@ class Candidates:
             if len(slots):
                 self.groups.note_many(slots, name)
 
-    def _gone(self) -> None:
-        """Take back the pairs of every scored fact that is no longer stored."""
+    def _gone(self) -> bool:
+        """Take back the pairs of every scored fact that is no longer stored; whether
+        there was one."""
         done = self.done
         if not done:
-            return
+            return False
         member = self.member.view()
         gone = np.flatnonzero(member & ~self._stored()[:done])
         if not len(gone):
-            return
+            return False
         allow = np.zeros(self.catalog.slots, dtype=bool)
         allow[:done] = member
         later = self.later.view()
@@ -126,6 +150,7 @@ class Candidates:
             self._take(~dead)
             if self.floor is not None and len(self.keys) < self.capacity // 2:
                 self.built = False  # too few kept pairs left to answer from: rebuild
+        return True
 
     def _add(self, scorer: Scorer, budget: int, block: int) -> None:
         """Score the pairs of the facts in slots ``done``.. with the facts before them."""
@@ -154,8 +179,11 @@ class Candidates:
         self.later.extend(np.zeros(end - start, dtype=np.int64))
         self.done = end
         later = self.later.view()
+        chains = self.chains
         for a, b, shared in self.groups.earlier_pairs(new, stored, block):
             later += np.bincount(a, minlength=len(later))
+            apart = chains[a] != chains[b]
+            a, b, shared = a[apart], b[apart], shared[apart]
             passes, score, overlap, sim = scorer(a, b, shared)
             self.offer(pair_key(a[passes], b[passes]), score[passes], overlap[passes],
                         sim[passes])

@@ -302,3 +302,85 @@ def test_forgetting_most_kept_pairs_builds_them_again(tmp_path: Path,
             m.forget({"ids": [top[0].a, top[0].b]})
             check(m, request, monkeypatch)
         assert builds["n"] == 2
+
+
+def chain_pairs(view: Any) -> int:
+    """How many kept pairs join two facts of one supersession chain."""
+    comp = view.facts.components()
+    keys = view.candidates.keys
+    return int((comp[keys >> 32] == comp[keys & ((1 << 32) - 1)]).sum())
+
+
+def test_versions_of_one_subject_are_never_scored_against_each_other(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """300 versions of one subject form one chain: none of its 44,850 pairs can be an
+    answer, so none is scored or kept; every answer is still the scan's, also once the
+    newest version is forgotten and the one before it is current again."""
+    with Store.open(tmp_path / "s", sync="none") as store:
+        m = Memory(store, MemoryConfig(supersession="latest-by-subject"),
+                   clock=ManualClock(START))
+        m.remember_many([{"id": f"v{v}", "text": f"Ann lives in city number {v}",
+                          "subject": "ann/home", "entities": ["Ann"]} for v in range(300)])
+        seen = counting(monkeypatch)
+        check(m, {"k": 5, "max_pairs": 1000}, monkeypatch)
+        assert seen["scored"] == 0
+        with store.reading() as view:
+            assert len(view.candidates.keys) == 0 and view.candidates.floor is None
+        m.forget({"ids": ["v299"]})
+        m.remember({"text": "Ann likes tea", "entities": ["Ann"]})
+        check(m, {"k": 5, "max_pairs": 1000}, monkeypatch)
+        check(m, {"k": 2, "max_pairs": 7}, monkeypatch)
+        assert seen["scored"] == 299  # only the new fact's pairs
+
+
+def test_many_short_chains_leave_the_kept_pairs_to_the_answerable_ones(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """300 subjects of 6 versions each make 4,500 pairs within chains, more than the
+    64 kept: none of them is kept, so the pairs of other facts are kept whole (nothing
+    dropped for room) and every page is the scan's."""
+    monkeypatch.setattr(candidates, "CAPACITY", 64)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        m = Memory(store, MemoryConfig(supersession="latest-by-subject"),
+                   clock=ManualClock(START))
+        for v in range(6):
+            m.remember_many([{"text": f"user {s} lives in city {v}", "subject": f"u{s}/home"}
+                             for s in range(300)])
+        m.remember_many([{"text": f"Kim likes tea {i}", "entities": ["Kim", "tea"]}
+                         for i in range(3)])
+        check(m, {"k": 5, "max_pairs": 1000}, monkeypatch)
+        with store.reading() as view:
+            assert chain_pairs(view) == 0 and view.candidates.floor is None
+            assert 0 < len(view.candidates.keys) <= 3
+        check(m, {"k": 2, "max_pairs": 5}, monkeypatch)
+
+
+def test_a_chain_parted_by_a_forget_builds_them_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forgetting the one fact that superseded two others parts their chain and makes
+    both current again: their pair, never scored, is an answer now, so the candidates
+    are built again and the answers stay the scan's."""
+    builds = {"n": 0}
+    real = candidates.Candidates._build  # counted, not changed
+
+    def build(self: candidates.Candidates) -> None:
+        builds["n"] += 1
+        real(self)
+
+    monkeypatch.setattr(candidates.Candidates, "_build", build)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        m = Memory(store, clock=ManualClock(START))
+        m.remember({"id": "a", "text": "Ann lives in Paris", "entities": ["Ann"]})
+        m.remember({"id": "b", "text": "Ann lives in Rome", "entities": ["Ann"]})
+        m.remember({"id": "x", "text": "Ann lives in Oslo", "entities": ["Ann"],
+                    "supersedes": ["a", "b"]})
+        m.remember({"id": "d", "text": "Ann lives in Lima", "entities": ["Ann"]})
+        request = {"k": 5, "max_pairs": 1000}
+        check(m, request, monkeypatch)
+        assert [(p.a, p.b) for p in m.contradict(k=5).pairs] == [("x", "d")]
+        assert builds["n"] == 1
+        m.forget({"ids": ["x"]})
+        check(m, request, monkeypatch)
+        assert ("a", "b") in [(p.a, p.b) for p in m.contradict(k=5).pairs]
+        assert builds["n"] == 2
+        with store.reading() as view:
+            assert chain_pairs(view) == 0

@@ -110,13 +110,25 @@ class GrowArray:
         self._flush()
         return self._data[: self.n]
 
-    def lend(self) -> np.ndarray:
-        """The filled prefix without a copy, for a reader that keeps it (a checkpoint's
-        snapshot): it never changes afterwards, because the next in-place change copies
-        the array first (appends go past its end)."""
-        out = self.view()
-        self._lent = True
-        return out
+    def lend(self) -> np.ndarray | Later:
+        """The values without a copy, for a reader that keeps them (a checkpoint's
+        snapshot): the array's filled prefix, which never changes afterwards because
+        the next in-place change copies the array first (appends go past its end).
+        Values still queued are copied instead of flushed (a flush may grow the
+        array, a copy of all of it, and this runs under the state lock): then the
+        answer is a :class:`Later` that joins the two."""
+        with self._mu:
+            prefix = self._data[: self._filled]
+            tail = list(self._tail)
+            self._lent = True
+        if not tail:
+            return prefix
+        dtype, row = self._data.dtype, self._data.shape[1:]
+
+        def joined() -> np.ndarray:
+            rest = np.array(tail, dtype=dtype).reshape(-1, *row)
+            return np.concatenate([prefix, rest])
+        return Later(joined)
 
     def __getitem__(self, i: int) -> Any:
         if self._tail:

@@ -252,7 +252,7 @@ class BM25:
                                                     count=len(word_term))),
             "segments": len(self._segments()),
             "delta_terms": np.frombuffer(self._d_term, dtype=np.int32).copy(),
-            "delta_start": self._d_start, "doclen": self.doclen.view(),
+            "delta_start": self._d_start, "doclen": self.doclen.lend(),
             "total_len": self.total_len, "min_len": self.min_len,
         }
         for i, seg in enumerate(self._segments()):

@@ -154,12 +154,13 @@ class Catalog:
         self._ids_lent = True
 
         def table() -> IdTable:
-            built = IdTable.build(ids[:n], alive, since)
+            built = IdTable.build(ids[:n], alive() if isinstance(alive, Later) else alive,
+                                  since)
             self._built = (n, built)  # the next snapshot hashes only the ids after n
             return built
 
         once = Later.once(table)
-        return {"ids": Later(lambda: ids[:n]), "seq": self.seq.view(),
+        return {"ids": Later(lambda: ids[:n]), "seq": self.seq.lend(),
                 "alive": alive, "live": self.live,
                 "table_keys": Later(lambda: once().keys),
                 "table_slots": Later(lambda: once().slots)}

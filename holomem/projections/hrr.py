@@ -339,7 +339,7 @@ class HRRIndex:
 
     def snapshot(self) -> Snapshot:
         """Rows are only ever appended (by :meth:`ensure`): shared."""
-        return {"content": self.content.view(), "structure": self.structure.view(),
+        return {"content": self.content.lend(), "structure": self.structure.lend(),
                 "items": self.items.view()}
 
     def restore(self, snap: Snapshot) -> None:

@@ -113,7 +113,7 @@ class TextSegment:
 
     def snapshot(self) -> Snapshot:
         """Placements are written once per slot: shared."""
-        return {"offset": self.offset.view(), "size": self.size.view(), "end": self.end}
+        return {"offset": self.offset.lend(), "size": self.size.lend(), "end": self.end}
 
     def restore(self, snap: Snapshot) -> None:
         self.offset = GrowArray.of(snap["offset"], np.int64)

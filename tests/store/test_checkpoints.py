@@ -28,7 +28,7 @@ from holomem import ManualClock, Memory, Store
 from holomem.events import DocumentAdded, DocumentReplaced, VectorsSet
 from holomem.log.checksum import checksum
 from holomem.projections import checkpoint as codec
-from holomem.projections.base import GrowArray
+from holomem.projections.base import GrowArray, Later
 from holomem.projections.state import ProjectionState
 from tests.memory import test_reopen as reopen
 
@@ -311,9 +311,31 @@ def test_a_snapshot_never_holds_a_vector_written_after_it_was_taken(tmp_path: Pa
         state = ProjectionState(None)
         state.apply(1, next(e for _, events in store.events() for e in events))
         snap = state.embeddings.snapshot()
-        before = snap["matrix"].copy()
         state.apply(2, VectorsSet(ids=("a",),
                                   vectors=np.array([0, 1, 0, 0], "<f4").tobytes()))
-        assert np.array_equal(snap["matrix"], before)
+        held = snap["matrix"]() if isinstance(snap["matrix"], Later) else snap["matrix"]
+        assert np.array_equal(held, np.array([[1, 0, 0, 0]], "f4"))
         assert state.embeddings.vector(0) is not None
         assert np.array_equal(state.embeddings.vector(0), np.array([0, 1, 0, 0], "f4"))
+
+
+def test_a_lent_column_keeps_the_values_it_had_through_changes_appends_and_growth() -> None:
+    """What a snapshot holds of a growable column (flushed prefix and queued values)
+    is what the column held when it was lent, whatever writers do to it afterwards."""
+    col = GrowArray(np.int64, capacity=4)
+    col.extend(np.arange(4, dtype=np.int64))
+    for v in (10, 11, 12):
+        col.append(v)  # queued, past the array's capacity
+    held = col.lend()
+    assert isinstance(held, Later)  # the queue is copied, not flushed (no growth here)
+    col[1] = -1  # the flushed prefix: copied first
+    col[5] = -5  # a queued value
+    for v in range(100):
+        col.append(v)  # flushes and grows
+    col[0] = -7
+    assert held().tolist() == [0, 1, 2, 3, 10, 11, 12]
+    assert col.view()[:7].tolist() == [-7, -1, 2, 3, 10, -5, 12]
+    prefix = col.lend()
+    assert isinstance(prefix, np.ndarray)
+    col[2] = 99
+    assert prefix[:4].tolist() == [-7, -1, 2, 3]

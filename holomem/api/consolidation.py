@@ -15,7 +15,7 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from holomem.api import validate
+from holomem.api import filters, validate
 from holomem.api.engine import View
 from holomem.api.forgetting import live_facts
 from holomem.api.types import ConsolidateOptions, ConsolidationGroup, RememberInput
@@ -36,7 +36,11 @@ def duplicate_groups(view: View, now: int, near_threshold: float, prefix: Namesp
     facts = view.facts
     items: list[tuple[str, tuple[Namespace, str | None], frozenset[str], tuple[str, ...],
                       str]] = []
-    for s in live_facts(view, prefix):
+    live = live_facts(view, prefix)
+    shown = filters.unreserved(view)  # holomem's own facts are never merged
+    if shown is not None:
+        live = live[shown[live]]
+    for s in live:
         slot = int(s)
         if facts.status(slot, now) != CURRENT:
             continue

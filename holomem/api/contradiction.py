@@ -108,6 +108,10 @@ def contradict(view: View, now: int, *, subject: str | None = None, entity: str 
         keep = np.zeros_like(current)
         keep[[facts.slot(i) for i in facts.subjects(subject, namespace)]] = True
         current &= keep
+    else:  # holomem's own facts only when their subject is asked for
+        shown = filters.unreserved(view)
+        if shown is not None:
+            current &= shown
     if entity is not None:
         keep = np.zeros_like(current)
         keep[view.entities.slots(entity)] = True

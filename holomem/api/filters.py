@@ -65,6 +65,18 @@ class Filter(NamedTuple):
     none_of: tuple[Filter, ...]
 
 
+def unreserved(view: View) -> np.ndarray | None:
+    """The slot mask of every slot but the facts of a reserved subject (holomem's own,
+    such as working contexts: docs/contract.md §4 "Reserved subjects"); None when the
+    store holds none. Recall, list, contradict and consolidation apply it unless the
+    caller asks for a subject by name."""
+    reserved = view.facts.reserved_mask()
+    if reserved is None:
+        return None
+    out: np.ndarray = ~reserved[:view.catalog.slots]
+    return out
+
+
 def compile_filter(value: object, field: str = "filter") -> Filter | None:
     """A checked :class:`Filter` from its JSON form (None: no filter).
 

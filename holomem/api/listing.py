@@ -92,6 +92,10 @@ def page(view: View, req: Listing, now: int) -> ListPage:
         members = np.array([facts.slot(i) for i in facts.subjects(flt.subject, prefix)],
                            dtype=np.int64)
         live = live[np.isin(live, members)]
+    else:  # holomem's own facts only when their subject is asked for
+        shown = filters.unreserved(view)
+        if shown is not None:
+            live = live[shown[live]]
     if flt.entity is not None:
         live = live[np.isin(live, view.entities.slots(flt.entity))]
     if where is not None:

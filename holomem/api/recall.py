@@ -175,6 +175,10 @@ class Ranking:
         if self.filter is not None:
             held = filters.evaluate(view, self.filter)
             mask = held if mask is None else mask & held
+        if o.subject is None:  # holomem's own facts only when their subject is asked for
+            shown = filters.unreserved(view)
+            if shown is not None:
+                mask = shown if mask is None else mask & shown
         return mask
 
     def identity(self) -> bool:

@@ -52,6 +52,8 @@ from holomem.projections.namespaces import ROOT, Namespace, NamespaceIndex
 UNSET = np.iinfo(np.int64).min
 CURRENT, SUPERSEDED, EXPIRED, NOT_YET_VALID = "current", "superseded", "expired", "not-yet-valid"
 STATUSES = (CURRENT, SUPERSEDED, EXPIRED, NOT_YET_VALID)
+#: Subjects starting with this are holomem's own (working contexts: "holomem:working/S").
+RESERVED_PREFIX = "holomem:"
 
 
 class Link(NamedTuple):
@@ -141,6 +143,9 @@ class FactIndex:
         self._subject_id: dict[tuple[int, str], int] = {}
         self.subject_names: list[str] = []
         self._by_subject: dict[int, list[str]] = {}
+        #: ids of the subjects holomem reserves for its own facts (RESERVED_PREFIX)
+        self.reserved_subjects: list[int] = []
+        self._reserved_mask: tuple[tuple[int, int], np.ndarray] | None = None
         self.supersedes: dict[str, list[Link]] = {}  # successor -> what it supersedes
         self.superseded_by: dict[str, list[Link]] = {}  # predecessor -> its successors
         self.requested: dict[str, tuple[str, ...]] = {}
@@ -311,6 +316,8 @@ class FactIndex:
             name = "".join(subject)  # a copy: do not pin the event's buffers
             sid = self._subject_id[(nid, name)] = len(self.subject_names)
             self.subject_names.append(name)
+            if name.startswith(RESERVED_PREFIX):
+                self.reserved_subjects.append(sid)
         self.subject[slot] = sid
         self._by_subject.setdefault(sid, []).append(fid)
 
@@ -425,6 +432,9 @@ class FactIndex:
         self.namespaces.restore({k[3:]: v for k, v in snap.items() if k.startswith("ns.")})
         self._subject_id = {(nid, subject): sid for nid, subject, sid in snap["subject_keys"]}
         self.subject_names = list(snap["subject_names"])
+        self.reserved_subjects = [i for i, name in enumerate(self.subject_names)
+                                  if name.startswith(RESERVED_PREFIX)]
+        self._reserved_mask = None
         self._by_subject = dict(snap["by_subject"])
         self.supersedes.clear()
         self.supersedes.update(snap["supersedes"])
@@ -454,6 +464,22 @@ class FactIndex:
             self.digest.item(slot).to_bytes(8, "little"),
             self.ttl.get(self.catalog.ids[slot] or ""),
         )
+
+    def reserved_mask(self) -> np.ndarray | None:
+        """The slot mask of the facts whose subject is reserved (starts with
+        :data:`RESERVED_PREFIX`), as long as the catalog's slots; None when there are
+        none. A slot's subject is set when the slot is made and never changes, so the
+        mask is kept until a slot or a subject is added."""
+        if not self.reserved_subjects:
+            return None
+        key = (len(self.subject), len(self.subject_names))
+        if self._reserved_mask is None or self._reserved_mask[0] != key:
+            table = np.zeros(len(self.subject_names) + 1, dtype=bool)
+            table[np.asarray(self.reserved_subjects, dtype=np.int64) + 1] = True
+            mask = np.zeros(max(self.catalog.slots, key[0]), dtype=bool)
+            mask[:key[0]] = table[self.subject.view().astype(np.int64) + 1]
+            self._reserved_mask = (key, mask)
+        return self._reserved_mask[1]
 
     def subject_members(self, subject: str, namespace: Namespace = ROOT) -> list[str]:
         """Ids of the stored facts of ``subject`` in ``namespace`` (exactly that one:

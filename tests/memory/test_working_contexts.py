@@ -41,8 +41,8 @@ def test_a_large_state_is_split_and_rebuilt_exactly(memory: Memory) -> None:
     small = memory.save_working_context(None, "big", {"n": 2})
     assert memory.load_working_context(None, "big").state == {"n": 2}
     # Only the latest save's parts are current: the old parts are all superseded.
-    current = [f for f in memory.list(history="current").facts
-               if f.subject == working.SUBJECT_PREFIX + "big"]
+    current = memory.list(history="current",
+                          filter={"subject": working.SUBJECT_PREFIX + "big"}).facts
     assert [f.id for f in current] == [small.head]
     assert memory.load_working_context(None, "big", save=1).state == big
 

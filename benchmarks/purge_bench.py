@@ -17,7 +17,8 @@ measured calls), then, round by round:
 - ``copy``: ``shutil.copyfile`` of every journal segment, then fsync of each copy —
   what merely rewriting the journal's bytes costs on this disk.
 
-Reports median times, the bytes a purge rewrote and zeroed, purge / copy and
+Reports median times (and the purge's CPU time: the machine is shared, and a
+purge is CPU-bound), the bytes a purge rewrote and zeroed, purge / copy and
 compact / copy.
 Prints its targets (at 100,000 facts) as met or missed; writes
 benchmarks/results/purge_bench.json only with ``--save``.
@@ -110,11 +111,13 @@ def main() -> None:
                     t = time.perf_counter()
                     store.compact()
                     compact_s = time.perf_counter() - t
-                    t = time.perf_counter()
+                    t, cpu = time.perf_counter(), time.process_time()
                     memory.forget({"ids": [f"f{2 * r + 1}"]}, purge=True)
                     purge_s = time.perf_counter() - t
+                    purge_cpu_s = time.process_time() - cpu
                     new_bytes = sum(os.path.getsize(f) for f in journal_files(path))
                     rows.append({"forget_ms": forget_s * 1e3, "purge_s": purge_s,
+                                 "purge_cpu_s": purge_cpu_s,
                                  "copy_s": copy_s, "zeroed_bytes": journal_bytes + text_bytes,
                                  "rewritten_bytes": new_bytes, "purge_over_copy":
                                  purge_s / copy_s, "compact_s": compact_s,
@@ -122,6 +125,7 @@ def main() -> None:
             runs[str(n)] = {
                 "forget_p50_ms": round(median([r["forget_ms"] for r in rows]), 3),
                 "purge_p50_s": round(median([r["purge_s"] for r in rows]), 3),
+                "purge_cpu_p50_s": round(median([r["purge_cpu_s"] for r in rows]), 3),
                 "copy_journal_p50_s": round(median([r["copy_s"] for r in rows]), 4),
                 "purge_over_copy_median": round(median([r["purge_over_copy"] for r in rows]), 2),
                 "compact_zeroing_p50_s": round(median([r["compact_s"] for r in rows]), 3),
@@ -141,7 +145,8 @@ def main() -> None:
         "runs": runs,
         "targets_at_100000": {
             "forget_p50_ms": check(at.get("forget_p50_ms"), "<", 5),
-            "purge_over_copy": check(at.get("purge_over_copy_median"), "<=", 3)},
+            # issue 16: at most 5x copying the journal (an earlier issue asked 3x)
+            "purge_over_copy": check(at.get("purge_over_copy_median"), "<=", 5)},
     }, args.save)
 
 

@@ -17,10 +17,21 @@ the purge of today, in one run:
   associated data (store id, generation, segment, header) and sealed under the new
   one, AES-GCM over the compressed bytes, nothing decompressed or decoded -- then
   fsynced;
+- ``rebind``: every live text-segment record carried into a new generation's text
+  file: its sequence number is its frame's new one, so its header and checksum change,
+  and an encrypted record is opened and sealed again (its associated data binds the
+  generation, offset and sequence number); verified, written back to back, fsynced.
+  The text segment's format binds each record to its transaction's sequence number,
+  so a purge that renumbers frames cannot copy the file as bytes;
+- ``erase``: a copy of the live generation (journal, text segment) overwritten with
+  zeros, synced and unlinked, as every compaction does to the generation it replaces;
 - ``purge``: ``Memory.forget(..., purge=True)`` of one fact, as today.
 
-The state remap (slots, sequence numbers, text-segment offsets) is not prototyped
-here; it is the other half of the step. Prints JSON; nothing is saved.
+``floor_over_copy`` is (refile + rebind + erase) / copy: what a frame-level purge
+would cost with an in-memory remap that cost nothing, in this format. The state
+remap (slots, sequence numbers, text-segment offsets, the BM25 vocabulary's order)
+is not prototyped here; it is the other half of the step. Prints JSON; nothing is
+saved.
 """
 
 from __future__ import annotations
@@ -32,15 +43,25 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks._common import emit, machine, median
-from benchmarks.purge_bench import copy_journal
+from benchmarks.purge_bench import copy_journal, erase_cost
 from benchmarks.search_bench import corpus
 from holomem import Memory, Store
 from holomem.log import Journal
 from holomem.log.checksum import checksum_parts
-from holomem.log.format import AAD, FRAME_CHECKSUMMED, FRAME_HEADER, FRAME_HEADER_SIZE
+from holomem.log.envelope import Envelope
+from holomem.log.format import (
+    AAD,
+    FRAME_CHECKSUMMED,
+    FRAME_HEADER,
+    FRAME_HEADER_SIZE,
+    TEXT_FILE,
+)
+from holomem.log.recordfile import RecordFile
 
 
 def refile(journal: Journal, dest: str) -> tuple[float, int]:
@@ -84,10 +105,47 @@ def refile(journal: Journal, dest: str) -> tuple[float, int]:
     return elapsed, written
 
 
+def rebind(store: Store, envelope: Envelope | None, dest: str, shift: int
+           ) -> tuple[float, float, int]:
+    """Every live record of ``store``'s text segment rewritten for a next generation into
+    ``dest`` (sequence numbers moved by ``shift``); seconds, CPU seconds and bytes."""
+    os.makedirs(dest, exist_ok=True)
+    with store.reading() as view:
+        state = view.state
+        old = state.text.store
+        assert isinstance(old, RecordFile)
+        slots = np.flatnonzero(state.catalog.alive.view())
+        offs = state.text.offset.view()[slots].tolist()
+        sizes = state.text.size.view()[slots].tolist()
+        seqs = state.catalog.seq.view()[slots].tolist()
+        t, cpu = time.perf_counter(), time.process_time()
+        new = RecordFile(os.path.join(dest, TEXT_FILE), store_id=old.store_id,
+                         generation=old.generation + 1, envelope=envelope,
+                         read_only=False)
+        raw = memoryview(old.read_all())
+        out: list[bytes] = []
+        at = new.first_offset
+        for off, size, seq in zip(offs, sizes, seqs, strict=True):
+            body = old.decode(raw[off:off + size], off, seq)
+            assert body is not None
+            record = new.encode(at, seq + shift, body)
+            out.append(record)
+            at += len(record)
+        data = b"".join(out)
+        new.write(new.first_offset, data)
+        new.seal(seqs[-1] + shift if seqs else 0)
+        new.close()
+        elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
+    shutil.rmtree(dest)
+    return elapsed, cpu, len(data)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--facts", type=int, default=100_000)
     ap.add_argument("--batch", type=int, default=100, help="facts per remember_many call")
+    ap.add_argument("--compact", action="store_true",
+                    help="compact the store before measuring (as purge_bench's rounds do)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--encrypted", action="store_true")
     args = ap.parse_args()
@@ -103,25 +161,39 @@ def main() -> None:
                                       for j in range(i, min(args.facts, i + args.batch))])
         with Store.open(path, sync="full", key=key) as store:
             memory = Memory(store)
+            if args.compact:
+                store.compact()
             for r in range(args.rounds):
                 copy_s = copy_journal(path, os.path.join(d, "copy"))
                 with Journal.open(path, key=key, read_only=True) as journal:  # a follower
                     refile_s, nbytes = refile(journal, os.path.join(d, "refile"))
-                t = time.perf_counter()
+                    shift = journal.last_seq + 1 - journal.first_seq
+                    rebind_s, rebind_cpu_s, text_bytes = rebind(store, journal.envelope,
+                                                  os.path.join(d, "rebind"), shift)
+                erase_s, _ = erase_cost(path, os.path.join(d, "scratch"))
+                t, cpu = time.perf_counter(), time.process_time()
                 memory.forget({"ids": [f"f{r}"]}, purge=True)
-                purge_s = time.perf_counter() - t
-                rows.append({"copy_s": copy_s, "refile_s": refile_s, "purge_s": purge_s,
-                             "bytes": nbytes})
+                purge_s, purge_cpu_s = time.perf_counter() - t, time.process_time() - cpu
+                rows.append({"copy_s": copy_s, "refile_s": refile_s, "rebind_s": rebind_s,
+                             "rebind_cpu_s": rebind_cpu_s, "purge_cpu_s": purge_cpu_s,
+                             "erase_s": erase_s, "purge_s": purge_s, "bytes": nbytes,
+                             "text_bytes": text_bytes,
+                             "floor_s": refile_s + rebind_s + erase_s})
     emit("purge_frames", {
         "benchmark": "purge_frames (prototype)", "machine": machine(tempfile.gettempdir()),
         "conditions": {"facts": args.facts, "facts_per_transaction": args.batch,
-                       "encrypted": args.encrypted, "rounds": args.rounds},
+                       "encrypted": args.encrypted, "rounds": args.rounds,
+                       "compacted_first": args.compact},
         "median_s": {k: round(median([r[k] for r in rows]), 4)
-                     for k in ("copy_s", "refile_s", "purge_s")},
+                     for k in ("copy_s", "refile_s", "rebind_s", "rebind_cpu_s", "erase_s",
+                               "floor_s", "purge_s", "purge_cpu_s")},
         "median_ratios": {
             "refile_over_copy": round(median([r["refile_s"] / r["copy_s"] for r in rows]), 2),
+            "rebind_over_copy": round(median([r["rebind_s"] / r["copy_s"] for r in rows]), 2),
+            "erase_over_copy": round(median([r["erase_s"] / r["copy_s"] for r in rows]), 2),
+            "floor_over_copy": round(median([r["floor_s"] / r["copy_s"] for r in rows]), 2),
             "purge_over_copy": round(median([r["purge_s"] / r["copy_s"] for r in rows]), 1)},
-        "journal_bytes": rows[-1]["bytes"],
+        "journal_bytes": rows[-1]["bytes"], "text_bytes": rows[-1]["text_bytes"],
         "rounds": rows,
     }, False)
 

@@ -196,6 +196,16 @@ class RecordFile:
             return None
         return self.decode(raw, offset, seq)
 
+    def read_span(self, offset: int, size: int) -> bytes:
+        """``size`` raw bytes at ``offset`` (several records back to back, unverified:
+        :meth:`decode` each); b"" when the file cannot be read."""
+        if self._fd < 0:
+            return b""
+        try:
+            return fs.read_at(self._fd, size, offset, self.path)
+        except StorageIOError:
+            return b""
+
     def read_all(self) -> bytes:
         """The whole file (for verification after a crash)."""
         if self._fd < 0:

@@ -34,6 +34,10 @@ class TextRecord(msgspec.Struct, array_like=True, frozen=True):
     entities: tuple[str, ...] = ()
 
 
+#: The most bytes :meth:`TextSegment.read_many` reads at once (more records than
+#: that are read in several spans).
+SPAN = 4 << 20
+
 _enc = msgspec.msgpack.Encoder()
 _dec = msgspec.msgpack.Decoder(TextRecord)
 
@@ -158,6 +162,39 @@ class TextSegment:
             return None
         body = self.store.read(self.offset.item(slot), self.size.item(slot), seq)
         return None if body is None else decode_body(body)
+
+    def read_many(self, slots: list[int], seqs: list[int]) -> list[TextRecord | None]:
+        """:meth:`read` of each of ``slots`` (ascending, so their records lie in file
+        order), written by events ``seqs``: the records are read in spans of at most
+        :data:`SPAN` bytes, one read each, rather than one read per record."""
+        out: list[TextRecord | None] = [None] * len(slots)
+        store = self.store
+        if store is None or not slots:
+            return out
+        offs = self.offset.view()
+        sizes = self.size.view()
+        n = self.offset.n
+        i = 0
+        while i < len(slots):
+            if slots[i] >= n:
+                i += 1
+                continue
+            lo = int(offs[slots[i]])
+            j, hi = i, lo
+            while j < len(slots) and slots[j] < n:
+                off, size = int(offs[slots[j]]), int(sizes[slots[j]])
+                if off < hi or (j > i and off + size - lo > SPAN):
+                    break
+                hi = off + size
+                j += 1
+            raw = memoryview(store.read_span(lo, hi - lo))
+            for k in range(i, j):
+                off, size = int(offs[slots[k]]), int(sizes[slots[k]])
+                body = store.decode(raw[off - lo:off - lo + size], off, seqs[k]) \
+                    if off - lo + size <= len(raw) else None
+                out[k] = None if body is None else decode_body(body)
+            i = max(j, i + 1)
+        return out
 
     def rewrite(self, slot: int, seq: int, event: DocumentAdded | DocumentReplaced) -> None:
         """Write the record of ``slot`` again (after a failed read)."""

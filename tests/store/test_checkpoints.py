@@ -242,10 +242,10 @@ CACHES = {"_norm_key", "_norm_cache", "_arrays", "_mu", "_buffer_start", "_df_ke
 LOOKUP = {"_slot", "_table", "_ids_lent", "_built"}
 
 
-def _same(a: object, b: object, where: str) -> None:
+def assert_same(a: object, b: object, where: str) -> None:
     if isinstance(a, GrowArray):
         assert isinstance(b, GrowArray), where
-        _same(a.view(), b.view(), where)
+        assert_same(a.view(), b.view(), where)
     elif isinstance(a, np.ndarray):
         assert isinstance(b, np.ndarray) and a.dtype == b.dtype, where
         assert a.shape == b.shape and np.array_equal(a, b), where
@@ -255,16 +255,16 @@ def _same(a: object, b: object, where: str) -> None:
     elif isinstance(a, dict):
         assert isinstance(b, dict) and list(a) == list(b), where
         for k in a:
-            _same(a[k], b[k], f"{where}[{k!r}]")
+            assert_same(a[k], b[k], f"{where}[{k!r}]")
     elif isinstance(a, (list, tuple)):
         assert type(a) is type(b) and len(a) == len(b), where
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same(x, y, f"{where}[{i}]")
+            assert_same(x, y, f"{where}[{i}]")
     elif hasattr(a, "__dict__") or hasattr(a, "__slots__"):
         assert type(a) is type(b), where
         names = set(getattr(a, "__dict__", {})) | set(getattr(a, "__slots__", ()))
         for name in sorted(names - CACHES - LOOKUP - {"catalog", "store"}):
-            _same(getattr(a, name), getattr(b, name), f"{where}.{name}")
+            assert_same(getattr(a, name), getattr(b, name), f"{where}.{name}")
     else:
         assert a == b and type(a) is type(b), f"{where}: {a!r} != {b!r}"
 
@@ -291,7 +291,7 @@ def test_a_restored_state_equals_the_state_it_was_taken_from_attribute_for_attri
             restored = codec.restore(None, payload)
             for part in (*ProjectionState.PARTS, "purge_pending", "memory_config", "embedder",
                          "reembed_target", "reembed_cursor"):
-                _same(getattr(live, part), getattr(restored, part), part)
+                assert_same(getattr(live, part), getattr(restored, part), part)
             ever = {e.id for _, events in store.events() for e in events
                     if isinstance(e, (DocumentAdded, DocumentReplaced))}
             assert len(ever) > live.catalog.live  # some ids were vacated

@@ -9,6 +9,8 @@ Imports the log, the projections and the engine's view.
 
 from __future__ import annotations
 
+import numpy as np
+
 from holomem import events as ev
 from holomem.api.engine.replay import text_file
 from holomem.api.engine.view import View
@@ -30,6 +32,8 @@ from holomem.projections.state import ProjectionState
 
 #: Events per transaction when compaction writes a new generation.
 BATCH = 2048
+#: Live documents whose records are read (and events made) at a time.
+SLOTS = 1024
 
 P_COMPACT_BEGIN = cp.point("store.compact.begin", "compaction starts (a purge is recorded)")
 P_COMPACT_WRITTEN = cp.point(
@@ -37,23 +41,30 @@ P_COMPACT_WRITTEN = cp.point(
 P_COMPACT_DONE = cp.point("store.compact.done", "the old generation is erased")
 
 
-def live_events(view: View, slot: int) -> list[Event]:
-    """Events that re-create the document (and fact) in ``slot`` as it is now."""
-    rec = view.record(slot)
-    emb = view.vector_as_written(slot)
-    out: list[Event] = [DocumentAdded(
-        id=rec.id, text=rec.text, metadata=rec.metadata, embedding=emb, entities=rec.entities)]
+def live_events(view: View, slots: np.ndarray) -> list[list[Event]]:
+    """For each of ``slots`` (ascending), the events that re-create its document (and
+    fact) as it is now: the records read in a few large reads, the facts' times a
+    column at a time."""
+    records = view.records(slots)
     facts = view.facts
-    if facts.is_fact[slot]:
-        t = facts.times(slot)
-        out.append(FactAdded(
-            id=rec.id, ingest_time=t.ingest_time, subject=t.subject,
-            event_time=t.event_time, valid_from=t.valid_from, valid_to=t.valid_to,
-            requested=facts.requested.get(rec.id, ()), digest=t.digest,
-            confidence=facts.confidence.get(rec.id), namespace=facts.namespace(slot),
-            ttl_ms=t.ttl_ms))
-        out.extend(FeedbackGiven(id=rec.id, helpful=h, time=tm, note=n)
-                   for h, tm, n in facts.feedback.get(rec.id, ()))
+    is_fact = facts.is_fact.view()[slots]
+    times = iter(facts.times_many(slots[is_fact]))
+    out: list[list[Event]] = []
+    for slot, rec, fact in zip(slots.tolist(), records, is_fact.tolist(), strict=True):
+        events: list[Event] = [DocumentAdded(
+            id=rec.id, text=rec.text, metadata=rec.metadata,
+            embedding=view.vector_as_written(slot), entities=rec.entities)]
+        out.append(events)
+        if fact:
+            t = next(times)
+            events.append(FactAdded(
+                id=rec.id, ingest_time=t.ingest_time, subject=t.subject,
+                event_time=t.event_time, valid_from=t.valid_from, valid_to=t.valid_to,
+                requested=facts.requested.get(rec.id, ()), digest=t.digest,
+                confidence=facts.confidence.get(rec.id), namespace=facts.namespace(slot),
+                ttl_ms=t.ttl_ms))
+            events.extend(FeedbackGiven(id=rec.id, helpful=h, time=tm, note=n)
+                       for h, tm, n in facts.feedback.get(rec.id, ()))
     return out
 
 
@@ -96,10 +107,12 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View
 
     try:
         with state.rewriting():
-            for slot in view.live_slots():
-                batch.extend(live_events(view, int(slot)))
-                if len(batch) >= BATCH:
-                    flush()
+            slots = view.live_slots()
+            for start in range(0, len(slots), SLOTS):
+                for events in live_events(view, slots[start:start + SLOTS]):
+                    batch.extend(events)  # a document's events stay in one transaction
+                    if len(batch) >= BATCH:
+                        flush()
             links = view.facts.all_links()
             if links:
                 batch.append(FactLinks(links=tuple(links)))

@@ -194,6 +194,17 @@ class View:
             self._records[slot] = rec
         return rec
 
+    def records(self, slots: np.ndarray) -> list[TextRecord]:
+        """:meth:`record` of each of ``slots`` (ascending), read from the text segment in
+        a few large reads (a compaction reads every live record); a record that does
+        not read back intact comes from the journal, as in :meth:`record`."""
+        state = self.state
+        ids = state.catalog.ids
+        wanted = slots.tolist()
+        found = state.text.read_many(wanted, state.catalog.seq.view()[slots].tolist())
+        return [rec if rec is not None and rec.id == ids[slot] else self.record(slot)
+                for slot, rec in zip(wanted, found, strict=True)]
+
     def event(self, slot: int) -> DocEvent:
         """The document event that wrote ``slot`` (the caller's bytes, as written)."""
         return self._transactions.document(self.state, slot)

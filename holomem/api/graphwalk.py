@@ -118,17 +118,17 @@ class _Walk:
         # alone, so no other namespace's facts, and none written after known_at, change
         # the walk or show in its report.
         lens, held = view.entities.postings_of(carried)
-        owner = np.repeat(np.arange(len(carried)), lens)
+        owner = np.repeat(np.arange(len(carried), dtype=np.int32), lens)
+        ok = view.catalog.alive.view()[held] & facts.is_fact.view()[held]
+        if self.known_at is not None:
+            ok &= facts.ingest.view()[held] <= self.known_at
+        held, owner = held[ok], owner[ok]  # (narrowed first: a batch's postings are many)
         at = np.asarray(pos, dtype=np.int64)[owner]
         nid = spaces.of_slot.view()
         root = spaces.intern_id(())
-        home = nid[frontier[at]]
-        theirs = nid[held]
-        ok = view.catalog.alive.view()[held] & facts.is_fact.view()[held] \
-            & (np.where(theirs < 0, root, theirs) == np.where(home < 0, root, home))
-        if self.known_at is not None:
-            ok &= facts.ingest.view()[held] <= self.known_at
-        held, owner, at = held[ok].astype(np.int64), owner[ok], at[ok]
+        home, theirs = nid[frontier[at]], nid[held]
+        same = np.where(theirs < 0, root, theirs) == np.where(home < 0, root, home)
+        held, owner, at = held[same].astype(np.int64), owner[same], at[same]
         counts = np.bincount(owner, minlength=len(carried))
         for j in np.flatnonzero(counts > graphrecall.MAX_ENTITY_FANOUT).tolist():
             have = self.too_common.get(carried[j])

@@ -102,7 +102,13 @@ from holomem.api import (
     why,
 )
 from holomem.api.context import DEFAULT_K, CompiledContext, ContextDecision
-from holomem.api.graphtypes import LinkList, RelateResult, UnrelateResult, WhyResult
+from holomem.api.graphtypes import (
+    LinkList,
+    RelateManyResult,
+    RelateResult,
+    UnrelateResult,
+    WhyResult,
+)
 from holomem.api.types import (
     ConsolidateOptions,
     ConsolidationReport,
@@ -413,6 +419,14 @@ class _Ops:
                            "metadata": None if metadata is None else dict(metadata),
                            "namespace": _namespace(namespace)},
                 lambda r: _as(RelateResult, r))
+
+    @staticmethod
+    def relate_many(links: Any, namespace: Sequence[str] | None = None) -> Spec:
+        reqs = relations.requests(links)  # checked as Memory checks
+        body = [{"fromId": r.from_id, "toId": r.to_id, "relation": r.relation,
+                 "metadata": validate.load_metadata(r.metadata)} for r in reqs]
+        return ("relateMany", {"links": body, "namespace": _namespace(namespace)},
+                lambda r: _as(RelateManyResult, r))
 
     @staticmethod
     def unrelate(from_id: str, to_id: str, relation: str,
@@ -1022,6 +1036,12 @@ class Client(_Local):
                                                  namespace))
         return out
 
+    def relate_many(self, links: Any, *, namespace: Sequence[str] | None = None
+                    ) -> RelateManyResult:
+        """As ``Memory.relate_many``: one request, one transaction."""
+        out: RelateManyResult = self._do(_Ops.relate_many(links, namespace))
+        return out
+
     def unrelate(self, from_id: str, to_id: str, relation: str, *,
                  namespace: Sequence[str] | None = None) -> UnrelateResult:
         """As ``Memory.unrelate``."""
@@ -1280,6 +1300,10 @@ class AsyncClient(_Local):
                      **kwargs: Any) -> RelateResult:
         out: RelateResult = await self._do(_Ops.relate(from_id, to_id, relation, metadata,
                                                        **kwargs))
+        return out
+
+    async def relate_many(self, links: Any, **kwargs: Any) -> RelateManyResult:
+        out: RelateManyResult = await self._do(_Ops.relate_many(links, **kwargs))
         return out
 
     async def unrelate(self, from_id: str, to_id: str, relation: str,

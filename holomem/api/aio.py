@@ -26,7 +26,13 @@ from holomem.api import transfer, validate
 from holomem.api.configuration import ConsolidationPolicy, ForgettingPolicy
 from holomem.api.context import CompiledContext, ContextDecision
 from holomem.api.engine import Store
-from holomem.api.graphtypes import LinkList, RelateResult, UnrelateResult, WhyResult
+from holomem.api.graphtypes import (
+    LinkList,
+    RelateManyResult,
+    RelateResult,
+    UnrelateResult,
+    WhyResult,
+)
 from holomem.api.memory import Memory
 from holomem.api.policies import Clock, EntityExtractor, Observer, RecencyPolicy, SupersessionPolicy
 from holomem.api.types import (
@@ -238,6 +244,10 @@ class AsyncMemory:
                      **kwargs: Any) -> RelateResult:
         return await self._run(self.memory.relate, from_id, to_id, relation, metadata,
                                **kwargs)
+
+    async def relate_many(self, links: Any, **kwargs: Any) -> RelateManyResult:
+        """As ``Memory.relate_many`` (one transaction: all or nothing)."""
+        return await self._run(self.memory.relate_many, links, **kwargs)
 
     async def unrelate(self, from_id: str, to_id: str, relation: str,
                        **kwargs: Any) -> UnrelateResult:

@@ -134,6 +134,13 @@ class RelateRequest(Request, frozen=True, kw_only=True):
     namespace: list[str] | None = None
 
 
+class RelateManyRequest(Request, frozen=True, kw_only=True):
+    """``relateMany``: at most ``relations.MAX_RELATE_MANY`` links, one transaction."""
+
+    links: list[Any]
+    namespace: list[str] | None = None
+
+
 class UnrelateRequest(Request, frozen=True, kw_only=True):
     from_id: str
     to_id: str
@@ -325,6 +332,11 @@ def _relate(request: dict[str, Any]) -> Invocation:
                       {"namespace": req.namespace}, _same)
 
 
+def _relate_many(request: dict[str, Any]) -> Invocation:
+    req = _decode(request, RelateManyRequest)
+    return Invocation("relate_many", (req.links,), {"namespace": req.namespace}, _same)
+
+
 def _unrelate(request: dict[str, Any]) -> Invocation:
     req = _decode(request, UnrelateRequest)
     return Invocation("unrelate", (req.from_id, req.to_id, req.relation),
@@ -510,6 +522,7 @@ OPS: dict[str, Callable[[dict[str, Any]], Invocation]] = {
     "loadWorkingContext": _load_working_context,
     "listWorkingContexts": _list_working_contexts,
     "relate": _relate,
+    "relateMany": _relate_many,
     "unrelate": _unrelate,
     "links": _links,
     "why": _why,

@@ -37,6 +37,24 @@ class RelateResult(_Out, frozen=True):
     link: Link
 
 
+class LinkInput(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
+                forbid_unknown_fields=True):
+    """One link of ``relate_many``: ``from_id -[relation]-> to_id``, with its metadata."""
+
+    from_id: str
+    to_id: str
+    relation: str
+    metadata: dict[str, Any] | None = None
+
+
+class RelateManyResult(_Out, frozen=True):
+    """``relate_many``: each link's RelateResult, in the order given, and how many of
+    them this call made."""
+
+    results: list[RelateResult]
+    created: int
+
+
 class UnrelateResult(_Out, frozen=True):
     """``unrelate``: whether a link was removed (False: there was none)."""
 

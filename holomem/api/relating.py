@@ -10,7 +10,7 @@ engine; ``Memory`` (:mod:`.memory`) composes it.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -18,7 +18,14 @@ import msgspec
 from holomem.api import embedding, recall, relations, validate, why
 from holomem.api.configuration import Configured
 from holomem.api.engine import View
-from holomem.api.graphtypes import LinkList, RelateResult, UnrelateResult, WhyResult
+from holomem.api.graphtypes import (
+    LinkInput,
+    LinkList,
+    RelateManyResult,
+    RelateResult,
+    UnrelateResult,
+    WhyResult,
+)
 from holomem.errors import InvalidError
 from holomem.events import Event
 
@@ -54,6 +61,37 @@ class Relating(Configured):
         if planned[0].created:
             self.notify("relate", [req.from_id, req.to_id], seq)
         return RelateResult(created=planned[0].created, link=planned[0].link)
+
+    def relate_many(self, links: Iterable[LinkInput | Mapping[str, Any]], *,
+                    namespace: Sequence[str] | None = None) -> RelateManyResult:
+        """Make a batch of links in one transaction: all or nothing.
+
+        ``links``: each a LinkInput or a dict of ``from_id``, ``to_id``, ``relation``
+        and ``metadata`` (as :meth:`relate` takes them; camelCase keys too). The whole
+        batch is checked before anything is written — every request, then every link
+        against the store and the batch's earlier links, as if made one after another
+        — and any error (naming ``links[i]``) writes nothing. A link that exists (or
+        comes earlier in the batch) with the same metadata is not made again
+        (``created=False``); with other metadata it is a ``conflict``. Limits: at most
+        ``relations.MAX_RELATE_MANY`` links; each as :meth:`relate`. Errors:
+        ``invalid_request``, ``limit``, ``not_found``, ``conflict``.
+        """
+        reqs = relations.requests(links)
+        prefix = validate.namespace(namespace)
+        planned: builtins.list[relations.Planned] = []
+
+        def build(view: View) -> builtins.list[Event]:
+            planned[:] = relations.plan_relate_many(view, reqs, self.clock.now_ms(), prefix)
+            return [e for p in planned for e in p.events]
+
+        seq, written = self.store.commit(build)
+        if written:
+            ends = [i for r, p in zip(reqs, planned, strict=True) if p.created
+                    for i in (r.from_id, r.to_id)]
+            self.notify("relate", builtins.list(dict.fromkeys(ends)), seq)
+        return RelateManyResult(results=[RelateResult(created=p.created, link=p.link)
+                                         for p in planned],
+                                created=sum(p.created for p in planned))
 
     def unrelate(self, from_id: str, to_id: str, relation: str, *,
                  namespace: Sequence[str] | None = None) -> UnrelateResult:

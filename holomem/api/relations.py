@@ -24,11 +24,12 @@ Rules, written down once:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from holomem.api import validate
 from holomem.api.engine import View
-from holomem.api.graphtypes import Link
+from holomem.api.graphtypes import Link, LinkInput
 from holomem.errors import ConflictError, InvalidError, LimitError, NotFoundError
 from holomem.events import Event, RelationAdded, RelationRemoved
 from holomem.projections.namespaces import Namespace
@@ -38,6 +39,8 @@ from holomem.projections.relations import DIRECTIONS
 MAX_LINKS_PER_FACT = 1024
 #: Canonical JSON bytes of one link's metadata.
 MAX_LINK_METADATA_BYTES = 4096
+#: Links one ``relate_many`` call makes (one transaction).
+MAX_RELATE_MANY = 1000
 
 
 class LinkRequest(NamedTuple):
@@ -59,6 +62,27 @@ def request(from_id: object, to_id: object, relation: object,
         raise LimitError(f"link metadata is {len(meta)} bytes of JSON; the limit is "
                          f"{MAX_LINK_METADATA_BYTES}")
     return LinkRequest(a, b, name, meta)
+
+
+def requests(links: object) -> list[LinkRequest]:
+    """The checked requests of a ``relate_many`` (LinkInputs or dicts, snake_case or
+    camelCase keys). Errors: ``invalid_request``, ``limit``, naming ``links[i]``."""
+    if isinstance(links, (str, bytes, Mapping)) or not isinstance(links, Iterable):
+        raise InvalidError("links must be a list of {from_id, to_id, relation, metadata}")
+    out: list[LinkRequest] = []
+    for i, item in enumerate(links):
+        if i >= MAX_RELATE_MANY:
+            raise LimitError(f"relate_many makes at most {MAX_RELATE_MANY} links a call")
+        try:
+            x = validate.to_struct(LinkInput, item, {}, f"links[{i}]")
+            out.append(request(x.from_id, x.to_id, x.relation, x.metadata))
+        except (InvalidError, LimitError) as exc:
+            message = exc.message if exc.message.startswith(f"links[{i}]") \
+                else f"links[{i}]: {exc.message}"
+            raise type(exc)(message) from None
+    if not out:
+        raise InvalidError("relate_many needs at least one link")
+    return out
 
 
 def direction(value: object) -> str:
@@ -107,6 +131,41 @@ def plan_relate(view: View, req: LinkRequest, now: int, prefix: Namespace) -> Pl
     made = Link(from_id=req.from_id, to_id=req.to_id, relation=req.relation, time=now,
                 metadata=validate.load_metadata(req.metadata))
     return Planned([event], made, True)
+
+
+def plan_relate_many(view: View, reqs: list[LinkRequest], now: int, prefix: Namespace
+                     ) -> list[Planned]:
+    """The plans of a batch of relates, each checked against the store and the batch's
+    earlier links (as if they were made one after another); any error refuses the
+    whole batch. Errors: as :func:`plan_relate`."""
+    out: list[Planned] = []
+    made: dict[tuple[str, str, str], Planned] = {}
+    extra_out: dict[int, int] = {}
+    extra_in: dict[int, int] = {}
+    for i, req in enumerate(reqs):
+        key = (req.from_id, req.to_id, req.relation)
+        try:
+            earlier = made.get(key)
+            if earlier is not None:
+                if validate.metadata(earlier.link.metadata) != req.metadata:
+                    raise ConflictError(f"{req.from_id!r} -[{req.relation}]-> {req.to_id!r} "
+                                        "is given twice with other metadata")
+                out.append(Planned([], earlier.link, False))
+                continue
+            planned = plan_relate(view, req, now, prefix)
+            if planned.created:
+                s, d = view.facts.slot(req.from_id), view.facts.slot(req.to_id)
+                extra_out[s] = extra_out.get(s, 0) + 1
+                extra_in[d] = extra_in.get(d, 0) + 1
+                if view.relations.degree(s, "out") + extra_out[s] > MAX_LINKS_PER_FACT \
+                        or view.relations.degree(d, "in") + extra_in[d] > MAX_LINKS_PER_FACT:
+                    raise LimitError(f"the batch gives a fact more than {MAX_LINKS_PER_FACT} "
+                                     "links one way (the limit)")
+                made[key] = planned
+        except (ConflictError, InvalidError, LimitError, NotFoundError) as exc:
+            raise type(exc)(f"links[{i}]: {exc.message}") from None
+        out.append(planned)
+    return out
 
 
 def plan_unrelate(view: View, req: LinkRequest, now: int, prefix: Namespace

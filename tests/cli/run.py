@@ -33,7 +33,7 @@ def holomem(*args: str, stdin: str | None = None, timeout: float = 120) -> Done:
 
 
 #: Commands that open their store as its writer (unless they only look: a dry run).
-WRITERS = {"remember", "import", "forget", "config"}
+WRITERS = {"remember", "import", "forget", "config", "relate", "unrelate"}
 
 
 def _writes(args: Sequence[str]) -> bool:

@@ -137,6 +137,12 @@ def largest(op: str) -> dict[str, Any]:
         "info": {},
         "relate": {"fromId": "f1", "toId": "f2", "relation": "r" * validate.MAX_ID_CHARS,
                    "metadata": {"m": "x" * (relations.MAX_LINK_METADATA_BYTES - 16)}},
+        # The relate above, as many times as a batch takes: the largest request, which
+        # adds no link (more links on f1 would change what later ops' graph walks do).
+        "relateMany": {"links": [
+            {"fromId": "f1", "toId": "f2", "relation": "r" * validate.MAX_ID_CHARS,
+             "metadata": {"m": "x" * (relations.MAX_LINK_METADATA_BYTES - 16)}}
+        ] * relations.MAX_RELATE_MANY},
         "unrelate": {"fromId": "f1", "toId": "f2", "relation": "r" * validate.MAX_ID_CHARS},
         "links": {"id": "f1", "direction": "both"},
         "why": {"query": query, "maxHops": why.MAX_HOPS,

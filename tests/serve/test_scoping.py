@@ -174,6 +174,11 @@ def requests(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
                                      (draw(IDS), draw(IDS))]))
         request = {"fromId": ends[0], "toId": ends[1], "relation": "cites",
                    "namespace": draw(st.sampled_from([None, [], ns]))}
+    elif op == "relateMany":
+        ends = draw(st.sampled_from([(ALICE_IDS[2], ALICE_IDS[3]), (ALICE_IDS[3], BOB_IDS[2]),
+                                     (draw(IDS), draw(IDS))]))
+        request = {"links": [{"fromId": ends[0], "toId": ends[1], "relation": "cites"}],
+                   "namespace": draw(st.sampled_from([None, [], ns]))}
     elif op == "links":
         request = {"id": draw(IDS), "direction": "both", "namespace": ns}
     elif op in ("compileContext", "explainContext"):
@@ -216,6 +221,8 @@ def test_no_request_through_a_scope_reaches_anything_outside_it(tmp_path: Path) 
     @example(("explain", {"query": "Lisa lives", "id": ALICE_IDS[1]}))
     @example(("relate", {"fromId": ALICE_IDS[2], "toId": ALICE_IDS[3], "relation": "x"}))
     @example(("unrelate", {"fromId": ALICE_IDS[2], "toId": ALICE_IDS[3], "relation": "x"}))
+    @example(("relateMany", {"links": [{"fromId": ALICE_IDS[2], "toId": ALICE_IDS[3],
+                                        "relation": "y"}]}))
     @example(("links", {"id": ALICE_IDS[2], "direction": "both"}))
     @example(("why", {"query": ALICE_IDS[2]}))
     @example(("feedback", {"id": ALICE_IDS[2], "helpful": True}))

@@ -16,6 +16,8 @@ answers are printed :mod:`.cliprint`'s.
                          [--within NS] [--include-chain] [--dry-run] [--purge] [--yes]
     holomem list STORE [--limit N] [--cursor C | --all] [--namespace NS] [--filter JSON]
     holomem list-namespaces STORE [--prefix NS] [--max-depth N] [--all]
+    holomem relate STORE FROM TO RELATION [--metadata JSON] [--namespace NS]
+    holomem unrelate STORE FROM TO RELATION [--namespace NS]
     holomem links STORE ID [--relation R] [--direction out|in|both]
     holomem why STORE QUERY_OR_ID [--max-hops N] [--relation R ...] [--filter JSON]
     holomem info | config | export | import STORE ...    holomem fsck STORE [...]
@@ -233,6 +235,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "remember": _memory_command, "recall": _memory_command, "explain": _memory_command,
     "get": _memory_command, "history": _memory_command, "forget": _forget, "list": _list,
     "list-namespaces": _list_namespaces, "links": cligraph.run, "why": cligraph.run,
+    "relate": cligraph.run, "unrelate": cligraph.run,
     "info": clistore.info, "config": clistore.config,
     "export": clistore.export, "import": clistore.import_,
     "fsck": lambda args: cliserve.fsck(args.args), "serve": cliserve.serve,

@@ -1,11 +1,14 @@
-"""The ``holomem links`` and ``holomem why`` commands (docs/cli.md): typed links and the
-evidence walk over them, from the command line.
+"""The ``holomem relate``, ``unrelate``, ``links`` and ``why`` commands (docs/cli.md):
+typed links and the evidence walk over them, from the command line.
 
-Owns: the two commands' arguments, their contract requests (``links``, ``why``: the
-CLI answers what ``Memory.call`` does), running them and their text form. The parser
+Owns: the commands' arguments, their contract requests (``relate``, ``unrelate``,
+``links``, ``why``: the CLI answers what ``Memory.call`` does), running them and their
+text form. The parser
 hands in its shared option builders; opening the store and the exit statuses are
 :mod:`.cliopen`'s. Imports the CLI's argument types, opening and printing helpers.
 
+    holomem relate STORE FROM TO RELATION [--metadata JSON] [--namespace NS]
+    holomem unrelate STORE FROM TO RELATION [--namespace NS]
     holomem links STORE ID [--relation R] [--direction out|in|both] [--as-of W] ...
     holomem why STORE QUERY_OR_ID [--max-hops N] [--relation R ...] [--filter JSON] ...
 """
@@ -26,8 +29,22 @@ from holomem.api.render import format_time
 def add_commands(command: Callable[..., argparse.ArgumentParser],
                  store_options: Callable[[argparse.ArgumentParser], None],
                  output_options: Callable[..., None]) -> None:
-    """Add ``links`` and ``why`` through the parser's ``command``, with its shared
-    option builders (:mod:`.cliparser` hands them in)."""
+    """Add ``relate``, ``unrelate``, ``links`` and ``why`` through the parser's
+    ``command``, with its shared option builders (:mod:`.cliparser` hands them in)."""
+    for name, what in (("relate", "link two facts of one namespace with a typed, directed "
+                                  "relation (again with the same metadata: no change)"),
+                       ("unrelate", "remove a typed link (none there: no change)")):
+        p = command(name, what)
+        store_options(p)
+        p.add_argument("from_id", metavar="FROM", help="the id of the fact the link leaves")
+        p.add_argument("to_id", metavar="TO", help="the id of the fact the link enters")
+        p.add_argument("relation", metavar="RELATION", help="the link's type, e.g. cites")
+        if name == "relate":
+            p.add_argument("--metadata", type=json_object, metavar="JSON",
+                           help="a JSON object kept with the link (at most 4 KiB)")
+        p.add_argument("--namespace", type=namespace_parts, metavar="NS",
+                       help=f"both facts must be at or under this namespace: {NS_HELP}")
+        output_options(p, jsonl=False)
     lnk = command("links", "the typed links of a fact (out, in or both), in the order "
                   "they were made")
     store_options(lnk)
@@ -64,9 +81,17 @@ def _times_and_namespace(p: argparse.ArgumentParser) -> None:
 
 
 def request(args: argparse.Namespace) -> dict[str, Any]:
-    """The contract request of a ``links`` or ``why`` command line."""
+    """The contract request of a ``relate``, ``unrelate``, ``links`` or ``why`` line."""
+    if args.command in ("relate", "unrelate"):
+        req: dict[str, Any] = {"fromId": args.from_id, "toId": args.to_id,
+                               "relation": args.relation}
+        if getattr(args, "metadata", None) is not None:
+            req["metadata"] = args.metadata
+        if args.namespace is not None:
+            req["namespace"] = args.namespace
+        return req
     if args.command == "links":
-        req: dict[str, Any] = {"id": args.id, "direction": args.direction}
+        req = {"id": args.id, "direction": args.direction}
         if args.relation is not None:
             req["relation"] = args.relation
     else:
@@ -82,13 +107,20 @@ def request(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``holomem links`` or ``holomem why``: a read (a follower of the store)."""
-    with memory_of(args) as memory:
+    """Run ``holomem relate`` / ``unrelate`` (writes: the store's writer) or ``holomem
+    links`` / ``why`` (reads: a follower of the store)."""
+    writes = args.command in ("relate", "unrelate")
+    with memory_of(args, write=writes) as memory:
         response = memory.call(args.command, request(args))
     if args.json:
         cliprint.emit_json(response)
     elif getattr(args, "jsonl", False):
         cliprint.emit_jsonl(response["links"])
+    elif args.command == "relate":
+        print("made" if response["created"] else "already there (nothing written)")
+        print_links({"links": [response["link"]]})
+    elif args.command == "unrelate":
+        print("removed" if response["removed"] else "no such link (nothing written)")
     elif args.command == "links":
         print_links(response)
     else:

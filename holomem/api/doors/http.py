@@ -115,7 +115,8 @@ READ_OPS = frozenset({"recall", "explain", "get", "history", "list", "listNamesp
                       "why", "compileContext", "explainContext", "loadWorkingContext",
                       "listWorkingContexts"})
 WRITE_OPS = frozenset({"remember", "forget", "applyForgetting", "consolidate", "feedback",
-                       "setConfidence", "import", "relate", "unrelate", "saveWorkingContext"})
+                       "setConfidence", "import", "relate", "relateMany", "unrelate",
+                       "saveWorkingContext"})
 
 #: The request headers an allowed browser origin may send (CORS): the API's, and the
 #: MCP transport's (its session, its protocol version, the namespace of a session, the

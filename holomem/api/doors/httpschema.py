@@ -26,7 +26,13 @@ import msgspec
 from holomem.api import contract
 from holomem.api.context import CompiledContext, ContextDecision
 from holomem.api.engine import Document, DocumentInput, Hit
-from holomem.api.graphtypes import LinkList, RelateResult, UnrelateResult, WhyResult
+from holomem.api.graphtypes import (
+    LinkList,
+    RelateManyResult,
+    RelateResult,
+    UnrelateResult,
+    WhyResult,
+)
 from holomem.api.types import (
     ConsolidateOptions,
     ConsolidationReport,
@@ -211,6 +217,8 @@ OPS: dict[str, Op] = {
                  "Restore exported facts exactly, in atomic batches"),
     "relate": Op((contract.RelateRequest,), RelateResult,
                  "Link two facts of one namespace with a typed, directed relation"),
+    "relateMany": Op((contract.RelateManyRequest,), RelateManyResult,
+                     "Make a batch of typed links in one transaction: all or nothing"),
     "unrelate": Op((contract.UnrelateRequest,), UnrelateResult, "Remove a typed link"),
     "links": Op((contract.LinksRequest,), LinkList,
                 "The typed links of a fact, out, in or both"),

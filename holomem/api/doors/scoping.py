@@ -50,7 +50,7 @@ from holomem.errors import InvalidError, LimitError, NotFoundError
 _PREFIX_OPS = frozenset({"recall", "explain", "list", "probe", "related", "reason",
                          "contradict", "applyForgetting", "consolidate",
                          # relations: both ends (every fact walked) at or under the prefix
-                         "relate", "unrelate", "links", "why",
+                         "relate", "relateMany", "unrelate", "links", "why",
                          # the context window: candidates at or under the prefix
                          "compileContext", "explainContext",
                          # working contexts: the namespace a session lives in

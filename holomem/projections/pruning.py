@@ -127,10 +127,13 @@ def _lookup(term: Term, slots: np.ndarray, norms: np.ndarray) -> np.ndarray:
 
 
 def _rescore(terms: list[Term], slots: np.ndarray, norms: np.ndarray) -> np.ndarray:
-    """Exact scores of ``slots`` (ascending), summed in query order."""
+    """Exact scores of ``slots`` (ascending), summed in query order (adding a term's 0
+    where it is absent leaves a sum's bits as they are)."""
     acc = np.zeros(len(slots))
-    if not len(slots):
-        return acc
+    if len(slots):
+        for term in terms:
+            acc += _lookup(term, slots, norms)
+    return acc
     norm = norms[slots]
     for term in terms:
         for p_slots, p_tfs in term.parts:

@@ -134,15 +134,3 @@ def _rescore(terms: list[Term], slots: np.ndarray, norms: np.ndarray) -> np.ndar
         for term in terms:
             acc += _lookup(term, slots, norms)
     return acc
-    norm = norms[slots]
-    for term in terms:
-        for p_slots, p_tfs in term.parts:
-            if not len(p_slots):
-                continue
-            at = np.searchsorted(p_slots, slots)
-            np.minimum(at, len(p_slots) - 1, out=at)
-            hit = np.flatnonzero(p_slots[at] == slots)
-            if len(hit):
-                tf = p_tfs[at[hit]].astype(np.float64)
-                acc[hit] += term.weight * tf / (tf + norm[hit])
-    return acc

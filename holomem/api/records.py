@@ -10,7 +10,6 @@ and the memory API's types.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -58,71 +57,71 @@ def fact_record(view: View, slot: int, at: int, known_at: int | None = None) -> 
         expires_at=t.ingest_time + t.ttl_ms if t.ttl_ms is not None else None)
 
 
+#: FactRecord's fields in order: :func:`fact_records` passes them by position (no
+#: keyword dict per record), so this fails at import if the order ever changes.
+_FIELDS = ("id", "text", "ingest_time", "status", "subject", "entities", "metadata",
+           "embedding", "event_time", "valid_from", "valid_to", "supersedes",
+           "superseded_by", "confidence", "helpful", "unhelpful", "feedback", "namespace",
+           "ttl_ms", "expires_at")
+assert FactRecord.__struct_fields__ == _FIELDS, FactRecord.__struct_fields__
+
+
 def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None = None,
                  statuses: Sequence[str] | None = None) -> list[FactRecord]:
     """:func:`fact_record` of each of ``slots`` (the same records); ``statuses``: their
     statuses at ``at`` (knowing what was ingested by ``known_at``) when the caller has
-    them. The tables are read only for the facts that are in them."""
+    them. The text records are read together (:meth:`View.records_of`), each column
+    in one gather, and the tables only for the facts that are in them."""
     facts = view.facts
     if statuses is None:
         statuses = [STATUSES[c] for c in facts.status_codes(
             np.asarray(slots, dtype=np.int64), at, known_at).tolist()]
-    # A few slots (recall's k): one element at a time costs less than a numpy gather.
-    is_fact, ingest, event = facts.is_fact.view(), facts.ingest.view(), facts.event.view()
-    valid_from, valid_to = facts.valid_from.view(), facts.valid_to.view()
-    subject = facts.subject.view()
-    names, ids = facts.subject_names, view.catalog.ids
-    ttl, feedback, confidence = facts.ttl, facts.feedback, facts.confidence
+    recs = view.records_of(slots)
+    at_slots = np.asarray(slots, dtype=np.intp)
+    is_fact = facts.is_fact.view()[at_slots].tolist()
+    ingest = facts.ingest.view()[at_slots].tolist()
+    events = facts.event.view()[at_slots].tolist()
+    starts = facts.valid_from.view()[at_slots].tolist()
+    ends = facts.valid_to.view()[at_slots].tolist()
+    subjects = facts.subject.view()[at_slots].tolist()
+    spaces = facts.namespaces.of_slot.view()[at_slots].tolist()
+    names, ns_names, ids = facts.subject_names, facts.namespaces.names, view.catalog.ids
+    # The tables few stores fill are looked at only when they hold something.
+    ttl = facts.ttl or None
+    feedback = facts.feedback or None
+    confidence = facts.confidence or None
     linked = bool(facts.supersedes)
-    vectors = view.embeddings
-    namespace = facts.namespaces.namespace
+    vectors = view.embeddings if view.embedding_dim else None
+    load = validate.load_metadata
     out = []
-    for slot, status in zip(slots, statuses, strict=True):
+    for i, (slot, status, rec) in enumerate(zip(slots, statuses, recs, strict=True)):
         fid = ids[slot] or ""
-        rec = view.record(slot)
-        # Only the fields that differ from FactRecord's defaults are passed: a Struct's
-        # keyword arguments cost by the number given (the record is the same).
-        kw: dict[str, Any] = {}
-        if rec.entities:
-            kw["entities"] = list(rec.entities)
-        if rec.metadata:
-            kw["metadata"] = validate.load_metadata(rec.metadata)
-        vec = vectors.vector(slot)
-        if vec is not None:
-            kw["embedding"] = vec.tolist()
-        if not is_fact.item(slot):
-            out.append(FactRecord(id=fid, text=rec.text, ingest_time=0, status="current",
-                                  **kw))
+        metadata = load(rec.metadata) if rec.metadata else None
+        vec = vectors.vector(slot) if vectors is not None else None
+        embedding = vec.tolist() if vec is not None else None
+        if not is_fact[i]:
+            out.append(FactRecord(fid, rec.text, 0, "current", None, list(rec.entities),
+                                  metadata, embedding, None, None, None, [], [], 1.0, 0, 0,
+                                  [], [], None, None))
             continue
-        sid = subject.item(slot)
-        if sid >= 0:
-            kw["subject"] = names[sid]
-        for name, column in (("event_time", event), ("valid_from", valid_from),
-                             ("valid_to", valid_to)):
-            value = column.item(slot)
-            if value != UNSET:
-                kw[name] = value
-        if linked:
-            kw["supersedes"] = facts.predecessors(fid, known_at)
-            kw["superseded_by"] = facts.successors(fid, known_at)
-        trust = confidence.get(fid)
-        if trust is not None:
-            kw["confidence"] = trust
-        fb = feedback.get(fid)
-        if fb:
-            kw["helpful"] = sum(1 for h, _, _ in fb if h)
-            kw["unhelpful"] = sum(1 for h, _, _ in fb if not h)
-            kw["feedback"] = [FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb]
-        ns = namespace(slot)
-        if ns:
-            kw["namespace"] = list(ns)
-        ingested = ingest.item(slot)
-        ttl_ms = ttl.get(fid)
-        if ttl_ms is not None:
-            kw["ttl_ms"] = ttl_ms
-            kw["expires_at"] = ingested + ttl_ms
-        out.append(FactRecord(id=fid, text=rec.text, ingest_time=ingested,
-                              status=status, **kw))  # type: ignore[arg-type]
+        sid, nid, ingested = subjects[i], spaces[i], ingest[i]
+        trust = confidence.get(fid, 1.0) if confidence is not None else 1.0
+        fb = feedback.get(fid) if feedback is not None else None
+        ttl_ms = ttl.get(fid) if ttl is not None else None
+        out.append(FactRecord(
+            fid, rec.text, ingested, status,  # type: ignore[arg-type]
+            names[sid] if sid >= 0 else None, list(rec.entities), metadata, embedding,
+            None if events[i] == UNSET else events[i],
+            None if starts[i] == UNSET else starts[i],
+            None if ends[i] == UNSET else ends[i],
+            facts.predecessors(fid, known_at) if linked else [],
+            facts.successors(fid, known_at) if linked else [],
+            trust,
+            sum(1 for h, _, _ in fb if h) if fb else 0,
+            sum(1 for h, _, _ in fb if not h) if fb else 0,
+            [FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb] if fb else [],
+            list(ns_names[nid]) if nid >= 0 else [],
+            ttl_ms, ingested + ttl_ms if ttl_ms is not None else None))
     return out
 
 

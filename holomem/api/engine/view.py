@@ -194,6 +194,29 @@ class View:
             self._records[slot] = rec
         return rec
 
+    def records_of(self, slots: Sequence[int]) -> list[TextRecord]:
+        """:meth:`record` of each of a few ``slots`` in any order (recall's k): those
+        not read in this block already are read one read each, their bodies decoded
+        in one call; one that does not read back intact comes as :meth:`record`'s."""
+        kept = self._records
+        out: list[TextRecord | None] = [kept.get(slot) for slot in slots]
+        todo = [i for i, rec in enumerate(out) if rec is None]
+        if todo:
+            state = self.state
+            ids = state.catalog.ids
+            wanted = [slots[i] for i in todo]
+            seqs = state.catalog.seq.view()[np.asarray(wanted, dtype=np.intp)].tolist()
+            found = state.text.read_each(wanted, seqs)
+            for i, slot, rec in zip(todo, wanted, found, strict=True):
+                if rec is None or rec.id != ids[slot]:
+                    rec = self.record(slot)
+                elif len(rec.text) + len(rec.metadata) <= RECORD_KEPT_BYTES:
+                    if len(kept) >= RECORDS_KEPT:
+                        kept.clear()
+                    kept[slot] = rec
+                out[i] = rec
+        return out  # type: ignore[return-value]
+
     def records(self, slots: np.ndarray) -> list[TextRecord]:
         """:meth:`record` of each of ``slots`` (ascending), read from the text segment in
         a few large reads (a compaction reads every live record); a record that does

@@ -20,8 +20,8 @@ from holomem.api.engine import View
 from holomem.api.forgetting import live_facts
 from holomem.api.types import ConsolidateOptions, ConsolidationGroup, RememberInput
 from holomem.errors import InvalidError
-from holomem.projections.facts import CURRENT
 from holomem.projections.namespaces import Namespace
+from holomem.projections.temporal import CURRENT
 from holomem.projections.tokenize import tokenize
 
 #: (source ids in effect order, the summary's text)

@@ -35,8 +35,8 @@ import numpy as np
 from holomem.api import validate
 from holomem.api.engine import View
 from holomem.errors import InvalidError, LimitError
-from holomem.projections.facts import UNSET
 from holomem.projections.metadata import is_number
+from holomem.projections.temporal import UNSET
 
 #: How deeply $and / $or / $not may nest, how many conditions one filter may hold,
 #: and how many values one $in / $nin may list.

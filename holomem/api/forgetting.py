@@ -28,8 +28,9 @@ from holomem.api.engine import View
 from holomem.api.types import ForgetOptions, ForgetScope, ForgettingConfig, Relink
 from holomem.errors import LimitError
 from holomem.events import DocumentDeleted, Event, FactsForgotten
-from holomem.projections.facts import UNSET, FactIndex
+from holomem.projections.facts import FactIndex
 from holomem.projections.namespaces import Namespace
+from holomem.projections.temporal import UNSET
 
 BATCH = 4096
 #: Ids in one forget scope.

@@ -22,8 +22,8 @@ from holomem.api.engine import View
 from holomem.api.policies import Policies
 from holomem.api.records import fact_records, wanted
 from holomem.api.types import Explanation, Recalled, RecallOptions
-from holomem.projections.facts import CURRENT, STATUSES
 from holomem.projections.fusion import DEFAULT_FUSION, Fusion, top_k
+from holomem.projections.temporal import CURRENT, STATUSES
 
 #: Limits of recall and explain (README "Limits"); the others are in validate.
 MAX_CANDIDATES = 1000

@@ -17,7 +17,7 @@ from holomem.api import validate
 from holomem.api.engine import View
 from holomem.api.types import FactRecord, FeedbackEntry
 from holomem.errors import NotFoundError
-from holomem.projections.facts import CURRENT, STATUSES, UNSET
+from holomem.projections.temporal import CURRENT, STATUSES, UNSET
 
 
 def wanted(history: str, status: str) -> bool:

@@ -26,8 +26,9 @@ from holomem.api.policies import Links, NewFact, Policies, SubjectMember, latest
 from holomem.api.types import Remembered, RememberInput
 from holomem.errors import ConflictError, InvalidError
 from holomem.events import DocumentAdded, Event, FactAdded
-from holomem.projections.facts import OrderKey, end_time, status_at
 from holomem.projections.namespaces import Namespace
+from holomem.projections.subjects import OrderKey
+from holomem.projections.temporal import end_time, status_at
 
 
 class Checked(NamedTuple):
@@ -277,17 +278,22 @@ class Planner:
         Exact, not a shortcut: a fact that is not current at ``eff`` — superseded or
         expired, since it has begun — is not current at any later start either
         (links are only added within a batch), so only the facts that were current
-        when the last in-order fact began are looked at again.
+        when the last in-order fact began are looked at again: for the stored facts,
+        the fact index keeps them (its subject heads, see
+        :mod:`holomem.projections.subjects`).
         """
         state = self._heads.get((ns, subject))
         if state is None:
-            members = [(self.view.facts.order_key(fid), fid)
-                       for fid in self.view.facts.subject_members(subject, ns)]
-            members += [(p.key, p.id) for p in self._by_subject.get((ns, subject), ())]
-            if not members:
+            stored = self.view.facts.subject_heads(subject, ns)
+            members = [(p.key, p.id) for p in self._by_subject.get((ns, subject), ())]
+            last = max(members)[0] if members else None
+            if stored is not None:
+                members += stored[1]
+                last = stored[0] if last is None else max(last, stored[0])
+            if last is None:
                 return []
             members.sort()
-            state = (members[-1][0], members)
+            state = (last, members)
         last, heads = state
         if not last < new_key:
             return None

@@ -1,26 +1,13 @@
 """The fact index: times, subjects and the supersession graph of every fact.
 
-Owns: the temporal model of docs/contract.md §3 — each fact's ingest, event and validity
-times, its subject slot, the supersession links and when each became known — and
-the status of a fact at an evaluation time. Imports numpy, :mod:`holomem.events`
-and the other projections. Nothing here is persisted: it is rebuilt by replay.
+Owns: each fact's ingest, event and validity times, its subject slot, the
+supersession links and when each became known, and the status of a fact at an
+evaluation time under the temporal model of docs/contract.md §3. Imports numpy,
+:mod:`holomem.events` and the other projections. Nothing here is persisted: it is rebuilt by replay.
 
-Definitions (written down once, here):
-
-- a fact *begins* at its effective time ``eff = valid_from ?? event_time ?? ingest_time``;
-- a link "s supersedes p" is written once, on the event of whichever of the two
-  arrived later, and becomes *known* at that fact's ingest time; it *takes effect*
-  at ``eff(s)``;
-- ``status(f, t, T)`` at evaluation time ``t``, ignoring everything ingested after
-  ``T`` (``known_at``; None means nothing is ignored):
-    1. ``not-yet-valid`` if ``t < eff(f)`` (it has not begun);
-    2. ``superseded`` if some known, still stored fact s with a known link s -> f
-       has begun (``eff(s) <= t``);
-    3. ``expired`` if ``t >= end(f)``, where ``end(f)`` is the earlier of
-       ``valid_to`` and, for a fact remembered with a time to live, ``ingest_time +
-       ttl_ms`` (unset when neither is);
-    4. ``current`` otherwise.
-  (Superseded is checked before expired: the more specific reason wins.)
+The definitions (when a fact begins and ends, its status at a time) are
+:mod:`holomem.projections.temporal`'s; subjects and their heads are
+:mod:`holomem.projections.subjects`'s.
 
 Columns are indexed by the catalog's slots (documents that are not facts have
 ``is_fact`` False), so the index costs a few dozen bytes per fact; links and
@@ -29,8 +16,8 @@ subjects live in dicts that only linked facts and subjects occupy.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import ClassVar, NamedTuple
+from collections.abc import Iterator
+from typing import ClassVar
 
 import numpy as np
 
@@ -45,76 +32,23 @@ from holomem.events import (
     FactsForgotten,
     FeedbackGiven,
 )
-from holomem.projections.base import Change, GrowArray, Later, Snapshot
+from holomem.projections.base import Change, GrowArray, Snapshot
 from holomem.projections.catalog import Catalog
 from holomem.projections.namespaces import ROOT, Namespace, NamespaceIndex
-
-UNSET = np.iinfo(np.int64).min
-CURRENT, SUPERSEDED, EXPIRED, NOT_YET_VALID = "current", "superseded", "expired", "not-yet-valid"
-STATUSES = (CURRENT, SUPERSEDED, EXPIRED, NOT_YET_VALID)
-#: Subjects starting with this are holomem's own (working contexts: "holomem:working/S").
-RESERVED_PREFIX = "holomem:"
-
-
-class Link(NamedTuple):
-    other: str  # the fact at the other end
-    known_at: int  # ingest time of the fact whose event wrote the link
-
-
-def _t(value: int | None) -> int:
-    return UNSET if value is None else value
-
-
-def _opt(value: int) -> int | None:
-    return None if value == UNSET else int(value)
-
-
-class FactTimes(NamedTuple):
-    ingest_time: int
-    event_time: int | None
-    valid_from: int | None
-    valid_to: int | None
-    effective: int
-    subject: str | None
-    digest: bytes
-    ttl_ms: int | None = None
-
-
-def end_time(valid_to: int | None, ingest_time: int, ttl_ms: int | None) -> int | None:
-    """When a fact stops being valid: the earlier of ``valid_to`` and its time to
-    live's end (``ingest_time + ttl_ms``); None when it has neither."""
-    if ttl_ms is None:
-        return valid_to
-    expires = ingest_time + ttl_ms
-    return expires if valid_to is None else min(valid_to, expires)
-
-
-def effective_time(valid_from: int | None, event_time: int | None, ingest_time: int) -> int:
-    """When a fact begins: ``valid_from ?? event_time ?? ingest_time``."""
-    if valid_from is not None:
-        return valid_from
-    return event_time if event_time is not None else ingest_time
-
-
-def status_at(at: int, effective: int, end: int | None,
-              successor_starts: Iterable[int]) -> str:
-    """The status of a fact at ``at``, given when it begins, when it ends
-    (:func:`end_time`), and when
-    each of its (known, stored) successors begins — rules 1 to 4 of the module
-    docstring. The fact index and remember's planner (for facts earlier in the same
-    batch, not yet in the index) both decide a status here."""
-    if at < effective:
-        return NOT_YET_VALID
-    if any(start <= at for start in successor_starts):
-        return SUPERSEDED
-    if end is not None and at >= end:
-        return EXPIRED
-    return CURRENT
-
-
-#: Effect order of a fact: effective time, then ingest time, then write order
-#: (the transaction's sequence number, then the slot within it).
-OrderKey = tuple[int, int, int, int]
+from holomem.projections.subjects import OrderKey, SubjectIndex
+from holomem.projections.temporal import (
+    CURRENT,
+    NOT_YET_VALID,
+    STATUSES,
+    UNSET,
+    FactTimes,
+    Link,
+    effective_time,
+    end_time,
+    opt,
+    status_at,
+    unset_if_none,
+)
 
 
 def _root(parent: np.ndarray, i: int) -> int:
@@ -139,12 +73,8 @@ class FactIndex:
         self.digest = GrowArray(np.uint64)
         #: the namespace of every fact, and the facts under a prefix
         self.namespaces = NamespaceIndex()
-        #: subjects are per namespace: (namespace id, subject) -> subject id
-        self._subject_id: dict[tuple[int, str], int] = {}
-        self.subject_names: list[str] = []
-        self._by_subject: dict[int, list[str]] = {}
-        #: ids of the subjects holomem reserves for its own facts (RESERVED_PREFIX)
-        self.reserved_subjects: list[int] = []
+        #: subjects (per namespace), their members and latest-by-subject's heads
+        self.subject_index = SubjectIndex(self.order_key, self.current)
         self._reserved_mask: tuple[tuple[int, int], np.ndarray] | None = None
         self.supersedes: dict[str, list[Link]] = {}  # successor -> what it supersedes
         self.superseded_by: dict[str, list[Link]] = {}  # predecessor -> its successors
@@ -196,6 +126,8 @@ class FactIndex:
             for col in self._columns():
                 col.append(col[old])
             self.is_fact[old] = False
+            if self.subject[old] >= 0:  # its place in effect order moves with its slot
+                self.subject_index.changed(int(self.subject[old]))
             self.namespaces.move(old, change.new)
             return
         self.is_fact.append(False)
@@ -215,10 +147,10 @@ class FactIndex:
         eff = effective_time(e.valid_from, e.event_time, e.ingest_time)
         self.is_fact[slot] = True
         self.ingest[slot] = e.ingest_time
-        self.event[slot] = _t(e.event_time)
-        self.valid_from[slot] = _t(e.valid_from)
-        self.valid_to[slot] = _t(e.valid_to)
-        self.end[slot] = _t(end_time(e.valid_to, e.ingest_time, e.ttl_ms))
+        self.event[slot] = unset_if_none(e.event_time)
+        self.valid_from[slot] = unset_if_none(e.valid_from)
+        self.valid_to[slot] = unset_if_none(e.valid_to)
+        self.end[slot] = unset_if_none(end_time(e.valid_to, e.ingest_time, e.ttl_ms))
         self.eff[slot] = eff
         self.digest[slot] = int.from_bytes(e.digest[:8].ljust(8, b"\0"), "little")
         self.facts += 1
@@ -232,6 +164,8 @@ class FactIndex:
             self._link(fid, pred, e.ingest_time)
         for succ in e.superseded_by:
             self._link(succ, fid, e.ingest_time)
+        if e.subject is not None:
+            self.subject_index.added(self.subject.item(slot), fid)
 
     def _fact_tables(self, slot: int, fid: str, e: FactAdded) -> None:
         """A new fact's entries in the tables beside the columns (TTL, namespace,
@@ -243,7 +177,7 @@ class FactIndex:
         if e.ttl_ms is not None:
             self.ttl[fid] = e.ttl_ms
         if e.subject is not None:
-            self._subject_of(slot, fid, nid, e.subject)
+            self.subject[slot] = self.subject_index.add(fid, nid, e.subject)
         if e.requested:
             self.requested[fid] = e.requested
         if e.confidence is not None:
@@ -271,7 +205,7 @@ class FactIndex:
             times[0, ks] = [UNSET if t is None else t for t in event]
             times[1, ks] = [UNSET if t is None else t for t in valid_from]
             times[2, ks] = [UNSET if t is None else t for t in valid_to]
-            times[3, ks] = [_t(end_time(e.valid_to, e.ingest_time, e.ttl_ms))
+            times[3, ks] = [unset_if_none(end_time(e.valid_to, e.ingest_time, e.ttl_ms))
                             if e.ttl_ms is not None else UNSET if e.valid_to is None
                             else e.valid_to for e in es]
             times[4, ks] = [f if f is not None else t if t is not None else e.ingest_time
@@ -309,17 +243,18 @@ class FactIndex:
             for succ in e.superseded_by:
                 if slot_of(succ) < slot:
                     self._link(succ, fid, e.ingest_time)
+            if e.subject is not None:
+                self.subject_index.added(self.subject.item(slot), fid)
 
-    def _subject_of(self, slot: int, fid: str, nid: int, subject: str) -> None:
-        sid = self._subject_id.get((nid, subject))
-        if sid is None:
-            name = "".join(subject)  # a copy: do not pin the event's buffers
-            sid = self._subject_id[(nid, name)] = len(self.subject_names)
-            self.subject_names.append(name)
-            if name.startswith(RESERVED_PREFIX):
-                self.reserved_subjects.append(sid)
-        self.subject[slot] = sid
-        self._by_subject.setdefault(sid, []).append(fid)
+    @property
+    def subject_names(self) -> list[str]:
+        """Subject id -> its name."""
+        return self.subject_index.names
+
+    @property
+    def reserved_subjects(self) -> list[int]:
+        """Ids of the subjects holomem reserves for its own facts (RESERVED_PREFIX)."""
+        return self.subject_index.reserved
 
     def _set_confidence(self, fid: str, value: float) -> None:
         if value == 1.0:
@@ -342,6 +277,9 @@ class FactIndex:
         self.supersedes[s] = [*self.supersedes.get(s, ()), Link(p, known_at)]
         self.superseded_by[p] = [*self.superseded_by.get(p, ()), Link(s, known_at)]
         self.links += 1
+        sid = self.subject.item(self.catalog.slot(p))
+        if sid >= 0:
+            self.subject_index.linked(sid, p)
 
     def _remove(self, slot: int, fact_id: str) -> None:
         self.facts -= 1
@@ -352,16 +290,16 @@ class FactIndex:
         self.ttl.pop(fact_id, None)
         sid = int(self.subject[slot])
         if sid >= 0:
-            members = self._by_subject.get(sid, [])
-            if fact_id in members:
-                # A new list: a list is only ever appended to in place (see snapshot()).
-                self._by_subject[sid] = [m for m in members if m != fact_id]
+            self.subject_index.remove(sid, fact_id)
         self.requested.pop(fact_id, None)
         self.feedback.pop(fact_id, None)
         self.confidence.pop(fact_id, None)
         for link in self.supersedes.pop(fact_id, []):
             self._drop(self.superseded_by, link.other, fact_id)
             self.links -= 1
+            pred = self.subject.item(self.catalog.slot(link.other))
+            if pred >= 0:  # without this successor, it may be current again
+                self.subject_index.changed(pred)
         for link in self.superseded_by.pop(fact_id, []):
             self._drop(self.supersedes, link.other, fact_id)
             self.links -= 1
@@ -388,7 +326,7 @@ class FactIndex:
         "feedback": dict[str, list[tuple[bool, int, str | None]]],
         "requested": list[tuple[str, tuple[str, ...]]],
         "confidence": list[tuple[str, float]], "ttl": list[tuple[str, int]],
-        "subject_keys": list[tuple[int, str, int]], "by_subject": list[tuple[int, list[str]]],
+        **SubjectIndex.SNAPSHOT_TYPES,
     }
 
     def snapshot(self) -> Snapshot:
@@ -396,21 +334,13 @@ class FactIndex:
         columns the index grows) are lent: a fact's row changes when it goes, and
         that change copies the column first. The tables are copied only at the top
         (C speed): the link and feedback tables' lists are never changed in place (a
-        change puts a new list in) and their entries are tuples; a subject's member
-        list is only appended to in place, so its length is taken and the prefix cut
-        when the snapshot is encoded, with the subjects' keys."""
+        change puts a new list in) and their entries are tuples; the subjects' tables
+        as :meth:`SubjectIndex.snapshot` takes them."""
         snap: Snapshot = {f"col.{name}": getattr(self, name).lend()
                           for name in self._column_names()}
         snap.update({f"ns.{k}": v for k, v in self.namespaces.snapshot().items()})
-        keys = dict(self._subject_id)
-        members = dict(self._by_subject)
-        lengths = list(map(len, members.values()))
+        snap.update(self.subject_index.snapshot())
         snap.update({
-            "subject_keys": Later(lambda: [[nid, subject, sid] for (nid, subject), sid
-                                           in keys.items()]),
-            "subject_names": list(self.subject_names),
-            "by_subject": Later(lambda: [[sid, ids[:n]] for (sid, ids), n
-                                         in zip(members.items(), lengths, strict=True)]),
             "supersedes": dict(self.supersedes),
             "superseded_by": dict(self.superseded_by),
             "requested": list(self.requested.items()),
@@ -430,12 +360,8 @@ class FactIndex:
         if len({len(getattr(self, name)) for name in names}) != 1:
             raise ValueError("fact index: columns of different lengths")
         self.namespaces.restore({k[3:]: v for k, v in snap.items() if k.startswith("ns.")})
-        self._subject_id = {(nid, subject): sid for nid, subject, sid in snap["subject_keys"]}
-        self.subject_names = list(snap["subject_names"])
-        self.reserved_subjects = [i for i, name in enumerate(self.subject_names)
-                                  if name.startswith(RESERVED_PREFIX)]
+        self.subject_index.restore(snap)
         self._reserved_mask = None
-        self._by_subject = dict(snap["by_subject"])
         self.supersedes.clear()
         self.supersedes.update(snap["supersedes"])
         self.superseded_by.clear()
@@ -456,9 +382,9 @@ class FactIndex:
         sid = self.subject.item(slot)
         return FactTimes(
             self.ingest.item(slot),
-            _opt(self.event.item(slot)),
-            _opt(self.valid_from.item(slot)),
-            _opt(self.valid_to.item(slot)),
+            opt(self.event.item(slot)),
+            opt(self.valid_from.item(slot)),
+            opt(self.valid_to.item(slot)),
             self.eff.item(slot),
             self.subject_names[sid] if sid >= 0 else None,
             self.digest.item(slot).to_bytes(8, "little"),
@@ -474,8 +400,7 @@ class FactIndex:
             return None
         key = (len(self.subject), len(self.subject_names))
         if self._reserved_mask is None or self._reserved_mask[0] != key:
-            table = np.zeros(len(self.subject_names) + 1, dtype=bool)
-            table[np.asarray(self.reserved_subjects, dtype=np.int64) + 1] = True
+            table = self.subject_index.reserved_table()
             mask = np.zeros(max(self.catalog.slots, key[0]), dtype=bool)
             mask[:key[0]] = table[self.subject.view().astype(np.int64) + 1]
             self._reserved_mask = (key, mask)
@@ -487,7 +412,7 @@ class FactIndex:
             self.ingest, self.event, self.valid_from, self.valid_to, self.eff, self.subject,
             self.digest)]
         names, ttl, ids = self.subject_names, self.ttl, self.catalog.ids
-        return [FactTimes(ing, _opt(evt), _opt(vf), _opt(vt), eff,
+        return [FactTimes(ing, opt(evt), opt(vf), opt(vt), eff,
                           names[sid] if sid >= 0 else None, dig.to_bytes(8, "little"),
                           ttl.get(ids[slot] or ""))
                 for slot, ing, evt, vf, vt, eff, sid, dig in zip(
@@ -496,18 +421,38 @@ class FactIndex:
     def subject_members(self, subject: str, namespace: Namespace = ROOT) -> list[str]:
         """Ids of the stored facts of ``subject`` in ``namespace`` (exactly that one:
         subjects never cross namespaces), in write order."""
+        sid = self._subject_id(subject, namespace)
+        return list(self.subject_index.members.get(sid, ())) if sid is not None else []
+
+    def _subject_id(self, subject: str, namespace: Namespace) -> int | None:
         nid = self.namespaces.intern_id(namespace)
-        sid = self._subject_id.get((nid, subject)) if nid >= 0 else None
-        return list(self._by_subject.get(sid, ())) if sid is not None else []
+        return self.subject_index.id_of(nid, subject) if nid >= 0 else None
+
+    def subject_heads(self, subject: str, namespace: Namespace = ROOT
+                      ) -> tuple[OrderKey, list[tuple[OrderKey, str]]] | None:
+        """The place in effect order of the last stored fact of ``subject`` in
+        ``namespace``, and the stored facts of it current when that one begins, in
+        effect order (every other one is current at no later time: see
+        :mod:`holomem.projections.subjects`); None when it has no stored fact."""
+        sid = self._subject_id(subject, namespace)
+        held = self.subject_index.heads(sid) if sid is not None else None
+        if held is None:
+            return None
+        last, heads = held
+        return self.order_key(last), sorted((self.order_key(h), h) for h in heads)
+
+    def current(self, fact_id: str, at: int) -> bool:
+        """Whether the stored fact ``fact_id`` is current at ``at`` (every link known)."""
+        return self.status(self.slot(fact_id), at) == CURRENT
 
     def subjects(self, subject: str, prefix: Namespace = ROOT) -> list[str]:
         """Ids of the stored facts of ``subject`` in every namespace at or under
         ``prefix``, in write order."""
         out: list[str] = []
         for nid in self.namespaces.under(prefix):
-            sid = self._subject_id.get((nid, subject))
+            sid = self.subject_index.id_of(nid, subject)
             if sid is not None:
-                out.extend(self._by_subject.get(sid, ()))
+                out.extend(self.subject_index.members.get(sid, ()))
         return sorted(out, key=self.catalog.slot) if len(out) > 1 else out
 
     def namespace(self, slot: int) -> Namespace:
@@ -545,7 +490,7 @@ class FactIndex:
             return NOT_YET_VALID  # (no need to look at its successors)
         fid = self.catalog.ids[slot]
         assert fid is not None
-        return status_at(at, eff, _opt(self.end.item(slot)), self.successor_starts(fid,
+        return status_at(at, eff, opt(self.end.item(slot)), self.successor_starts(fid,
                                                                                     known_at))
 
     def statuses(self, slots: np.ndarray, at: int, known_at: int | None = None) -> list[str]:

@@ -111,3 +111,64 @@ def test_a_subject_with_thousands_of_facts_in_one_batch_is_a_chain(tmp_path: Pat
         assert [r.superseded for r in got] == [[]] + [[f"f{i}"] for i in range(2999)]
         current = [r.id for r in m.list(limit=1000, history="current").facts]
         assert current == ["f2999"]
+
+
+between = st.lists(st.sampled_from(["forget", "forget-chain", "replace", "delete", "reopen"]),
+                   max_size=2)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.lists(st.tuples(st.lists(fact, min_size=1, max_size=10), between,
+                               st.integers(0, 10_000)), min_size=2, max_size=4))
+def test_stored_subject_heads_follow_forgets_replacements_and_reopens(
+        tmp_path_factory: pytest.TempPathFactory,
+        data: list[tuple[list[dict[str, Any]], list[str], int]]) -> None:
+    """The fact index keeps each subject's heads (the facts that may still be current)
+    between calls: a forget (which may make a superseded fact current again), a
+    document replaced through the document API (its place in effect order moves), a
+    deleted document and a reopen must each leave the in-order path linking exactly
+    as walking every fact does."""
+    d = tmp_path_factory.mktemp("h")
+    clock1, clock2 = ManualClock(T0), ManualClock(T0)
+    config = MemoryConfig(supersession="latest-by-subject")
+    s1, s2 = Store.open(d / "fast", sync="none"), Store.open(d / "walk", sync="none")
+    try:
+        fast = Memory(s1, config, clock=clock1)
+        walk = Memory(s2, MemoryConfig(supersession="custom:walked"), clock=clock2,
+                      policies={"walked": walked})
+        ids: list[str] = []
+        for batch, ops, pick in data:
+            inputs = _inputs(batch, len(ids), clock1.now_ms())
+            got1 = fast.remember_many(inputs)
+            got2 = walk.remember_many(inputs)
+            assert [(r.id, r.superseded) for r in got1] == [(r.id, r.superseded) for r in got2]
+            ids += [x["id"] for x in inputs]
+            for op in ops:
+                live = [i for i in ids if s1.has_document(i)]
+                if op == "reopen":
+                    s1.close()
+                    s2.close()
+                    s1, s2 = Store.open(d / "fast", sync="none"), Store.open(d / "walk",
+                                                                             sync="none")
+                    fast = Memory(s1, config, clock=clock1)
+                    walk = Memory(s2, MemoryConfig(supersession="custom:walked"),
+                                  clock=clock2, policies={"walked": walked})
+                elif live:
+                    target = live[pick % len(live)]
+                    for m, s in ((fast, s1), (walk, s2)):
+                        if op == "replace":
+                            s.add_document(target, f"replaced {target}")
+                        elif op == "delete":
+                            s.delete_document(target)
+                        else:
+                            m.forget({"ids": [target]}, include_chain=op == "forget-chain")
+            clock1.advance(100)
+            clock2.advance(100)
+        live = [i for i in ids if s1.has_document(i)]
+        assert live == [i for i in ids if s2.has_document(i)]
+        for at in (T0, clock1.now_ms(), clock1.now_ms() + 10_000):
+            assert _picture(fast, clock1, live, at) == _picture(walk, clock2, live, at)
+    finally:
+        s1.close()
+        s2.close()

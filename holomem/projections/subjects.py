@@ -1,0 +1,160 @@
+"""The subjects of facts: which facts share one, and which of them may still be current.
+
+Owns: subject ids (a subject is per namespace: ``(namespace id, subject)`` -> id),
+their names, each subject's members in write order, the subjects holomem reserves
+for its own facts (:data:`RESERVED_PREFIX`), and each subject's *heads*, which let
+latest-by-subject plan a new fact without walking every fact of its subject.
+The fact index (:mod:`holomem.projections.facts`) owns the slot column that names
+each fact's subject and tells this index of every change; it lends the two
+questions the heads need (a fact's effect order, whether it is current at a time).
+Imports numpy only.
+
+Heads. For a subject with members M, let L be the member last in effect order and
+E its effective time; the heads are the members current at E. A member that is not
+current at E is superseded by a fact that has begun by E or has expired by E (it
+has begun: no member begins after E), and so it is not current at any later time
+either — as long as no link goes away. Links are only ever taken away with a fact
+(forgotten, or its document deleted); a new link only takes currency away. So:
+
+- a new member f: E' = the effective time of the later of L and f, and the heads
+  become those of ``heads + [f]`` current at E' (after f's own links are in);
+- a new link onto a head p: p leaves the heads unless it is still current at E;
+- a member leaves, a member's document is replaced (its slot, and so its place in
+  effect order, changes), or a fact that superseded a member leaves: the subject's
+  heads are dropped and worked out again, from every member, when next asked for.
+
+The heads are a function of the stored facts, worked out lazily and kept while
+they hold; no checkpoint holds them (an opened store works each one out on first
+use). Only the writer asks for them, under its write lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+import numpy as np
+
+from holomem.projections.base import Later, Snapshot
+
+#: Subjects starting with this are holomem's own (working contexts: "holomem:working/S").
+RESERVED_PREFIX = "holomem:"
+
+#: (effective time, ingest time, transaction, slot): a fact's place in effect order.
+OrderKey = tuple[int, int, int, int]
+
+
+class SubjectIndex:
+    """Subjects, their members and their heads. ``key(fid)`` is a stored fact's
+    place in effect order, ``current(fid, t)`` whether it is current at ``t``
+    (counting every stored link)."""
+
+    #: The tables' shapes, for a typed decode.
+    SNAPSHOT_TYPES: ClassVar[dict[str, object]] = {
+        "subject_keys": list[tuple[int, str, int]], "by_subject": list[tuple[int, list[str]]],
+    }
+
+    def __init__(self, key: Callable[[str], OrderKey],
+                 current: Callable[[str, int], bool]) -> None:
+        self._key = key
+        self._current = current
+        self._id: dict[tuple[int, str], int] = {}
+        self.names: list[str] = []
+        #: each subject's member ids in write order (a list is only appended to in
+        #: place; a member leaving puts a new list in: see snapshot())
+        self.members: dict[int, list[str]] = {}
+        #: ids of the subjects holomem reserves for its own facts (RESERVED_PREFIX)
+        self.reserved: list[int] = []
+        #: subject id -> (its last member in effect order, its heads)
+        self._heads: dict[int, tuple[str, list[str]]] = {}
+
+    def id_of(self, nid: int, subject: str) -> int | None:
+        """The id of ``subject`` in namespace ``nid``, or None."""
+        return self._id.get((nid, subject))
+
+    def add(self, fid: str, nid: int, subject: str) -> int:
+        """Note a new member (its heads wait for :meth:`added`); returns its subject id."""
+        sid = self._id.get((nid, subject))
+        if sid is None:
+            name = "".join(subject)  # a copy: do not pin the event's buffers
+            sid = self._id[(nid, name)] = len(self.names)
+            self.names.append(name)
+            if name.startswith(RESERVED_PREFIX):
+                self.reserved.append(sid)
+        self.members.setdefault(sid, []).append(fid)
+        return sid
+
+    def added(self, sid: int, fid: str) -> None:
+        """The new member ``fid``'s links are in: bring its subject's heads up to date."""
+        held = self._heads.get(sid)
+        if held is None:
+            return
+        last, heads = held
+        if self._key(fid) > self._key(last):
+            last = fid
+        at = self._key(last)[0]
+        current = self._current
+        self._heads[sid] = (last, [h for h in (*heads, fid) if current(h, at)])
+
+    def linked(self, sid: int, pred: str) -> None:
+        """A new link supersedes ``pred``, a member of ``sid``."""
+        held = self._heads.get(sid)
+        if held is not None and pred in held[1]:
+            last, heads = held
+            if not self._current(pred, self._key(last)[0]):
+                self._heads[sid] = (last, [h for h in heads if h != pred])
+
+    def changed(self, sid: int) -> None:
+        """Something took a link away from ``sid``'s members or moved one: its heads
+        are worked out again when next asked for."""
+        self._heads.pop(sid, None)
+
+    def remove(self, sid: int, fid: str) -> None:
+        members = self.members.get(sid, [])
+        if fid in members:
+            # A new list: a list is only ever appended to in place (see snapshot()).
+            self.members[sid] = [m for m in members if m != fid]
+        self._heads.pop(sid, None)
+
+    def heads(self, sid: int) -> tuple[str, list[str]] | None:
+        """(the last member in effect order, the members current when it begins), or
+        None when the subject has no member."""
+        held = self._heads.get(sid)
+        if held is None:
+            members = self.members.get(sid)
+            if not members:
+                return None
+            key, current = self._key, self._current
+            last = max(members, key=key)
+            at = key(last)[0]
+            held = self._heads[sid] = (last, [m for m in members if current(m, at)])
+        return held
+
+    def reserved_table(self) -> np.ndarray:
+        """Whether each subject id is reserved, shifted by one (index 0: no subject)."""
+        table = np.zeros(len(self.names) + 1, dtype=bool)
+        table[np.asarray(self.reserved, dtype=np.int64) + 1] = True
+        return table
+
+    # -- checkpoints ------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """The keys copied at the top; each member list's length taken and its prefix
+        cut when the snapshot is encoded (lists are only appended to in place)."""
+        keys = dict(self._id)
+        members = dict(self.members)
+        lengths = list(map(len, members.values()))
+        return {
+            "subject_keys": Later(lambda: [[nid, subject, sid] for (nid, subject), sid
+                                           in keys.items()]),
+            "subject_names": list(self.names),
+            "by_subject": Later(lambda: [[sid, ids[:n]] for (sid, ids), n
+                                         in zip(members.items(), lengths, strict=True)]),
+        }
+
+    def restore(self, snap: Snapshot) -> None:
+        self._id = {(nid, subject): sid for nid, subject, sid in snap["subject_keys"]}
+        self.names = list(snap["subject_names"])
+        self.reserved = [i for i, name in enumerate(self.names)
+                         if name.startswith(RESERVED_PREFIX)]
+        self.members = dict(snap["by_subject"])
+        self._heads = {}

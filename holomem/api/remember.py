@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
+from collections.abc import Sequence
 from typing import NamedTuple, cast
 
 import msgspec
@@ -36,6 +38,19 @@ class Checked(NamedTuple):
 
     input: RememberInput
     digest: bytes  # SHA-256 of the canonical payload (everything but the id)
+
+
+def convert_all(items: Sequence[object]) -> list[RememberInput] | None:
+    """Every input as a RememberInput in one msgspec call, when each is a dict that
+    :func:`validate.to_struct` would hand msgspec as it is (under the names Python
+    and JSON share, times in milliseconds); None when any is not, or any fails
+    (converted one at a time, the first bad one is then named)."""
+    if not items or set(map(type, items)) != {dict}:
+        return None
+    try:
+        return msgspec.convert(items, list[RememberInput])
+    except (msgspec.ValidationError, TypeError, ValueError, OverflowError, RecursionError):
+        return None
 
 
 def check(x: RememberInput, i: int) -> Checked:
@@ -90,26 +105,30 @@ def canonical_payload(x: RememberInput) -> bytes:
     ensure_ascii=False)`` gives, which define every content id."""
     # The root namespace is no namespace: [] and None give the same payload (and the
     # same content id as a fact written before namespaces existed).
-    if x.metadata is None and x.confidence is None and x.embedding is None:
-        # Only strings, lists of strings and integers: as to_builtins gives them.
-        payload = {k: v for k, v in zip(_PAYLOAD_NAMES, msgspec.structs.astuple(x),
-                                        strict=True) if v is not None}
-        payload.pop("id", None)
-        if not payload.get("namespace", True):
-            del payload["namespace"]
-        return msgspec.json.encode(payload, order="sorted")
+    if x.confidence is None and x.embedding is None and (x.metadata is None
+                                                         or _plain(x.metadata)):
+        # Only strings, integers, booleans, None, lists and dicts: msgspec writes
+        # the same bytes as json.dumps, several times faster (with floats it spells
+        # exponents its own way: 1e16 for 1e+16). The payload's fields as a Struct
+        # that leaves out what is None, encoded with every key sorted.
+        values = _PAYLOAD_VALUES(msgspec.structs.astuple(x))
+        if x.namespace is not None and not x.namespace:
+            values = (*values[:_NAMESPACE_AT], None, *values[_NAMESPACE_AT + 1:])
+        return _SORTED.encode(_Payload(*values))
     payload = {k: v for k, v in msgspec.to_builtins(x).items()
                if k != "id" and v is not None and not (k == "namespace" and not v)}
-    if x.confidence is None and x.embedding is None and _plain(x.metadata):
-        # Without floats msgspec writes the same bytes, several times faster (it
-        # spells exponents differently: 1e16 for 1e+16).
-        return msgspec.json.encode(payload, order="sorted")
     canon = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return canon.encode("utf-8")
 
 
-#: RememberInput's fields under their JSON names, in order (the payload's keys).
-_PAYLOAD_NAMES = RememberInput.__struct_encode_fields__
+#: RememberInput's fields but its id: the payload, under the same JSON names.
+_PAYLOAD_FIELDS = [f for f in RememberInput.__struct_fields__ if f != "id"]
+_Payload = msgspec.defstruct("_Payload", [(f, object, None) for f in _PAYLOAD_FIELDS],
+                             omit_defaults=True, rename="camel")
+_PAYLOAD_VALUES = operator.itemgetter(*(RememberInput.__struct_fields__.index(f)
+                                        for f in _PAYLOAD_FIELDS))
+_NAMESPACE_AT = _PAYLOAD_FIELDS.index("namespace")
+_SORTED = msgspec.json.Encoder(order="sorted")
 
 
 def _plain(value: object) -> bool:

@@ -10,6 +10,7 @@ API's modules and the engine; ``Memory`` (:mod:`.memory`) composes it.
 from __future__ import annotations
 
 import builtins
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -88,12 +89,19 @@ class Writing(Configured):
 
     def _remember_many(self, inputs: Iterable[RememberInput | Mapping[str, Any]]
                        ) -> builtins.list[Remembered]:
-        checked = []
-        for i, x in enumerate(inputs):
-            if i >= MAX_FACTS:  # counted while reading: an endless iterable stops here
-                raise LimitError(f"more than {MAX_FACTS} facts in one call")
-            item = validate.to_struct(RememberInput, x, {}, f"input {i}", validate.TIME_FIELDS)
-            checked.append(remember.check(item, i))
+        # Counted while reading: an endless iterable stops here.
+        items = list(itertools.islice(inputs, MAX_FACTS + 1))
+        converted = remember.convert_all(items) if len(items) <= MAX_FACTS else None
+        if converted is not None:
+            checked = [remember.check(x, i) for i, x in enumerate(converted)]
+        else:  # one at a time: the first bad input (or the limit) is the one named
+            checked = []
+            for i, x in enumerate(items):
+                if i >= MAX_FACTS:
+                    raise LimitError(f"more than {MAX_FACTS} facts in one call")
+                item = validate.to_struct(RememberInput, x, {}, f"input {i}",
+                                          validate.TIME_FIELDS)
+                checked.append(remember.check(item, i))
         if not checked:
             raise InvalidError("remember_many needs at least one input")
         embedded = False

@@ -176,10 +176,13 @@ class BM25:
         tids = list(map(known, words))
         if None in tids:
             # New words get their terms in order of first occurrence, as one
-            # document at a time would give them.
-            for word in itertools.compress(words, map(operator.is_, tids, itertools.repeat(None))):
-                self._term_of(word)
-            tids = list(map(known, words))
+            # document at a time would give them; only their places are looked up
+            # again.
+            missing = list(itertools.compress(range(len(tids)), map(
+                operator.is_, tids, itertools.repeat(None))))
+            term_of = self._term_of
+            for i in missing:
+                tids[i] = term_of(words[i])
         self._d_term.fromlist(tids)  # type: ignore[arg-type]
         self.doclen.extend(np.array(lengths, dtype=np.int32))
         self.total_len += sum(lengths)

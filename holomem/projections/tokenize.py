@@ -133,16 +133,18 @@ def ascii_words(texts: list[str]) -> tuple[list[str], np.ndarray] | None:
     if "'" in folded:
         folded = _POSSESSIVE.sub("", folded).replace("'", "")
     raw = folded.encode("ascii").translate(_SPACE_OUT)
-    buf = np.frombuffer(raw, dtype=np.uint8)
-    in_word = (buf > 32).view(np.int8)  # letters and digits (a NUL is 0, a space 32)
-    edges = np.flatnonzero(np.diff(in_word, prepend=np.int8(0), append=np.int8(0)))
-    starts, ends = edges[0::2], edges[1::2]
-    if len(starts) and int((ends - starts).max()) > MAX_TERM:
-        return None
-    counts = np.bincount(np.searchsorted(np.flatnonzero(buf == 0), starts),
-                         minlength=len(texts))
     words = raw.replace(b"\x00", b" ").decode("ascii").split()
-    assert len(words) == len(starts)
+    if max(map(len, words), default=0) > MAX_TERM:
+        return None
+    # Letters and digits are above 32 (a NUL is 0, a space 32): a word starts where
+    # one follows something else; a text holds the starts between its NULs.
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    word = np.zeros(len(buf) + 1, dtype=bool)
+    np.greater(buf, 32, out=word[1:])
+    starts = np.flatnonzero(word[1:] & ~word[:-1])
+    before = np.searchsorted(starts, np.flatnonzero(buf == 0))
+    counts = np.diff(before, prepend=0, append=len(starts))
+    assert len(starts) == len(words)
     return words, counts
 
 

@@ -279,9 +279,14 @@ class Journal:
 
         Errors: ``invalid``, ``closed``, ``read_only``, ``io.fsync``, ``io.failed``, ``io``.
         """
-        seq = self.enqueue(payloads)
-        self.wait(seq)
-        return seq
+        self._check_open()
+        if self._appender is None:
+            raise ReadOnlyError("the journal was opened read-only")
+        items = check_payloads(payloads)
+        try:
+            return self._appender.append(items)
+        except ValueError as exc:  # the frame codec's size limits
+            raise InvalidError(str(exc)) from exc
 
     def enqueue(self, payloads: Sequence[bytes]) -> int:
         """Give a transaction its sequence number, in order, without waiting for batch mode's

@@ -10,10 +10,15 @@ Invariants kept here:
   segment of a generation can ever have an unsynced (torn) tail;
 - in ``batch`` mode one thread (the leader) writes every pending frame with a
   single ``write`` and syncs once; each appender returns only when a sync that
-  covers its own frame has returned. The frames one leader takes form a *group*,
-  and an appender waits on its own group's condition, so a finished sync wakes the
-  appenders it made durable and nobody else (and one member of the next group, to
-  lead it); while one group syncs, the next is written and may start its own sync;
+  covers its own frame has returned. The frames one leader takes form a *group*
+  (:mod:`holomem.log.group`), and an appender parks on its own group, so a finished
+  sync wakes the appenders it made durable and nobody else (and one member of the
+  next group, to lead it); while one group syncs, the next is written and may start
+  its own sync;
+- a group is led once it holds as many transactions as the last group made durable
+  plus those queued then (the callers of a busy store come back), or once its first
+  appender waited as long as the last sync took: the wait only decides how the
+  frames are grouped, never whether an appender returns before its sync;
 - after any write or sync failure the appender is *failed*: it acknowledges
   nothing more, and the journal must be reopened (a failed fsync is never retried).
 """
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,6 +37,7 @@ from holomem.log import crashpoints as cp
 from holomem.log import fs
 from holomem.log.format import READ_VERSION, SEGMENT_HEADER_SIZE, WRITE_VERSION, segment_name
 from holomem.log.frame import Binding, FrameCodec
+from holomem.log.group import Group
 from holomem.log.segment import SegmentHeader
 
 P_FRAME_WRITE_BEFORE = cp.point("journal.frame.write.before", "a frame is about to be written")
@@ -68,21 +75,6 @@ class Segment:
     def binding(self) -> Binding:
         h = self.header
         return Binding(h.store_id, h.generation, h.number, h.salt)
-
-
-class Group:
-    """The frames one leader writes with one ``write`` and makes durable with one sync.
-
-    Its appenders wait on ``cond`` (built on the appender's lock). ``last`` is the
-    highest sequence number in it so far; the group is open (still taking frames)
-    until a leader takes it, then in flight until a sync covering ``last`` returned.
-    """
-
-    __slots__ = ("cond", "last")
-
-    def __init__(self, lock: threading.Lock, last: int) -> None:
-        self.cond = threading.Condition(lock)
-        self.last = last
 
 
 def create_segment(gen_dir: str, header: SegmentHeader) -> Segment:
@@ -129,11 +121,18 @@ class Appender:
         self._written = cur.end  # end of what was handed to write()
         self._durable = cur.last_seq  # highest seq known synced
         self._pending: list[bytes] = []
-        self._open = Group(lock, cur.last_seq)  # the group the pending frames belong to
+        self._open = Group(cur.last_seq)  # the group the pending frames belong to
         self._taken = cur.last_seq  # last seq a leader took (written or being written)
         self._in_flight: list[Group] = []  # taken groups not yet durable, oldest first
         self._flushing = False
         self._syncing = 0  # syncs running right now (batch mode overlaps two)
+        #: batch mode: transactions the next group waits for (those of the group made
+        #: durable last, whose callers may be about to append again, and those queued
+        #: then), and how long a sync took last (the most a group waits for them)
+        self._expect = 1
+        self._sync_time = 0.0
+        #: the group whose first appender waits for it to fill (None: no such wait)
+        self._gathering: Group | None = None
         self._failed: HolomemError | None = None
         self._closed = False
 
@@ -163,15 +162,23 @@ class Appender:
 
     def _wake_all(self) -> None:
         for g in self._in_flight:
-            g.cond.notify_all()
-        self._open.cond.notify_all()
+            g.waiters.notify_all()
+        self._open.waiters.notify_all()
         self._cond.notify_all()
 
     # -- append -----------------------------------------------------------------------
     def append(self, payloads: Sequence[bytes]) -> int:
-        """Append one transaction; return its sequence number once durable per the mode."""
-        seq = self.enqueue(payloads)
-        self.wait(seq)
+        """Append one transaction; return its sequence number once durable per the mode.
+
+        (:meth:`enqueue` then :meth:`wait`, under one taking of the lock.)
+        """
+        self._lock.acquire()
+        try:
+            seq = self._enqueue_locked(payloads)
+        except BaseException:
+            self._lock.release()
+            raise
+        self._wait_locked(seq)
         return seq
 
     def enqueue(self, payloads: Sequence[bytes]) -> int:
@@ -180,35 +187,72 @@ class Appender:
         ``full``: written and synced before this returns; ``none``: written;
         ``batch``: queued for the next group commit, durable only after :meth:`wait`.
         """
-        with self._cond:
-            if self._closed:
-                raise JournalFailedError("the journal is closed")
-            self._check()
-            seq, frame = self._encode_locked(payloads)
-            self._pending.append(frame)
-            self._open.last = seq
-            if self.sync_mode != "batch":
-                self._flush(release=False, sync=self.sync_mode == "full")
+        with self._lock:
+            seq = self._enqueue_locked(payloads)
+            if self._gathering is self._open and len(self._pending) >= self._expect:
+                # The group is full; this caller may not wait soon: its gatherer leads.
+                self._open.waiters.notify()
             return seq
 
+    def _enqueue_locked(self, payloads: Sequence[bytes]) -> int:
+        if self._closed:
+            raise JournalFailedError("the journal is closed")
+        self._check()
+        seq, frame = self._encode_locked(payloads)
+        self._pending.append(frame)
+        self._open.last = seq
+        if self.sync_mode != "batch":
+            self._flush(release=False, sync=self.sync_mode == "full")
+        return seq
+
     def wait(self, seq: int) -> None:
-        """Return once transaction ``seq`` is durable (batch mode: share a group's sync).
+        """Return once transaction ``seq`` is durable (batch mode: share a group's sync)."""
+        if self._durable >= seq:
+            return
+        self._lock.acquire()
+        self._wait_locked(seq)
+
+    def _wait_locked(self, seq: int) -> None:
+        """:meth:`wait`, entered holding the lock; returns (or raises) having released it.
 
         An appender whose frame is still pending leads its group when nobody is
-        writing and a sync may start; otherwise it sleeps on its group's condition
-        until that group is durable or it is asked to lead (a sync slot freed).
+        writing and a sync may start, and the group holds as many transactions as
+        are expected (:meth:`_made_durable`); the first appender to find it short
+        waits for the rest, at most as long as the last sync took, then leads what
+        came. Otherwise it parks on its group until the group is durable, or on the
+        open group until it is asked to lead (a sync slot freed, or the group filled).
         """
-        with self._lock:
+        lock = self._lock
+        held, gathered = True, False
+        try:
             while self._durable < seq:
                 self._check()
-                if seq > self._taken:
-                    assert self._pending  # seq was enqueued, not taken: it is pending
-                    if not self._flushing and self._syncing < MAX_SYNCS_IN_FLIGHT:
-                        self._flush(release=True, sync=True)
-                    else:
-                        self._open.cond.wait()
+                if seq <= self._taken:
+                    held = False
+                    self._group_of(seq).waiters.park(lock)
+                    if self._durable >= seq:
+                        return
+                    lock.acquire()
+                    held = True
+                    continue
+                assert self._pending  # seq was enqueued, not taken: it is pending
+                if self._flushing or self._syncing >= MAX_SYNCS_IN_FLIGHT:
+                    self._open.waiters.wait(lock)
+                elif gathered or len(self._pending) >= self._expect:
+                    self._flush(release=True, sync=True)
+                elif self._gathering is self._open:
+                    self._open.waiters.wait(lock)  # its gatherer leads it
                 else:
-                    self._group_of(seq).cond.wait()
+                    group = self._gathering = self._open
+                    gathered = True
+                    try:
+                        group.waiters.wait(lock, self._sync_time)
+                    finally:
+                        if self._gathering is group:
+                            self._gathering = None
+        finally:
+            if held:
+                lock.release()
 
     def _group_of(self, seq: int) -> Group:
         """The taken, not yet durable group holding ``seq``."""
@@ -256,7 +300,7 @@ class Appender:
         """
         group, batch, self._pending = self._open, self._pending, []
         last = group.last
-        self._open = Group(self._lock, last)
+        self._open = Group(last)
         self._taken = last
         self._in_flight.append(group)
         start = self._written
@@ -281,6 +325,7 @@ class Appender:
             if release:
                 self._ask_to_lead()
                 self._lock.release()
+            began = time.perf_counter()
             try:
                 fs.sync(self._fd, cur.path)
             except HolomemError as exc:
@@ -289,6 +334,7 @@ class Appender:
                 if release:
                     self._lock.acquire()
                 self._syncing -= 1
+            self._sync_time = time.perf_counter() - began
         if error is not None:
             self._fail(error)
             raise error
@@ -297,6 +343,7 @@ class Appender:
         self._check()
         if sync or self.sync_mode == "none":
             self._made_durable(last)
+            self._expect = len(group) + len(self._pending)
         self._ask_to_lead()
         self._cond.notify_all()
 
@@ -304,13 +351,13 @@ class Appender:
         """Record that everything up to ``seq`` is durable; wake the groups it covers."""
         self._durable = max(self._durable, seq)
         while self._in_flight and self._in_flight[0].last <= self._durable:
-            self._in_flight.pop(0).cond.notify_all()
+            self._in_flight.pop(0).waiters.notify_all()
 
     def _ask_to_lead(self) -> None:
         """Wake one appender of the open group to write it, if it has frames and a
         write and a sync may start now."""
         if self._pending and not self._flushing and self._syncing < MAX_SYNCS_IN_FLIGHT:
-            self._open.cond.notify()
+            self._open.waiters.notify()
 
     def _drain_locked(self) -> None:
         """Finish every queued and in-flight frame, holding the lock throughout."""

@@ -186,3 +186,55 @@ def test_replay_and_read_on_the_writer_during_concurrent_appends_see_a_consisten
     assert len(seen) > 1
     for snapshot in seen:  # whatever a reader saw was, and stays, exactly what was appended
         assert all(results[seq] == payloads for seq, payloads in snapshot.items())
+
+
+def test_batch_appenders_that_come_and_go_all_return_and_each_is_synced(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A group waits for as many transactions as the last one held. Threads that stop
+    # at different times, and callers that enqueue now and wait later, leave groups
+    # short of that: each must still be led (by its first appender, after waiting at
+    # most a sync's time), never left with nobody to write it.
+    store = os.path.join(str(tmp_path), "store")
+    Journal.open(store).close()
+    real = os.fsync
+    synced = {"seq": 0}
+
+    def fsync(fd: int) -> None:
+        time.sleep(0.0005)
+        real(fd)
+        with open(surgery.segment_paths(store)[-1], "rb") as f:
+            frames = surgery.frames(f.read())
+        if frames:
+            synced["seq"] = max(synced["seq"], frames[-1].seq)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    errors: list[BaseException] = []
+    acked: list[int] = []
+    with Journal.open(store, sync="batch") as j:
+
+        def work(t: int) -> None:
+            try:
+                for i in range(4 + 9 * t):  # 4 .. 67 appends: threads stop one by one
+                    if i % 5 == t % 5:
+                        seq = j.enqueue([f"{t} {i}".encode()])
+                        j.wait(seq)
+                    else:
+                        seq = j.append([f"{t} {i}".encode()])
+                    assert synced["seq"] >= seq  # returned only after a sync covering it
+                    acked.append(seq)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(THREADS)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(60)  # bounded: an appender nobody wakes would hang here
+        assert not any(th.is_alive() for th in threads), "an appender was never woken"
+        if errors:
+            raise errors[0]
+        assert sorted(acked) == list(range(1, j.last_seq + 1))
+    total = sum(4 + 9 * t for t in range(THREADS))
+    with Journal.open(store, read_only=True) as j:
+        assert len(dict(j.replay())) == total

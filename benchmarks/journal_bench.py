@@ -168,19 +168,22 @@ def interleaved(d: str, texts: list[bytes], block: int, turn: int
     return {n: len(texts) / s for n, s in spent.items()}, lat
 
 
-def run_full(d: str, texts: list[bytes]) -> float:
+def run_full(d: str, texts: list[bytes]) -> tuple[float, float]:
+    """``full`` over ``texts``: (transactions/s, process CPU microseconds per transaction)."""
     c = Full(d)
     try:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for t in texts:
             c.op(t)
-        return len(texts) / (time.perf_counter() - t0)
+        return (len(texts) / (time.perf_counter() - t0),
+                (time.process_time() - c0) / len(texts) * 1e6)
     finally:
         c.close()
 
 
-def run_batch(d: str, texts: list[bytes], threads: int) -> float:
-    """Transactions/s of ``threads`` threads appending ``texts`` between them, batch mode."""
+def run_batch(d: str, texts: list[bytes], threads: int) -> tuple[float, float]:
+    """``threads`` threads appending ``texts`` between them, batch mode: (transactions/s,
+    process CPU microseconds per transaction, every thread's and the kernel's)."""
     path = os.path.join(d, "batch")
     per = len(texts) // threads
     with Journal.open(path, sync="batch") as j:
@@ -195,21 +198,25 @@ def run_batch(d: str, texts: list[bytes], threads: int) -> float:
         for t in ts:
             t.start()
         barrier.wait()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for t in ts:
             t.join()
-        el = time.perf_counter() - t0
+        el, cpu = time.perf_counter() - t0, time.process_time() - c0
         assert j.last_seq == per * threads
     shutil.rmtree(path)
-    return per * threads / el
+    return per * threads / el, cpu / (per * threads) * 1e6
 
 
-def framed_batch(d: str, texts: list[bytes], threads: int, ref_ops: int) -> tuple[float, float]:
-    """``batch<threads>`` framed by a ``full`` run before and after; (rate, rate over full)."""
-    before = run_full(d, texts[:ref_ops])
-    rate = run_batch(d, texts, threads)
-    after = run_full(d, texts[:ref_ops])
-    return rate, rate / ((before + after) / 2)
+def framed_batch(d: str, texts: list[bytes], threads: int, ref_ops: int
+                 ) -> dict[str, float]:
+    """``batch<threads>`` framed by a ``full`` run before and after: its rate, the rate
+    over full's, and the CPU microseconds per transaction of both."""
+    before, cpu_before = run_full(d, texts[:ref_ops])
+    rate, cpu = run_batch(d, texts, threads)
+    after, cpu_after = run_full(d, texts[:ref_ops])
+    b = f"batch{threads}"
+    return {b: rate, f"{b}_over_full": rate / ((before + after) / 2), f"{b}_cpu_us": cpu,
+            f"{b}_full_cpu_us": (cpu_before + cpu_after) / 2}
 
 
 def batch_ops(ops: int, threads: int) -> int:
@@ -224,7 +231,7 @@ def run_contender(name: str, ops: int, d: str) -> float:
     texts = _texts(ops)
     m = re.fullmatch(r"batch(\d+)", name)
     if m:
-        return run_batch(d, texts, int(m.group(1)))
+        return run_batch(d, texts, int(m.group(1)))[0]
     c = SINGLE[name](d)
     try:
         t0 = time.perf_counter()
@@ -348,7 +355,7 @@ def main() -> None:
                 lat[n] += v
             for t in threads:
                 btexts = _texts(batch_ops(args.ops, t), seed=100 + r)
-                row[f"batch{t}"], row[f"batch{t}_over_full"] = framed_batch(d, btexts, t, ref_ops)
+                row.update(framed_batch(d, btexts, t, ref_ops))
             rounds.append(row)
     ratio_full_raw = round(median([r["full"] / r["raw"] for r in rounds]), 3)
     ratio_full_sqlite = round(median([r["full"] / r["sqlite"] for r in rounds]), 3)
@@ -367,6 +374,11 @@ def main() -> None:
         "syscall_checks": checks,
         "median_tx_per_s": {k: round(median([r[k] for r in rounds]))
                             for k in [*SINGLE, *(f"batch{t}" for t in threads)]},
+        "median_cpu_us_per_tx": {
+            **{f"batch{t}": round(median([r[f"batch{t}_cpu_us"] for r in rounds]), 1)
+               for t in threads},
+            "full (beside the batch runs)": round(median(
+                [r[f"batch{t}_full_cpu_us"] for r in rounds for t in threads]), 1)},
         "median_latency_us": {k: round(median(v) * 1e6, 1) for k, v in lat.items()},
         "p99_latency_us": {k: round(percentile(v, 99) * 1e6, 1) for k, v in lat.items()},
         "median_ratios": {

@@ -51,6 +51,9 @@ P_SEGMENT_READY = cp.point("journal.segment.ready", "a new segment is durable, n
 SYNC_MODES = ("full", "batch", "none")
 #: Groups whose sync may run at once in batch mode (the next group's write overlaps).
 MAX_SYNCS_IN_FLIGHT = 2
+#: The longest a batch-mode group waits for its expected appenders (seconds): the last
+#: sync's duration, but no more than this after a slow one.
+MAX_GATHER = 0.002
 
 
 @dataclass(eq=False)
@@ -246,7 +249,7 @@ class Appender:
                     group = self._gathering = self._open
                     gathered = True
                     try:
-                        group.waiters.wait(lock, self._sync_time)
+                        group.waiters.wait(lock, min(self._sync_time, MAX_GATHER))
                     finally:
                         if self._gathering is group:
                             self._gathering = None

@@ -16,7 +16,7 @@ Invariants kept here:
   next group, to lead it); while one group syncs, the next is written and may start
   its own sync;
 - a group is led once it holds as many transactions as the last group made durable
-  plus those queued then (the callers of a busy store come back), or once its first
+  plus those in flight and queued then (the callers of a busy store come back), or once its first
   appender waited as long as the last sync took: the wait only decides how the
   frames are grouped, never whether an appender returns before its sync;
 - after any write or sync failure the appender is *failed*: it acknowledges
@@ -130,8 +130,9 @@ class Appender:
         self._flushing = False
         self._syncing = 0  # syncs running right now (batch mode overlaps two)
         #: batch mode: transactions the next group waits for (those of the group made
-        #: durable last, whose callers may be about to append again, and those queued
-        #: then), and how long a sync took last (the most a group waits for them)
+        #: durable last, whose callers may be about to append again, those of the groups
+        #: still in flight, and those queued then), and how long a sync took last (the
+        #: most a group waits for them)
         self._expect = 1
         self._sync_time = 0.0
         #: the group whose first appender waits for it to fill (None: no such wait)
@@ -346,7 +347,8 @@ class Appender:
         self._check()
         if sync or self.sync_mode == "none":
             self._made_durable(last)
-            self._expect = len(group) + len(self._pending)
+            self._expect = (len(group) + len(self._pending)
+                            + sum(len(g) for g in self._in_flight))
         self._ask_to_lead()
         self._cond.notify_all()
 

@@ -5,7 +5,8 @@ rules, the scoring and the bounds), computed over the projections' int columns w
 numpy: one gather of every link touching the frontier (``Relations.touching_many``),
 one pass over the frontier's entities, then the per-seed "first seen" rule, the cap
 and the "largest bonus, first among equals" rule as array operations. Only the
-entities of the frontier's facts are read one fact at a time (from the fact's record).
+entities of the frontier's facts are read from the facts' records (together, a
+frontier at a time).
 Imports the engine's view and :mod:`.graphrecall`.
 
 Order, written down because the answer depends on it: the walk is seed by seed (best
@@ -20,7 +21,7 @@ memory is bounded by a batch (:data:`BATCH_STEPS` steps, about) and the cap.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -29,6 +30,7 @@ from holomem.api import graphrecall
 from holomem.api.engine import View
 from holomem.api.graphrecall import ENTITY, LINK, Reach
 from holomem.api.graphtypes import GraphRecall
+from holomem.projections.text import TextRecord
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 
@@ -101,8 +103,8 @@ class _Walk:
         pos: list[int] = []
         names: list[int] = []
         carried: list[str] = []
-        for i, slot in enumerate(frontier.tolist()):
-            for entity in view.record(slot).entities:
+        for i, rec in enumerate(_records(view, frontier.tolist())):
+            for entity in rec.entities:
                 eid = self._entity_ids.get(entity)
                 if eid is None:
                     eid = self._entity_ids[entity] = len(self.entity_names)
@@ -138,6 +140,18 @@ class _Walk:
         keep = (counts[owner] <= graphrecall.MAX_ENTITY_FANOUT) & (held != frontier[at])
         return _Steps(at[keep], held[keep], np.full(int(keep.sum()), ENTITY, dtype=np.int64),
                       np.asarray(names, dtype=np.int64)[owner[keep]])
+
+
+#: Records read together by the entity step (a large frontier's are read a piece at a
+#: time, so no more of them are held at once).
+RECORDS_AT_ONCE = 32
+
+
+def _records(view: View, slots: list[int]) -> Iterator[TextRecord]:
+    """The records of ``slots``, in order, read :data:`RECORDS_AT_ONCE` together (for
+    hops 1 the seeds: recall's results then find them read already in this block)."""
+    for i in range(0, len(slots), RECORDS_AT_ONCE):
+        yield from view.records_of(slots[i:i + RECORDS_AT_ONCE])
 
 
 #: Seeds walked together at first; then as many as keep a batch's sightings near

@@ -2,7 +2,7 @@
 holographic plugin.
 
     python benchmarks/holographic_ops.py [--sizes 1000,10000] [--queries 50] [--no-peer]
-        [--rounds 7] [--save]
+        [--rounds 7] [--history 3000x6] [--save]
 
 A seeded synthetic corpus with known structure:
 
@@ -22,6 +22,14 @@ candidates and as many times by the scan that compares every candidate pair (the
 interleaved; their answers must agree), then once after each of ``--rounds`` single
 remembers (the kept candidates catching up with one new fact).
 
+A second store, ``--history SUBJECTSxVERSIONS`` (3000x6 unless ``--history none``), is
+history-heavy: each of 150 people has SUBJECTS/150 subjects ("Kavo's job is ..."), each
+remembered VERSIONS times under ``latest-by-subject``, so one fact in VERSIONS is
+current and the rest are superseded (plus 20 planted contradictions: a second current
+fact in a subject, remembered with supersession turned off for the call). contradict
+is measured there the same way, kept beside the scan, and right after each of
+``--rounds`` new versions.
+
 The peer is Hermes Agent's holographic memory plugin (``hermes-agent`` 0.19.0, an
 optional benchmark dependency): its ``MemoryStore`` and ``FactRetriever`` are imported
 from the installed package and fed the same fact texts. Prints its targets (at 10,000
@@ -39,12 +47,13 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks._common import add_save, check, emit, machine, median
-from holomem import Memory, Store
+from holomem import Memory, MemoryConfig, Store
 from holomem.api import contradiction_kept
 
 VERBS = ["likes", "visits", "paints", "studies", "collects", "repairs", "sells", "writes about"]
@@ -95,6 +104,39 @@ def corpus(n: int, seed: int = 7) -> dict[str, Any]:
     return {"names": names, "facts": facts, "contradictions": contradictions}
 
 
+ASPECTS = ["job", "car", "city", "pet", "team", "hobby", "school", "bank", "doctor",
+           "drink", "band", "phone", "street", "game", "book", "shop", "club", "film",
+           "tool", "coach"]
+HISTORY_PEOPLE = 150
+
+
+def history_corpus(subjects: int, versions: int, seed: int = 11) -> dict[str, Any]:
+    """``subjects`` subjects of HISTORY_PEOPLE people, ``versions`` versions each (remembered
+    version by version, so each supersedes the one before), and 20 planted pairs."""
+    rng = random.Random(seed)
+    people = [_name(500 + i) for i in range(HISTORY_PEOPLE)]
+    per = max(1, subjects // len(people))
+    subject_list = [(p, f"{a}{j}") for p in people for j in range(per)
+                    for a in [ASPECTS[j % len(ASPECTS)]]][:subjects]
+    rounds = []
+    for v in range(versions):
+        rounds.append([{"id": f"h{v}-{s}", "entities": [who],
+                        "text": f"{who}'s {aspect} is {rng.choice(OBJECTS)} {v}",
+                        "subject": f"{who.lower()}/{aspect}"}
+                       for s, (who, aspect) in enumerate(subject_list)])
+    planted = []
+    for c in range(20):  # a second current fact in a subject: no supersession
+        who, aspect = subject_list[c * max(1, len(subject_list) // 20) % len(subject_list)]
+        last = next(f for f in rounds[-1] if f["subject"] == f"{who.lower()}/{aspect}")
+        other = rng.choice([o for o in OBJECTS if o not in last["text"]])
+        planted.append({"id": f"p{c}", "entities": [who], "subject": last["subject"],
+                        "text": f"{who}'s {aspect} is {other} {versions - 1}"})
+    return {"rounds": rounds, "planted": planted, "people": people,
+            "contradictions": [(p["id"], next(f["id"] for f in rounds[-1]
+                                              if f["subject"] == p["subject"]))
+                               for p in planted]}
+
+
 def truth(data: dict[str, Any]) -> dict[str, Any]:
     by_entity: dict[str, set[str]] = {}
     co: dict[str, set[str]] = {}
@@ -130,12 +172,12 @@ def _page_through(m: Memory, k: int) -> tuple[list[Any], int, int, int, float, f
             (time.process_time() - c) * 1e3)
 
 
-def _contradict(m: Memory, planted: set[tuple[str, ...]], rounds: int, entity: str
-                ) -> dict[str, Any]:
+def _contradict(m: Memory, planted: set[tuple[str, ...]], rounds: int,
+                write: Callable[[int], object]) -> dict[str, Any]:
     """contradict paged through the whole store: the first call (which builds the kept
     candidates), then ``rounds`` of the kept path and of the scan (every candidate pair
     compared, the path the kept one must agree with) interleaved, then ``rounds`` right
-    after remembering one more fact each (the kept candidates catching up)."""
+    after ``write(i)`` remembers one more fact each (the kept candidates catching up)."""
     k = len(planted)
     first = _page_through(m, k)
     kept_runs, scan_runs = [], []
@@ -151,7 +193,7 @@ def _contradict(m: Memory, planted: set[tuple[str, ...]], rounds: int, entity: s
             raise AssertionError("the kept candidates and the scan answered differently")
     after_write = []
     for i in range(rounds):
-        m.remember({"text": f"{entity} writes about night trains {i}", "entities": [entity]})
+        write(i)
         after_write.append(_page_through(m, k))
     candidates, compared, pages, facts = kept_runs[-1][:4]
     candidates.sort(key=lambda p: -p.score)
@@ -197,13 +239,38 @@ def run_holomem(data: dict[str, Any], t: dict[str, Any], queries: list[str],
         got = [h.id for h in m.reason([a, b], 10).results]
         results["reason"].append((*_prec_recall(got, both), time.perf_counter() - s))
     planted = {tuple(sorted(p)) for p in data["contradictions"]}
-    out["contradict"] = _contradict(m, planted, rounds, queries[0])
+    out["contradict"] = _contradict(m, planted, rounds, lambda i: m.remember(
+        {"text": f"{queries[0]} writes about night trains {i}", "entities": [queries[0]]}))
     with store.reading() as view:
         out["contradict"]["kept_bytes"] = view.candidates.memory_bytes()
     for op, rows in results.items():
         out[op] = {"precision@10": round(sum(r[0] for r in rows) / len(rows), 4),
                    "recall@10": round(sum(r[1] for r in rows) / len(rows), 4),
                    "latency_p50_ms": round(median([r[2] for r in rows]) * 1e3, 3)}
+    store.close()
+    return out
+
+
+def run_history(data: dict[str, Any], workdir: str, rounds: int) -> dict[str, Any]:
+    """contradict over the history-heavy store (see the module docstring)."""
+    store = Store.open(os.path.join(workdir, "history"), sync="none")
+    m = Memory(store, MemoryConfig(supersession="latest-by-subject"))
+    for batch in data["rounds"]:  # one version of every subject per call
+        for i in range(0, len(batch), 5000):
+            m.remember_many(batch[i : i + 5000])
+    m.with_supersession("none").remember_many(data["planted"])
+    m.probe(data["people"][0])  # builds the HRR vectors once
+    last = data["rounds"][-1]
+    planted = {tuple(sorted(p)) for p in data["contradictions"]}
+
+    def new_version(i: int) -> None:
+        f = last[(37 * i + 5) % len(last)]
+        m.remember({**f, "id": f"{f['id']}-next{i}", "text": f"{f['text']} then {i}"})
+
+    out = _contradict(m, planted, rounds, new_version)
+    with store.reading() as view:
+        out["kept_bytes"] = view.candidates.memory_bytes()
+        out["stored_facts"] = int(view.facts.facts)
     store.close()
     return out
 
@@ -286,6 +353,8 @@ def main() -> None:
                     help="contradict page-throughs per path (kept, scan, after a write)")
     ap.add_argument("--peer-queries", type=int, default=10,
                     help="queries per op for the peer (it scans every fact in Python: slow)")
+    ap.add_argument("--history", default="3000x6",
+                    help="SUBJECTSxVERSIONS of the history-heavy store, or none")
     add_save(ap, "holographic_ops")
     args = ap.parse_args()
     runs: dict[str, Any] = {}
@@ -303,6 +372,12 @@ def main() -> None:
             if not args.no_peer:
                 runs[str(n)]["hermes_holographic"] = run_peer(
                     data, t, queries[: args.peer_queries], pairs[: args.peer_queries], d)
+    history: dict[str, Any] = {}
+    if args.history != "none":
+        subjects, versions = (int(x) for x in args.history.lower().split("x"))
+        with tempfile.TemporaryDirectory() as d:
+            history = run_history(history_corpus(subjects, versions), d, args.rounds)
+        history = {"subjects": subjects, "versions": versions, **history}
     at = runs.get("10000", {}).get("holomem", {})
 
     def got(op: str, key: str) -> float | None:
@@ -316,6 +391,7 @@ def main() -> None:
                        "entities": "n/20 invented names; 35% of facts name two",
                        "contradictions": "n/50 planted pairs (same subject, other value)"},
         "runs": runs,
+        "history": history,
         "targets_at_10000": {
             "probe_precision@10": check(got("probe", "precision@10"), ">=", 0.9),
             "reason_precision@10": check(got("reason", "precision@10"), ">=", 0.9),
@@ -326,6 +402,11 @@ def main() -> None:
             "contradict_latency_ms": check(got("contradict", "latency_ms"), "<=", 10),
             "contradict_after_one_write_ms": check(got("contradict", "after_one_write_ms"),
                                                    "<=", 10)},
+        "targets_history": {
+            "contradict_recall": check(history.get("recall"), ">=", 0.9),
+            "contradict_latency_ms": check(history.get("latency_ms"), "<=", 10),
+            "contradict_after_one_write_ms": check(history.get("after_one_write_ms"),
+                                                   "<=", 10)} if history else {},
     }, args.save)
 
 

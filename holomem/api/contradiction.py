@@ -97,7 +97,8 @@ def contradict(view: View, now: int, *, subject: str | None = None, entity: str 
     if resume is not None and resume[0] != view.generation:
         raise InvalidError("the store was compacted since this cursor; start again")
     facts = view.facts
-    current = facts.current_mask(now)
+    live = facts.current_mask(now)  # what the kept candidates follow
+    current = live.copy()
     scope = np.ones(len(current), dtype=bool)
     if namespace:
         scope = view.mask(facts.namespaces.slots(namespace))
@@ -132,7 +133,7 @@ def contradict(view: View, now: int, *, subject: str | None = None, entity: str 
         passes, score, overlap, sim = (np.concatenate(col) for col in zip(*parts, strict=True))
         return passes, score, overlap, sim
 
-    if view.catch_up_candidates(scorer, CATCH_UP_BUDGET, PAIR_BUDGET):
+    if view.catch_up_candidates(live, scorer, CATCH_UP_BUDGET, PAIR_BUDGET):
         page = contradiction_kept.answer(view, kept, current, scope, k, max_pairs, resumed,
                                          PAIR_BUDGET)
     shared_entities: Callable[[list[tuple[int, int]]], list[list[str]]]

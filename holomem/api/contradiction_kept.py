@@ -36,7 +36,7 @@ def answer(view: View, kept: Candidates, current: np.ndarray, scope: np.ndarray,
     if resume is not None and not (resume[0] < n and resume[1] < n):
         return None
     cur = np.flatnonzero(current)
-    left_out = np.flatnonzero(kept.member.view() & scope & ~current)
+    left_out = np.flatnonzero(kept.active.view() & scope & ~current)
     sizes = kept.groups.group_size.view()
     work = int(sizes[kept.groups.rows(left_out)[1]].sum())
     if work > QUICK:

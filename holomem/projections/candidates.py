@@ -1,33 +1,38 @@
 """Contradiction candidates kept between calls: the groups pairs come from, how many
-later partners each fact has, and the best-scoring pairs (issue 16).
+later partners each current fact has, and the best-scoring pairs (issue 16).
 
 Owns: :class:`Candidates` — the groups of every stored fact
 (:mod:`holomem.projections.groups`: its subject slot, each of its entities within its
-namespace), each fact's number of *later partners* (facts in a later slot sharing at
-least one group with it, each counted once however many groups they share), and the
-best pairs under a caller's score. Imports numpy, :mod:`holomem.events` and the other
-projections.
+namespace), the *active* facts (those current at the time of the last catch-up: the
+only ones contradict can answer with, docs/contract.md §4), each active fact's number
+of *later partners* (active facts in a later slot sharing at least one group with it,
+each counted once however many groups they share), and the best pairs of active facts
+under a caller's score. Imports numpy, :mod:`holomem.events` and the other projections.
 
 Kept up to date by what changed: once built, ``apply`` notes the entities of every
-document written, and the next :meth:`Candidates.ensure` scores only the pairs of each
-new fact with the facts before it and takes back those of each fact gone. It is built
-on the first ``ensure`` (from the entity postings and the fact index), so a replay, a
-checkpoint's restore and a store that never asks pay nothing; nothing here is
-persisted (a restored or replayed state starts unbuilt).
+document written, and the next :meth:`Candidates.ensure`, given the facts current at
+its call's time, takes back the pairs of each active fact that is no longer current
+(superseded, expired, forgotten, or not begun at a clock moved back) and scores only
+the pairs of each current fact that was not active (written since, or current again:
+its successor forgotten or not begun yet, its end not reached at a clock moved back)
+with the active facts. It is built on the first ``ensure`` (from the entity postings
+and the fact index), so a replay, a checkpoint's restore and a store that never asks
+pay nothing; nothing here is persisted (a restored or replayed state starts unbuilt).
 
 Memory is linear in memberships: a fact's groups and a group's members are stored
-once each, and at most :data:`CAPACITY` pairs are kept; a group's pairs never are.
-The kept pairs are every pair that passes the scorer, is not joined by a supersession
-chain and ranks before :attr:`floor` (the best pair ever dropped for room; None while
-nothing was), in rank order (score descending, then slots ascending). A chain's pairs
-are never scored: no answer holds them (the scan leaves them out too). Chains only
-grow, except when a fact in one is removed; a removal that splits a chain builds the
-candidates again (the pairs it parts were never scored).
+once each (superseded facts' too, so that they can come back), and at most
+:data:`CAPACITY` pairs are kept; a group's pairs never are. The kept pairs are every
+pair of active facts that passes the scorer, was not joined by a supersession chain
+when scored and ranks before :attr:`floor` (the best pair ever dropped for room; None
+while nothing was), in rank order (score descending, then slots ascending). A chain's
+pairs are never scored: no answer holds them (the scan leaves them out too). Chains
+only grow, except when a fact in one is removed; a removal that parts two active
+facts of one chain has their pair scored then.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -44,6 +49,8 @@ CAPACITY = 1 << 14
 #: overlap, content similarity) of each.
 Scorer = Callable[[np.ndarray, np.ndarray, np.ndarray],
                   tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+#: The raw pairs taken back at once when facts stop being current.
+TAKE_BACK_BLOCK = 1 << 18
 
 __all__ = ["CAPACITY", "Candidates", "Scorer", "pair_key"]
 
@@ -58,17 +65,18 @@ class Candidates:
     def _clear(self) -> None:
         self.built = False
         self.groups = Groups(self.facts)
-        #: per slot below ``done`` (scored): a stored fact then; its later partners
-        self.member = GrowArray(np.bool_)
+        #: per slot with a row: whether it is active (current at the last catch-up:
+        #: its pairs are counted and kept); an active fact's later partners
+        self.active = GrowArray(np.bool_)
         self.later = GrowArray(np.int64)
-        self.done = 0
         #: the kept pairs (``pair_key``), in rank order, and their measures
         self.keys = np.zeros(0, dtype=np.int64)
         self.score = np.zeros(0)
         self.overlap = np.zeros(0)
         self.similarity = np.zeros(0)
         self.floor: tuple[float, int] | None = None
-        #: the supersession chains (``FactIndex.components``) the pairs were scored under
+        #: the supersession chains (``FactIndex.components``) the pairs were scored
+        #: under: two active facts whose pair was not scored share one
         self.chains = np.zeros(0, dtype=np.int64)
 
     # -- events -------------------------------------------------------------------------
@@ -83,38 +91,63 @@ class Candidates:
             self.groups.note(slot, entities)
 
     # -- catching up --------------------------------------------------------------------
-    def ensure(self, scorer: Scorer, budget: int, block: int) -> bool:
-        """Catch up with the store: build on first use, then take back the pairs of the
-        facts gone and score those of the facts written since — at most about
-        ``budget`` raw pairs per call, ``block`` at a time. True when every slot is
-        scored (the answer can come from here)."""
+    def ensure(self, current: np.ndarray, scorer: Scorer, budget: int, block: int) -> bool:
+        """Catch up with the facts ``current`` marks (the stored facts current at the
+        call's time, one flag per slot): build on first use, then take back the pairs
+        of the active facts not among them and score those of the ones not active yet
+        — at most about ``budget`` raw pairs per call, ``block`` at a time. True when
+        the active facts are exactly ``current`` (the answer can come from here)."""
         if not self.built:
             self._build()
-        self.groups.add_rows(self._stored())
-        removed = self._gone()
-        chains = None
-        if self.done < self.catalog.slots or removed:
-            chains = self.facts.components()
-            if self._split(chains):
-                self.built = False
-        if not self.built:  # too few kept pairs left, or a chain split: start again
-            self._build()
-            self.groups.add_rows(self._stored())
-        if chains is not None:
+        self._grow()
+        chains = self.facts.components()  # kept by the fact index while nothing changes
+        if chains is not self.chains:
+            self._part(chains, current, scorer, block)
+        self.chains = chains
+        if not self._leave(np.flatnonzero(self.active.view() & ~current)):
+            self._restart()  # too few kept pairs left to answer from
             self.chains = chains
-        self._add(scorer, budget, block)
-        return self.done == self.catalog.slots
+        return self._join(np.flatnonzero(current & ~self.active.view()), scorer, budget, block)
 
-    def _split(self, chains: np.ndarray) -> bool:
-        """Whether two stored facts that shared a chain when their pairs were scored
-        no longer do (only a removal parts them)."""
-        old = self.chains[: self.done]
+    def _restart(self) -> None:
+        """Start again: every fact's groups, none active."""
+        self._build()
+        self._grow()
+
+    def _grow(self) -> None:
+        """Rows for the slots written since, none of them active yet."""
+        self.groups.add_rows(self._stored())
+        new = self.catalog.slots - len(self.active)
+        self.active.extend(np.zeros(new, dtype=np.bool_))
+        self.later.extend(np.zeros(new, dtype=np.int64))
+
+    def _part(self, chains: np.ndarray, current: np.ndarray, scorer: Scorer,
+              block: int) -> None:
+        """Score the pairs of active facts that stay current, shared a chain when they
+        were scored (so their pair was not) and no longer do: only a removal parts a
+        chain (the fact that joined two branches, say)."""
+        old = self.chains
         if not len(old):
-            return False
-        kept = np.flatnonzero(self.member.view() & self._stored()[: self.done])
-        first = np.full(len(old), len(old), dtype=np.int64)  # per old chain: its first kept
-        np.minimum.at(first, old[kept], kept)
-        return bool((chains[kept] != chains[first[old[kept]]]).any())
+            return
+        stay = np.flatnonzero(self.active.view()[: len(old)] & current[: len(old)])
+        first = np.full(len(old), len(old), dtype=np.int64)  # per old chain: its first
+        np.minimum.at(first, old[stay], stay)
+        moved = chains[stay] != chains[first[old[stay]]]
+        if not moved.any():
+            return
+        parted = np.zeros(len(old) + 1, dtype=bool)
+        parted[old[stay[moved]]] = True
+        inside = stay[parted[old[stay]]]  # the staying facts of the chains parted
+        allow = np.zeros(len(self.active), dtype=bool)
+        allow[inside] = True
+        for a, b, shared in self.groups.earlier_pairs(inside, allow, block):
+            new = (old[a] == old[b]) & (chains[a] != chains[b])
+            a, b, shared = a[new], b[new], shared[new]
+            passes, score, overlap, sim = scorer(a, b, shared)
+            keys = pair_key(a[passes], b[passes])
+            fresh = ~np.isin(keys, self.keys)  # kept already: scored apart, joined since
+            self.offer(keys[fresh], score[passes][fresh], overlap[passes][fresh],
+                       sim[passes][fresh])
 
     def _stored(self) -> np.ndarray:
         out: np.ndarray = self.catalog.alive.view() & self.facts.is_fact.view()
@@ -129,64 +162,57 @@ class Candidates:
             if len(slots):
                 self.groups.note_many(slots, name)
 
-    def _gone(self) -> bool:
-        """Take back the pairs of every scored fact that is no longer stored; whether
-        there was one."""
-        done = self.done
-        if not done:
-            return False
-        member = self.member.view()
-        gone = np.flatnonzero(member & ~self._stored()[:done])
+    def _leave(self, gone: np.ndarray) -> bool:
+        """Take back the pairs of the active facts ``gone``; False when too few kept
+        pairs are left to answer from (some were dropped for room)."""
         if not len(gone):
-            return False
-        allow = np.zeros(self.catalog.slots, dtype=bool)
-        allow[:done] = member
+            return True
+        active = self.active.view()
         later = self.later.view()
-        for a, _b, _shared in self.groups.earlier_pairs(gone, allow, 1 << 18):
+        for a, _b, _shared in self.groups.earlier_pairs(gone, active, TAKE_BACK_BLOCK):
             later -= np.bincount(a, minlength=len(later))
-        member[gone] = False
+        active[gone] = False
         dead = np.isin(self.keys >> 32, gone) | np.isin(self.keys & LOW, gone)
         if dead.any():
             self._take(~dead)
             if self.floor is not None and len(self.keys) < self.capacity // 2:
-                self.built = False  # too few kept pairs left to answer from: rebuild
+                return False
         return True
 
-    def _add(self, scorer: Scorer, budget: int, block: int) -> None:
-        """Score the pairs of the facts in slots ``done``.. with the facts before them."""
-        start, stop = self.done, self.catalog.slots
-        if start == stop:
-            return
-        stored = self._stored()
-        new = np.flatnonzero(stored[start:stop]) + start
+    def _join(self, new: np.ndarray, scorer: Scorer, budget: int, block: int) -> bool:
+        """Make the facts ``new`` (ascending) active, as many as about ``budget`` raw
+        pairs allow: count and score their pairs with the active facts and each other.
+        Whether every one of them joined."""
+        if not len(new):
+            return True
         t_of, g_of = self.groups.rows(new)
-        # Raw pairs of each new fact: its groups' members before it (by group sizes).
-        sizes = self.groups.group_size.view()
-        order = np.lexsort((t_of, g_of))
-        g_sorted = g_of[order]
-        run = np.flatnonzero(np.concatenate(([True], g_sorted[1:] != g_sorted[:-1])))
-        rank = np.arange(len(order)) - np.repeat(run, np.diff(np.append(run, len(order))))
-        work = np.zeros(len(order), dtype=np.int64)
-        work[order] = sizes[g_sorted] + rank
+        # The work of each: the members of its groups (an upper bound of its pairs).
+        work = self.groups.group_size.view()[g_of]
         per_fact = np.bincount(np.searchsorted(new, t_of), weights=work, minlength=len(new))
         take = max(1, int(np.searchsorted(np.cumsum(per_fact), budget, side="right")))
-        end = int(new[take - 1]) + 1 if take < len(new) else stop
-        new = new[:take]
-        inside = t_of < end
-        # Members first: a new fact pairs with the new facts before it too.
-        self.groups.add_members(t_of[inside], g_of[inside])
-        self.member.extend(np.isin(np.arange(start, end), new))
-        self.later.extend(np.zeros(end - start, dtype=np.int64))
-        self.done = end
-        later = self.later.view()
-        chains = self.chains
-        for a, b, shared in self.groups.earlier_pairs(new, stored, block):
+        joining, everyone = new[:take], take == len(new)
+        active, later = self.active.view(), self.later.view()
+        active[joining] = True
+        later[joining] = 0
+        # Each pair once: by its later fact when that one joins now, else by its
+        # earlier one (joining now, with a partner that was active already).
+        self._score(self.groups.earlier_pairs(joining, active, block), scorer)
+        before = active.copy()
+        before[joining] = False
+        if before.any():
+            self._score(self.groups.later_pairs(joining, before, block), scorer)
+        return everyone
+
+    def _score(self, pairs: Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]],
+               scorer: Scorer) -> None:
+        later, chains = self.later.view(), self.chains
+        for a, b, shared in pairs:
             later += np.bincount(a, minlength=len(later))
             apart = chains[a] != chains[b]
             a, b, shared = a[apart], b[apart], shared[apart]
             passes, score, overlap, sim = scorer(a, b, shared)
             self.offer(pair_key(a[passes], b[passes]), score[passes], overlap[passes],
-                        sim[passes])
+                       sim[passes])
 
     # -- kept pairs ---------------------------------------------------------------------
     def _take(self, which: np.ndarray) -> None:
@@ -230,5 +256,5 @@ class Candidates:
         self._take(order)
 
     def memory_bytes(self) -> int:
-        return (self.groups.memory_bytes() + self.member.nbytes + self.later.nbytes
+        return (self.groups.memory_bytes() + self.active.nbytes + self.later.nbytes
                 + 32 * len(self.keys))

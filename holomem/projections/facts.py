@@ -34,6 +34,7 @@ from holomem.events import (
 )
 from holomem.projections.base import Change, GrowArray, Snapshot
 from holomem.projections.catalog import Catalog
+from holomem.projections.chains import LinkSlots
 from holomem.projections.namespaces import ROOT, Namespace, NamespaceIndex
 from holomem.projections.subjects import OrderKey, SubjectIndex
 from holomem.projections.temporal import (
@@ -49,13 +50,6 @@ from holomem.projections.temporal import (
     status_at,
     unset_if_none,
 )
-
-
-def _root(parent: np.ndarray, i: int) -> int:
-    while parent[i] != i:
-        parent[i] = parent[parent[i]]
-        i = int(parent[i])
-    return i
 
 
 class FactIndex:
@@ -78,6 +72,8 @@ class FactIndex:
         self._reserved_mask: tuple[tuple[int, int], np.ndarray] | None = None
         self.supersedes: dict[str, list[Link]] = {}  # successor -> what it supersedes
         self.superseded_by: dict[str, list[Link]] = {}  # predecessor -> its successors
+        #: the links as slot arrays, for the status and chains of every slot at once
+        self.link_slots = LinkSlots()
         self.requested: dict[str, tuple[str, ...]] = {}
         #: (helpful, time, note) of every feedback on a fact, in order.
         self.feedback: dict[str, list[tuple[bool, int, str | None]]] = {}
@@ -120,6 +116,9 @@ class FactIndex:
         old = change.old
         assert self.is_fact.n == change.new  # one row per slot, in slot order
         self.namespaces.new_slot()
+        if old >= 0 and (self.catalog.ids[change.new] in self.supersedes
+                         or self.catalog.ids[change.new] in self.superseded_by):
+            self.link_slots.reset()  # the id's links name its old slot
         if old >= 0 and self.is_fact[old]:
             # A fact's document was replaced through the document API: the fact keeps
             # its times, namespace and links; they move to the new slot.
@@ -277,6 +276,7 @@ class FactIndex:
         self.supersedes[s] = [*self.supersedes.get(s, ()), Link(p, known_at)]
         self.superseded_by[p] = [*self.superseded_by.get(p, ()), Link(s, known_at)]
         self.links += 1
+        self.link_slots.add(self.catalog.slot(s), self.catalog.slot(p))
         sid = self.subject.item(self.catalog.slot(p))
         if sid >= 0:
             self.subject_index.linked(sid, p)
@@ -535,34 +535,27 @@ class FactIndex:
 
     def current_mask(self, at: int) -> np.ndarray:
         """Which slots hold a stored fact that is current at ``at`` (vectorised status)."""
-        is_fact = self.is_fact.view() & self.catalog.alive.view()
+        stored = self.is_fact.view() & self.catalog.alive.view()
         vto = self.end.view()
-        mask: np.ndarray = is_fact & (self.eff.view() <= at) & ((vto == UNSET) | (at < vto))
-        for pred, links in self.superseded_by.items():
-            slot = self.slot(pred)
-            if slot >= 0 and mask[slot] and any(
-                    int(self.eff[self.slot(link.other)]) <= at for link in links
-                    if self.slot(link.other) >= 0):
-                mask[slot] = False
+        eff = self.eff.view()
+        mask: np.ndarray = stored & (eff <= at) & ((vto == UNSET) | (at < vto))
+        succ, pred = self.link_slots.live(stored, self._link_pairs)
+        mask[pred[eff[succ] <= at]] = False  # a stored successor has begun
         return mask
 
     def components(self) -> np.ndarray:
-        """A chain id per slot: slots joined by supersession share one (else their own)."""
-        comp = np.arange(self.catalog.slots)
-        for succ, links in self.supersedes.items():
-            a = self.slot(succ)
-            for link in links:
-                b = self.slot(link.other)
-                if a >= 0 and b >= 0:
-                    ra, rb = _root(comp, a), _root(comp, b)
-                    comp[max(ra, rb)] = min(ra, rb)
-        while True:  # every slot to its root: pointer jumping, a halving per pass
-            up = comp[comp]
-            if np.array_equal(up, comp):
-                break
-            comp = up
-        out: np.ndarray = comp.astype(np.int64)
-        return out
+        """A chain id per slot: slots joined by supersession share one (the smallest of
+        them), any other slot is its own. Kept until the links or the facts change:
+        the caller must not change it."""
+        stored = self.is_fact.view() & self.catalog.alive.view()
+        return self.link_slots.chains(stored, self.facts, self._link_pairs)
+
+    def _link_pairs(self) -> np.ndarray:
+        """(successor slot, predecessor slot) of every link in the tables (-1: an end
+        that is not a stored fact), read one link at a time (LinkSlots' first use)."""
+        slot = self.slot
+        return np.array([(slot(succ), slot(link.other)) for succ, links in
+                         self.supersedes.items() for link in links], dtype=np.int64)
 
     def superseded_since(self, slot: int, known_at: int | None = None) -> int | None:
         """When the fact in ``slot`` became superseded (earliest successor's start), or None."""

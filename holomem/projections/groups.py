@@ -71,7 +71,8 @@ class Groups:
 
     def add_rows(self, stored: np.ndarray) -> None:
         """Rows for the slots after the last one with a row, up to ``len(stored)``: the
-        groups of each stored fact (``stored``: which slots hold one), none for others."""
+        groups of each stored fact (``stored``: which slots hold one), none for others;
+        each such fact joins its groups' members."""
         first, stop = len(self.row_end), len(stored)
         if first == stop:
             return
@@ -107,6 +108,7 @@ class Groups:
         self.row_flat.extend(gid_of.astype(np.int32))
         self.entity_count.extend(np.bincount(note_slot - first, minlength=stop - first)
                                  .astype(np.int32))
+        self.add_members(slot_of, gid_of)
 
     def _group_of_entity(self, eid: int, nid: int) -> int:
         g = self._entity_group.get((eid, nid))
@@ -161,10 +163,19 @@ class Groups:
     # -- pairs --------------------------------------------------------------------------
     def earlier_pairs(self, targets: np.ndarray, allow: np.ndarray, block: int
                       ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """Every pair (a, t) of a ``t`` in ``targets`` (ascending, scored slots) and an
-        earlier ``a`` with ``allow[a]`` sharing a group with it, once: (a, t, entity
+        """Every pair (a, t) of a ``t`` in ``targets`` (ascending, slots with rows) and
+        an earlier ``a`` with ``allow[a]`` sharing a group with it, once: (a, t, entity
         groups shared) arrays, about ``block`` raw pairs (memberships) at a time (more
         only when one target alone has more)."""
+        return self._pairs(targets, allow, block, later=False)
+
+    def later_pairs(self, targets: np.ndarray, allow: np.ndarray, block: int
+                    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """:meth:`earlier_pairs` with the partners after each target: (t, b, shared)."""
+        return self._pairs(targets, allow, block, later=True)
+
+    def _pairs(self, targets: np.ndarray, allow: np.ndarray, block: int, later: bool
+               ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         t_of, g_of = self.rows(targets)
         if not len(t_of):
             return
@@ -177,8 +188,13 @@ class Groups:
         flat = np.concatenate(parts).astype(np.int64)
         off = np.cumsum(sizes) - sizes
         fkey = (np.repeat(np.arange(len(uniq), dtype=np.int64), sizes) << 32) | flat
-        begin = off[inv]
-        count = np.searchsorted(fkey, (inv.astype(np.int64) << 32) | t_of) - begin
+        at = (inv.astype(np.int64) << 32) | t_of
+        if later:  # the group's allowed members after t
+            begin = np.searchsorted(fkey, at, side="right")
+            count = (off + sizes)[inv] - begin
+        else:  # those before it
+            begin = off[inv]
+            count = np.searchsorted(fkey, at) - begin
         entity = (self.group_entity.view()[g_of] >= 0).astype(np.int64)
         raw = np.cumsum(count)
         i, n = 0, len(t_of)
@@ -191,7 +207,8 @@ class Groups:
             if total:
                 offsets = np.cumsum(lens) - lens
                 idx = np.arange(total) + np.repeat(begin[i:j] - offsets, lens)
-                keys = pair_key(flat[idx], np.repeat(t_of[i:j], lens))
+                mine = np.repeat(t_of[i:j], lens)
+                keys = pair_key(mine, flat[idx]) if later else pair_key(flat[idx], mine)
                 ent = np.repeat(entity[i:j], lens)
                 order = np.argsort(keys, kind="stable")
                 keys, ent = keys[order], ent[order]

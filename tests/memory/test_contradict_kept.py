@@ -315,7 +315,8 @@ def test_versions_of_one_subject_are_never_scored_against_each_other(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """300 versions of one subject form one chain: none of its 44,850 pairs can be an
     answer, so none is scored or kept; every answer is still the scan's, also once the
-    newest version is forgotten and the one before it is current again."""
+    newest version is forgotten and the one before it is current again (then only the
+    current facts' pair with the new one is scored, not the 298 superseded ones')."""
     with Store.open(tmp_path / "s", sync="none") as store:
         m = Memory(store, MemoryConfig(supersession="latest-by-subject"),
                    clock=ManualClock(START))
@@ -330,7 +331,7 @@ def test_versions_of_one_subject_are_never_scored_against_each_other(
         m.remember({"text": "Ann likes tea", "entities": ["Ann"]})
         check(m, {"k": 5, "max_pairs": 1000}, monkeypatch)
         check(m, {"k": 2, "max_pairs": 7}, monkeypatch)
-        assert seen["scored"] == 299  # only the new fact's pairs
+        assert seen["scored"] == 1  # only the new fact's pair with the current version
 
 
 def test_many_short_chains_leave_the_kept_pairs_to_the_answerable_ones(
@@ -354,11 +355,13 @@ def test_many_short_chains_leave_the_kept_pairs_to_the_answerable_ones(
         check(m, {"k": 2, "max_pairs": 5}, monkeypatch)
 
 
-def test_a_chain_parted_by_a_forget_builds_them_again(
+def test_facts_a_forget_makes_current_again_or_parts_are_scored_then(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Forgetting the one fact that superseded two others parts their chain and makes
-    both current again: their pair, never scored, is an answer now, so the candidates
-    are built again and the answers stay the scan's."""
+    """Forgetting the fact that superseded two others makes both current again: their
+    pairs are scored then (they were never kept while superseded). Forgetting the fact
+    two current successors both superseded parts their chain: their pair, never
+    scored, is scored then. Neither builds the candidates again, and every answer
+    stays the scan's."""
     builds = {"n": 0}
     real = candidates.Candidates._build  # counted, not changed
 
@@ -377,10 +380,21 @@ def test_a_chain_parted_by_a_forget_builds_them_again(
         request = {"k": 5, "max_pairs": 1000}
         check(m, request, monkeypatch)
         assert [(p.a, p.b) for p in m.contradict(k=5).pairs] == [("x", "d")]
-        assert builds["n"] == 1
+        seen = counting(monkeypatch)
         m.forget({"ids": ["x"]})
         check(m, request, monkeypatch)
         assert ("a", "b") in [(p.a, p.b) for p in m.contradict(k=5).pairs]
-        assert builds["n"] == 2
+        assert seen["scored"] == 3  # a-b, a-d, b-d
+        # Two successors of one fact: one chain, both current.
+        m.remember({"id": "s1", "text": "Ann works in Bonn", "entities": ["Ann"],
+                    "supersedes": ["d"]})
+        m.remember({"id": "s2", "text": "Ann works in Graz", "entities": ["Ann"],
+                    "supersedes": ["d"]})
+        check(m, request, monkeypatch)
+        assert ("s1", "s2") not in [(p.a, p.b) for p in m.contradict(k=5).pairs]
+        m.forget({"ids": ["d"]})
+        check(m, request, monkeypatch)
+        assert ("s1", "s2") in [(p.a, p.b) for p in m.contradict(k=5).pairs]
+        assert builds["n"] == 1
         with store.reading() as view:
             assert chain_pairs(view) == 0

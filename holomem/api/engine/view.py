@@ -324,14 +324,16 @@ class View:
             self._locked(encode)
         return index
 
-    def catch_up_candidates(self, scorer: Scorer, budget: int, block: int) -> bool:
-        """Bring the contradiction candidates up to date (built on first use, then only
-        what changed; at most about ``budget`` raw pairs scored per call), under the
-        state lock; whether they now cover every slot."""
+    def catch_up_candidates(self, current: np.ndarray, scorer: Scorer, budget: int,
+                            block: int) -> bool:
+        """Bring the contradiction candidates up to date with the facts ``current``
+        marks (built on first use, then only what changed; at most about ``budget``
+        raw pairs scored per call), under the state lock; whether they now hold
+        exactly those facts."""
         done = [False]
 
         def catch_up() -> None:
-            done[0] = self.state.candidates.ensure(scorer, budget, block)
+            done[0] = self.state.candidates.ensure(current, scorer, budget, block)
         self._locked(catch_up)
         return done[0]
 

@@ -100,6 +100,7 @@ class World:
         self.store = Store.open(path, sync="none")
         self.m = Memory(self.store, self.config, clock=self.clock)
         self.ids: list[str] = []
+        self.versions: dict[str, list[str]] = {}  # subject -> its facts, in order
 
     def remember(self, items: list[dict[str, Any]]) -> None:
         batch = []
@@ -115,6 +116,9 @@ class World:
         except (InvalidError, NotFoundError, ConflictError):
             return  # a supersession the store refuses (a forgotten id, another namespace)
         self.ids += [b["id"] for b in batch]
+        for b in batch:
+            if b.get("subject") is not None:
+                self.versions.setdefault(b["subject"], []).append(b["id"])
 
     def reopen(self, checkpoint: bool) -> None:
         if checkpoint:
@@ -167,6 +171,59 @@ def test_kept_candidates_answer_every_page_exactly_as_the_scan_does(
             world.store.close()
 
 
+SUBJECTS = ["s1", "s2", "s3"]
+version = st.fixed_dictionaries({
+    "text": st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
+    "entities": st.lists(st.sampled_from(NAMES), max_size=2, unique=True),
+    "subject": st.sampled_from(SUBJECTS),
+}, optional={
+    "ttl_ms": st.integers(1, 4000),
+    "valid_from": st.integers(START - 2000, START + 6000),
+})
+history_op = st.one_of(
+    st.tuples(st.just("remember"), st.lists(version, min_size=1, max_size=4)),
+    st.tuples(st.just("newest"), st.sampled_from(SUBJECTS), st.booleans()),
+    st.tuples(st.just("forget"), st.integers(0, 60), st.booleans()),
+    st.tuples(st.just("clock"), st.integers(-4000, 5000)),
+    st.tuples(st.just("ask"), query),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(versions=st.integers(2, 8), steps=st.lists(history_op, min_size=1, max_size=8),
+       capacity=st.sampled_from([3, candidates.CAPACITY]),
+       catch_up=st.sampled_from([2, contradiction.CATCH_UP_BUDGET]))
+def test_with_many_versions_per_subject_every_page_is_the_scans(
+        tmp_path_factory: pytest.TempPathFactory, versions: int,
+        steps: list[tuple[Any, ...]], capacity: int, catch_up: int) -> None:
+    """Subjects with many versions under latest-by-subject (only the newest current,
+    some beginning later or running out of time): facts stop being current and become
+    current again as versions arrive, the newest is forgotten (alone or with its
+    chain) and the clock moves both ways; every page is still the scan's."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(candidates, "CAPACITY", capacity)
+        mp.setattr(contradiction, "CATCH_UP_BUDGET", catch_up)
+        world = World(tmp_path_factory.mktemp("h") / "s", supersession=True)
+        try:
+            for v in range(versions):
+                world.remember([{"text": f"{WORDS[(v + i) % len(WORDS)]} tea v{v}",
+                                 "entities": NAMES[i : i + 2], "subject": subject}
+                                for i, subject in enumerate(SUBJECTS)])
+                world.remember([{"text": f"Al likes coffee {v}", "entities": ["Al", "Bo"]}])
+            check(world.m, {"k": 50, "max_pairs": 1000}, mp)
+            for step in steps:
+                if step[0] == "newest":
+                    chain = [i for i in world.versions.get(step[1], [])
+                             if world.m.get(i) is not None]
+                    if chain:
+                        world.m.forget({"ids": [chain[-1]]}, include_chain=step[2])
+                    check(world.m, {"k": 50, "max_pairs": 1000}, mp)
+                else:
+                    world.run(step, mp)
+        finally:
+            world.store.close()
+
+
 def counting(mp: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts how many pages the kept candidates answered, and how many pairs were scored."""
     seen = {"answered": 0, "declined": 0, "scored": 0}
@@ -185,6 +242,19 @@ def counting(mp: pytest.MonkeyPatch) -> dict[str, int]:
     mp.setattr(contradiction_kept, "answer", answer)
     mp.setattr(contradiction, "measure", measure)
     return seen
+
+
+def counting_builds(mp: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts how many times the candidates are built (from nothing)."""
+    builds = {"n": 0}
+    real = candidates.Candidates._build  # counted, not changed
+
+    def build(self: candidates.Candidates) -> None:
+        builds["n"] += 1
+        real(self)
+
+    mp.setattr(candidates.Candidates, "_build", build)
+    return builds
 
 
 def test_after_the_first_call_only_the_new_facts_pairs_are_scored(
@@ -281,14 +351,7 @@ def test_forgetting_most_kept_pairs_builds_them_again(tmp_path: Path,
     """With pairs dropped for room, losing half the kept ones means the pairs below them
     are unknown: the candidates are built again, and every answer stays the scan's."""
     monkeypatch.setattr(candidates, "CAPACITY", 6)
-    builds = {"n": 0}
-    real = candidates.Candidates._build  # counted, not changed
-
-    def build(self: candidates.Candidates) -> None:
-        builds["n"] += 1
-        real(self)
-
-    monkeypatch.setattr(candidates.Candidates, "_build", build)
+    builds = counting_builds(monkeypatch)
     with Store.open(tmp_path / "s", sync="none") as store:
         m = Memory(store, clock=ManualClock(START))
         m.remember_many([{"id": f"n{i}", "text": f"Ann likes item {i % 4} and {i % 3}",
@@ -362,14 +425,7 @@ def test_facts_a_forget_makes_current_again_or_parts_are_scored_then(
     two current successors both superseded parts their chain: their pair, never
     scored, is scored then. Neither builds the candidates again, and every answer
     stays the scan's."""
-    builds = {"n": 0}
-    real = candidates.Candidates._build  # counted, not changed
-
-    def build(self: candidates.Candidates) -> None:
-        builds["n"] += 1
-        real(self)
-
-    monkeypatch.setattr(candidates.Candidates, "_build", build)
+    builds = counting_builds(monkeypatch)
     with Store.open(tmp_path / "s", sync="none") as store:
         m = Memory(store, clock=ManualClock(START))
         m.remember({"id": "a", "text": "Ann lives in Paris", "entities": ["Ann"]})

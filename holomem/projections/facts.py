@@ -442,8 +442,15 @@ class FactIndex:
         return self.order_key(last), sorted((self.order_key(h), h) for h in heads)
 
     def current(self, fact_id: str, at: int) -> bool:
-        """Whether the stored fact ``fact_id`` is current at ``at`` (every link known)."""
-        return self.status(self.slot(fact_id), at) == CURRENT
+        """Whether the stored fact ``fact_id`` is current at ``at`` (every link known):
+        :meth:`status`, with no walk of links for a fact that has no successor."""
+        slot = self.slot(fact_id)
+        if slot < 0 or at < self.eff.item(slot):
+            return False
+        if fact_id in self.superseded_by:
+            return self.status(slot, at) == CURRENT
+        end = self.end.item(slot)
+        return bool(end == UNSET or at < end)
 
     def subjects(self, subject: str, prefix: Namespace = ROOT) -> list[str]:
         """Ids of the stored facts of ``subject`` in every namespace at or under

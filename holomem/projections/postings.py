@@ -96,6 +96,16 @@ def tokens_to_postings(terms: np.ndarray, lengths: np.ndarray, first_slot: int,
     return dt[starts], ds[starts], tf
 
 
+def _terms_of(indptr: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """The term of each posting ``start``..``stop - 1`` of a segment laid out by
+    ``indptr``: each term overlapping the range repeated over its share of it."""
+    first = int(np.searchsorted(indptr, start, side="right")) - 1
+    last = int(np.searchsorted(indptr, stop - 1, side="right")) - 1
+    shares = np.diff(np.clip(indptr[first : last + 2], start, stop))
+    terms: np.ndarray = np.repeat(np.arange(first, last + 1, dtype=np.int64), shares)
+    return terms
+
+
 def merge(seg: Segment | None, newer: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
           n_terms: int, alive: np.ndarray, lo: int, hi: int) -> Segment:
     """A segment of the slots ``[lo, hi)``: ``seg``'s postings, then each of ``newer``
@@ -128,10 +138,8 @@ def merge(seg: Segment | None, newer: list[tuple[np.ndarray, np.ndarray, np.ndar
     dead_before_term = np.searchsorted(dead, old_ptr[:-1])
     for start in range(0, len(old_slot), CHUNK):
         stop = min(len(old_slot), start + CHUNK)
-        i = np.arange(start, stop, dtype=np.int64)
-        t = np.searchsorted(old_ptr, i, side="right") - 1
-        pos = indptr[t] + (i - old_ptr[t])
-        del i
+        t = _terms_of(old_ptr, start, stop)
+        pos = np.arange(start, stop, dtype=np.int64) + (indptr[t] - old_ptr[t])
         chunk_slot, chunk_tf = old_slot[start:stop], old_tf[start:stop]
         if len(dead):
             pos -= np.searchsorted(dead, np.arange(start, stop)) - dead_before_term[t]

@@ -26,15 +26,15 @@ amortised constant merge work, not a pass over the base); a replay merges every
 ``BULK_DOCS`` documents and once at the end, into a single base (a replay of a
 checkpoint's short tail keeps the ordinary policy).
 
-Top-k (:meth:`BM25.top`) is exact and prunes (a "max-score" evaluation): each
-query term's contribution to any document is at most its weight times
-``maxtf / (maxtf + k1 * (1 - b + b * minlen / avglen))``, with ``maxtf`` its largest
-frequency and ``minlen`` the shortest document length. Once k documents are known
-to score at least θ, the terms whose bounds sum below θ cannot by themselves
-put a document in the top k: only documents holding one of the other terms are
-candidates, and their scores are completed by binary search in the skipped
-terms' postings. Scores are summed in the same order as :meth:`BM25.score`'s,
-so both give the same top k bit for bit (tests/store/test_search_pruning.py).
+Top-k (:meth:`BM25.top`) is exact and reads only the postings that can matter: a
+term's contribution to a document depends on the document only through the term's
+frequency in it and its length, so a long list, grouped by (frequency, length), is read
+best group first, and what a document outside the groups taken can get from the term
+is bounded by the best group left. Once k documents are known to score θ, heads whose
+bounds sum below θ hold every document that can be among the k best (see
+:mod:`holomem.projections.pruning`). Scores are summed in the same order as
+:meth:`BM25.score`'s, so both give the same top k bit for bit
+(tests/store/test_search_pruning.py).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from holomem.events import DocumentAdded, DocumentReplaced, Event
 from holomem.projections.base import Change, GrowArray, Later, Snapshot
 from holomem.projections.catalog import Catalog
 from holomem.projections.postings import Segment, merge, tokens_to_postings
-from holomem.projections.pruning import Term
+from holomem.projections.pruning import Part, Term
 from holomem.projections.pruning import top as prune
 from holomem.projections.tokenize import (
     ascii_words,
@@ -407,30 +407,39 @@ class BM25:
         """
         n, avglen = self._stats()
         alive = None if self.catalog.live == self.catalog.slots else self.catalog.alive.view()
-        norms = self._norms()
         segments = self._segments()
-        # The smallest normalisation any document can have: the bound's denominator.
-        floor = self.k1 * (1.0 - self.b + self.b * self.min_len / (avglen or 1.0))
-        terms: list[Term] = []
+        found: list[tuple[int, float, list[tuple[Segment | None, np.ndarray, np.ndarray]]]] = []
         total = 0
         for tid in self.query_terms(query):
-            parts = [seg.postings(tid) for seg in segments]
-            maxtf = max([seg.max_tf(tid) for seg in segments], default=0)
-            delta = self._delta_postings(tid)
-            if len(delta[0]):
-                parts.append(delta)
-                maxtf = max(maxtf, int(delta[1].max()))
-            parts = [p for p in parts if len(p[0])]
-            df = self._live_df(tid, parts, alive)
+            raw: list[tuple[Segment | None, np.ndarray, np.ndarray]] = []
+            for seg in segments:
+                slots, tfs = seg.postings(tid)
+                if len(slots):
+                    raw.append((seg, slots, tfs))
+            slots, tfs = self._delta_postings(tid)
+            if len(slots):
+                raw.append((None, slots, tfs))
+            df = self._live_df(tid, [(s, t) for _, s, t in raw], alive)
             if not df:
                 continue
-            weight = self.idf(n, df) * (self.k1 + 1.0)
-            terms.append(Term(weight, weight * maxtf / (maxtf + floor), parts))
-            total += sum(len(p[0]) for p in parts)
+            found.append((tid, self.idf(n, df) * (self.k1 + 1.0), raw))
+            total += sum(len(s) for _, s, _ in raw)
         if total <= EXHAUSTIVE:
             return self.score(query, allowed)
+        doclen = self.doclen.view()
+        terms = [Term(weight, [
+            Part(self._d_start, self.doclen.n, s, t, None, None) if seg is None
+            else Part(seg.lo, seg.hi, s, t, seg.impact(tid, doclen), seg.column(tid))
+            for seg, s, t in raw]) for tid, weight, raw in found]
         keep = alive if allowed is None else allowed if alive is None else alive & allowed
-        return prune(terms, k, norms, keep)
+        k1, b, avg = self.k1, self.b, avglen or 1.0
+
+        def norm(lengths: np.ndarray) -> np.ndarray:  # as _norms computes it
+            out: np.ndarray = k1 * (1.0 - b + b * lengths / avg)
+            return out
+
+        got = prune(terms, k, self._norms(), norm, keep)
+        return self.score(query, allowed) if got is None else got
 
     def matched(self, query: str, slot: int) -> list[MatchedTerm]:
         """The query terms document ``slot`` contains, with their BM25 contributions.

@@ -6,9 +6,12 @@ Imports numpy only; :mod:`holomem.projections.bm25` decides when to merge.
 
 A segment holds, for every term id below ``terms``, the slots containing the term
 (ascending) and the term's frequency in each, laid out term after term
-(``indptr[t]:indptr[t + 1]``), plus each term's largest frequency in the segment
-(the bound that lets a query skip postings, see bm25.py's ``top``). 6 bytes per
-posting, 10 per term.
+(``indptr[t]:indptr[t + 1]``): 6 bytes per posting, 8 per term. A long list's
+:class:`~holomem.projections.impact.Impact` (its documents grouped by frequency and
+length, what pruned queries start from) and dense frequency column are built on a
+query's first use of them and kept with the segment, which never changes: 4 bytes per
+posting of the lists queried, and one or two per slot for the few terms found in an
+eighth of the documents or more.
 
 Merging is linear in the postings and never sorts them: every slot of the newer
 postings is above every slot of the segment, so within a term the segment's
@@ -21,6 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from holomem.projections import impact as grouping
+from holomem.projections.impact import Impact
+
 #: Postings moved per step of a merge (bounds the merge's temporaries).
 CHUNK = 1 << 20
 
@@ -31,7 +37,7 @@ _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
 class Segment:
     """Postings of the slots ``[lo, hi)`` by term (vacated slots may linger)."""
 
-    __slots__ = ("docs", "hi", "indptr", "lo", "maxtf", "slot", "tf")
+    __slots__ = ("_columns", "_impacts", "docs", "hi", "indptr", "lo", "slot", "tf")
 
     def __init__(self, lo: int, hi: int, indptr: np.ndarray, slot: np.ndarray, tf: np.ndarray,
                  docs: int) -> None:
@@ -40,11 +46,10 @@ class Segment:
         self.slot = slot  # int32
         self.tf = tf  # uint16
         self.docs = docs  # live slots in [lo, hi) when it was built
-        counts = np.diff(indptr)
-        self.maxtf = np.zeros(len(counts), dtype=np.uint16)
-        nonempty = np.flatnonzero(counts)
-        if len(nonempty):
-            self.maxtf[nonempty] = np.maximum.reduceat(tf, indptr[nonempty])
+        # Built on first use, per term (a dict's assignment is atomic: two readers
+        # building the same entry at once only build it twice).
+        self._impacts: dict[int, Impact] = {}
+        self._columns: dict[int, np.ndarray | None] = {}
 
     @property
     def terms(self) -> int:
@@ -60,8 +65,29 @@ class Segment:
     def count(self, tid: int) -> int:
         return int(self.indptr[tid + 1] - self.indptr[tid]) if tid < self.terms else 0
 
-    def max_tf(self, tid: int) -> int:
-        return int(self.maxtf[tid]) if tid < self.terms else 0
+    def impact(self, tid: int, doclen: np.ndarray) -> Impact | None:
+        """Term ``tid``'s postings grouped by frequency and document length (None for
+        a list shorter than ``GROUPED_MIN``); ``doclen``: every slot's length."""
+        got = self._impacts.get(tid)
+        if got is None:
+            slots, tfs = self.postings(tid)
+            if len(slots) < grouping.GROUPED_MIN:
+                return None
+            got = self._impacts[tid] = grouping.group(slots, tfs, doclen[slots])
+        return got
+
+    def column(self, tid: int) -> np.ndarray | None:
+        """Term ``tid``'s frequency in each slot ``lo ..`` of the segment, for a term in
+        at least one slot in ``DENSE`` (None otherwise)."""
+        if tid in self._columns:
+            return self._columns[tid]
+        slots, tfs = self.postings(tid)
+        span = self.hi - self.lo
+        got = (grouping.column(slots, tfs, self.lo, span)
+               if len(slots) >= grouping.GROUPED_MIN and len(slots) * grouping.DENSE >= span
+               else None)
+        self._columns[tid] = got
+        return got
 
     def triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(term, slot, tf) of every posting, sorted by term then slot."""
@@ -70,7 +96,9 @@ class Segment:
 
     @property
     def nbytes(self) -> int:
-        return int(self.indptr.nbytes + self.slot.nbytes + self.tf.nbytes + self.maxtf.nbytes)
+        built = sum(i.nbytes for i in list(self._impacts.values()))
+        built += sum(c.nbytes for c in list(self._columns.values()) if c is not None)
+        return int(self.indptr.nbytes + self.slot.nbytes + self.tf.nbytes + built)
 
 
 def tokens_to_postings(terms: np.ndarray, lengths: np.ndarray, first_slot: int,

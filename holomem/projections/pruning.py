@@ -1,58 +1,285 @@
-"""Exact top-k BM25 without scoring every matching document (max-score pruning).
+"""Exact top-k BM25 from the best postings of each term, not from every posting.
 
-Owns: the evaluation behind :meth:`holomem.projections.bm25.BM25.top`. Imports
-numpy only: BM25 hands in each query term's weight, the bound on its
-contribution and its postings.
+Owns: the evaluation behind :meth:`holomem.projections.bm25.BM25.top`. Imports numpy
+and :mod:`holomem.projections.impact`: BM25 hands in each query term's weight and its
+postings, in parts (one per segment, one for the delta), each with the part's
+:class:`~holomem.projections.impact.Impact` when its list is long.
 
-With the query terms sorted by bound, the cheapest ones whose bounds add up
-below θ — a score that k documents are already known to reach — are
-*non-essential*: a document holding none of the other terms scores below θ and
-cannot be among the k best, nor tie the k-th. So:
+*Heads and bounds.* A long list is read as its impact groups, sorted by contribution,
+largest first. Taking a term's ``j`` best groups (its *head*) leaves a bound ``u``: no
+document outside the head gets more than ``u`` from the term (the contribution of the
+best group not taken; 0 once every group is taken). Short lists are always read
+whole. Given θ, a score that k admissible documents are known to reach, any choice of
+heads whose bounds sum below θ holds every document that can be among the k best, or
+tie the k-th: one in no head scores less than that sum.
 
-1. walk the terms from the largest bound down, scoring each one's postings,
-   and raise θ to the k-th largest single contribution seen, until the bounds of
-   the terms left sum below θ (those are the non-essential ones);
-2. the candidates are the documents of the terms scored; θ rises to the k-th
-   largest of their partial sums, and a candidate whose partial sum plus the
-   non-essential bounds stays below θ is dropped; then, for each non-essential
-   term from the largest bound down, its exact share (by binary search) replaces
-   its bound in every candidate's sum, θ rises again, and candidates drop;
-3. each survivor's score is computed again from scratch, term by term in query
-   order, the postings found by binary search — the same products and the same
-   additions, in the same order, as the exhaustive scoring, so the same bits.
+*The evaluation.*
 
-Bounds and comparisons carry a relative slack of ``SLACK`` so that rounding can
-only keep a document, never drop one.
+1. θ comes from exact scores: first of the documents of small heads (the choice of at
+   most ``FIRST`` postings a term with the smallest sum of bounds), then, while the
+   cheapest choice of heads for θ is more than ``GROW`` times what was scored, of a
+   choice ``GROW`` times larger (θ only rises).
+2. The cheapest choice for θ — fewest postings with bounds summing below θ — is found
+   by a sweep of Lagrange multipliers over the terms' (postings, bound) curves, all
+   terms and multipliers in one array operation.
+3. Each document of that choice gets an upper bound: the sum of the bounds, plus, for
+   each term whose head (or short list) holds it, its contribution there minus the
+   term's bound. Those whose bound stays below θ are dropped unread; the others are
+   scored exactly, and the ones reaching the k-th of those scores are returned.
+4. Exact scores are computed term by term in query order, each contribution by the same
+   products as the exhaustive scoring and added in the same order, so they are the same
+   bits (tests/store/test_search_pruning.py).
+
+Bounds are compared with a relative slack (``SLACK`` for exact values, ``LOOSE`` for the
+float32 sums of step 3) so that rounding can only keep a document, never drop one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
-SLACK = 1e-9
+from holomem.projections.impact import Impact, column
 
-Postings = tuple[np.ndarray, np.ndarray]  # (slots ascending, tfs)
+SLACK = 1e-9
+LOOSE = 1e-5
+#: Postings a term of the first heads (step 1).
+FIRST = 1024
+#: How much larger than what was scored the final heads may be before θ is sought further.
+GROW = 8
+#: Final heads of at most this many postings are always taken at once.
+FLOOR = 1 << 15
+#: Candidate sets of fewer than one posting in SPARSE of the slots are merged by sorting,
+#: larger ones in an array over every slot.
+SPARSE = 32
+#: A list read for more than a quarter of its length, and longer than this, is looked
+#: up through a dense column built for the query.
+COLUMN_MIN = 4096
+#: Breakpoints kept of a term's curve (a sample of its groups, denser at the top).
+POINTS = 96
+
+
+class Part(NamedTuple):
+    lo: int  # the part's slots are in [lo, hi)
+    hi: int
+    slots: np.ndarray  # ascending (vacated slots included)
+    tfs: np.ndarray
+    impact: Impact | None  # a long list's groups
+    column: np.ndarray | None  # its frequency in each slot lo.., for a list that dense
 
 
 class Term(NamedTuple):
     weight: float  # idf * (k1 + 1)
-    bound: float  # no contribution of this term exceeds it
-    parts: list[Postings]  # disjoint slot ranges, ascending; vacated slots included
+    parts: list[Part]
 
 
-def _contributions(term: Term, norms: np.ndarray, keep: np.ndarray | None
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """(slots, contribution) over the term's postings that ``keep`` admits."""
-    parts = term.parts
-    slots = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
-    tfs = parts[0][1] if len(parts) == 1 else np.concatenate([p[1] for p in parts])
-    if keep is not None:
-        sel = keep[slots]
-        slots, tfs = slots[sel], tfs[sel]
-    tf = tfs.astype(np.float64)
-    return slots, term.weight * tf / (tf + norms[slots])
+class _Curve:
+    """A grouped term's groups by contribution, largest first, and the breakpoints of
+    its (postings, bound) curve: breakpoint ``cut[i]`` = j takes groups 0..j-1, that is
+    ``cum[i]`` postings, leaving the bound ``bound[i]`` (0 once every group is taken)."""
+
+    __slots__ = ("bound", "c", "cum", "cut", "part", "size", "start", "top")
+
+    def __init__(self, term: Term, norm: Callable[[np.ndarray], np.ndarray]) -> None:
+        cs, parts, starts, sizes = [], [], [], []
+        for i, part in enumerate(term.parts):
+            imp = part.impact
+            if imp is None:
+                continue
+            cs.append(term.weight * imp.tf / (imp.tf + norm(imp.length)))
+            parts.append(np.full(len(imp.tf), i, dtype=np.int64))
+            starts.append(imp.start)
+            sizes.append(imp.size)
+        c = np.concatenate(cs)
+        order = np.argsort(-c, kind="stable")
+        self.c = c[order]
+        self.part = np.concatenate(parts)[order]
+        self.start = np.concatenate(starts)[order]
+        self.size = np.concatenate(sizes)[order]
+        self.top = float(self.c[0])
+        cum = np.cumsum(self.size)
+        g = len(cum)
+        if g + 1 <= POINTS:
+            cut = np.arange(g + 1)
+        else:  # a sample, denser at the top (sizes in geometric steps)
+            levels = np.geomspace(1.0, float(cum[-1]), POINTS - 2)
+            cut = np.unique(np.concatenate(
+                [[0, g], np.minimum(np.searchsorted(cum, levels) + 1, g)]))
+        self.cut = cut
+        self.cum = np.append(0, cum)[cut].astype(np.float64)
+        self.bound = np.append(self.c, 0.0)[cut]
+
+
+def top(terms: list[Term], k: int, norms: np.ndarray,
+        norm: Callable[[np.ndarray], np.ndarray], keep: np.ndarray | None
+        ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Slots (ascending) and exact scores of a set of documents holding the top k, or
+    None when no k admissible documents match (then every match must be scored).
+
+    ``terms`` in query order; ``norms``: each slot's length normalisation; ``norm``: the
+    same function of document lengths; ``keep``: the slots that may be returned (live
+    and allowed; None: every slot in the postings).
+    """
+    grouped = [i for i, t in enumerate(terms) if any(p.impact is not None for p in t.parts)]
+    curves = [_Curve(terms[i], norm) for i in grouped]
+    plan = _Plan(curves)
+    theta = 0.0
+    scored = 0.0
+    target = float(FIRST * max(1, len(curves)))
+    while True:
+        choice = plan.for_bound(theta) if theta > 0 else None
+        final = choice is not None and (plan.postings(choice) <= max(GROW * scored, FLOOR)
+                                        or scored >= plan.total)
+        if not final:
+            if scored >= plan.total:
+                return None  # everything was read, and fewer than k documents are admissible
+            choice = plan.for_size(target)
+            scored = plan.postings(choice)
+            target = GROW * max(target, scored)
+        assert choice is not None
+        cand, scores = _evaluate(terms, grouped, curves, choice, theta, norms, keep)
+        if len(scores) >= k:
+            theta = max(theta, _kth(scores, k))
+        if final:
+            sel = scores >= theta
+            return cand[sel], scores[sel]
+
+
+class _Plan:
+    """The grouped terms' curves side by side, and the cheapest choices of heads."""
+
+    def __init__(self, curves: list[_Curve]) -> None:
+        m = len(curves)
+        width = max((len(c.cut) for c in curves), default=1)
+        self.sizes = np.full((m, width), np.inf)
+        self.bounds = np.zeros((m, width))
+        self.last = np.zeros(m, dtype=np.int64)
+        for i, c in enumerate(curves):
+            n = len(c.cut)
+            self.sizes[i, :n] = c.cum
+            self.bounds[i, :n] = c.bound
+            self.last[i] = n - 1
+        self.rows = np.arange(m)
+        self.total = float(sum(float(c.cum[-1]) for c in curves))
+        tops = float(sum(c.top for c in curves))
+        self.scale = max(self.total, 1.0) / max(tops, 1e-300)
+
+    def postings(self, choice: np.ndarray) -> float:
+        return float(self.sizes[self.rows, choice].sum())
+
+    def _sweep(self, lams: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each multiplier's choice (breakpoint per term), its postings and bound sum;
+        plus the two ends: no head at all, and every group."""
+        cost = self.sizes[None] + lams[:, None, None] * self.bounds[None]
+        picks = np.argmin(cost, axis=2)
+        picks = np.vstack([np.zeros((1, len(self.rows)), dtype=np.int64), picks,
+                           self.last[None]])
+        sizes = self.sizes[self.rows, picks].sum(axis=1)
+        bounds = self.bounds[self.rows, picks].sum(axis=1)
+        return picks, sizes, bounds
+
+    def for_bound(self, theta: float) -> np.ndarray:
+        """The choice with the fewest postings whose bounds sum below θ (> 0)."""
+        limit = theta * (1.0 - SLACK) / (1.0 + SLACK)
+        lo, hi = self.scale * 1e-6, self.scale * 1e6
+        best, best_size = self.last, self.total  # every group: bound 0
+        for _ in range(3):
+            lams = np.geomspace(lo, hi, 33)
+            picks, sizes, bounds = self._sweep(lams)
+            ok = bounds < limit
+            if ok[0]:
+                none: np.ndarray = picks[0]  # no head at all
+                return none
+            i = int(np.argmin(np.where(ok, sizes, np.inf)))
+            if sizes[i] < best_size:
+                best, best_size = picks[i], float(sizes[i])
+            # The bound sum falls as the multiplier grows: bracket the first that fits.
+            fits = np.flatnonzero(ok[1:-1])
+            if not len(fits):
+                lo, hi = lams[-1], lams[-1] * 1e6
+            elif fits[0] == 0:
+                lo, hi = lams[0] * 1e-6, lams[0]
+            else:
+                lo, hi = lams[fits[0] - 1], lams[fits[0]]
+        return best
+
+    def for_size(self, target: float) -> np.ndarray:
+        """The choice of at most ``target`` postings with the smallest bound sum."""
+        lo, hi = self.scale * 1e-6, self.scale * 1e6
+        best = self.last if self.total <= target else np.zeros(len(self.rows), dtype=np.int64)
+        best_bound = self.bounds[self.rows, best].sum()
+        for _ in range(3):
+            lams = np.geomspace(lo, hi, 33)
+            picks, sizes, bounds = self._sweep(lams)
+            ok = sizes <= target
+            i = int(np.argmin(np.where(ok, bounds, np.inf)))  # row 0 (no head) fits
+            if bounds[i] < best_bound:
+                best, best_bound = picks[i], bounds[i]
+            # The postings grow with the multiplier: bracket the last that fits.
+            fits = np.flatnonzero(ok[1:-1])
+            if not len(fits):
+                lo, hi = lams[0] * 1e-6, lams[0]
+            elif fits[-1] == len(lams) - 1:
+                lo, hi = lams[-1], lams[-1] * 1e6
+            else:
+                lo, hi = lams[fits[-1]], lams[fits[-1] + 1]
+        return best
+
+
+def _ranges(start: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """The positions start[i] .. start[i] + size[i] - 1 of every i, back to back."""
+    off = np.cumsum(size) - size
+    out: np.ndarray = np.arange(int(size.sum()), dtype=np.int64) - np.repeat(off - start, size)
+    return out
+
+
+def _head(term: Term, curve: _Curve, pick: int, with_values: bool
+          ) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """(slots, contribution minus the term's bound) of each part's groups in the head at
+    breakpoint ``pick`` (values only if ``with_values``)."""
+    j = int(curve.cut[pick])
+    if not j:
+        return []
+    bound = float(curve.bound[pick])
+    out: list[tuple[np.ndarray, np.ndarray | None]] = []
+    parts, starts, sizes, cs = curve.part[:j], curve.start[:j], curve.size[:j], curve.c[:j]
+    for i in np.unique(parts).tolist():
+        imp = term.parts[i].impact
+        assert imp is not None
+        sel = np.flatnonzero(parts == i)
+        if len(sel) == len(imp.tf):  # the whole list: its groups in their own order
+            sel = sel[np.argsort(starts[sel])]
+            slots = imp.slots
+        else:
+            slots = imp.slots[_ranges(starts[sel], sizes[sel])]
+        values = (np.repeat((cs[sel] - bound).astype(np.float32), sizes[sel])
+                  if with_values else None)
+        out.append((slots, values))
+    return out
+
+
+def _union(arrays: list[np.ndarray], n_slots: int) -> np.ndarray:
+    """The distinct slots of ``arrays``, ascending (int64)."""
+    arrays = [a for a in arrays if len(a)]
+    if not arrays:
+        return np.zeros(0, dtype=np.int64)
+    total = sum(len(a) for a in arrays)
+    if total * SPARSE < n_slots:
+        flat = np.sort(np.concatenate(arrays).astype(np.int64))
+        edge = np.empty(len(flat), dtype=bool)
+        edge[0] = True
+        np.not_equal(flat[1:], flat[:-1], out=edge[1:])
+        return flat[edge]
+    mark = np.zeros(n_slots, dtype=bool)
+    for a in arrays:
+        mark[a] = True
+    return np.flatnonzero(mark)
+
+
+def _admissible(cand: np.ndarray, keep: np.ndarray | None) -> np.ndarray:
+    return cand if keep is None or not len(cand) else cand[keep[cand]]
 
 
 def _kth(values: np.ndarray, k: int) -> float:
@@ -62,75 +289,124 @@ def _kth(values: np.ndarray, k: int) -> float:
     return float(np.partition(values, len(values) - k)[len(values) - k])
 
 
-def top(terms: list[Term], k: int, norms: np.ndarray, keep: np.ndarray | None
-        ) -> tuple[np.ndarray, np.ndarray]:
-    """Slots (ascending) and exact scores of a set of documents holding the top k.
-
-    ``terms`` in query order; ``keep``: the slots that may be returned (live and
-    allowed; None: every slot in the postings).
-    """
-    order = sorted(range(len(terms)), key=lambda i: terms[i].bound)
-    prefix = np.cumsum([terms[i].bound for i in order]).tolist()
-    theta = 0.0
-    scored: list[tuple[np.ndarray, np.ndarray]] = []
-    j = len(order)
-    while j > 0 and not prefix[j - 1] * (1.0 + SLACK) < theta:
-        j -= 1
-        slots, contrib = _contributions(terms[order[j]], norms, keep)
-        scored.append((slots, contrib))
-        theta = max(theta, _kth(contrib, k))
-    rest = prefix[j - 1] * (1.0 + SLACK) if j else 0.0
-    # The candidates and their partial sums (each document once). Each term's slots
-    # are sorted, so a stable sort of their concatenation merges sorted runs.
-    if len(scored) == 1:
-        cand, partial = scored[0]
-    else:
-        all_s = np.concatenate([x[0] for x in scored])
-        all_v = np.concatenate([x[1] for x in scored])
-        by_slot = np.argsort(all_s, kind="stable")
-        all_s, all_v = all_s[by_slot], all_v[by_slot]
-        edge = np.empty(len(all_s), dtype=bool)
-        edge[:1] = True
-        np.not_equal(all_s[1:], all_s[:-1], out=edge[1:])
-        starts = np.flatnonzero(edge)
-        cand, partial = all_s[starts], np.add.reduceat(all_v, starts)
-    theta = max(theta, _kth(partial, k))
-    keep_c = partial + rest >= theta * (1.0 - SLACK)
-    survivors, partial = cand[keep_c].astype(np.int64), partial[keep_c]
-    # The non-essential terms, largest bound first: each one's exact share replaces
-    # its bound, and the candidates that can no longer reach θ drop out.
-    for i in reversed(order[:j]):
-        if len(survivors) <= k:
-            break
-        rest -= terms[i].bound
-        partial = partial + _lookup(terms[i], survivors, norms)
-        theta = max(theta, _kth(partial, k))
-        keep_c = partial + max(rest, 0.0) * (1.0 + SLACK) >= theta * (1.0 - SLACK)
-        survivors, partial = survivors[keep_c], partial[keep_c]
-    survivors.sort()
-    return survivors, _rescore(terms, survivors, norms)
-
-
-def _lookup(term: Term, slots: np.ndarray, norms: np.ndarray) -> np.ndarray:
-    """The term's contribution to each of ``slots`` (0 where absent); any order."""
-    out = np.zeros(len(slots))
-    for p_slots, p_tfs in term.parts:
-        if not len(p_slots):
+def _tf(term: Term, cand: np.ndarray) -> np.ndarray:
+    """The term's frequency in each of ``cand`` (ascending), as float64 (0 where absent)."""
+    x = np.zeros(len(cand))
+    for part in term.parts:
+        a, b = np.searchsorted(cand, (part.lo, part.hi)).tolist()
+        if a == b or not len(part.slots):
             continue
-        at = np.searchsorted(p_slots, slots)
-        np.minimum(at, len(p_slots) - 1, out=at)
-        hit = np.flatnonzero(p_slots[at] == slots)
-        if len(hit):
-            tf = p_tfs[at[hit]].astype(np.float64)
-            out[hit] = term.weight * tf / (tf + norms[slots[hit]])
+        sub = cand[a:b]
+        col = part.column
+        if col is None and len(sub) * 4 > len(part.slots) and len(part.slots) > COLUMN_MIN:
+            col = column(part.slots, part.tfs, part.lo, part.hi - part.lo)
+        if col is not None:
+            x[a:b] = col[sub - part.lo]
+            continue
+        at = np.searchsorted(part.slots, sub)
+        np.minimum(at, len(part.slots) - 1, out=at)
+        hit = np.flatnonzero(part.slots[at] == sub)
+        x[a + hit] = part.tfs[at[hit]]
+    return x
+
+
+def _contribution(term: Term, cand: np.ndarray, nc: np.ndarray) -> np.ndarray:
+    """The term's contribution to each of ``cand`` (ascending; ``nc``: their norms), as
+    the exhaustive scoring computes it (0 where absent)."""
+    x = _tf(term, cand)
+    out: np.ndarray = np.divide(term.weight * x, x + nc, out=np.zeros(len(cand)), where=x > 0)
     return out
 
 
-def _rescore(terms: list[Term], slots: np.ndarray, norms: np.ndarray) -> np.ndarray:
-    """Exact scores of ``slots`` (ascending), summed in query order (adding a term's 0
-    where it is absent leaves a sum's bits as they are)."""
-    acc = np.zeros(len(slots))
-    if len(slots):
-        for term in terms:
-            acc += _lookup(term, slots, norms)
+def _exact(terms: list[Term], cand: np.ndarray, norms: np.ndarray) -> np.ndarray:
+    """The exact scores of ``cand`` (ascending): each term's contribution as the
+    exhaustive scoring computes it, added in query order (adding a term's 0 where it is
+    absent leaves a sum's bits as they are)."""
+    acc = np.zeros(len(cand))
+    if not len(cand):
+        return acc
+    nc = norms[cand]
+    for term in terms:
+        acc += _contribution(term, cand, nc)
     return acc
+
+
+def _evaluate(terms: list[Term], grouped: list[int], curves: list[_Curve], choice: np.ndarray,
+              theta: float, norms: np.ndarray, keep: np.ndarray | None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Every admissible document of the chosen heads and short lists whose upper bound
+    reaches θ, with its exact score (slots ascending).
+
+    A document's bound starts as the sum of the terms' bounds ``u`` plus, for each term
+    whose head or short list holds it, its contribution there minus ``u`` (never less
+    than 0). Then the terms are read, largest ``u`` first: a term's exact contribution
+    ``c`` replaces ``max(c, u)`` in the bound, and the documents that can no longer reach
+    θ are dropped before the next term is read. The exact sums are taken at the end, in
+    query order, over the contributions kept."""
+    bounds = [0.0] * len(terms)
+    for i, curve, pick in zip(grouped, curves, choice.tolist(), strict=True):
+        bounds[i] = float(curve.bound[pick])
+    pieces: list[tuple[np.ndarray, np.ndarray]] = []
+    top_sum = 0.0
+    for i, term in enumerate(terms):
+        u = bounds[i]
+        if i in grouped:
+            g = grouped.index(i)
+            top_sum += curves[g].top
+            for slots, values in _head(term, curves[g], int(choice[g]), True):
+                assert values is not None
+                pieces.append((slots, values))
+        for part in term.parts:
+            if part.impact is None and len(part.slots):
+                tf = part.tfs.astype(np.float64)
+                c = term.weight * tf / (tf + norms[part.slots])
+                top_sum += float(c.max())
+                pieces.append((part.slots, np.maximum(c - u, 0.0).astype(np.float32)))
+    outside = float(sum(bounds))
+    margin = LOOSE * (theta + top_sum)
+    need = theta - outside - margin
+    n_slots = len(norms)
+    total = sum(len(p[0]) for p in pieces)
+    if not total:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    if total * SPARSE < n_slots:
+        flat = np.concatenate([p[0] for p in pieces]).astype(np.int64)
+        vals = np.concatenate([p[1] for p in pieces]).astype(np.float64)
+        order = np.argsort(flat, kind="stable")
+        flat, vals = flat[order], vals[order]
+        edge = np.empty(len(flat), dtype=bool)
+        edge[0] = True
+        np.not_equal(flat[1:], flat[:-1], out=edge[1:])
+        starts = np.flatnonzero(edge)
+        cand, extra = flat[starts], np.add.reduceat(vals, starts)
+    else:
+        acc = np.zeros(n_slots, dtype=np.float32)
+        for slots, values in pieces:
+            acc[slots] += values
+        # (Untouched slots hold 0: with a need of 0 or less, only the slots of the pieces.)
+        cand = (np.flatnonzero(acc >= need) if need > 0
+                else _union([p[0] for p in pieces], n_slots))
+        extra = acc[cand].astype(np.float64)
+    if keep is not None:
+        sel = keep[cand]
+        cand, extra = cand[sel], extra[sel]
+    if need > 0:
+        sel = extra >= need
+        cand, extra = cand[sel], extra[sel]
+    ub = extra + outside
+    nc = norms[cand]
+    contrib: list[np.ndarray | None] = [None] * len(terms)
+    for i in sorted(range(len(terms)), key=lambda i: -bounds[i]):
+        c = _contribution(terms[i], cand, nc)
+        contrib[i] = c
+        if bounds[i] > 0 and theta > 0:
+            ub -= np.maximum(bounds[i] - c, 0.0)
+            sel = ub >= theta - margin
+            if not sel.all():
+                cand, ub, nc = cand[sel], ub[sel], nc[sel]
+                contrib = [x if x is None else x[sel] for x in contrib]
+    scores = np.zeros(len(cand))
+    for c in contrib:
+        assert c is not None
+        scores += c
+    return cand, scores

@@ -1,11 +1,13 @@
 """The pruned top-k of BM25 is the exhaustive top-k, bit for bit.
 
-``BM25.top`` skips documents that cannot reach the k-th score (max-score
-pruning over the segments and the delta); ``BM25.score`` scores every matching
-document. For any corpus (common and rare words, repeated words, documents of
-very different lengths), any history of additions, replacements and deletions
-(merges at every level), any query, any k and any restriction, ``top_k`` of
-the two answers gives the same slots in the same order with the same scores.
+``BM25.top`` reads each term's best impact groups and skips documents that cannot
+reach the k-th score (holomem/projections/pruning.py); ``BM25.score`` scores every
+matching document. For any corpus (common and rare words, repeated words, documents
+of very different lengths), any history of additions, replacements and deletions
+(merges at every level), any query, any k, any restriction, and any setting of the
+pruning's knobs (which lists are grouped or dense, how the heads grow, which way
+candidates are merged), ``top_k`` of the two answers gives the same slots in the same
+order with the same scores.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from hypothesis import strategies as st
 from holomem import Store
 from holomem.events import DocumentAdded, DocumentDeleted, DocumentReplaced
 from holomem.projections import bm25 as bm25_module
+from holomem.projections import impact as impact_module
+from holomem.projections import pruning as pruning_module
 from holomem.projections.bm25 import BM25
 from holomem.projections.catalog import Catalog
 from holomem.projections.fusion import top_k
@@ -71,6 +75,25 @@ def _always_prune(monkeypatch: pytest.MonkeyPatch) -> None:
     # Prune every query, and merge often so that base, mid and delta all hold postings.
     monkeypatch.setattr(bm25_module, "EXHAUSTIVE", 0)
     monkeypatch.setattr(bm25_module, "MERGE_DOCS", 7)
+    monkeypatch.setattr(impact_module, "GROUPED_MIN", 3)  # small lists are grouped too
+
+
+# The pruning's knobs, each between its extremes (the defaults are tuned for 1M facts).
+knobs = st.fixed_dictionaries({
+    (impact_module, "GROUPED_MIN"): st.sampled_from([1, 3, 12]),
+    (impact_module, "DENSE"): st.sampled_from([1, 8, 10**9]),
+    (pruning_module, "FIRST"): st.sampled_from([1, 4, 1024]),
+    (pruning_module, "GROW"): st.sampled_from([1.5, 8]),
+    (pruning_module, "FLOOR"): st.sampled_from([0, 1 << 15]),
+    (pruning_module, "SPARSE"): st.sampled_from([1, 10**9]),
+    (pruning_module, "COLUMN_MIN"): st.sampled_from([0, 10**9]),
+    (pruning_module, "POINTS"): st.sampled_from([4, 96]),
+})
+
+
+def _set(mp: pytest.MonkeyPatch, values: dict[tuple[object, str], object]) -> None:
+    for (module, name), value in values.items():
+        mp.setattr(module, name, value)
 
 
 @settings(max_examples=60, deadline=None, database=None,
@@ -78,23 +101,34 @@ def _always_prune(monkeypatch: pytest.MonkeyPatch) -> None:
 @given(ops=st.lists(op, min_size=1, max_size=120),
        queries=st.lists(st.lists(st.one_of(zipf_word, word), min_size=1, max_size=6),
                         min_size=1, max_size=4),
-       k=st.integers(1, 40), restrict=st.integers(0, 3), seed=st.integers(0, 2**32 - 1))
+       k=st.integers(1, 40), restrict=st.integers(0, 3), seed=st.integers(0, 2**32 - 1),
+       tuned=knobs)
 def test_pruned_top_k_equals_exhaustive_top_k_bit_for_bit(
         ops: list[tuple[object, ...]], queries: list[list[str]], k: int, restrict: int,
-        seed: int) -> None:
-    catalog, index = _build(ops)
-    rng = np.random.default_rng(seed)
-    allowed = None if not restrict else rng.random(catalog.slots) < restrict / 4
-    for q in queries:
-        _same_top(index, " ".join(q), k, allowed)
+        seed: int, tuned: dict[tuple[object, str], object]) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        _set(mp, tuned)
+        catalog, index = _build(ops)
+        rng = np.random.default_rng(seed)
+        allowed = None if not restrict else rng.random(catalog.slots) < restrict / 4
+        for q in queries:
+            _same_top(index, " ".join(q), k, allowed)
 
 
 @settings(max_examples=120, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(20, 1500), churn=st.floats(0, 0.3),
-       skew=st.floats(0.5, 2.0), k=st.integers(1, 12), restrict=st.integers(0, 3))
+       skew=st.floats(0.5, 2.0), k=st.integers(1, 12), restrict=st.integers(0, 3),
+       tuned=knobs)
 def test_pruned_top_k_equals_exhaustive_on_larger_zipf_corpora(
-        seed: int, n: int, churn: float, skew: float, k: int, restrict: int) -> None:
+        seed: int, n: int, churn: float, skew: float, k: int, restrict: int,
+        tuned: dict[tuple[object, str], object]) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        _set(mp, tuned)
+        _zipf_case(seed, n, churn, skew, k, restrict)
+
+
+def _zipf_case(seed: int, n: int, churn: float, skew: float, k: int, restrict: int) -> None:
     rng = np.random.default_rng(seed)
     p = 1.0 / np.arange(1, len(WORDS) + 1) ** skew
     p /= p.sum()

@@ -74,6 +74,11 @@ _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
 
 
+#: A query term as top() and score() read it: (term id, weight, (segment or None for
+#: the delta, slots, tfs) of each part holding it).
+_Found = tuple[int, float, list[tuple[Segment | None, np.ndarray, np.ndarray]]]
+
+
 class MatchedTerm(NamedTuple):
     term: str
     tf: int
@@ -362,53 +367,12 @@ class BM25:
             df = self._df[tid] = sum(int(np.count_nonzero(alive[p[0]])) for p in parts)
         return df
 
-    def score(self, query: str, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """BM25 of every live document matching ``query``: (slots, scores), slots ascending.
-
-        ``allowed`` (a boolean mask over slots) restricts which documents are
-        returned; collection statistics still count every live document.
-        """
+    def _found(self, query: str, alive: np.ndarray | None) -> tuple[list[_Found], int]:
+        """Each query term with live documents: (term id, weight, its postings in each
+        segment and the delta); and their postings in all."""
         n, _ = self._stats()
-        # Vacated slots only need masking when there are any.
-        alive = None if self.catalog.live == self.catalog.slots else self.catalog.alive.view()
-        norms = self._norms()
-        parts_s: list[np.ndarray] = []
-        parts_v: list[np.ndarray] = []
-        for tid in self.query_terms(query):
-            slots, tfs = self._live_postings(tid, alive)
-            if not len(slots):
-                continue
-            weight = self.idf(n, len(slots)) * (self.k1 + 1.0)
-            if allowed is not None:
-                keep = allowed[slots]
-                slots, tfs = slots[keep], tfs[keep]
-            tf = tfs.astype(np.float64)
-            parts_s.append(slots)
-            parts_v.append(weight * tf / (tf + norms[slots]))
-        if not parts_s:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        all_s = np.concatenate(parts_s)
-        all_v = np.concatenate(parts_v)
-        if len(all_s) * 8 < len(norms):
-            uniq, inv = np.unique(all_s, return_inverse=True)
-            return uniq.astype(np.int64), np.bincount(inv, weights=all_v)
-        dense = np.bincount(all_s, weights=all_v, minlength=len(norms))
-        uniq = np.flatnonzero(dense)
-        return uniq, dense[uniq]
-
-    def top(self, query: str, k: int, allowed: np.ndarray | None = None
-            ) -> tuple[np.ndarray, np.ndarray]:
-        """Every live document that may be among the ``k`` best for ``query``, with its
-        exact score: (slots ascending, scores).
-
-        A subset of :meth:`score`'s answer, with the same scores bit for bit, that
-        holds its top k (score descending, then slot ascending): ``top_k`` of
-        either gives the same documents. See the module docstring.
-        """
-        n, avglen = self._stats()
-        alive = None if self.catalog.live == self.catalog.slots else self.catalog.alive.view()
         segments = self._segments()
-        found: list[tuple[int, float, list[tuple[Segment | None, np.ndarray, np.ndarray]]]] = []
+        found: list[_Found] = []
         total = 0
         for tid in self.query_terms(query):
             raw: list[tuple[Segment | None, np.ndarray, np.ndarray]] = []
@@ -424,22 +388,85 @@ class BM25:
                 continue
             found.append((tid, self.idf(n, df) * (self.k1 + 1.0), raw))
             total += sum(len(s) for _, s, _ in raw)
+        return found, total
+
+    def score(self, query: str, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 of every live document matching ``query``: (slots, scores), slots ascending.
+
+        ``allowed`` (a boolean mask over slots) restricts which documents are
+        returned; collection statistics still count every live document.
+        """
+        # Vacated slots only need masking when there are any.
+        alive = None if self.catalog.live == self.catalog.slots else self.catalog.alive.view()
+        return self._scored(self._found(query, alive)[0], alive, allowed)
+
+    def _scored(self, found: list[_Found], alive: np.ndarray | None,
+                allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`score` of the terms ``found``."""
+        norms = self._norms()
+        parts_s: list[np.ndarray] = []
+        parts_v: list[np.ndarray] = []
+        for _, weight, raw in found:
+            if len(raw) == 1:
+                slots, tfs = raw[0][1], raw[0][2]
+            else:
+                slots = np.concatenate([r[1] for r in raw])
+                tfs = np.concatenate([r[2] for r in raw])
+            if alive is not None or allowed is not None:
+                keep = alive[slots] if alive is not None else None
+                if allowed is not None:
+                    keep = allowed[slots] if keep is None else keep & allowed[slots]
+                assert keep is not None
+                slots, tfs = slots[keep], tfs[keep]
+            tf = tfs.astype(np.float64)
+            parts_s.append(slots)
+            parts_v.append(weight * tf / (tf + norms[slots]))
+        all_s = np.concatenate(parts_s) if parts_s else np.zeros(0, dtype=np.int64)
+        all_v = np.concatenate(parts_v) if parts_v else np.zeros(0, dtype=np.float64)
+        if not len(all_s):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        if len(all_s) * 8 < len(norms):
+            # The distinct slots by a stable sort; bincount then adds each slot's
+            # contributions in term order, as the dense path below does.
+            order = np.argsort(all_s, kind="stable")
+            ordered = all_s[order]
+            edge = np.empty(len(ordered), dtype=bool)
+            edge[0] = True
+            np.not_equal(ordered[1:], ordered[:-1], out=edge[1:])
+            inv = np.empty(len(ordered), dtype=np.int64)
+            inv[order] = np.cumsum(edge) - 1
+            return ordered[edge].astype(np.int64), np.bincount(inv, weights=all_v)
+        dense = np.bincount(all_s, weights=all_v, minlength=len(norms))
+        uniq = np.flatnonzero(dense)
+        return uniq, dense[uniq]
+
+    def top(self, query: str, k: int, allowed: np.ndarray | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """Every live document that may be among the ``k`` best for ``query``, with its
+        exact score: (slots ascending, scores).
+
+        A subset of :meth:`score`'s answer, with the same scores bit for bit, that
+        holds its top k (score descending, then slot ascending): ``top_k`` of
+        either gives the same documents. See the module docstring.
+        """
+        alive = None if self.catalog.live == self.catalog.slots else self.catalog.alive.view()
+        found, total = self._found(query, alive)
         if total <= EXHAUSTIVE:
-            return self.score(query, allowed)
+            return self._scored(found, alive, allowed)
         doclen = self.doclen.view()
         terms = [Term(weight, [
             Part(self._d_start, self.doclen.n, s, t, None, None) if seg is None
             else Part(seg.lo, seg.hi, s, t, seg.impact(tid, doclen), seg.column(tid))
             for seg, s, t in raw]) for tid, weight, raw in found]
         keep = alive if allowed is None else allowed if alive is None else alive & allowed
-        k1, b, avg = self.k1, self.b, avglen or 1.0
+        k1, b, avg = self.k1, self.b, self._stats()[1] or 1.0
 
         def norm(lengths: np.ndarray) -> np.ndarray:  # as _norms computes it
             out: np.ndarray = k1 * (1.0 - b + b * lengths / avg)
             return out
 
         got = prune(terms, k, self._norms(), norm, keep)
-        return self.score(query, allowed) if got is None else got
+        return self._scored(found, alive, allowed) if got is None else got
 
     def matched(self, query: str, slot: int) -> list[MatchedTerm]:
         """The query terms document ``slot`` contains, with their BM25 contributions.

@@ -29,6 +29,8 @@ import numpy as np
 DENSE = 8
 #: Lists shorter than this are never grouped (a query reads them whole).
 GROUPED_MIN = 4096
+#: The most (frequency, length) pairs a list's grouping ranks through a table.
+RANKED_MAX = 1 << 18
 
 
 class Impact:
@@ -59,15 +61,16 @@ def group(slots: np.ndarray, tfs: np.ndarray, lengths: np.ndarray) -> Impact:
     top_tf, top_len = int(tfs.max()), int(lengths.max())
     # One integer per (tf, length), ordered as the groups are: tf descending, length
     # ascending. Ranked into 16 bits where they fit, the stable sort is a radix sort
-    # (a few milliseconds for a list of half a million postings).
+    # (a few milliseconds for a list of half a million postings). The ranking's table
+    # has one entry per possible (tf, length) and is only built while that is small
+    # (its bytes are a query's temporaries).
     key = (top_tf - tfs) * (top_len + 1) + lengths
     span = (top_tf + 1) * (top_len + 1)
-    if span <= 1 << 22:
+    if (1 << 16) < span <= RANKED_MAX:
         present = np.zeros(span, dtype=bool)
         present[key] = True
         if int(np.count_nonzero(present)) <= 1 << 16:
-            rank = np.cumsum(present, dtype=np.int64) - 1
-            key = rank[key]
+            key = (np.cumsum(present, dtype=np.int32) - 1)[key]
     order = np.argsort(key.astype(np.uint16) if key.max() < 1 << 16 else key, kind="stable")
     keys = key[order]
     edge = np.empty(len(keys), dtype=bool)

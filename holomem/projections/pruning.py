@@ -339,10 +339,10 @@ def _evaluate(terms: list[Term], grouped: list[int], curves: list[_Curve], choic
 
     A document's bound starts as the sum of the terms' bounds ``u`` plus, for each term
     whose head or short list holds it, its contribution there minus ``u`` (never less
-    than 0). Then the terms are read, largest ``u`` first: a term's exact contribution
-    ``c`` replaces ``max(c, u)`` in the bound, and the documents that can no longer reach
-    θ are dropped before the next term is read. The exact sums are taken at the end, in
-    query order, over the contributions kept."""
+    than 0). Then the terms are read in query order, each one's exact contribution ``c``
+    added to the document's sum and replacing ``max(c, u)`` in its bound; the documents
+    that can no longer reach θ are dropped before the next term is read (their sums so
+    far are the exact sums' first terms, so a kept document's sum is its exact score)."""
     bounds = [0.0] * len(terms)
     for i, curve, pick in zip(grouped, curves, choice.tolist(), strict=True):
         bounds[i] = float(curve.bound[pick])
@@ -395,18 +395,13 @@ def _evaluate(terms: list[Term], grouped: list[int], curves: list[_Curve], choic
         cand, extra = cand[sel], extra[sel]
     ub = extra + outside
     nc = norms[cand]
-    contrib: list[np.ndarray | None] = [None] * len(terms)
-    for i in sorted(range(len(terms)), key=lambda i: -bounds[i]):
-        c = _contribution(terms[i], cand, nc)
-        contrib[i] = c
+    scores = np.zeros(len(cand))
+    for i, term in enumerate(terms):
+        c = _contribution(term, cand, nc)
+        scores += c
         if bounds[i] > 0 and theta > 0:
             ub -= np.maximum(bounds[i] - c, 0.0)
             sel = ub >= theta - margin
             if not sel.all():
-                cand, ub, nc = cand[sel], ub[sel], nc[sel]
-                contrib = [x if x is None else x[sel] for x in contrib]
-    scores = np.zeros(len(cand))
-    for c in contrib:
-        assert c is not None
-        scores += c
+                cand, ub, nc, scores = cand[sel], ub[sel], nc[sel], scores[sel]
     return cand, scores

@@ -25,6 +25,7 @@ from holomem.api import (
 from holomem.api.configuration import Configured
 from holomem.api.engine import View
 from holomem.api.policies import feedback_balance, usefulness_multiplier
+from holomem.api.remember import Checked
 from holomem.api.types import (
     ConsolidateOptions,
     ConsolidationConfig,
@@ -70,7 +71,7 @@ class Writing(Configured):
             input, fields = None, {"text": input, **fields}
         x = validate.to_struct(RememberInput, input, fields, "remember input",
                                validate.TIME_FIELDS)
-        return self.remember_many([x])[0]
+        return self._remember_checked([remember.check(x, 0)])[0]
 
     def remember_many(self, inputs: Iterable[RememberInput | Mapping[str, Any]]
                       ) -> builtins.list[Remembered]:
@@ -104,6 +105,11 @@ class Writing(Configured):
                 checked.append(remember.check(item, i))
         if not checked:
             raise InvalidError("remember_many needs at least one input")
+        return self._remember_checked(checked)
+
+    def _remember_checked(self, checked: builtins.list[Checked]
+                          ) -> builtins.list[Remembered]:
+        """remember_many of inputs already checked (``remember.check``), one transaction."""
         embedded = False
         if self.embedder is not None:  # outside the write lock: a model takes time
             checked, embedded = embedding.fill(checked, self.embedder)

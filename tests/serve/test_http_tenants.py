@@ -15,7 +15,7 @@ import pytest
 
 from holomem import Memory, Store
 from holomem.api.contract import OPS
-from holomem.api.doors.http import READ_OPS, WRITE_OPS
+from holomem.api.doors.memoryroute import READ_OPS, WRITE_OPS
 from holomem.client import Client
 from holomem.errors import LimitError
 

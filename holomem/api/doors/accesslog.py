@@ -101,8 +101,11 @@ class AccessLog:
         finally:
             self.log(scope, status, (time.perf_counter() - start) * 1000)
 
-    def log(self, scope: Scope, status: int | None, ms: float) -> None:
-        route, op = self.where(scope)
+    def log(self, scope: Scope, status: int | None, ms: float,
+            where: tuple[str, str | None] | None = None) -> None:
+        """Write the request's line; ``where``: its route template and op, when the
+        caller knows them (else :meth:`where` finds them)."""
+        route, op = self.where(scope) if where is None else where
         tenant = DEFAULT_TENANT
         for name, value in scope["headers"]:
             if name == b"x-tenant-id":

@@ -33,7 +33,7 @@ Tenants: ``X-Tenant-ID`` picks an isolated store under ``DATA/tenants/<id>`` (id
 are 1-64 characters of letters, digits, ``.``, ``_``, ``-``, starting with a
 letter or digit: no path can escape). Without the header the tenant is
 ``default``. Only a write that succeeds creates a tenant's store: a read of a tenant
-that has none answers as an empty store would (:data:`READ_OPS`, and the document
+that has none answers as an empty store would (:data:`~.memoryroute.READ_OPS`, and the document
 reads) and creates nothing, and a new tenant's first write is tried on a throwaway
 empty store first (:meth:`~.tenants.TenantPool.rehearse`), so a refused one creates
 nothing either. At most ``max_tenant_stores`` stores exist (a new one past it is
@@ -78,6 +78,7 @@ from holomem.api.doors import httpschema, redirect, webguard
 from holomem.api.doors.accesslog import LOGGER, AccessLog, address, to_stderr
 from holomem.api.doors.httpschema import DocumentOut, DocumentsRequest, HitOut, SearchRequest
 from holomem.api.doors.mcphttp import McpEndpoint
+from holomem.api.doors.memoryroute import Front, MemoryRoute
 from holomem.api.doors.tenants import (
     DEFAULT_TENANT,
     MAX_TENANT_STORES,
@@ -107,16 +108,6 @@ MAX_BODY = 1 << 20
 MAX_BATCH = 1000
 #: Worker threads for blocking calls (Starlette's own thread pool has 40).
 WORKERS = 40
-#: The contract ops that only read: on a tenant with no store they are answered by an
-#: empty one, and create nothing. The writes create the tenant's store (and so does an op
-#: in neither set, to be safe; a test asks that every op be in one).
-READ_OPS = frozenset({"recall", "explain", "get", "history", "list", "listNamespaces",
-                      "probe", "related", "reason", "contradict", "info", "export", "links",
-                      "why", "compileContext", "explainContext", "loadWorkingContext",
-                      "listWorkingContexts"})
-WRITE_OPS = frozenset({"remember", "forget", "applyForgetting", "consolidate", "feedback",
-                       "setConfidence", "import", "relate", "relateMany", "unrelate",
-                       "saveWorkingContext"})
 
 #: The request headers an allowed browser origin may send (CORS): the API's, and the
 #: MCP transport's (its session, its protocol version, the namespace of a session, the
@@ -188,14 +179,17 @@ def create_app(data_dir: str, *, api_key: str | None = None,
     expected = api_key.encode() if api_key else None
     own_url = redirect.advertised(journal)  # a write for another's tenant goes there
 
-    def authorised(request: Request) -> bool:
+    def key_ok(given: str, auth: str) -> bool:
+        """Whether the X-API-Key and Authorization values carry the key."""
         if expected is None:
             return True
-        given = request.headers.get("x-api-key", "")
-        auth = request.headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
             given = auth[7:]
         return hmac.compare_digest(given.encode(), expected)
+
+    def authorised(request: Request) -> bool:
+        return key_ok(request.headers.get("x-api-key", ""),
+                      request.headers.get("authorization", ""))
 
     async def with_tenant(request: Request, work: Callable[[Tenant, Any], Any],
                           body: bool = True, create: bool = True,
@@ -229,43 +223,6 @@ def create_app(data_dir: str, *, api_key: str | None = None,
                 return work(tenant, data)
             finally:
                 pool.release(tenant)
-
-        try:
-            return _json(await offload(run, workers))
-        except StoreLockedError as exc:  # another server is the writer: send it there
-            return redirect.locked(exc, request, own_url)
-        except HolomemError as exc:
-            return error_response(exc.status, exc.code, exc.message)
-
-    async def memory_op(request: Request) -> Response:
-        """An op of the contract: ``Memory.call`` on the request's tenant, run whole in
-        one worker (a cancelled request's call runs to its end, :func:`offload`)."""
-        op = request.path_params["op"]
-        if not authorised(request):
-            return error_response(401, "unauthorized", "a valid API key is required")
-        read = await read_body(request, max_body)
-        if isinstance(read, JSONResponse):
-            return read
-        name = request.headers.get("x-tenant-id", DEFAULT_TENANT)
-
-        def run() -> Any:
-            data = decode_body(read)
-            facts = data.get("facts") if op == "remember" else None
-            if isinstance(facts, list) and len(facts) > max_batch:
-                raise LimitError(f"at most {max_batch} facts per request")
-            # A read, or an op that is none, answers without creating a store; nor does
-            # a write that is refused (tried first on an empty store, for a new tenant).
-            writes = op in contract.OPS and op not in READ_OPS  # WRITE_OPS, or new
-            if writes:
-                pool.rehearse(name, lambda _, memory: memory.call(op, data))
-            tenant = pool.acquire(name, create=writes)
-            try:
-                # The tenant's Memory itself, in this worker: one thread hop per
-                # request (the body's decoding, the store's acquisition and the call
-                # together), not one for each.
-                return tenant.memory.memory.call(op, data)
-            finally:
-                pool.release(tenant, evict=False)
 
         try:
             return _json(await offload(run, workers))
@@ -340,10 +297,12 @@ def create_app(data_dir: str, *, api_key: str | None = None,
         pool.close()  # graceful shutdown: every store synced and closed
         workers.shutdown(wait=False)
 
+    memory = MemoryRoute(pool, workers, key_ok=key_ok, max_body=max_body,
+                         max_batch=max_batch, own_url=own_url)
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/openapi.json", openapi_document, methods=["GET"]),
-        Route("/api/v1/memory/{op}", memory_op, methods=["POST"]),
+        Route("/api/v1/memory/{op}", memory, methods=["POST"]),
         Route("/api/v1/documents", add_documents, methods=["POST"]),
         Route("/api/v1/documents/search", search, methods=["POST"]),
         Route("/api/v1/documents/{doc_id:path}", document, methods=["GET", "DELETE"]),
@@ -352,15 +311,18 @@ def create_app(data_dir: str, *, api_key: str | None = None,
     # The access log first: it sees every request, those the guard refuses too.
     middleware = [Middleware(AccessLog, routes=routes, ops=contract.OPS),
                   Middleware(Guard, hosts=hosts, origins=origins)]
+    # The same two for the requests the memory route takes directly (Front).
+    log = AccessLog(None, routes=routes, ops=contract.OPS)  # type: ignore[arg-type]
+    guard = Guard(None, hosts=hosts, origins=origins)  # type: ignore[arg-type]
     if origins:
         middleware.append(Middleware(
             CORSMiddleware, allow_origins=sorted(origins),
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=list(CORS_HEADERS), expose_headers=["mcp-session-id"],
             allow_private_network=True))
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
-                    exception_handlers={HTTPException: _route_error,
-                                        Exception: _internal_error})
+    app = Front(memory=memory, guard=guard, log=log, cors=bool(origins),
+                routes=routes, middleware=middleware, lifespan=lifespan,
+                exception_handlers={HTTPException: _route_error, Exception: _internal_error})
     app.state.pool = pool
     app.state.auth = expected is not None
     return app

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from holomem.api.aio import AsyncMemory
+from holomem.api.aiowait import DurableWaits
 from holomem.api.engine import Store
 from holomem.api.memory import Memory
 from holomem.api.types import MemoryConfig
@@ -49,6 +50,9 @@ class Tenant:
         self.store = store
         self.memory = memory
         self.users = 0
+        #: the event loop's waits for this store's writes to be durable (made by the
+        #: first request that needs them; see :mod:`holomem.api.aiowait`)
+        self.durable: DurableWaits | None = None
 
     @property
     def following(self) -> bool:
@@ -127,6 +131,23 @@ class TenantPool:
             self._open.move_to_end(tenant)
             t.users += 1
             return t
+
+    def try_acquire(self, tenant: str) -> Tenant | None:
+        """The tenant's store if it is open and this server writes it locally, without
+        ever waiting (for the event loop); ``release`` it. None when it is not open, is
+        a stream's (``--journal``), or another thread holds the pool at the moment (it
+        may be opening a store): then :meth:`acquire` it in a worker."""
+        if self.journal is not None or not self._mu.acquire(blocking=False):
+            return None
+        try:
+            t = self._open.get(tenant)
+            if self._closed or t is None or t.following:
+                return None
+            self._open.move_to_end(tenant)
+            t.users += 1
+            return t
+        finally:
+            self._mu.release()
 
     def _follow_up(self, tenant: str, t: Tenant, write: bool) -> Tenant | None:
         """A followed stream tenant before a request: caught up for a read. For a write,
@@ -235,6 +256,19 @@ class TenantPool:
             t.users -= 1
             if evict:
                 self._evict()
+
+    def release_nowait(self, t: Tenant) -> None:
+        """``release(t, evict=False)`` that never waits for the pool (for the event
+        loop): while another thread holds it, a worker releases ``t``."""
+        if self._mu.acquire(blocking=False):
+            try:
+                t.users -= 1
+            finally:
+                self._mu.release()
+        elif self.executor is not None:
+            self.executor.submit(self.release, t, evict=False)
+        else:
+            self.release(t, evict=False)
 
     def _evict(self, room: int = 0) -> None:
         """Close idle stores until ``room`` more fit under the bound."""

@@ -23,12 +23,16 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from holomem.api.contract import MAX_REQUEST_DEPTH
+from holomem.api.doors.heldhead import HeldHead
 from holomem.errors import InvalidError, LimitError
 
 #: A request's head: at most this many headers, and this many bytes of request line
 #: and headers together.
 MAX_HEADERS = 100
 MAX_HEAD_BYTES = 32 * 1024
+#: Host values whose answer :meth:`Hosts.accept` remembers.
+SEEN_HOSTS = 64
+SEEN_HOST_CHARS = 255
 
 
 def error_response(status: int, code: str, message: str,
@@ -157,8 +161,22 @@ class Hosts:
                 raise InvalidError(f"allowed host (--allow-host) {entry!r} is not a host "
                                    "name or IP, optionally with :PORT")
             self.allowed.add(parsed)
+        self._seen: dict[str, bool] = {}
 
     def accept(self, value: str) -> bool:
+        """Whether a request's Host ``value`` names this server. The answer is
+        remembered for up to :data:`SEEN_HOSTS` values (of at most
+        :data:`SEEN_HOST_CHARS`): a client sends the same one every time."""
+        if len(value) > SEEN_HOST_CHARS:
+            return self._accept(value)
+        known = self._seen.get(value)
+        if known is None:
+            if len(self._seen) >= SEEN_HOSTS:
+                self._seen.clear()
+            known = self._seen[value] = self._accept(value)
+        return known
+
+    def _accept(self, value: str) -> bool:
         parsed = _split_host(value)
         if parsed is None:
             return False
@@ -201,15 +219,21 @@ class Guard:
         self.origins = origins
 
     def refusal(self, raw_headers: list[tuple[bytes, bytes]]) -> JSONResponse | None:
-        size = sum(len(name) + len(value) + 4 for name, value in raw_headers)
+        size = 0
+        hosts: list[bytes] = []
+        origins: list[bytes] = []
+        for name, value in raw_headers:
+            size += len(name) + len(value) + 4
+            if name == b"host":
+                hosts.append(value)
+            elif name == b"origin":
+                origins.append(value)
         if len(raw_headers) > MAX_HEADERS or size > MAX_HEAD_BYTES:
             return error_response(431, "limit", f"at most {MAX_HEADERS} headers and "
                           f"{MAX_HEAD_BYTES} bytes of them")
-        hosts = [v for n, v in raw_headers if n == b"host"]
         if len(hosts) != 1 or not self.hosts.accept(hosts[0].decode("latin-1")):
             return error_response(403, "forbidden", "the Host header does not name this server "
                           "(allow other names with --allow-host)")
-        origins = [v for n, v in raw_headers if n == b"origin"]
         if origins and (len(origins) > 1
                         or origins[0].decode("latin-1").lower() not in self.origins):
             return error_response(403, "forbidden", "requests from this Origin are not allowed "
@@ -226,7 +250,8 @@ class Guard:
 
 
 def bounded_httptools() -> type[asyncio.Protocol] | None:
-    """uvicorn's httptools protocol, refusing a request head past MAX_HEAD_BYTES.
+    """uvicorn's httptools protocol, refusing a request head past MAX_HEAD_BYTES, and
+    writing each answer's head with its body (:class:`~.heldhead.HeldHead`).
 
     httptools keeps a header's value until it is complete, with no limit, and
     uvicorn's ``h11_max_incomplete_event_size`` applies to h11 only. So while a head
@@ -251,7 +276,11 @@ def bounded_httptools() -> type[asyncio.Protocol] | None:
 
         def on_headers_complete(self) -> None:
             self.in_head = False
+            before = self.cycle
             super().on_headers_complete()
+            if self.cycle is not before and self.cycle is not None:
+                # its answer's head leaves with its body, in one write
+                self.cycle.transport = HeldHead(self.transport, self.loop)
 
         def on_message_complete(self) -> None:
             super().on_message_complete()

@@ -27,6 +27,7 @@ from typing import TypeVar
 from holomem import events as ev
 from holomem.api.engine import checkpointing, compaction
 from holomem.api.engine.checkpointing import Checkpointer, CheckpointStats
+from holomem.api.engine.deferral import Deferred, WouldBlock
 from holomem.api.engine.replay import FOLLOW_RETRIES, build
 from holomem.api.engine.types import StoreStats
 from holomem.api.engine.view import DocEvent, View
@@ -70,6 +71,8 @@ class Engine:
         self.read_only = read_only
         self._write_lock = threading.RLock()
         self._state_lock = threading.RLock()
+        #: ``.block``: this thread's :meth:`deferring` block (absent: none)
+        self._deferring = threading.local()
         self._closed = False
         self._listeners: list[Callable[[int, list[Event]], None]] = []
         self._text: RecordFile | None = None
@@ -213,7 +216,11 @@ class Engine:
                 if not depths[key]:
                     del depths[key]
         if revision > self._journal.durable_seq:
-            self._journal.wait(revision)
+            deferred: Deferred | None = getattr(self._deferring, "block", None)
+            if deferred is not None:
+                deferred.saw(revision)  # the block's caller waits for it
+            else:
+                self._journal.wait(revision)
 
     def read(self, fn: Callable[[View], T]) -> T:
         """``fn(view)`` inside :meth:`reading`. On a follower, again if the writer
@@ -235,30 +242,83 @@ class Engine:
         ``build`` runs under the write lock with a view of the current state, so it
         sees every earlier write and no later one: validation done inside it cannot
         race. The events are applied as soon as the transaction has its place in the
-        journal, and the call returns once it is durable. Returns (seq, events); seq
-        is 0 and nothing is written when ``build`` returns no event.
+        journal, and the call returns once it is durable (in a :meth:`deferring`
+        block: at once). Returns (seq, events); seq is 0 and nothing is written when
+        ``build`` returns no event.
         """
         self.check(write=True)
-        with self._write_lock:
+        deferred: Deferred | None = getattr(self._deferring, "block", None)
+        waits = deferred is None or deferred.blocking
+        if not self._write_lock.acquire(blocking=waits):
+            raise WouldBlock("another write holds the store")
+        try:
             self.check(write=True)
             events = list(build(self._view(self._state)))
             if not events:
                 return 0, []
             payloads = ev.encode_all(events)
-            seq = self._journal.enqueue(payloads)
-            with self._state_lock:
-                self._state.apply_all(seq, events)
-                self._revision = seq
-                self._ckpt.tail += sum(map(len, payloads))
+            # A block that may not wait takes the state lock before the transaction
+            # has its place in the journal, so that it can still back out.
+            if not waits and not self._state_lock.acquire(blocking=False):
+                raise WouldBlock("a read holds the store's state")
+            try:
+                seq = self._journal.enqueue(payloads)
+                with self._state_lock:
+                    self._state.apply_all(seq, events)
+                    self._revision = seq
+                    self._ckpt.tail += sum(map(len, payloads))
+            finally:
+                if not waits:
+                    self._state_lock.release()
+        finally:
+            self._write_lock.release()
         # Outside the write lock: in batch mode, the writers that queued meanwhile
         # share this fsync (group commit). Readers see the change now but do not
-        # return it before it is durable (see reading()).
-        self._journal.wait(seq)
+        # return it before it is durable (see reading()); in a deferring block, the
+        # block's caller waits instead.
+        if deferred is not None:
+            deferred.saw(seq)
+        else:
+            self._journal.wait(seq)
         for listener in list(self._listeners):
             listener(seq, events)
         if self._ckpt.due():
             self._ckpt.start(self._background_checkpoint)
         return seq, events
+
+    @contextlib.contextmanager
+    def deferring(self, *, blocking: bool = True) -> Iterator[Deferred]:
+        """A block, on this thread, whose commits and reads do not wait for durability.
+
+        A commit returns once its transaction has its place in the journal and is
+        applied; a read answers without waiting for the writes it saw. The
+        :class:`Deferred` yielded records the newest revision either touched: the caller
+        must not tell anyone of what the block did or saw before
+        :meth:`wait_durable` of it returned (that is how nothing unsynced ever
+        escapes). Listeners of :meth:`subscribe` hear of a deferred commit before it
+        is durable. With ``blocking=False`` a commit that would wait for the store's
+        locks (another writer, a reader holding the state) raises
+        :class:`~holomem.api.engine.deferral.WouldBlock` and writes nothing. Blocks do
+        not nest.
+        """
+        if getattr(self._deferring, "block", None) is not None:
+            raise InvalidError("deferring blocks do not nest")
+        block = self._deferring.block = Deferred(blocking=blocking)
+        try:
+            yield block
+        finally:
+            self._deferring.block = None
+
+    @property
+    def durable_revision(self) -> int:
+        """The newest revision known to be durable."""
+        return self._journal.durable_seq
+
+    def wait_durable(self, revision: int) -> None:
+        """Return once every write up to ``revision`` is durable (batch mode: sharing,
+        or leading, a group's sync). Errors: ``io.fsync``, ``io.failed``."""
+        if revision > self._journal.durable_seq:
+            self._journal.wait(revision)
 
     # -- checkpoints --------------------------------------------------------------------
     def checkpoint(self) -> CheckpointStats | None:

@@ -311,7 +311,8 @@ def _check_frames_and_text(report: Report, gen_dir: str, segments: list[Segment]
         return
     raw = text_file.read_all()
     text_file.close()
-    for kind, _slot, off, size in text.audit(raw, catalog.alive.view(), catalog.seq.view()):
+    for kind, _slot, off, size in text.audit(raw, catalog.alive.view(), catalog.seq.view(),
+                                             catalog.ids):
         if kind == "record":
             report.findings.append(Finding(
                 "text.record", text_path, off, size,

@@ -118,8 +118,17 @@ RECORD = struct.Struct("<IHHQQ")
 RECORD_SIZE = 24
 #: A record's checksum covers its bytes [0, RECORD_CHECKSUMMED) and its body.
 RECORD_CHECKSUMMED = 16
-#: Associated data of a sealed record: store id, generation, offset, sequence number.
+#: Associated data of a sealed record in a version 1 file: store id, generation,
+#: offset, sequence number.
 RECORD_AAD = struct.Struct("<16sQQQ")
+#: Associated data of a sealed record in a version 2 file: store id and the file's
+#: salt (which a compaction's copy of the file keeps), nothing a new generation changes.
+RECORD_AAD_V2 = struct.Struct("<16sQ")
+#: The text segment's format version this build writes (its read version too), and
+#: the ones it reads. Version 1 binds every record to its generation, offset and
+#: sequence number; version 2 to the store and the file's salt only (FORMAT.md §9.1).
+RECORD_FILE_VERSION = 2
+RECORD_FILE_VERSIONS = (1, 2)
 
 # -- checkpoint (derived, §9.2) -----------------------------------------------------
 CHECKPOINT_MAGIC = b"HOLOCKP\x00"
@@ -179,6 +188,7 @@ assert WATERMARK.size == WATERMARK_SIZE, WATERMARK.size
 assert RECORD_FILE_HEADER.size == RECORD_FILE_HEADER_SIZE, RECORD_FILE_HEADER.size
 assert RECORD.size == RECORD_SIZE, RECORD.size
 assert RECORD_AAD.size == 40
+assert RECORD_AAD_V2.size == 24
 assert AAD.size == 48
 assert NONCE.size == NONCE_SIZE
 assert CHECKPOINT_HEADER.size == CHECKPOINT_HEADER_SIZE, CHECKPOINT_HEADER.size

@@ -11,6 +11,12 @@ gets its file (STYLE.md §1): the projection chooses offsets and bodies; this mo
 owns the path, the key and every syscall, so projections never open files or hold
 keys. Nothing here is a source of truth: a record that fails verification is
 reported as missing, and the caller rebuilds it from the journal.
+
+Two versions are read (FORMAT.md §9.1). A version 1 file binds each record to its
+generation, offset and sequence number, so no record survives a compaction's
+renumbering. A version 2 file (the only one created now) binds records to the store
+and the file's salt alone: a compaction's new file that keeps the salt
+(:meth:`RecordFile.carries`) takes verified records from the old one as they are.
 """
 
 from __future__ import annotations
@@ -23,17 +29,18 @@ from holomem.log import fs
 from holomem.log.checksum import checksum, checksum_parts
 from holomem.log.envelope import OVERHEAD, Envelope, OpenFailed
 from holomem.log.format import (
-    READ_VERSION,
     RECORD,
     RECORD_AAD,
+    RECORD_AAD_V2,
     RECORD_CHECKSUMMED,
     RECORD_FILE_HEADER,
     RECORD_FILE_HEADER_CHECKSUMMED,
     RECORD_FILE_HEADER_SIZE,
     RECORD_FILE_MAGIC,
+    RECORD_FILE_VERSION,
+    RECORD_FILE_VERSIONS,
     RECORD_FLAG_SEALED,
     RECORD_SIZE,
-    WRITE_VERSION,
 )
 
 P_RECORD_WRITE = cp.point("recordfile.write", "a derived record was written, not synced")
@@ -52,7 +59,10 @@ class RecordFile:
     first_offset = HEADER_SIZE
 
     def __init__(self, path: str, *, store_id: bytes, generation: int,
-                 envelope: Envelope | None, read_only: bool) -> None:
+                 envelope: Envelope | None, read_only: bool, salt: int | None = None) -> None:
+        """Open the file at ``path``, or create it (a writer) with a new salt, or with
+        ``salt`` when given: a compaction's new file that will hold records copied from
+        a version 2 file with that salt."""
         self.path = path
         self.store_id = store_id
         self.generation = generation
@@ -60,6 +70,9 @@ class RecordFile:
         self._envelope = envelope
         self._fd = -1
         self.salt = 0
+        #: the format version of the file's records (RECORD_FILE_VERSIONS)
+        self.version = RECORD_FILE_VERSION
+        self._new_salt = salt
         #: Records of every event up to this sequence number were complete and synced
         #: when the file was last sealed (0: nothing is known).
         self.synced_seq = 0
@@ -97,28 +110,32 @@ class RecordFile:
             return False
         if len(raw) < HEADER_SIZE:
             return False
-        (magic, _wver, rver, flags, _res, store_id, generation, salt, synced,
+        (magic, wver, rver, flags, _res, store_id, generation, salt, synced,
          stored) = RECORD_FILE_HEADER.unpack(raw)
         if (magic != RECORD_FILE_MAGIC
                 or checksum(raw[:RECORD_FILE_HEADER_CHECKSUMMED]) != stored
-                or rver > READ_VERSION or store_id != self.store_id
+                or rver != wver or rver not in RECORD_FILE_VERSIONS
+                or store_id != self.store_id
                 or generation != self.generation
                 or bool(flags & RECORD_FLAG_SEALED) != (self._envelope is not None)):
             return False
         self.salt = salt
         self.synced_seq = synced
+        self.version = rver
         return True
 
     def _header(self, synced_seq: int) -> bytes:
         raw = RECORD_FILE_HEADER.pack(
-            RECORD_FILE_MAGIC, WRITE_VERSION, READ_VERSION,
+            RECORD_FILE_MAGIC, self.version, self.version,
             RECORD_FLAG_SEALED if self._envelope is not None else 0, bytes(4),
             self.store_id, self.generation, self.salt, synced_seq, 0)
         head = raw[:RECORD_FILE_HEADER_CHECKSUMMED]
         return head + checksum(head).to_bytes(8, "little")
 
     def _create(self) -> None:
-        self.salt = int.from_bytes(os.urandom(8), "little")
+        self.version = RECORD_FILE_VERSION
+        self.salt = (self._new_salt if self._new_salt is not None
+                     else int.from_bytes(os.urandom(8), "little"))
         self._fd = fs.create(self.path)
         fs.write_at(self._fd, self._header(0), 0, self.path)
         fs.sync(self._fd, self.path)
@@ -138,15 +155,29 @@ class RecordFile:
     def size(self) -> int:
         return fs.size(self._fd, self.path) if self._fd >= 0 else 0
 
+    def carries(self, other: RecordFile) -> bool:
+        """Whether a record that verifies in ``other`` is, byte for byte, a valid record
+        of this file at any offset: both are version 2 files of one store, sealed
+        alike, with one salt."""
+        return (self.version == other.version == 2 and self.salt == other.salt
+                and self.store_id == other.store_id
+                and (self._envelope is None) == (other._envelope is None))
+
+    def _aad(self, offset: int, seq: int) -> bytes:
+        if self.version == 1:
+            return RECORD_AAD.pack(self.store_id, self.generation, offset, seq)
+        return RECORD_AAD_V2.pack(self.store_id, self.salt)
+
     # -- records ----------------------------------------------------------------------
     def encode(self, offset: int, seq: int, body: bytes) -> bytes:
-        """The bytes of a record (header and body) to be placed at ``offset``."""
+        """The bytes of a record (header and body) to be placed at ``offset``, written
+        by transaction ``seq`` (bound to both in a version 1 file only)."""
         flags = 0
         if self._envelope is not None:
             flags = RECORD_FLAG_SEALED
-            body = self._envelope.seal(
-                body, RECORD_AAD.pack(self.store_id, self.generation, offset, seq))
-        head = RECORD.pack(len(body), flags, 0, seq, 0)[:RECORD_CHECKSUMMED]
+            body = self._envelope.seal(body, self._aad(offset, seq))
+        head = RECORD.pack(len(body), flags, 0, seq if self.version == 1 else 0,
+                           0)[:RECORD_CHECKSUMMED]
         # One pass over head and body joined: the checksum checksum_parts gives.
         return head + checksum(head + body, self.salt).to_bytes(8, "little") + body
 
@@ -159,12 +190,15 @@ class RecordFile:
     def decode(self, raw: bytes | memoryview, offset: int, seq: int) -> bytes | None:
         """The body of the record of ``seq`` whose bytes are ``raw`` at ``offset``.
 
-        None if they are not exactly such a record (missing, zeroed, damaged, stale).
+        None if they are not exactly such a record (missing, zeroed, damaged, stale;
+        in a version 2 file, whose records carry no sequence number, the caller also
+        checks that the body's id is the slot's).
         """
         if len(raw) < RECORD_SIZE:
             return None
         length, flags, reserved, rseq, stored = RECORD.unpack_from(raw, 0)
-        if rseq != seq or reserved != 0 or RECORD_SIZE + length != len(raw):
+        if (rseq != (seq if self.version == 1 else 0) or reserved != 0
+                or RECORD_SIZE + length != len(raw)):
             return None
         if isinstance(raw, bytes):  # (a read's: slices and one hash cost less than views)
             body: bytes | memoryview = raw[RECORD_SIZE:]
@@ -178,8 +212,7 @@ class RecordFile:
             if self._envelope is None:
                 return None
             try:
-                return self._envelope.open(
-                    body, RECORD_AAD.pack(self.store_id, self.generation, offset, seq))
+                return self._envelope.open(body, self._aad(offset, seq))
             except OpenFailed:
                 return None
         if self._envelope is not None:
@@ -212,12 +245,14 @@ class RecordFile:
                     for raw, off, seq in zip(raws, offsets, seqs, strict=True)]
         # Unsealed (the common case): decode's checks, inline, for bytes read whole.
         unpack, salt, out = RECORD.unpack_from, self.salt, []
+        v1 = self.version == 1  # a version 2 record carries 0, not its seq
         body: bytes | None
         for raw, seq in zip(raws, seqs, strict=True):
             body = None
             if len(raw) >= RECORD_SIZE:
                 length, flags, reserved, rseq, stored = unpack(raw, 0)
-                if (rseq == seq and reserved == 0 and RECORD_SIZE + length == len(raw)
+                if (rseq == (seq if v1 else 0) and reserved == 0
+                        and RECORD_SIZE + length == len(raw)
                         and not flags & RECORD_FLAG_SEALED):
                     body = raw[RECORD_SIZE:]
                     if checksum(raw[:RECORD_CHECKSUMMED] + body, salt) != stored:

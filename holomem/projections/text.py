@@ -16,7 +16,7 @@ the caller (:meth:`TextSegment.reconcile`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import msgspec
 import numpy as np
@@ -40,6 +40,9 @@ SPAN = 4 << 20
 
 _enc = msgspec.msgpack.Encoder()
 _dec = msgspec.msgpack.Decoder(TextRecord)
+
+#: A record as read and verified from a file: its bytes there, and its (plaintext) body.
+Carried = tuple[bytes, bytes]
 
 
 def body_of(event: DocumentAdded | DocumentReplaced) -> bytes:
@@ -71,6 +74,10 @@ class TextSegment:
         #: (a compaction writes the new file sequentially); see flush().
         self._buffer: list[bytes] | None = None
         self._buffer_start = self.end
+        #: Records a compaction read from the file it replaces, one per placement to
+        #: come (None: none for that one), taken instead of encoding (see carry()).
+        self._carried: Sequence[Carried | None] = ()
+        self._carry_at = 0
 
     @property
     def _writing(self) -> bool:
@@ -96,6 +103,22 @@ class TextSegment:
         finally:
             self._buffer = None
 
+    def carry(self, records: Sequence[Carried | None]) -> None:
+        """The next ``len(records)`` placements take these records' bytes as they are,
+        each when its body is the one the event gives (else it is encoded as usual).
+        For a compaction, whose new file :meth:`RecordFile.carries` the old one."""
+        assert self._carry_at == len(self._carried), "records left over from a carry"
+        self._carried, self._carry_at = records, 0
+
+    def _record(self, offset: int, seq: int, body: bytes) -> bytes:
+        assert self.store is not None
+        if self._carry_at < len(self._carried):
+            kept = self._carried[self._carry_at]
+            self._carry_at += 1
+            if kept is not None and kept[1] == body:
+                return kept[0]
+        return self.store.encode(offset, seq, body)
+
     def apply(self, seq: int, event: Event, change: Change) -> None:
         if change.old >= 0 and self._writing:
             assert self.store is not None
@@ -108,7 +131,7 @@ class TextSegment:
         self.offset.append(self.end)
         self.size.append(size)
         if self.store is not None and self._writing:
-            record = self.store.encode(self.end, seq, body)
+            record = self._record(self.end, seq, body)
             if self._buffer is not None:
                 self._buffer.append(record)
             else:
@@ -140,8 +163,8 @@ class TextSegment:
         self.offset.extend(offsets)
         self.size.extend(np.array(sizes, dtype=np.int32))
         if store is not None and self._writing:
-            records = [store.encode(off, seq, b)
-                       for off, b in zip(offsets.tolist(), bodies, strict=True)]
+            make = self._record if self._carry_at < len(self._carried) else store.encode
+            records = [make(off, seq, b) for off, b in zip(offsets.tolist(), bodies, strict=True)]
             if self._buffer is not None:
                 self._buffer.extend(records)
             else:
@@ -178,11 +201,15 @@ class TextSegment:
         # damaged body could then shift its neighbours' boundaries: one each.)
         return [None if body is None else decode_body(body) for body in bodies]
 
-    def read_many(self, slots: list[int], seqs: list[int]) -> list[TextRecord | None]:
+    def read_many(self, slots: list[int], seqs: list[int],
+                  carried: list[Carried | None] | None = None) -> list[TextRecord | None]:
         """:meth:`read` of each of ``slots`` (ascending, so their records lie in file
         order), written by events ``seqs``: the records are read in spans of at most
-        :data:`SPAN` bytes, one read each, rather than one read per record."""
+        :data:`SPAN` bytes, one read each, rather than one read per record. With
+        ``carried``, each record's bytes and body are appended to it (None where it
+        did not read back), for a compaction to :meth:`carry`."""
         out: list[TextRecord | None] = [None] * len(slots)
+        kept: list[Carried | None] = [None] * len(slots)
         store = self.store
         if store is None or not slots:
             return out
@@ -205,10 +232,16 @@ class TextSegment:
             raw = memoryview(store.read_span(lo, hi - lo))
             for k in range(i, j):
                 off, size = int(offs[slots[k]]), int(sizes[slots[k]])
-                body = store.decode(raw[off - lo:off - lo + size], off, seqs[k]) \
+                rec = raw[off - lo:off - lo + size]
+                body = store.decode(rec, off, seqs[k]) \
                     if off - lo + size <= len(raw) else None
-                out[k] = None if body is None else decode_body(body)
+                if body is not None:
+                    out[k] = decode_body(body)
+                    if carried is not None and out[k] is not None:
+                        kept[k] = (bytes(rec), body)
             i = max(j, i + 1)
+        if carried is not None:
+            carried.extend(kept)
         return out
 
     def rewrite(self, slot: int, seq: int, event: DocumentAdded | DocumentReplaced) -> None:
@@ -217,13 +250,14 @@ class TextSegment:
         off = int(self.offset.view()[slot])
         self.store.write(off, self.store.encode(off, seq, body_of(event)))
 
-    def audit(self, raw: bytes, alive: np.ndarray, seqs: np.ndarray
-              ) -> Iterator[tuple[str, int, int, int]]:
+    def audit(self, raw: bytes, alive: np.ndarray, seqs: np.ndarray,
+              ids: Sequence[str | None]) -> Iterator[tuple[str, int, int, int]]:
         """Everything in the file's content ``raw`` that differs from the placement.
 
         Yields ``("record", slot, offset, size)`` for a live record that does not
-        read back intact, and ``("stale", -1, offset, length)`` for bytes that should
-        be zero but are not (a vacated record, or unused space before ``end``).
+        read back intact (or holds another document: ``ids`` by slot), and
+        ``("stale", -1, offset, length)`` for bytes that should be zero but are not (a
+        vacated record, or unused space before ``end``).
         """
         assert self.store is not None
         view = memoryview(raw)
@@ -234,13 +268,16 @@ class TextSegment:
             if off > cursor and self._dirty(raw, cursor, off):
                 yield ("stale", -1, cursor, off - cursor)
             rec = view[off : off + size] if off + size <= len(raw) else b""
-            if self.store.decode(rec, off, int(seqs[slot])) is None:
+            body = self.store.decode(rec, off, int(seqs[slot]))
+            got = decode_body(body) if body is not None else None
+            if got is None or got.id != ids[slot]:
                 yield ("record", slot, off, size)
             cursor = off + size
         if self.end > cursor and self._dirty(raw, cursor, self.end):
             yield ("stale", -1, cursor, self.end - cursor)
 
     def reconcile(self, raw: bytes, alive: np.ndarray, seqs: np.ndarray,
+                  ids: Sequence[str | None],
                   fetch: Callable[[int], DocumentAdded | DocumentReplaced]) -> tuple[int, int]:
         """Bring the file in line with the placement after a replay that wrote nothing.
 
@@ -251,7 +288,7 @@ class TextSegment:
         """
         assert self.store is not None
         rewritten = zeroed = 0
-        for kind, slot, off, size in list(self.audit(raw, alive, seqs)):
+        for kind, slot, off, size in list(self.audit(raw, alive, seqs, ids)):
             if kind == "record":
                 seq = int(seqs[slot])
                 self.store.write(off, self.store.encode(off, seq, body_of(fetch(slot))))

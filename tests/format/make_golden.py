@@ -11,7 +11,12 @@ Everything random in a real segment (store id, salt, nonce epoch) is fixed here.
 from __future__ import annotations
 
 import os
+import struct
 import tempfile
+
+import msgspec
+import xxhash
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from holomem import events as ev
 from holomem.log import checkpoint as ckfile
@@ -90,6 +95,52 @@ def build_checkpoint() -> bytes:
             return f.read()
 
 
+#: The documents in the golden version 1 text segments (FORMAT.md §9.1): (transaction,
+#: id, text, metadata, entities), placed back to back from offset 64.
+TEXT_RECORDS = [
+    (1, "a", "amber river stones", b"", ["Ann"]),
+    (2, "b", "basalt river", b'{"n":1}', []),
+]
+TEXT_V1_NAMES = {False: "text-v1-plain.seg", True: "text-v1-sealed.seg"}
+
+
+def text_file_v1(store_id: bytes, generation: int, salt: int, synced_seq: int,
+                 records: list[tuple[int, int, bytes]], key: bytes | None = None) -> bytes:
+    """A version 1 text segment packed from FORMAT.md §9.1 alone (not by holomem's
+    RecordFile, which writes only version 2 files): ``records`` are (offset, seq,
+    text_record body), back to back from offset 64; a sealed body's nonce is the
+    fixed epoch 0 and a counter from 0 (golden files only, never in a store)."""
+    head = struct.pack("<8sBBH4s16sQQQ", b"HOLOREC\0", 1, 1, 1 if key else 0, bytes(4),
+                       store_id, generation, salt, synced_seq)
+    out = [head + xxhash.xxh3_64_intdigest(head, 0).to_bytes(8, "little")]
+    for n, (offset, seq, body) in enumerate(records):
+        flags = 0
+        if key is not None:
+            nonce = bytes(8) + struct.pack("<I", n)
+            aad = struct.pack("<16sQQQ", store_id, generation, offset, seq)
+            body = nonce + AESGCM(key).encrypt(nonce, body, aad)
+            flags = 1
+        rec = struct.pack("<IHHQ", len(body), flags, 0, seq)
+        out.append(rec + xxhash.xxh3_64_intdigest(rec + body, salt).to_bytes(8, "little")
+                   + body)
+    return b"".join(out)
+
+
+def text_body(doc_id: str, text: str, metadata: bytes, entities: list[str]) -> bytes:
+    """A text_record: the msgpack array [id, text, metadata (bin), entities]."""
+    return msgspec.msgpack.encode([doc_id, text, metadata, entities])
+
+
+def build_text_v1(encrypted: bool) -> bytes:
+    records, offset = [], 64
+    for seq, doc_id, text, metadata, entities in TEXT_RECORDS:
+        body = text_body(doc_id, text, metadata, entities)
+        records.append((offset, seq, body))
+        offset += 24 + len(body) + (28 if encrypted else 0)
+    return text_file_v1(STORE_ID, 1, SALT, len(TEXT_RECORDS), records,
+                        KEY if encrypted else None)
+
+
 def main() -> None:
     os.makedirs(HERE, exist_ok=True)
     for name, encrypted in (("plain", False), ("encrypted", True)):
@@ -101,6 +152,10 @@ def main() -> None:
     # Added with checkpoints (issue 17).
     with open(os.path.join(HERE, CHECKPOINT_NAME), "wb") as f:
         f.write(build_checkpoint())
+    # Added with the text segment's version 2 (issue 16): the version 1 files it reads.
+    for encrypted, name in TEXT_V1_NAMES.items():
+        with open(os.path.join(HERE, name), "wb") as f:
+            f.write(build_text_v1(encrypted))
 
 
 if __name__ == "__main__":

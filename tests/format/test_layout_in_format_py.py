@@ -29,6 +29,7 @@ from holomem.log.format import (
     CHECKPOINT_MAGIC,
     RECORD,
     RECORD_AAD,
+    RECORD_AAD_V2,
     RECORD_CHECKSUMMED,
     RECORD_FILE_HEADER,
     RECORD_FILE_HEADER_CHECKSUMMED,
@@ -93,6 +94,8 @@ def test_the_record_grammar_matches_format_py() -> None:
     assert f"record[0:{RECORD_CHECKSUMMED}]" in record
     aad = section.split("aad      :=", 1)[1].split("\n", 1)[0]
     assert _grammar(aad) == RECORD_AAD.format
+    aad_v2 = section.split("aad_v2   :=", 1)[1].split("\n", 1)[0]
+    assert _grammar(aad_v2) == RECORD_AAD_V2.format
 
 
 def test_the_checkpoint_header_table_matches_format_py() -> None:

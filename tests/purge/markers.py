@@ -31,7 +31,8 @@ FRAME_AAD = struct.Struct("<16sQQ16s")  # store id, generation, segment, frame h
 FLAG_COMPRESSED, FLAG_SEALED = 1, 2
 RECORD = struct.Struct("<IHHQQ")  # body length, flags, reserved, seq, checksum
 RECORD_SIZE = 24
-RECORD_AAD = struct.Struct("<16sQQQ")  # store id, generation, offset, seq
+RECORD_AAD = struct.Struct("<16sQQQ")  # version 1: store id, generation, offset, seq
+RECORD_AAD_V2 = struct.Struct("<16sQ")  # version 2: store id, the file's salt
 TEXT_HEADER = struct.Struct("<8sBBH4s16sQQ")  # magic .. salt (FORMAT.md §9)
 CHECKPOINT_HEADER = struct.Struct("<8sBBHI16sQQQQQ")  # FORMAT.md §9.2
 CHECKPOINT_BLOCK = struct.Struct("<IIIIQ")  # stored, length, flags, index, checksum
@@ -106,10 +107,14 @@ def _record_plaintexts(data: bytes, key: bytes) -> list[bytes]:
         body = data[off + RECORD_SIZE : off + RECORD_SIZE + length]
         if checksum_parts(data[off : off + 16], body, salt) != stored:
             continue
-        try:
-            out.append(env.open(body, RECORD_AAD.pack(store_id, generation, off, seq)))
-        except OpenFailed:
-            continue
+        # Either version's binding, whatever the header says: a damaged or foreign
+        # header must not hide a record.
+        for aad in (RECORD_AAD.pack(store_id, generation, off, seq),
+                    RECORD_AAD_V2.pack(store_id, salt)):
+            try:
+                out.append(env.open(body, aad))
+            except OpenFailed:
+                continue
     return out
 
 

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, Store
 from holomem.errors import HolomemError
+from holomem.log.recordfile import RecordFile
 from holomem.projections.state import ProjectionState
 from tests.memory import test_reopen as reopen
 from tests.store.test_checkpoints import assert_same
@@ -70,6 +71,13 @@ def _run(memory: Memory, op: tuple[Any, ...], n: int) -> None:
         pass  # an op on a fact that is not there (or a self-link): nothing written
 
 
+def _text_salt(store: Store) -> int:
+    with store.reading() as view:
+        records = view.state.text.store
+        assert isinstance(records, RecordFile) and records.version == 2
+        return records.salt
+
+
 def _existing(memory: Memory, i: int) -> str:
     ids = memory.store.ids()
     if not ids:
@@ -115,11 +123,14 @@ def test_a_purged_stores_state_in_memory_is_what_a_fresh_open_replays(
             memory.clock.advance(5)  # type: ignore[attr-defined]
             _run(memory, op, n)
         ids = store.ids()
+        salt = _text_salt(store)
         if whole or not ids:
             store.compact(purge=True)
         else:
             memory.forget({"ids": [ids[target % len(ids)]]}, purge=True)
         _compare(store, path, key, sealed=True)
+        # the records were carried into a file of the same lineage (FORMAT.md §9.1)
+        assert _text_salt(store) == salt
         # and again after a write on top of the purged state
         memory.remember(id="after", text="a fact after the purge", subject="s0")
         _compare(store, path, key, sealed=False)

@@ -29,6 +29,7 @@ from holomem.log import crashpoints as cp
 from holomem.log.backend import JournalBackend, RewriteTarget
 from holomem.log.recordfile import RecordFile
 from holomem.projections.state import ProjectionState
+from holomem.projections.text import Carried
 
 #: Events per transaction when compaction writes a new generation.
 BATCH = 2048
@@ -41,11 +42,13 @@ P_COMPACT_WRITTEN = cp.point(
 P_COMPACT_DONE = cp.point("store.compact.done", "the old generation is erased")
 
 
-def live_events(view: View, slots: np.ndarray) -> list[list[Event]]:
+def live_events(view: View, slots: np.ndarray,
+                carried: list[Carried | None] | None = None) -> list[list[Event]]:
     """For each of ``slots`` (ascending), the events that re-create its document (and
     fact) as it is now: the records read in a few large reads, the facts' times a
-    column at a time."""
-    records = view.records(slots)
+    column at a time. With ``carried``, each record's bytes and body as read are
+    appended to it, in the same order (see :meth:`View.records`)."""
+    records = view.records(slots, carried)
     facts = view.facts
     is_fact = facts.is_fact.view()[slots]
     times = iter(facts.times_many(slots[is_fact]))
@@ -79,12 +82,23 @@ def live_relations(view: View) -> list[Event]:
             for r in rel.live_rows().tolist()]
 
 
-def rewrite(journal: JournalBackend, target: RewriteTarget, view: View
-            ) -> tuple[ProjectionState, RecordFile]:
+def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
+            old: RecordFile | None) -> tuple[ProjectionState, RecordFile]:
     """Write the live state of ``view`` into ``target``, building its projections as we
-    go; the new text segment is written sequentially and sealed."""
-    records = text_file(journal, target.dir, target.generation, read_only=False)
+    go; the new text segment is written sequentially and sealed.
+
+    When the text segment ``old`` it replaces is a version 2 file (FORMAT.md §9.1),
+    the new one keeps its salt, and every record that reads back intact from ``old``
+    is copied into it as it is, rather than encoded (and sealed) again: in a version 2
+    file a record is bound to neither its offset nor its sequence number.
+    """
+    carry = old is not None and old.available and old.version == 2
+    records = text_file(journal, target.dir, target.generation, read_only=False,
+                        salt=old.salt if carry and old is not None else None)
+    carry = carry and old is not None and records.carries(old)
     state = ProjectionState(records)
+    #: the records read for the documents of ``batch``, in order (None: no carry)
+    carried: list[Carried | None] | None = [] if carry else None
     batch: list[Event] = []
     if view.embedding_dim:
         batch.append(StoreSettings(embedding_dim=view.embedding_dim))
@@ -99,8 +113,12 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View
         batch.append(EmbedderRecorded(identity=source.reembed_target, pending=True))
 
     def flush() -> None:
+        nonlocal carried
         if batch:
             seq = target.append([ev.encode(e) for e in batch])
+            if carried is not None:
+                state.text.carry(carried)  # one per DocumentAdded of the batch
+                carried = []
             state.apply_all(seq, batch)
             state.flush()
             batch.clear()
@@ -109,8 +127,12 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View
         with state.rewriting():
             slots = view.live_slots()
             for start in range(0, len(slots), SLOTS):
-                for events in live_events(view, slots[start:start + SLOTS]):
+                read: list[Carried | None] | None = [] if carried is not None else None
+                chunk = live_events(view, slots[start:start + SLOTS], read)
+                for k, events in enumerate(chunk):
                     batch.extend(events)  # a document's events stay in one transaction
+                    if carried is not None and read is not None:
+                        carried.append(read[k])
                     if len(batch) >= BATCH:
                         flush()
             links = view.facts.all_links()
@@ -121,6 +143,8 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View
                 if len(batch) >= BATCH:
                     flush()
             flush()
+        if carried is not None:
+            state.text.carry(())  # every record taken; none left for later writes
         cp.hit(P_COMPACT_WRITTEN)
         records.seal(target.last_seq)
     except BaseException:

@@ -418,7 +418,8 @@ class Engine:
     def _compact_locked(self) -> None:
         target = self._journal.begin_rewrite()
         try:
-            state, text = compaction.rewrite(self._journal, target, self._view(self._state))
+            state, text = compaction.rewrite(self._journal, target, self._view(self._state),
+                                             self._text)
         except BaseException:
             target.abandon()
             raise

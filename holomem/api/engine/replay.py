@@ -44,11 +44,13 @@ class Built(NamedTuple):
     tail: int = 0
 
 
-def text_file(journal: JournalBackend, directory: str, generation: int, *, read_only: bool
-              ) -> RecordFile:
-    """The text segment of the generation in ``directory``."""
+def text_file(journal: JournalBackend, directory: str, generation: int, *, read_only: bool,
+              salt: int | None = None) -> RecordFile:
+    """The text segment of the generation in ``directory`` (created, by a writer, with
+    ``salt`` when given: see :class:`RecordFile`)."""
     return RecordFile(os.path.join(directory, TEXT_FILE), store_id=journal.store_id,
-                      generation=generation, envelope=journal.envelope, read_only=read_only)
+                      generation=generation, envelope=journal.envelope, read_only=read_only,
+                      salt=salt)
 
 
 def build(journal: JournalBackend, *, read_only: bool) -> Built:
@@ -107,7 +109,7 @@ def _reconcile_text(journal: JournalBackend, state: ProjectionState, records: Re
     transactions = Transactions(journal)
     rewritten, zeroed = state.text.reconcile(
         records.read_all(), state.catalog.alive.view(), state.catalog.seq.view(),
-        lambda slot: transactions.document(state, slot))
+        state.catalog.ids, lambda slot: transactions.document(state, slot))
     if records.size() != state.text.end:
         # Cut stale bytes past the end, or extend with zeros when the last
         # records belong to removed documents (so the next open trusts the file).

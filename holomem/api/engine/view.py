@@ -32,7 +32,7 @@ from holomem.projections.hrr import HRRIndex
 from holomem.projections.metadata import MetadataIndex
 from holomem.projections.relations import Relations
 from holomem.projections.state import ProjectionState
-from holomem.projections.text import TextRecord
+from holomem.projections.text import Carried, TextRecord
 from holomem.projections.tokenize import tokenize
 
 DocEvent = DocumentAdded | DocumentReplaced
@@ -217,16 +217,24 @@ class View:
                 out[i] = rec
         return out  # type: ignore[return-value]
 
-    def records(self, slots: np.ndarray) -> list[TextRecord]:
+    def records(self, slots: np.ndarray, carried: list[Carried | None] | None = None
+                ) -> list[TextRecord]:
         """:meth:`record` of each of ``slots`` (ascending), read from the text segment in
         a few large reads (a compaction reads every live record); a record that does
-        not read back intact comes from the journal, as in :meth:`record`."""
+        not read back intact comes from the journal, as in :meth:`record`. With
+        ``carried``, each one's bytes in the file and body are appended to it (None for
+        one that came from the journal): see :meth:`TextSegment.carry`."""
         state = self.state
         ids = state.catalog.ids
         wanted = slots.tolist()
-        found = state.text.read_many(wanted, state.catalog.seq.view()[slots].tolist())
-        return [rec if rec is not None and rec.id == ids[slot] else self.record(slot)
-                for slot, rec in zip(wanted, found, strict=True)]
+        raw: list[Carried | None] | None = [] if carried is not None else None
+        found = state.text.read_many(wanted, state.catalog.seq.view()[slots].tolist(), raw)
+        out = [rec if rec is not None and rec.id == ids[slot] else self.record(slot)
+               for slot, rec in zip(wanted, found, strict=True)]
+        if carried is not None and raw is not None:
+            carried.extend(kept if rec is not None and rec.id == ids[slot] else None
+                           for slot, rec, kept in zip(wanted, found, raw, strict=True))
+        return out
 
     def event(self, slot: int) -> DocEvent:
         """The document event that wrote ``slot`` (the caller's bytes, as written)."""

@@ -159,6 +159,13 @@ def test_a_compaction_copies_version_2_records_byte_for_byte(tmp_path: Path, kin
         store.compact(purge=True)
         salt_after, after = _live_records(store)
         assert salt_after == salt and after == before
+        with store.reading() as view:  # and every way of reading serves them from the file
+            slots = view.state.catalog.alive.view().nonzero()[0].tolist()
+            seqs = view.state.catalog.seq.view()[slots].tolist()
+            text = view.state.text
+            assert None not in text.read_each(slots, seqs)
+            assert None not in text.read_many(slots, seqs)
+            assert all(text.read(s, q) is not None for s, q in zip(slots, seqs, strict=True))
         assert store.get_document("d7") is not None and store.get_document("d5") is None
 
 

@@ -173,8 +173,10 @@ def text_records(path: str) -> list[tuple[int, int]]:
     out = []
     off = TEXT_HEADER_SIZE
     while off + RECORD_HEADER_SIZE <= len(data):
-        length, _flags, _res, seq, _ck = RECORD_HEADER.unpack_from(data, off)
-        if seq == 0:  # zeroed: skip to the next non-zero byte
+        length, _flags, _res, _seq, _ck = RECORD_HEADER.unpack_from(data, off)
+        # Zeroed: skip to the next non-zero byte. (Not by the sequence number, which a
+        # version 2 record (FORMAT.md §9.1) keeps at 0; a record's body is never empty.)
+        if length == 0:
             nxt = next((i for i in range(off, len(data)) if data[i]), len(data))
             off = nxt
             continue

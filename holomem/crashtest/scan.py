@@ -32,6 +32,7 @@ from holomem.log.format import (
     FRAME_KIND_TRANSACTION,
     RECORD,
     RECORD_AAD,
+    RECORD_AAD_V2,
     RECORD_FILE_HEADER,
     RECORD_FILE_HEADER_SIZE,
     RECORD_FILE_MAGIC,
@@ -82,15 +83,17 @@ def _sealed_contents(data: bytes, key: bytes) -> list[bytes]:
                         out.append(env.open(data[off + FRAME_HEADER_SIZE : end], aad))
                 at = data.find(pattern, at + 1)
     if len(data) >= RECORD_FILE_HEADER_SIZE and data[:8] == RECORD_FILE_MAGIC:
-        _, _, _, _, _, store_id, generation, *_ = RECORD_FILE_HEADER.unpack_from(data)
+        _, _, _, _, _, store_id, generation, salt, *_ = RECORD_FILE_HEADER.unpack_from(data)
         at = data.find(_SEALED_RECORD, RECORD_FILE_HEADER_SIZE + 4)
         while at >= 0:
             off = at - 4
             if off + RECORD_SIZE <= len(data):
                 length, _flags, _res, seq, _ck = RECORD.unpack_from(data, off)
                 end = off + RECORD_SIZE + length
-                if end <= len(data):
-                    aad = RECORD_AAD.pack(store_id, generation, off, seq)
+                # either version's associated data (FORMAT.md §9.1), whatever the
+                # header's version says
+                for aad in (RECORD_AAD.pack(store_id, generation, off, seq),
+                            RECORD_AAD_V2.pack(store_id, salt)) if end <= len(data) else ():
                     with contextlib.suppress(OpenFailed):
                         out.append(env.open(data[off + RECORD_SIZE : end], aad))
             at = data.find(_SEALED_RECORD, at + 1)

@@ -49,8 +49,12 @@ P_SEGMENT_HEADER = cp.point("journal.segment.header", "a new segment's header is
 P_SEGMENT_READY = cp.point("journal.segment.ready", "a new segment is durable, no frame in it yet")
 
 SYNC_MODES = ("full", "batch", "none")
-#: Groups whose sync may run at once in batch mode (the next group's write overlaps).
-MAX_SYNCS_IN_FLIGHT = 2
+#: Groups whose sync may run at once in batch mode. One: a later group's sync that
+#: finished while an earlier one was still running would acknowledge the earlier
+#: group's bytes too, and if the earlier sync then fails those bytes may be lost under
+#: an acknowledged write (the kernel reports a writeback error to one caller only).
+#: This disk runs overlapping fsyncs one after the other anyway.
+MAX_SYNCS_IN_FLIGHT = 1
 #: The longest a batch-mode group waits for its expected appenders (seconds): the last
 #: sync's duration, but no more than this after a slow one.
 MAX_GATHER = 0.002
@@ -408,6 +412,13 @@ class Appender:
             if self._closed:
                 return
             try:
+                # Even after a failure a leader may still be writing or syncing with
+                # the lock released: closing its descriptor under it could send its
+                # bytes into whatever file reuses the number. (With one sync at a
+                # time the failing write or sync is the only one in flight; this keeps
+                # close safe should that ever change.)
+                while self._flushing or self._syncing:
+                    self._cond.wait()
                 if self._failed is None:
                     self._drain_locked()
                     fs.sync(self._fd, self.segments[-1].path)

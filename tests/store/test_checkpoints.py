@@ -234,8 +234,12 @@ def test_an_interrupted_checkpoint_leaves_a_temporary_file_the_writer_erases(
 
 
 #: Attributes that are caches of a query (rebuilt on demand) or that mean something
-#: only inside a bulk mode (compaction's buffered writing), not state.
-CACHES = {"_norm_key", "_norm_cache", "_arrays", "_mu", "_buffer_start", "_df_key", "_df"}
+#: only inside a bulk mode (compaction's buffered writing), not state. ``_heads``: a
+#: subject's heads, worked out on the writer's first use and kept while they hold
+#: (holomem/projections/subjects.py; tests/memory/test_latest_by_subject_in_order.py
+#: checks what they plan against walking every member).
+CACHES = {"_norm_key", "_norm_cache", "_arrays", "_mu", "_buffer_start", "_df_key", "_df",
+          "_heads"}
 #: How the catalog finds an id's slot: a dict after a replay, a frozen hash table
 #: (and the dict of what was looked up or added since) after a restore; compared by
 #: the lookups themselves instead (and whether a snapshot holds the ids list).

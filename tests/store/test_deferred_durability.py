@@ -73,3 +73,17 @@ def test_concurrent_waits_share_group_waits_and_all_return_durable(tmp_path: Pat
 
         revisions = asyncio.run(main())
         assert sorted(revisions) == list(range(min(revisions), min(revisions) + 20))
+
+
+def test_listeners_hear_of_a_deferred_commit_only_once_it_is_durable(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="batch") as store:
+        memory = Memory(store)
+        heard: list[tuple[int, int]] = []
+        store.subscribe(lambda seq, events: heard.append((seq, store.durable_revision)))
+        with store.deferring() as deferred:
+            memory.remember("told only when durable")
+        assert heard == []  # not before a wait has seen it durable
+        store.wait_durable(deferred.revision)
+        memory.remember("a later, waited-for commit")
+        assert [seq for seq, _ in heard] == [deferred.revision, store.revision]
+        assert all(durable >= seq for seq, durable in heard)

@@ -75,6 +75,9 @@ class Engine:
         self._deferring = threading.local()
         self._closed = False
         self._listeners: list[Callable[[int, list[Event]], None]] = []
+        #: deferred commits not yet durable, whose listeners have not heard of them
+        self._unheard: list[tuple[int, list[Event]]] = []
+        self._unheard_lock = threading.Lock()
         self._text: RecordFile | None = None
         #: how the last open rebuilt state (see StoreStats.opened_by)
         self.opened_by = "replay"
@@ -278,10 +281,12 @@ class Engine:
         # block's caller waits instead.
         if deferred is not None:
             deferred.saw(seq)
+            if self._listeners:
+                with self._unheard_lock:
+                    self._unheard.append((seq, events))
         else:
             self._journal.wait(seq)
-        for listener in list(self._listeners):
-            listener(seq, events)
+            self._tell(seq, events)
         if self._ckpt.due():
             self._ckpt.start(self._background_checkpoint)
         return seq, events
@@ -295,9 +300,10 @@ class Engine:
         :class:`Deferred` yielded records the newest revision either touched: the caller
         must not tell anyone of what the block did or saw before
         :meth:`wait_durable` of it returned (that is how nothing unsynced ever
-        escapes). Listeners of :meth:`subscribe` hear of a deferred commit before it
-        is durable. With ``blocking=False`` a commit that would wait for the store's
-        locks (another writer, a reader holding the state) raises
+        escapes). Listeners of :meth:`subscribe` hear of a deferred commit once a
+        wait (this block's or any later one) has seen it durable. With
+        ``blocking=False`` a commit that would wait for the store's locks (another
+        writer, a reader holding the state) raises
         :class:`~holomem.api.engine.deferral.WouldBlock` and writes nothing. Blocks do
         not nest.
         """
@@ -319,6 +325,24 @@ class Engine:
         or leading, a group's sync). Errors: ``io.fsync``, ``io.failed``."""
         if revision > self._journal.durable_seq:
             self._journal.wait(revision)
+        if self._unheard:
+            self._tell_durable()
+
+    def _tell(self, seq: int, events: list[Event]) -> None:
+        """Listeners hear of a durable transaction; deferred ones it covers first."""
+        if self._unheard:
+            self._tell_durable()
+        for listener in list(self._listeners):
+            listener(seq, events)
+
+    def _tell_durable(self) -> None:
+        durable = self._journal.durable_seq
+        with self._unheard_lock:
+            ready = [told for told in self._unheard if told[0] <= durable]
+            self._unheard = [told for told in self._unheard if told[0] > durable]
+        for seq, events in ready:
+            for listener in list(self._listeners):
+                listener(seq, events)
 
     # -- checkpoints --------------------------------------------------------------------
     def checkpoint(self) -> CheckpointStats | None:

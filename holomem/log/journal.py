@@ -279,26 +279,24 @@ class Journal:
 
         Errors: ``invalid``, ``closed``, ``read_only``, ``io.fsync``, ``io.failed``, ``io``.
         """
-        self._check_open()
-        if self._appender is None:
-            raise ReadOnlyError("the journal was opened read-only")
-        items = check_payloads(payloads)
-        try:
-            return self._appender.append(items)
-        except ValueError as exc:  # the frame codec's size limits
-            raise InvalidError(str(exc)) from exc
+        return self._give(payloads, wait=True)
 
     def enqueue(self, payloads: Sequence[bytes]) -> int:
         """Give a transaction its sequence number, in order, without waiting for batch mode's
         group sync (``full`` mode still syncs here). Call :meth:`wait` before telling
         anyone it is durable. Errors: as :meth:`append`.
         """
+        return self._give(payloads, wait=False)
+
+    def _give(self, payloads: Sequence[bytes], *, wait: bool) -> int:
+        """:meth:`append` (``wait``) or :meth:`enqueue`: the checks both make."""
         self._check_open()
-        if self._appender is None:
+        appender = self._appender
+        if appender is None:
             raise ReadOnlyError("the journal was opened read-only")
         items = check_payloads(payloads)
         try:
-            return self._appender.enqueue(items)
+            return appender.append(items) if wait else appender.enqueue(items)
         except ValueError as exc:  # the frame codec's size limits
             raise InvalidError(str(exc)) from exc
 

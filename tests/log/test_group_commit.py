@@ -65,6 +65,27 @@ def _hammer(j: Journal, tag: str) -> dict[int, list[bytes]]:
     return results
 
 
+
+def record_syncs(store: str, monkeypatch: pytest.MonkeyPatch, *,
+                 delay: float = 0.0) -> dict[str, int]:
+    """Patch os.fsync (after ``delay`` seconds) to note, in the returned ``{"seq"}``, the
+    last frame of the segment each fsync made durable."""
+    real = os.fsync
+    synced = {"seq": 0}
+
+    def fsync(fd: int) -> None:
+        if delay:
+            time.sleep(delay)
+        real(fd)
+        # Everything written to the segment before this fsync is now durable.
+        with open(surgery.segment_paths(store)[-1], "rb") as f:
+            frames = surgery.frames(f.read())
+        if frames:
+            synced["seq"] = max(synced["seq"], frames[-1].seq)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
 @pytest.mark.parametrize("segment_size", [4096, 64 * 1024 * 1024], ids=["rotating", "one-segment"])
 def test_concurrent_batch_appends_get_unique_sequence_numbers_and_all_survive_reopen(
     tmp_path: object, segment_size: int, monkeypatch: pytest.MonkeyPatch
@@ -98,18 +119,7 @@ def test_each_batch_append_returns_only_after_an_fsync_covering_it(
 ) -> None:
     store = os.path.join(str(tmp_path), "store")
     j = Journal.open(store, sync="batch")
-    synced_upto = {"seq": 0}
-    real = os.fsync
-
-    def fsync(fd: int) -> None:
-        real(fd)
-        # Everything written to the segment before this fsync is now durable.
-        with open(surgery.segment_paths(store)[-1], "rb") as f:
-            frames = surgery.frames(f.read())
-        if frames:
-            synced_upto["seq"] = max(synced_upto["seq"], frames[-1].seq)
-
-    monkeypatch.setattr(os, "fsync", fsync)
+    synced_upto = record_syncs(store, monkeypatch)
     with j:
         for i in range(20):
             seq = j.append([f"item {i}".encode()])
@@ -197,18 +207,7 @@ def test_batch_appenders_that_come_and_go_all_return_and_each_is_synced(
     # most a sync's time), never left with nobody to write it.
     store = os.path.join(str(tmp_path), "store")
     Journal.open(store).close()
-    real = os.fsync
-    synced = {"seq": 0}
-
-    def fsync(fd: int) -> None:
-        time.sleep(0.0005)
-        real(fd)
-        with open(surgery.segment_paths(store)[-1], "rb") as f:
-            frames = surgery.frames(f.read())
-        if frames:
-            synced["seq"] = max(synced["seq"], frames[-1].seq)
-
-    monkeypatch.setattr(os, "fsync", fsync)
+    synced = record_syncs(store, monkeypatch, delay=0.0005)
     errors: list[BaseException] = []
     acked: list[int] = []
     with Journal.open(store, sync="batch") as j:

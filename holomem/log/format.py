@@ -176,7 +176,9 @@ KEY_CHECK_LABEL = b"holomem/key-check/v1"
 COMPRESS_MIN = 256
 #: A compressed body is kept only if it is at most this fraction of the original.
 COMPRESS_KEEP_RATIO = 0.9
-ZSTD_LEVEL = 3
+#: Level 1: half the time of level 3 on a 10,000-fact transaction for ~4 % more bytes;
+#: the level is the writer's choice (every level decodes alike).
+ZSTD_LEVEL = 1
 
 # -- defaults -----------------------------------------------------------------------
 DEFAULT_SEGMENT_SIZE = 64 * 1024 * 1024

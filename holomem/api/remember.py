@@ -59,6 +59,44 @@ def check(x: RememberInput, i: int) -> Checked:
     return Checked(x, digest(x))
 
 
+def check_all(items: Sequence[RememberInput]) -> list[Checked]:
+    """:func:`check` of each input: the same digests, and the same first error (a batch
+    that is not plain, or may fail a check, is checked one input at a time)."""
+    digests = plain_digests(items)
+    if digests is None:
+        return [check(x, i) for i, x in enumerate(items)]
+    return list(map(Checked, items, digests))
+
+
+def plain_digests(items: Sequence[RememberInput]) -> list[bytes] | None:
+    """The digests of a batch of plain inputs — each an ASCII text holding something
+    other than whitespace, no longer than either text limit, and maybe an id and a
+    subject, nothing else — checked a column at a time; None unless every input is
+    plain and passes."""
+    if not items or list(map(_OTHERS, items)).count(_NO_OTHERS) != len(items):
+        return None
+    texts: list[str] = list(map(_TEXT, items))
+    if set(map(type, texts)) != {str}:
+        return None
+    # ASCII: a byte per character, and at most one word per character (validate.text).
+    if (not "".join(texts).isascii()
+            or max(map(len, texts)) > min(validate.MAX_TEXT_BYTES, validate.MAX_WORDS)
+            or not all(map(str.strip, texts))):
+        return None
+    subjects: list[str | None] = list(map(_SUBJECT, items))
+    for column in (list(map(_ID, items)), subjects):
+        given = [v for v in column if v is not None]
+        if given and not validate.ids_pass(given):
+            return None
+    # The canonical payload of such an input (see canonical_payload: keys sorted,
+    # "subject" before "text"), its strings as _SORTED spells them.
+    enc, sha = _SORTED.encode, hashlib.sha256
+    if subjects.count(None) == len(subjects):
+        return [sha(b'{"text":' + t + b"}").digest() for t in map(enc, texts)]
+    return [sha((b'{"text":' if s is None else b'{"subject":' + enc(s) + b',"text":')
+                + enc(t) + b"}").digest() for s, t in zip(subjects, texts, strict=True)]
+
+
 def validated(x: RememberInput, i: int) -> bytes:
     """Check one input as :func:`check` does; returns its canonical metadata bytes."""
     where = f"input {i}" if i else "remember"
@@ -129,6 +167,12 @@ _PAYLOAD_VALUES = operator.itemgetter(*(RememberInput.__struct_fields__.index(f)
                                         for f in _PAYLOAD_FIELDS))
 _NAMESPACE_AT = _PAYLOAD_FIELDS.index("namespace")
 _SORTED = msgspec.json.Encoder(order="sorted")
+
+#: What makes an input plain for check_all: every field but these three unset.
+_TEXT, _ID, _SUBJECT = (operator.attrgetter(f) for f in ("text", "id", "subject"))
+_OTHERS = operator.attrgetter(*(f for f in RememberInput.__struct_fields__
+                                if f not in ("text", "id", "subject")))
+_NO_OTHERS = (None,) * (len(RememberInput.__struct_fields__) - 3)
 
 
 def _plain(value: object) -> bool:

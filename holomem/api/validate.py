@@ -80,6 +80,25 @@ def doc_id(value: object, field: str = "id") -> str:
     return value
 
 
+def ids_pass(values: Sequence[object]) -> bool:
+    """Whether :func:`doc_id` accepts every one of ``values``, checked together (a
+    bulk load's ids or subjects); False says nothing of which fails."""
+    if not values or set(map(type, values)) != {str} or not all(values):
+        return False
+    given: Sequence[str] = values  # type: ignore[assignment]
+    if max(map(len, given)) > MAX_ID_CHARS:
+        return False
+    joined = "".join(given)
+    if _CONTROL.search(joined):
+        return False
+    if not joined.isascii():
+        try:
+            joined.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+    return True
+
+
 def text(value: object, field: str = "text") -> str:
     if not isinstance(value, str):
         raise InvalidError(f"{field} must be a string, got {type(value).__name__}")

@@ -94,7 +94,7 @@ class Writing(Configured):
         items = list(itertools.islice(inputs, MAX_FACTS + 1))
         converted = remember.convert_all(items) if len(items) <= MAX_FACTS else None
         if converted is not None:
-            checked = [remember.check(x, i) for i, x in enumerate(converted)]
+            checked = remember.check_all(converted)
         else:  # one at a time: the first bad input (or the limit) is the one named
             checked = []
             for i, x in enumerate(items):

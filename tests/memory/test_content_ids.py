@@ -56,3 +56,46 @@ def test_a_known_input_keeps_its_content_id() -> None:
     x = RememberInput(text="Alice lives in Paris \u00e9\n", subject="alice/home",
                       metadata={"b": [1, True, None], "a": "x"})
     assert remember.content_id(remember.digest(x)) == "f-3e9a7d49c6d65d92667f3b37dd892aaa"
+
+
+_ASCII = st.text(st.characters(max_codepoint=127), max_size=12)
+_piece = st.sampled_from(["x", " ", "", "\t", '"', "\\", "\x00", "\x7f", "é", "\ud800",
+                          "a" * 513, "w " * 2100])
+_odd = st.lists(_piece, max_size=3).map("".join)
+
+
+@st.composite
+def _batch_input(draw: st.DrawFn) -> RememberInput:
+    text = draw(_ASCII.filter(str.strip) | _odd)
+    ident = draw(st.none() | _ASCII | _odd)
+    subject = draw(st.none() | _ASCII | _odd)
+    other = draw(st.sampled_from([{}, {}, {}, {"confidence": 0.5}, {"entities": ["e"]},
+                                  {"namespace": []}, {"ttl_ms": 5}]))
+    return RememberInput(text=text, id=ident, subject=subject, **other)
+
+
+def _checked_one_by_one(items: list[RememberInput]) -> object:
+    try:
+        return [remember.check(x, i) for i, x in enumerate(items)]
+    except Exception as exc:  # the error is the answer being compared
+        return (type(exc), str(exc))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_batch_input(), min_size=1, max_size=6))
+def test_a_batch_checked_together_gets_each_input_s_digest_and_the_same_first_error(
+        items: list[RememberInput]) -> None:
+    try:
+        together: object = remember.check_all(items)
+    except Exception as exc:
+        together = (type(exc), str(exc))
+    assert together == _checked_one_by_one(items)
+
+
+def test_a_plain_batch_is_checked_a_column_at_a_time() -> None:
+    """Plain inputs (an ASCII text, maybe an id and a subject) take the column path,
+    whose digests are those of the payload's reference bytes."""
+    items = [RememberInput(text='Alice said "hi" \\ there\t'),
+             RememberInput(text="Bob", id="b-1", subject="people/bob")]
+    digests = remember.plain_digests(items)
+    assert digests == [hashlib.sha256(_reference(x)).digest() for x in items]

@@ -42,7 +42,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-import operator
 from array import array
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -56,12 +55,14 @@ from holomem.projections.postings import Segment, merge, tokens_to_postings
 from holomem.projections.pruning import Part, Term
 from holomem.projections.pruning import top as prune
 from holomem.projections.tokenize import (
-    ascii_words,
+    Spans,
+    ascii_spans,
     query_words,
     stem,
     tokenize,
     tokenize_many,
 )
+from holomem.projections.wordtable import KEY_BYTES, WordTable, word_keys
 
 K1 = 1.2
 B = 0.4
@@ -98,6 +99,8 @@ class BM25:
         self.b = b
         self._word_term: dict[str, int] = {}  # word as tokenized -> term id
         self._term_id: dict[str, int] = {}  # term (folded word) -> term id
+        #: the short words of _word_term that bulk loads looked up, for numpy (a cache)
+        self._word_keys = WordTable()
         self.terms: list[str] = []  # term id -> term
         self._base: Segment | None = None
         self._mid: Segment | None = None
@@ -169,31 +172,60 @@ class BM25:
         """Index new documents in slots ``first``.. (as ``apply`` of each would)."""
         assert self.doclen.n == first
         texts = [e.text for e in events]
-        found = ascii_words(texts)
-        if found is not None:
-            words, counts = found
-            lengths = counts.tolist()
+        spans = ascii_spans(texts)
+        if spans is not None:
+            tids = self._span_terms(spans)
+            self._d_term.frombytes(tids.tobytes())
+            lengths = spans.counts
         else:
             per_doc = tokenize_many(texts)
-            lengths = list(map(len, per_doc))
+            lengths = np.array(list(map(len, per_doc)), dtype=np.int64)
             words = list(itertools.chain.from_iterable(per_doc))
-        known = self._word_term.get
-        tids = list(map(known, words))
-        if None in tids:
-            # New words get their terms in order of first occurrence, as one
-            # document at a time would give them; only their places are looked up
-            # again.
-            missing = list(itertools.compress(range(len(tids)), map(
-                operator.is_, tids, itertools.repeat(None))))
-            term_of = self._term_of
-            for i in missing:
-                tids[i] = term_of(words[i])
-        self._d_term.fromlist(tids)  # type: ignore[arg-type]
-        self.doclen.extend(np.array(lengths, dtype=np.int32))
-        self.total_len += sum(lengths)
-        if lengths:
-            self.min_len = min(self.min_len, min(lengths))
+            found = list(map(self._word_term.get, words))
+            if None in found:
+                # New words get their terms in order of first occurrence, as one
+                # document at a time would give them.
+                term_of = self._term_of
+                found = [term_of(w) if t is None else t for w, t in zip(words, found,
+                                                                        strict=True)]
+            self._d_term.fromlist(found)  # type: ignore[arg-type]
+        self.doclen.extend(lengths.astype(np.int32))
+        self.total_len += int(lengths.sum())
+        if len(lengths):
+            self.min_len = min(self.min_len, int(lengths.min()))
         self._maybe_merge()
+
+    def _span_terms(self, spans: Spans) -> np.ndarray:
+        """The term id of every word of ``spans`` (int32): short words through the
+        word-key table, the rest (and the words it does not hold yet) through
+        :meth:`_term_of`, called in order of first occurrence so that new terms get
+        the ids one document at a time would give them."""
+        raw, starts, lengths = spans.raw, spans.starts, spans.lengths
+        low, high = word_keys(raw, starts, lengths)
+        keyed = lengths <= KEY_BYTES
+        tids = self._word_keys.lookup(low, high)
+        tids[~keyed] = -1
+        missing = np.flatnonzero(tids < 0)
+        if not len(missing):
+            return tids
+        short, long = missing[keyed[missing]], missing[~keyed[missing]]
+        # The distinct short words among the missing, each at its first occurrence (a
+        # stable sort keeps the first of equal keys first).
+        order = np.lexsort((high[short], low[short]))
+        lo, hi = low[short][order], high[short][order]
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
+        firsts = short[order[new]]
+        group = np.empty(len(order), dtype=np.intp)
+        group[order] = np.cumsum(new) - 1
+        calls = np.sort(np.concatenate([firsts, long]))
+        term_of = self._term_of
+        got = [term_of(raw[s : s + n].decode("ascii"))
+               for s, n in zip(starts[calls].tolist(), lengths[calls].tolist(), strict=True)]
+        tids[calls] = got
+        tids[short] = tids[firsts][group]
+        self._word_keys.insert(low[firsts], high[firsts], tids[firsts])
+        return tids
 
     @contextlib.contextmanager
     def bulk(self) -> Iterator[None]:
@@ -273,6 +305,7 @@ class BM25:
         self.terms = snap["terms"]
         self._term_id = {term: tid for tid, term in enumerate(self.terms)}
         self._word_term = dict(zip(snap["words"], snap["word_terms"].tolist(), strict=True))
+        self._word_keys = WordTable()
         segments = []
         for i in range(int(snap["segments"])):
             lo, hi, docs = (int(x) for x in snap[f"seg{i}_range"])
@@ -502,4 +535,4 @@ class BM25:
 
     def memory_bytes(self) -> int:
         return int(sum(seg.nbytes for seg in self._segments()) + self.doclen.nbytes
-                   + self._d_term.itemsize * len(self._d_term))
+                   + self._d_term.itemsize * len(self._d_term) + self._word_keys.nbytes)

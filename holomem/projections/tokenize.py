@@ -36,6 +36,7 @@ import itertools
 import re
 import threading
 import unicodedata
+from typing import NamedTuple
 
 import numpy as np
 import Stemmer
@@ -118,12 +119,27 @@ def tokenize_many(texts: list[str]) -> list[list[str]]:
     return list(map(tokenize, texts))
 
 
-def ascii_words(texts: list[str]) -> tuple[list[str], np.ndarray] | None:
-    """The words of a batch of texts back to back, and how many each text has (what
-    :func:`tokenize` gives each) — or None unless the batch is plain ASCII, holds no
-    NUL and no word longer than ``MAX_TERM``. The words are found in one pass over the
-    texts joined at NULs (a NUL ends a word as the end of a text does; a possessive
-    is dropped as in each text alone) and counted per text with numpy."""
+class Spans(NamedTuple):
+    """The words of a batch of texts as places in one byte string."""
+
+    raw: bytes  # the texts folded, every byte that is not a letter or digit a space or NUL
+    starts: np.ndarray  # where each word starts in raw (int64), in order
+    lengths: np.ndarray  # each word's length in bytes (int64)
+    counts: np.ndarray  # how many words each text has (int64)
+
+    def words(self) -> list[str]:
+        """The words themselves (what :func:`tokenize` gives each text, back to back)."""
+        raw = self.raw
+        return [raw[s : s + n].decode("ascii")
+                for s, n in zip(self.starts.tolist(), self.lengths.tolist(), strict=True)]
+
+
+def ascii_spans(texts: list[str]) -> Spans | None:
+    """Where the words of a batch of texts are (:class:`Spans`) — or None unless the
+    batch is plain ASCII, holds no NUL and no word longer than ``MAX_TERM``. The texts
+    are folded in one pass, joined at NULs (a NUL ends a word as the end of a text
+    does; a possessive is dropped as in each text alone), and the words are found and
+    counted per text with numpy: no string is made for a word."""
     if len(texts) < 2:
         return None
     joined = "\x00".join(texts)
@@ -133,19 +149,19 @@ def ascii_words(texts: list[str]) -> tuple[list[str], np.ndarray] | None:
     if "'" in folded:
         folded = _POSSESSIVE.sub("", folded).replace("'", "")
     raw = folded.encode("ascii").translate(_SPACE_OUT)
-    words = raw.replace(b"\x00", b" ").decode("ascii").split()
-    if max(map(len, words), default=0) > MAX_TERM:
-        return None
     # Letters and digits are above 32 (a NUL is 0, a space 32): a word starts where
-    # one follows something else; a text holds the starts between its NULs.
+    # one follows something else and ends where something else follows it.
     buf = np.frombuffer(raw, dtype=np.uint8)
-    word = np.zeros(len(buf) + 1, dtype=bool)
-    np.greater(buf, 32, out=word[1:])
-    starts = np.flatnonzero(word[1:] & ~word[:-1])
+    word = np.zeros(len(buf) + 2, dtype=bool)
+    np.greater(buf, 32, out=word[1:-1])
+    edges = np.flatnonzero(word[1:] != word[:-1])
+    starts, ends = edges[0::2], edges[1::2]
+    lengths = ends - starts
+    if len(lengths) and int(lengths.max()) > MAX_TERM:
+        return None
     before = np.searchsorted(starts, np.flatnonzero(buf == 0))
     counts = np.diff(before, prepend=0, append=len(starts))
-    assert len(starts) == len(words)
-    return words, counts
+    return Spans(raw, starts, lengths, counts)
 
 
 def tokenize(text: str) -> list[str]:

@@ -77,7 +77,8 @@ def _plain(value: Any, seen: set[int]) -> Any:
     fields = (vars(value) if hasattr(value, "__dict__")
               else {k: getattr(value, k) for k in value.__slots__})
     return {k: _plain(v, seen) for k, v in fields.items()
-            if k not in ("catalog", "_mu", "_norm_cache", "_norm_key", "_local")}
+            # (_word_keys: BM25's cache of its word dict, filled by bulk loads only.)
+            if k not in ("catalog", "_mu", "_norm_cache", "_norm_key", "_local", "_word_keys")}
 
 
 def _picture(state: ProjectionState, records: MemoryRecords) -> dict[str, Any]:

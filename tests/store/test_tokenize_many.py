@@ -6,7 +6,7 @@ from __future__ import annotations
 import hypothesis.strategies as st
 from hypothesis import given, settings
 
-from holomem.projections.tokenize import MAX_TERM, ascii_words, tokenize, tokenize_many
+from holomem.projections.tokenize import MAX_TERM, ascii_spans, tokenize, tokenize_many
 
 # ASCII punctuation and controls (NUL, the batch separator, among them), apostrophes,
 # letters outside ASCII and runs longer than a term: every branch of the fast path.
@@ -31,16 +31,15 @@ def test_plain_ascii_batches_take_the_fast_path_and_agree(texts: list[str]) -> N
 @settings(max_examples=400, deadline=None)
 @given(st.lists(TEXT, max_size=6))
 def test_a_batch_s_words_and_counts_are_its_texts_words(texts: list[str]) -> None:
-    found = ascii_words(texts)
+    found = ascii_spans(texts)
     if found is not None:
-        words, counts = found
-        assert counts.tolist() == [len(tokenize(t)) for t in texts]
-        assert words == [w for t in texts for w in tokenize(t)]
+        assert found.counts.tolist() == [len(tokenize(t)) for t in texts]
+        assert found.words() == [w for t in texts for w in tokenize(t)]
 
 
 def test_plain_english_with_possessives_takes_the_word_pass() -> None:
     texts = ["Alice's cat doesn't sleep", "Bob's", "it's 42 o'clock, isn't it?", ""]
-    found = ascii_words(texts)
+    found = ascii_spans(texts)
     assert found is not None
-    assert found[0] == [w for t in texts for w in tokenize(t)]
-    assert found[1].tolist() == [4, 1, 5, 0]
+    assert found.words() == [w for t in texts for w in tokenize(t)]
+    assert found.counts.tolist() == [4, 1, 5, 0]

@@ -24,7 +24,14 @@ import msgspec.structs
 
 from holomem.api import validate
 from holomem.api.engine import View
-from holomem.api.policies import Links, NewFact, Policies, SubjectMember, latest_by_subject
+from holomem.api.policies import (
+    Links,
+    NewFact,
+    Policies,
+    SubjectMember,
+    latest_by_subject,
+    no_entities,
+)
 from holomem.api.types import Remembered, RememberInput
 from holomem.errors import ConflictError, InvalidError
 from holomem.events import DocumentAdded, Event, FactAdded
@@ -168,11 +175,15 @@ _PAYLOAD_VALUES = operator.itemgetter(*(RememberInput.__struct_fields__.index(f)
 _NAMESPACE_AT = _PAYLOAD_FIELDS.index("namespace")
 _SORTED = msgspec.json.Encoder(order="sorted")
 
-#: What makes an input plain for check_all: every field but these three unset.
+#: What makes an input plain for check_all: every field but these three unset; and
+#: simple for the planner (Planner._simple_run): every field but the text and the id.
 _TEXT, _ID, _SUBJECT = (operator.attrgetter(f) for f in ("text", "id", "subject"))
 _OTHERS = operator.attrgetter(*(f for f in RememberInput.__struct_fields__
                                 if f not in ("text", "id", "subject")))
 _NO_OTHERS = (None,) * (len(RememberInput.__struct_fields__) - 3)
+_REST = operator.attrgetter(*(f for f in RememberInput.__struct_fields__
+                              if f not in ("text", "id")))
+_NO_REST = (None,) * (len(RememberInput.__struct_fields__) - 2)
 
 
 def _plain(value: object) -> bool:
@@ -193,6 +204,10 @@ def content_id(digest: bytes) -> str:
     stores one fact."""
     return "f-" + digest.hex()[:32]
 
+
+def _found_entities(found: object) -> tuple[str, ...]:
+    """What an entity extractor found, checked (its empty list, at once)."""
+    return () if type(found) is list and not found else validate.entities(found)
 
 class _Pending(NamedTuple):
     """A fact written earlier in the same batch (later inputs see it)."""
@@ -229,9 +244,49 @@ class Planner:
 
     def plan(self, batch: list[Checked]) -> list[Event]:
         events: list[Event] = []
-        for x, digest in batch:
-            events.extend(self._one(x, digest))
+        simple = [t == _NO_REST for t in map(_REST, (c.input for c in batch))]
+        i, n = 0, len(batch)
+        while i < n:
+            j = i
+            while j < n and simple[j]:
+                j += 1
+            if j - i > 1 and self._simple_run(batch[i:j], events):
+                i = j
+                continue
+            for x, digest in batch[i : max(j, i + 1)]:
+                events.extend(self._one(x, digest))
+            i = max(j, i + 1)
         return events
+
+    def _simple_run(self, run: list[Checked], events: list[Event]) -> bool:
+        """:meth:`_one` of each input of ``run`` — each with a text and maybe an id,
+        nothing else — a column at a time; False (and nothing done) when an id is
+        already taken, in the store or earlier in the batch (``_one`` then says what
+        that means)."""
+        inputs = [c.input for c in run]
+        digests = [c.digest for c in run]
+        fids = [x.id if x.id is not None else content_id(d)
+                for x, d in zip(inputs, digests, strict=True)]
+        if (len(set(fids)) != len(fids) or not self._pending.keys().isdisjoint(fids)
+                or not self.view.catalog.none_live(fids)):
+            return False
+        texts = [x.text for x in inputs]
+        extractor = self.policies.extractor
+        entities: list[tuple[str, ...]] = (
+            [()] * len(run) if extractor is no_entities
+            else [_found_entities(extractor(t)) for t in texts])
+        now, seq, first = self.now, self._seq, self._next_slot
+        shorts = [d[:8] for d in digests]
+        self._pending.update(
+            (f, _Pending(f, short, now, (), None, now, None, (now, now, seq, slot)))
+            for f, short, slot in zip(fids, shorts, range(first, first + len(run)),
+                                      strict=True))
+        self._next_slot += len(run)
+        self.results.extend([Remembered(id=f, created=True, ingest_time=now) for f in fids])
+        for f, text, found, short in zip(fids, texts, entities, shorts, strict=True):
+            events.append(DocumentAdded(id=f, text=text, entities=found))
+            events.append(FactAdded(id=f, ingest_time=now, digest=short))
+        return True
 
     def _one(self, x: RememberInput, digest: bytes) -> list[Event]:
         view, facts = self.view, self.view.facts
@@ -266,8 +321,7 @@ class Planner:
         if x.entities is not None:
             entities = tuple(x.entities)
         else:
-            found = self.policies.extractor(x.text)
-            entities = () if type(found) is list and not found else validate.entities(found)
+            entities = _found_entities(self.policies.extractor(x.text))
         now = self.now
         # effective_time and end_time, inline (a bulk load pays each call per fact).
         eff = (x.valid_from if x.valid_from is not None

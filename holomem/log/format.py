@@ -118,6 +118,11 @@ RECORD = struct.Struct("<IHHQQ")
 RECORD_SIZE = 24
 #: A record's checksum covers its bytes [0, RECORD_CHECKSUMMED) and its body.
 RECORD_CHECKSUMMED = 16
+#: RECORD with the fields a version 2 plaintext record leaves zero (flags, reserved,
+#: seq) as padding: the bytes it checksums, from its body's length; and the whole
+#: header, from the length and the checksum (records packed without a call per field).
+RECORD_V2_PLAIN_CHECKSUMMED = struct.Struct(f"<I{RECORD_CHECKSUMMED - 4}x")
+RECORD_V2_PLAIN = struct.Struct(f"<I{RECORD_CHECKSUMMED - 4}xQ")
 #: Associated data of a sealed record in a version 1 file: store id, generation,
 #: offset, sequence number.
 RECORD_AAD = struct.Struct("<16sQQQ")
@@ -189,6 +194,8 @@ assert FRAME_HEADER.size == FRAME_HEADER_SIZE, FRAME_HEADER.size
 assert WATERMARK.size == WATERMARK_SIZE, WATERMARK.size
 assert RECORD_FILE_HEADER.size == RECORD_FILE_HEADER_SIZE, RECORD_FILE_HEADER.size
 assert RECORD.size == RECORD_SIZE, RECORD.size
+assert RECORD_V2_PLAIN.pack(7, 9) == RECORD.pack(7, 0, 0, 0, 9)
+assert RECORD_V2_PLAIN_CHECKSUMMED.pack(7) == RECORD.pack(7, 0, 0, 0, 0)[:RECORD_CHECKSUMMED]
 assert RECORD_AAD.size == 40
 assert RECORD_AAD_V2.size == 24
 assert AAD.size == 48

@@ -41,6 +41,8 @@ from holomem.log.format import (
     RECORD_FILE_VERSIONS,
     RECORD_FLAG_SEALED,
     RECORD_SIZE,
+    RECORD_V2_PLAIN,
+    RECORD_V2_PLAIN_CHECKSUMMED,
 )
 
 P_RECORD_WRITE = cp.point("recordfile.write", "a derived record was written, not synced")
@@ -180,6 +182,26 @@ class RecordFile:
                            0)[:RECORD_CHECKSUMMED]
         # One pass over head and body joined: the checksum checksum_parts gives.
         return head + checksum(head + body, self.salt).to_bytes(8, "little") + body
+
+    def encode_run(self, offset: int, seq: int, bodies: list[bytes]) -> bytes:
+        """The records of ``bodies`` back to back from ``offset``, written by
+        transaction ``seq``: what :meth:`encode` of each at its place gives, joined.
+
+        A version 2 file's plaintext records depend on nothing but their bodies: each
+        header is packed straight from its body's length and checksum."""
+        if self.version == 1 or self._envelope is not None:
+            out: list[bytes] = []
+            for body in bodies:
+                out.append(self.encode(offset, seq, body))
+                offset += len(out[-1])
+            return b"".join(out)
+        salt, head = self.salt, RECORD_V2_PLAIN_CHECKSUMMED.pack
+        lengths = list(map(len, bodies))
+        sums = [checksum(head(n) + b, salt) for n, b in zip(lengths, bodies, strict=True)]
+        parts: list[bytes] = [b""] * (2 * len(bodies))
+        parts[0::2] = map(RECORD_V2_PLAIN.pack, lengths, sums)
+        parts[1::2] = bodies
+        return b"".join(parts)
 
     def write(self, offset: int, data: bytes) -> None:
         """Write encoded record bytes (or several, back to back) at ``offset``; no sync."""

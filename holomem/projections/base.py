@@ -222,9 +222,15 @@ class RecordStore(Protocol):
 
     first_offset: int
 
-    def record_size(self, body_length: int) -> int: ...
+    def record_size(self, body_length: int) -> int:
+        """Bytes a record of a body of ``body_length`` takes: the length plus a constant."""
+        ...
 
     def encode(self, offset: int, seq: int, body: bytes) -> bytes: ...
+
+    def encode_run(self, offset: int, seq: int, bodies: list[bytes]) -> bytes:
+        """:meth:`encode` of each of ``bodies`` placed back to back from ``offset``, joined."""
+        ...
 
     def write(self, offset: int, data: bytes) -> None: ...
 

@@ -16,7 +16,9 @@ the caller (:meth:`TextSegment.reconcile`).
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Callable, Iterator, Sequence
+from operator import attrgetter
 
 import msgspec
 import numpy as np
@@ -40,6 +42,8 @@ SPAN = 4 << 20
 
 _enc = msgspec.msgpack.Encoder()
 _dec = msgspec.msgpack.Decoder(TextRecord)
+#: A document event's TextRecord fields, in order.
+_BODY = attrgetter("id", "text", "metadata", "entities")
 
 #: A record as read and verified from a file: its bytes there, and its (plaintext) body.
 Carried = tuple[bytes, bytes]
@@ -154,22 +158,25 @@ class TextSegment:
         """Place new documents in slots ``first``.. (as ``apply`` of each would), with
         one write for all their records."""
         assert self.offset.n == first
-        encode = _enc.encode
-        bodies = [encode(TextRecord(e.id, e.text, e.metadata, e.entities)) for e in events]
+        bodies = list(map(_enc.encode, itertools.starmap(TextRecord, map(_BODY, events))))
         store = self.store
-        size = store.record_size if store is not None else lambda n: 0
-        sizes = [size(len(b)) for b in bodies]
-        offsets = np.cumsum([self.end, *sizes[:-1]], dtype=np.int64)
+        lengths = np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies))
+        # (record_size is the body's length plus a constant.)
+        sizes = lengths + store.record_size(0) if store is not None else lengths * 0
+        offsets = np.cumsum(sizes) - sizes + self.end
         self.offset.extend(offsets)
-        self.size.extend(np.array(sizes, dtype=np.int32))
+        self.size.extend(sizes.astype(np.int32))
         if store is not None and self._writing:
-            make = self._record if self._carry_at < len(self._carried) else store.encode
-            records = [make(off, seq, b) for off, b in zip(offsets.tolist(), bodies, strict=True)]
-            if self._buffer is not None:
-                self._buffer.extend(records)
+            if self._carry_at < len(self._carried):
+                records = b"".join([self._record(off, seq, b) for off, b
+                                    in zip(offsets.tolist(), bodies, strict=True)])
             else:
-                store.write(self.end, b"".join(records))
-        self.end += sum(sizes)
+                records = store.encode_run(self.end, seq, bodies)
+            if self._buffer is not None:
+                self._buffer.append(records)
+            else:
+                store.write(self.end, records)
+        self.end += int(sizes.sum())
 
     def flush(self) -> None:
         """Write the buffered records, back to back, with large sequential writes."""

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
+import xxhash
 
 from holomem import Store
 from holomem.fsck import check
@@ -200,3 +202,55 @@ def test_a_version_2_record_holding_another_document_is_not_intact(tmp_path: Pat
         assert store.get_document("x2").text == "same size two"  # type: ignore[union-attr]
     assert check(str(path), key=key).clean
     shutil.rmtree(path)
+
+
+def _bodies() -> list[bytes]:
+    return [text_body(doc_id, text, metadata, entities)
+            for _, doc_id, text, metadata, entities in TEXT_RECORDS] + [b"", b"\x00" * 300]
+
+
+@pytest.mark.parametrize("encrypted", [False, True], ids=["plain", "sealed"])
+def test_records_encoded_as_a_run_are_each_record_at_its_place(
+        tmp_path: Path, encrypted: bool) -> None:
+    """A bulk load encodes its records together (RecordFile.encode_run): each reads
+    back at its own place, and a plaintext run is byte for byte FORMAT.md §9.1's
+    version 2 layout (length, no flag, no sequence number, checksum, body)."""
+    f = RecordFile(str(tmp_path / TEXT_FILE), store_id=STORE_ID, generation=1,
+                   envelope=Envelope(KEY) if encrypted else None, read_only=False)
+    try:
+        assert f.version == 2
+        first, bodies = f.first_offset, _bodies()
+        run = f.encode_run(first, 7, bodies)
+        offset = first
+        for body in bodies:
+            size = f.record_size(len(body))
+            assert f.decode(run[offset - first : offset - first + size], offset, 7) == body
+            offset += size
+        assert offset - first == len(run)
+        if not encrypted:
+            laid_out = b""
+            for body in bodies:
+                head = struct.pack("<IHHQ", len(body), 0, 0, 0)
+                laid_out += (head + xxhash.xxh3_64_intdigest(head + body, f.salt)
+                             .to_bytes(8, "little") + body)
+            assert run == laid_out
+    finally:
+        f.close()
+
+
+def test_records_encoded_as_a_run_in_a_version_1_file_are_bound_to_their_places(
+        tmp_path: Path) -> None:
+    path = tmp_path / TEXT_FILE
+    path.write_bytes(_golden(False))
+    f = RecordFile(str(path), store_id=STORE_ID, generation=1, envelope=None,
+                   read_only=False)
+    try:
+        assert f.version == 1
+        start, bodies = len(_golden(False)), _bodies()
+        one_by_one, offset = b"", start
+        for body in bodies:
+            one_by_one += f.encode(offset, 9, body)
+            offset = start + len(one_by_one)
+        assert f.encode_run(start, 9, bodies) == one_by_one
+    finally:
+        f.close()

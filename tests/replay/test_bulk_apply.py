@@ -42,6 +42,12 @@ class MemoryRecords:
     def encode(self, offset: int, seq: int, body: bytes) -> bytes:
         return len(body).to_bytes(4, "little") + seq.to_bytes(8, "little") + body
 
+    def encode_run(self, offset: int, seq: int, bodies: list[bytes]) -> bytes:
+        out = b""
+        for body in bodies:
+            out += self.encode(offset + len(out), seq, body)
+        return out
+
     def write(self, offset: int, data: bytes) -> None:
         if len(self.data) < offset + len(data):
             self.data.extend(bytes(offset + len(data) - len(self.data)))

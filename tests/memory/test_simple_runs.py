@@ -1,0 +1,76 @@
+"""remember_many plans a run of simple inputs (a text and maybe an id, nothing else) a
+column at a time: the same events, the same results and the same errors as planning
+each input on its own — with repeated texts and ids in the batch, ids already stored
+(as facts, with the same payload or another, or as plain documents), inputs of other
+kinds between the runs, and an entity extractor that finds something.
+
+The same calls go to two stores, one of which has the column path turned off."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import hypothesis.strategies as st
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from holomem import ManualClock, Memory, MemoryConfig, Store
+from holomem.api.remember import Planner
+
+T0 = 1_700_000_000_000
+
+_input = st.one_of(
+    st.builds(lambda t: {"text": t}, st.sampled_from(["Alice met Bob", "rain", "rain again"])),
+    st.builds(lambda i, t: {"id": i, "text": t}, st.sampled_from(["a", "b", "doc", "c"]),
+              st.sampled_from(["Alice met Bob", "rain", "Paris in May"])),
+    st.builds(lambda s, t: {"subject": s, "text": t}, st.sampled_from(["x", "y"]),
+              st.sampled_from(["first", "second"])),
+    st.just({"text": "with data", "metadata": {"k": 1}}),
+    st.just({"id": "a", "text": "rain", "confidence": 0.5}),
+)
+_calls = st.lists(st.lists(_input, min_size=1, max_size=12), min_size=1, max_size=4)
+
+
+def _run(store: Store, memory: Memory, calls: list[list[dict[str, Any]]]
+         ) -> list[object]:
+    out: list[object] = []
+    for inputs in calls:
+        try:
+            out.append([msgspec.to_builtins(r) for r in memory.remember_many(inputs)])
+        except Exception as exc:  # the error is part of the answer
+            out.append((type(exc).__name__, str(exc)))
+    out.append([[msgspec.to_builtins(e) for e in events] for _, events in store.events()])
+    return out
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(calls=_calls, extractor=st.sampled_from(["none", "regex"]))
+def test_a_run_of_simple_inputs_plans_as_each_input_alone(
+        tmp_path_factory: pytest.TempPathFactory, calls: list[list[dict[str, Any]]],
+        extractor: str) -> None:
+    d = tmp_path_factory.mktemp("runs")
+    config = MemoryConfig(supersession="latest-by-subject", entity_extractor=extractor)
+    answers = []
+    for name, column_path in (("columns", True), ("one-by-one", False)):
+        with Store.open(d / name, sync="none") as store:
+            store.add_documents([{"id": "doc", "text": "a plain document"}])
+            memory = Memory(store, config, clock=ManualClock(T0))
+            if column_path:
+                answers.append(_run(store, memory, calls))
+            else:
+                with mock.patch.object(Planner, "_simple_run", return_value=False):
+                    answers.append(_run(store, memory, calls))
+    assert answers[0] == answers[1]
+
+
+def test_a_long_run_of_simple_inputs_takes_the_column_path(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store, clock=ManualClock(T0))
+        with mock.patch.object(Planner, "_one", side_effect=AssertionError):
+            got = memory.remember_many([{"text": f"fact {i}"} for i in range(50)])
+        assert [r.created for r in got] == [True] * 50
+        assert len(store) == 50

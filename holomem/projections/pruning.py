@@ -18,7 +18,8 @@ tie the k-th: one in no head scores less than that sum.
 1. θ comes from exact scores: first of the documents of small heads (the choice of at
    most ``FIRST`` postings a term with the smallest sum of bounds), then, while the
    cheapest choice of heads for θ is more than ``GROW`` times what was scored, of a
-   choice ``GROW`` times larger (θ only rises).
+   choice ``GROW`` times larger (θ only rises). A choice read for θ whose bounds sum
+   below the θ it gave is the final one.
 2. The cheapest choice for θ — fewest postings with bounds summing below θ — is found
    by a sweep of Lagrange multipliers over the terms' (postings, bound) curves, all
    terms and multipliers in one array operation.
@@ -26,9 +27,9 @@ tie the k-th: one in no head scores less than that sum.
    each term whose head (or short list) holds it, its contribution there minus the
    term's bound. Those whose bound stays below θ are dropped unread; the others are
    scored exactly, and the ones reaching the k-th of those scores are returned.
-4. Exact scores are computed term by term in query order, each contribution by the same
-   products as the exhaustive scoring and added in the same order, so they are the same
-   bits (tests/store/test_search_pruning.py).
+4. Exact scores: each term's contribution by the same products as the exhaustive
+   scoring, added in query order, so they are the same bits
+   (tests/store/test_search_pruning.py).
 
 Bounds are compared with a relative slack (``SLACK`` for exact values, ``LOOSE`` for the
 float32 sums of step 3) so that rounding can only keep a document, never drop one.
@@ -59,6 +60,8 @@ SPARSE = 32
 COLUMN_MIN = 4096
 #: Breakpoints kept of a term's curve (a sample of its groups, denser at the top).
 POINTS = 96
+#: Terms read before the others, largest bound first, to drop candidates early.
+AHEAD = 4
 
 
 class Part(NamedTuple):
@@ -104,7 +107,7 @@ class _Curve:
         if g + 1 <= POINTS:
             cut = np.arange(g + 1)
         else:  # a sample, denser at the top (sizes in geometric steps)
-            levels = np.geomspace(1.0, float(cum[-1]), POINTS - 2)
+            levels = float(cum[-1]) ** (np.arange(POINTS - 2) / max(1, POINTS - 3))
             cut = np.unique(np.concatenate(
                 [[0, g], np.minimum(np.searchsorted(cum, levels) + 1, g)]))
         self.cut = cut
@@ -142,9 +145,22 @@ def top(terms: list[Term], k: int, norms: np.ndarray,
         cand, scores = _evaluate(terms, grouped, curves, choice, theta, norms, keep)
         if len(scores) >= k:
             theta = max(theta, _kth(scores, k))
-        if final:
+        # A choice read to raise θ is final too when its bounds sum below the new θ:
+        # every document it holds that can reach θ was kept and scored (θ only rose).
+        if final or (theta > 0 and plan.fits(choice, theta)):
             sel = scores >= theta
             return cand[sel], scores[sel]
+
+
+#: Multipliers a sweep tries between its ends, geometrically spaced (np.geomspace
+#: costs more than the sweep it feeds).
+_STEPS = np.arange(33) / 32
+
+
+def _limit(theta: float) -> float:
+    """What a choice's bounds must sum below for θ: θ less the slack that keeps a
+    rounded exact score from passing the bounds' sum."""
+    return theta * (1.0 - SLACK) / (1.0 + SLACK)
 
 
 class _Plan:
@@ -180,13 +196,18 @@ class _Plan:
         bounds = self.bounds[self.rows, picks].sum(axis=1)
         return picks, sizes, bounds
 
+    def fits(self, choice: np.ndarray, theta: float) -> bool:
+        """Whether the bounds of ``choice`` sum below θ (> 0), as :meth:`for_bound`'s
+        choices do."""
+        return bool(self.bounds[self.rows, choice].sum() < _limit(theta))
+
     def for_bound(self, theta: float) -> np.ndarray:
         """The choice with the fewest postings whose bounds sum below θ (> 0)."""
-        limit = theta * (1.0 - SLACK) / (1.0 + SLACK)
+        limit = _limit(theta)
         lo, hi = self.scale * 1e-6, self.scale * 1e6
         best, best_size = self.last, self.total  # every group: bound 0
         for _ in range(3):
-            lams = np.geomspace(lo, hi, 33)
+            lams = lo * (hi / lo) ** _STEPS
             picks, sizes, bounds = self._sweep(lams)
             ok = bounds < limit
             if ok[0]:
@@ -211,7 +232,7 @@ class _Plan:
         best = self.last if self.total <= target else np.zeros(len(self.rows), dtype=np.int64)
         best_bound = self.bounds[self.rows, best].sum()
         for _ in range(3):
-            lams = np.geomspace(lo, hi, 33)
+            lams = lo * (hi / lo) ** _STEPS
             picks, sizes, bounds = self._sweep(lams)
             ok = sizes <= target
             i = int(np.argmin(np.where(ok, bounds, np.inf)))  # row 0 (no head) fits
@@ -278,10 +299,6 @@ def _union(arrays: list[np.ndarray], n_slots: int) -> np.ndarray:
     return np.flatnonzero(mark)
 
 
-def _admissible(cand: np.ndarray, keep: np.ndarray | None) -> np.ndarray:
-    return cand if keep is None or not len(cand) else cand[keep[cand]]
-
-
 def _kth(values: np.ndarray, k: int) -> float:
     """The k-th largest value (or 0.0 when there are fewer)."""
     if len(values) < k:
@@ -310,25 +327,47 @@ def _tf(term: Term, cand: np.ndarray) -> np.ndarray:
     return x
 
 
-def _contribution(term: Term, cand: np.ndarray, nc: np.ndarray) -> np.ndarray:
-    """The term's contribution to each of ``cand`` (ascending; ``nc``: their norms), as
-    the exhaustive scoring computes it (0 where absent)."""
-    x = _tf(term, cand)
-    out: np.ndarray = np.divide(term.weight * x, x + nc, out=np.zeros(len(cand)), where=x > 0)
+def _contribution(weight: float, x: np.ndarray, nc: np.ndarray) -> np.ndarray:
+    """A term's contribution to documents where its frequency is ``x`` (float64) and
+    their norms ``nc``, as the exhaustive scoring computes it (0 where absent)."""
+    out: np.ndarray = np.divide(weight * x, x + nc, out=np.zeros(len(x)), where=x > 0)
     return out
 
 
-def _exact(terms: list[Term], cand: np.ndarray, norms: np.ndarray) -> np.ndarray:
-    """The exact scores of ``cand`` (ascending): each term's contribution as the
-    exhaustive scoring computes it, added in query order (adding a term's 0 where it is
-    absent leaves a sum's bits as they are)."""
-    acc = np.zeros(len(cand))
-    if not len(cand):
-        return acc
-    nc = norms[cand]
-    for term in terms:
-        acc += _contribution(term, cand, nc)
-    return acc
+
+class _Candidates:
+    """The documents still in the running, their upper bounds, their norms (gathered
+    on first use) and the contributions of the terms read ahead of query order."""
+
+    __slots__ = ("ahead", "cand", "floor", "nc", "ub")
+
+    def __init__(self, cand: np.ndarray, ub: np.ndarray, floor: float) -> None:
+        self.cand = cand
+        self.ub = ub
+        self.floor = floor  # a bound below this cannot reach θ
+        self.nc: np.ndarray | None = None
+        self.ahead: dict[int, np.ndarray] = {}
+
+    def norms(self, norms: np.ndarray) -> np.ndarray:
+        if self.nc is None:
+            self.nc = norms[self.cand]
+        return self.nc
+
+    def keep(self, sel: np.ndarray) -> None:
+        self.cand, self.ub = self.cand[sel], self.ub[sel]
+        self.nc = None if self.nc is None else self.nc[sel]
+        self.ahead = {i: c[sel] for i, c in self.ahead.items()}
+
+    def lower(self, u: float, c: np.ndarray) -> np.ndarray | None:
+        """A term of bound ``u`` gave the exact contributions ``c``: each bound loses
+        what ``u`` held above ``c``, and the documents that cannot reach θ are dropped
+        (returned: the mask kept, or None when every one stays)."""
+        self.ub -= np.maximum(u - c, 0.0)
+        sel = self.ub >= self.floor
+        if sel.all():
+            return None
+        self.keep(sel)
+        return sel
 
 
 def _evaluate(terms: list[Term], grouped: list[int], curves: list[_Curve], choice: np.ndarray,
@@ -339,10 +378,12 @@ def _evaluate(terms: list[Term], grouped: list[int], curves: list[_Curve], choic
 
     A document's bound starts as the sum of the terms' bounds ``u`` plus, for each term
     whose head or short list holds it, its contribution there minus ``u`` (never less
-    than 0). Then the terms are read in query order, each one's exact contribution ``c``
-    added to the document's sum and replacing ``max(c, u)`` in its bound; the documents
-    that can no longer reach θ are dropped before the next term is read (their sums so
-    far are the exact sums' first terms, so a kept document's sum is its exact score)."""
+    than 0). Then the terms are read, each one's exact contribution ``c`` replacing
+    ``max(c, u)`` in the document's bound, and the documents that can no longer reach θ
+    are dropped before the next term is read: first the ``AHEAD`` terms of the largest
+    ``u`` (a document without the term is dropped before its contribution is worked
+    out), then the others in query order, as the contributions are added up. A kept
+    document's sum is its exact score."""
     bounds = [0.0] * len(terms)
     for i, curve, pick in zip(grouped, curves, choice.tolist(), strict=True):
         bounds[i] = float(curve.bound[pick])
@@ -369,39 +410,55 @@ def _evaluate(terms: list[Term], grouped: list[int], curves: list[_Curve], choic
     total = sum(len(p[0]) for p in pieces)
     if not total:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
+    flat = np.concatenate([p[0] for p in pieces]).astype(np.int64)
+    vals = np.concatenate([p[1] for p in pieces])
     if total * SPARSE < n_slots:
-        flat = np.concatenate([p[0] for p in pieces]).astype(np.int64)
-        vals = np.concatenate([p[1] for p in pieces]).astype(np.float64)
-        order = np.argsort(flat, kind="stable")
-        flat, vals = flat[order], vals[order]
+        # Sorted by slot through one sort of (slot, position) packed in an integer: an
+        # unstable sort of integers is many times faster than a stable argsort.
+        shift = int(total).bit_length()
+        keys = np.sort((flat << shift) | np.arange(total, dtype=np.int64))
+        flat = keys >> shift
+        vals = vals[keys & ((1 << shift) - 1)].astype(np.float64)
         edge = np.empty(len(flat), dtype=bool)
         edge[0] = True
         np.not_equal(flat[1:], flat[:-1], out=edge[1:])
         starts = np.flatnonzero(edge)
         cand, extra = flat[starts], np.add.reduceat(vals, starts)
     else:
-        acc = np.zeros(n_slots, dtype=np.float32)
-        for slots, values in pieces:
-            acc[slots] += values
+        acc = np.bincount(flat, weights=vals, minlength=n_slots)
         # (Untouched slots hold 0: with a need of 0 or less, only the slots of the pieces.)
         cand = (np.flatnonzero(acc >= need) if need > 0
                 else _union([p[0] for p in pieces], n_slots))
-        extra = acc[cand].astype(np.float64)
+        extra = acc[cand]
     if keep is not None:
         sel = keep[cand]
         cand, extra = cand[sel], extra[sel]
     if need > 0:
         sel = extra >= need
         cand, extra = cand[sel], extra[sel]
-    ub = extra + outside
-    nc = norms[cand]
-    scores = np.zeros(len(cand))
-    for i, term in enumerate(terms):
-        c = _contribution(term, cand, nc)
+    live = _Candidates(cand, extra + outside, theta - margin)
+    if theta > 0:
+        # The terms with the largest bounds are read first (at most AHEAD of them, whose
+        # contributions wait for the sum): a document outside a term's head loses the
+        # most from its bound there, and one without the term loses all of it.
+        for i in sorted((i for i in range(len(terms)) if bounds[i] > 0),
+                        key=lambda i: -bounds[i])[:AHEAD]:
+            x = _tf(terms[i], live.cand)
+            sel = (x > 0) | (live.ub - bounds[i] >= live.floor)
+            if not sel.all():
+                x = x[sel]
+                live.keep(sel)
+            live.ahead[i] = c = _contribution(terms[i].weight, x, live.norms(norms))
+            live.lower(bounds[i], c)
+    scores = np.zeros(len(live.cand))
+    for i, term in enumerate(terms):  # added in query order, as the exhaustive sum is
+        if i in live.ahead:
+            scores += live.ahead.pop(i)
+            continue
+        c = _contribution(term.weight, _tf(term, live.cand), live.norms(norms))
         scores += c
         if bounds[i] > 0 and theta > 0:
-            ub -= np.maximum(bounds[i] - c, 0.0)
-            sel = ub >= theta - margin
-            if not sel.all():
-                cand, ub, nc, scores = cand[sel], ub[sel], nc[sel], scores[sel]
-    return cand, scores
+            kept = live.lower(bounds[i], c)
+            if kept is not None:
+                scores = scores[kept]
+    return live.cand, scores

@@ -88,6 +88,7 @@ knobs = st.fixed_dictionaries({
     (pruning_module, "SPARSE"): st.sampled_from([1, 10**9]),
     (pruning_module, "COLUMN_MIN"): st.sampled_from([0, 10**9]),
     (pruning_module, "POINTS"): st.sampled_from([4, 96]),
+    (pruning_module, "AHEAD"): st.sampled_from([0, 1, 4]),
 })
 
 

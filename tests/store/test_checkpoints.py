@@ -239,9 +239,11 @@ def test_an_interrupted_checkpoint_leaves_a_temporary_file_the_writer_erases(
 #: (holomem/projections/subjects.py; tests/memory/test_latest_by_subject_in_order.py
 #: checks what they plan against walking every member). ``_word_keys``: BM25's table of
 #: the short words bulk loads looked up, a cache of its word dict
-#: (tests/store/test_word_keys.py).
+#: (tests/store/test_word_keys.py). ``_memo`` and its key ``_version``: BM25's query
+#: terms of the current revision (holomem/projections/exhaustive.py;
+#: tests/store/test_search_exhaustive.py checks them against the formula).
 CACHES = {"_norm_key", "_norm_cache", "_arrays", "_mu", "_buffer_start", "_df_key", "_df",
-          "_heads", "_word_keys"}
+          "_heads", "_word_keys", "_memo", "_version"}
 #: How the catalog finds an id's slot: a dict after a replay, a frozen hash table
 #: (and the dict of what was looked up or added since) after a restore; compared by
 #: the lookups themselves instead (and whether a snapshot holds the ids list).

@@ -74,6 +74,7 @@ def _same_top(index: BM25, query: str, k: int, allowed: np.ndarray | None) -> No
 def _always_prune(monkeypatch: pytest.MonkeyPatch) -> None:
     # Prune every query, and merge often so that base, mid and delta all hold postings.
     monkeypatch.setattr(bm25_module, "EXHAUSTIVE", 0)
+    monkeypatch.setattr(bm25_module, "DENSE_WORK", 0)
     monkeypatch.setattr(bm25_module, "MERGE_DOCS", 7)
     monkeypatch.setattr(impact_module, "GROUPED_MIN", 3)  # small lists are grouped too
 

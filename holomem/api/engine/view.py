@@ -305,12 +305,14 @@ class View:
         """The ``k`` best documents, best first; ties in write order (docs/contract.md §2)."""
         fused, order = self.top(query, k, embedding, allowed, approximate)
         ids_of = self.state.catalog.ids
-        return [
-            Hit(id=ids_of[int(fused.slots[i])] or "", score=float(fused.score[i]),
-                lexical_score=float(fused.lexical[i]),
-                semantic_score=float(fused.semantic[i]) if fused.semantic is not None else None)
-            for i in order.tolist()
-        ]
+        # Python values of the k hits, a column at a time (not a numpy scalar each).
+        scores = fused.score[order].tolist()
+        lexical = scores if fused.lexical is fused.score else fused.lexical[order].tolist()
+        semantic = ([None] * len(scores) if fused.semantic is None
+                    else fused.semantic[order].tolist())
+        return [Hit(id=ids_of[slot] or "", score=score, lexical_score=lex, semantic_score=sem)
+                for slot, score, lex, sem in zip(fused.slots[order].tolist(), scores, lexical,
+                                                 semantic, strict=True)]
 
     def top(self, query: str, k: int, embedding: bytes, allowed: np.ndarray | None,
             approximate: bool = False) -> tuple[Fusion, np.ndarray]:

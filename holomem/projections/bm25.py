@@ -75,14 +75,14 @@ MERGE_DOCS = 2048
 BULK_DOCS = 131072
 #: Queries with at most this many postings are scored exhaustively (pruning would not pay).
 EXHAUSTIVE = 16384
-#: So are those whose postings plus a third of the slots are at most this many: summing
-#: every posting costs about one unit a posting plus a third of one a slot (the sum and
-#: the cut run over every slot), and a pruned evaluation about this many whatever the
-#: query. Measured per query, CPU time: at 100,000 facts the exhaustive sum took 0.3-0.7x
-#: the pruned evaluation's time up to 200,000 postings; at 300,000 facts about 0.7x at
-#: 50,000-100,000 postings and 1.2x at 100,000-200,000. From ~540,000 slots up, only
-#: ``EXHAUSTIVE`` decides.
-DENSE_WORK = 180_000
+#: So are those whose postings plus half the slots are at most this many: summing every
+#: posting costs about one unit a posting plus half of one a slot (the sum and the cut
+#: run over every slot), a pruned evaluation about this many. Measured per query, CPU
+#: time, with no contribution kept yet: at 100,000 facts the sum took 0.55x the pruned
+#: evaluation's time at 16,000-50,000 postings, 0.9x at 50,000-100,000 and 1.1-1.4x at
+#: 100,000-200,000 (0.3x, 0.45x, 0.5-0.7x with them kept); at 300,000 facts, 0.85-1.25x
+#: already at 16,000-50,000. From 300,000 slots up, only ``EXHAUSTIVE`` decides.
+DENSE_WORK = 150_000
 
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
@@ -480,7 +480,7 @@ class BM25:
         """
         alive = None if self.catalog.live == self.catalog.slots else self.catalog.alive.view()
         found, total, memo = self._found(query, alive)
-        if total <= EXHAUSTIVE or total + self.catalog.slots // 3 <= DENSE_WORK:
+        if total <= EXHAUSTIVE or total + self.catalog.slots // 2 <= DENSE_WORK:
             return exhaustive.scored(found, alive, allowed, self._norms(), memo, k)
         doclen = self.doclen.view()
         terms = [Term(term.weight, [

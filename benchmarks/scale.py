@@ -2,6 +2,7 @@
 
     python benchmarks/scale.py [--sizes 1000,10000,100000] [--million] [--queries 300]
                                [--save]
+    python benchmarks/scale.py --million --store DIR [--baseline TREE] [--rounds 3]
 
 For each size, in fresh processes (so that each peak resident set is that
 step's own):
@@ -25,6 +26,19 @@ step's own):
 - **SQLite FTS5** (a WAL file, ``synchronous=NORMAL``) and **tantivy** (an index
   directory) building from the same fact texts: rows/s, peak RSS, bytes on disk
   per fact, and FTS5's ``ORDER BY bm25 LIMIT 10`` p50 over the same queries.
+
+``--store DIR`` measures only the queries, on a store kept between runs: ``DIR/facts``
+(built there by the ingest step at ``--sizes``' one size, or 1,000,000 with
+``--million``, when it does not exist yet; a checkpoint is written at its first open so
+that later opens load it). In a fresh process, after one warm pass over every query (so
+the impact groups the queries read are built, see holomem/projections/pruning.py),
+recall (k = 10) and search_documents beside tantivy over the same texts, interleaved
+query by query, wall and CPU time, over three sets: ``corpus`` (the curve's 3-6-word
+queries), ``short`` (2-4 words from the corpus distribution) and ``commonest`` (2-4
+distinct words among the 12 commonest: the slowest queries there are). ``--baseline
+TREE`` (a checkout of another commit) runs the same step with that build, alternately
+with this one, ``--rounds`` times each, and gives this / baseline ratios of the medians.
+With ``--save`` it writes benchmarks/results/scale_queries.json.
 
 ``--million`` adds 1,000,000 facts (many minutes; about 2 GB of disk). Targets
 (issue 17 at 1,000,000 facts; issue 16's search row at 10k, 100k and 1M) are
@@ -50,6 +64,8 @@ from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+if "--tree" in sys.argv:  # a worker for another build: its holomem first
+    sys.path.insert(0, os.path.abspath(sys.argv[sys.argv.index("--tree") + 1]))
 
 import numpy as np  # noqa: E402
 
@@ -100,6 +116,32 @@ def fact_queries(n: int, seed: int = 3) -> list[str]:
     p = _zipf(VOCAB)
     return [" ".join(words[r] for r in rng.choice(VOCAB, size=int(rng.integers(3, 7)), p=p))
             for _ in range(n)]
+
+
+def short_queries(n: int, seed: int = 5) -> list[str]:
+    """2-4-word queries drawn from the corpus distribution."""
+    rng = np.random.default_rng(seed)
+    words = [_word(i) for i in range(VOCAB)]
+    p = _zipf(VOCAB)
+    return [" ".join(words[r] for r in rng.choice(VOCAB, size=int(rng.integers(2, 5)), p=p))
+            for _ in range(n)]
+
+
+#: The commonest words, of which the ``commonest`` queries take 2-4.
+COMMONEST = 12
+
+
+def commonest_queries(n: int, seed: int = 1) -> list[str]:
+    """2-4 distinct words among the COMMONEST commonest: the queries whose top k takes
+    the most postings to be sure of (each word is in a large share of the facts)."""
+    rng = np.random.default_rng(seed)
+    words = [_word(i) for i in range(COMMONEST)]
+    return [" ".join(words[r] for r in rng.choice(COMMONEST, size=int(rng.integers(2, 5)),
+                                                   replace=False))
+            for _ in range(n)]
+
+
+QUERY_SETS = {"corpus": fact_queries, "short": short_queries, "commonest": commonest_queries}
 
 
 def _du(path: str) -> int:
@@ -160,17 +202,23 @@ def _tantivy_index(texts: list[str], path: str | None) -> Any:
     return index
 
 
-def _interleaved(fns: dict[str, Any], qs: list[str]) -> dict[str, dict[str, float]]:
-    for q in qs[:20]:
+def _interleaved(fns: dict[str, Any], qs: list[str], warm: int = 20
+                 ) -> dict[str, dict[str, float]]:
+    """p50/p99 of each of ``fns`` over ``qs``, query by query in turn, after ``warm``
+    queries each; wall and CPU time; the ratios of each to the last one's."""
+    for q in qs[:warm]:
         for fn in fns.values():
             fn(q)
     lat: dict[str, list[float]] = {name: [] for name in fns}
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
     for q in qs:
         for name, fn in fns.items():
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             fn(q)
             lat[name].append(time.perf_counter() - t)
-    out = {name: _pcts(v) for name, v in lat.items()}
+            cpu[name].append(time.process_time() - c)
+    out = {name: {**_pcts(v), **{f"cpu_{k}": x for k, x in _pcts(cpu[name]).items()}}
+           for name, v in lat.items()}
     names = list(fns)
     for name in names[:-1]:
         ratios = [a / b for a, b in zip(lat[name], lat[names[-1]], strict=True)]
@@ -221,6 +269,40 @@ def worker_open(n: int, workdir: str, nq: int) -> dict[str, Any]:
                                                             10).hits}, qs)
     store.close()
     out["search_vs_tantivy"] = tv
+    return out
+
+
+def worker_queries(n: int, workdir: str, nq: int) -> dict[str, Any]:
+    """Recall and search beside tantivy over each of QUERY_SETS, on the kept store
+    ``workdir/facts`` (``--store``), after a warm pass."""
+    from holomem import ManualClock, Memory, Store
+
+    t = time.perf_counter()
+    store = Store.open(os.path.join(workdir, "facts"), **NO_CHECKPOINTS)
+    out: dict[str, Any] = {"open_s": round(time.perf_counter() - t, 3),
+                           "opened_by": store.stats().opened_by}
+    if store.stats().documents != n:
+        raise SystemExit(f"{workdir}/facts holds {store.stats().documents} facts, not {n}")
+    if out["opened_by"] == "replay" and hasattr(store, "checkpoint"):
+        store.checkpoint()  # so that the next run opens from it
+    index = store.stats().index_bytes
+    memory = Memory(store, clock=ManualClock(NOW))
+    fns: dict[str, Any] = {"recall": memory.recall,
+                           "search": lambda q: store.search_documents(q, 10)}
+    try:
+        tv = _tantivy_index(fact_texts(n), None)
+    except ImportError:
+        out["tantivy"] = {"skipped": "tantivy is not installed"}
+    else:
+        searcher = tv.searcher()
+        fns["tantivy"] = lambda q: searcher.search(tv.parse_query(q, ["body"]), 10).hits
+    for name, make in QUERY_SETS.items():
+        qs = make(nq)
+        out[name] = _interleaved(fns, qs, warm=len(qs))
+    # What the warm passes built (impact groups, dense columns) beside the postings.
+    out["index_bytes_per_fact"] = round(index / n, 1)
+    out["index_bytes_per_fact_after"] = round(store.stats().index_bytes / n, 1)
+    store.close()
     return out
 
 
@@ -308,14 +390,14 @@ def worker_tantivy(n: int, workdir: str, nq: int) -> dict[str, Any]:
 
 WORKERS = {"ingest": worker_ingest, "open": worker_open,
            "open_checkpoint": worker_open_checkpoint, "docs": worker_docs,
-           "sqlite": worker_sqlite, "tantivy": worker_tantivy}
+           "sqlite": worker_sqlite, "tantivy": worker_tantivy, "queries": worker_queries}
 
 
-def _spawn(worker: str, n: int, workdir: str, nq: int) -> dict[str, Any]:
+def _spawn(worker: str, n: int, workdir: str, nq: int, tree: str = ROOT) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, __file__, "--worker", worker, "--n", str(n), "--queries", str(nq),
-         "--workdir", workdir], capture_output=True, text=True, check=False,
-        env={**os.environ, "PYTHONPATH": ROOT})
+        [sys.executable, os.path.abspath(__file__), "--worker", worker, "--n", str(n),
+         "--queries", str(nq), "--workdir", workdir, "--tree", tree],
+        capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": tree})
     if proc.returncode != 0:
         return {"error": proc.stderr[-2000:]}
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -374,6 +456,77 @@ def targets(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+#: The figures of the queries step compared between two builds.
+_FIGURES = ("p50_ms", "p99_ms", "cpu_p50_ms", "cpu_p99_ms")
+
+
+def _medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each query set's figures, the median over ``runs`` (one queries step each)."""
+    out: dict[str, Any] = {}
+    for name in QUERY_SETS:
+        out[name] = {fn: {f: round(median([r[name][fn][f] for r in runs]), 4)
+                          for f in _FIGURES} for fn in runs[0][name]}
+        if "tantivy" in runs[0][name]:
+            for fn in ("recall", "search"):
+                out[name][fn]["p50_over_tantivy"] = round(
+                    out[name][fn]["p50_ms"] / out[name]["tantivy"]["p50_ms"], 3)
+    return out
+
+
+def kept_store(args: argparse.Namespace, sizes: list[int]) -> None:
+    """``--store``: the queries step on a store kept in ``args.store`` (see the module
+    docstring), for this build and ``--baseline``'s, alternately."""
+    if len(sizes) != 1:
+        raise SystemExit("--store measures one size: --sizes N or --million")
+    n, workdir = sizes[0], os.path.abspath(args.store)
+    info = machine(workdir)
+    built = None
+    if not os.path.exists(os.path.join(workdir, "facts")):
+        os.makedirs(workdir, exist_ok=True)
+        built = _spawn("ingest", n, workdir, args.queries)
+        if "error" in built:
+            raise SystemExit(built["error"])
+    trees = {"this": ROOT}
+    if args.baseline:
+        trees = {"baseline": os.path.abspath(args.baseline), "this": ROOT}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    for _ in range(args.rounds):
+        for name, tree in trees.items():
+            got = _spawn("queries", n, workdir, args.queries, tree)
+            if "error" in got:
+                raise SystemExit(got["error"])
+            runs[name].append(got)
+    sides = {name: _medians(rs) for name, rs in runs.items()}
+    this = sides["this"]
+    result: dict[str, Any] = {
+        "benchmark": "scale_queries", "machine": info,
+        "load_at_end": [round(x, 2) for x in os.getloadavg()],
+        "conditions": {
+            "store": f"{workdir}/facts, {n} facts built by this script's ingest step",
+            "queries": f"{args.queries} per set, after a warm pass over them; k = 10; "
+                       "corpus: 3-6 words from the corpus distribution; short: 2-4 of "
+                       f"them; commonest: 2-4 distinct words of the {COMMONEST} commonest",
+            "rounds": f"{args.rounds} fresh processes per build, alternately; medians"},
+        "built": built, "this": this, "runs": runs,
+    }
+    if args.baseline:
+        result["baseline_tree"] = trees["baseline"]
+        result["baseline"] = sides["baseline"]
+        result["this_over_baseline"] = {
+            name: {fn: {f: round(this[name][fn][f] / sides["baseline"][name][fn][f], 3)
+                        for f in _FIGURES if sides["baseline"][name][fn][f]}
+                   for fn in ("recall", "search")} for name in this}
+    at = f"@{n // 1_000_000}M" if n % 1_000_000 == 0 else f"@{n}"
+    targets: dict[str, Any] = {}
+    for name, got in this.items():
+        targets[f"recall_p50_ms{at}[{name}]"] = check(got["recall"]["p50_ms"], "<=", 3)
+        targets[f"recall_p99_ms{at}[{name}]"] = check(got["recall"]["p99_ms"], "<=", 15)
+        targets[f"search_p50_over_tantivy{at}[{name}]"] = check(
+            got["search"].get("p50_over_tantivy"), "<=", 1.2)
+    result["targets"] = targets
+    emit("scale_queries", result, args.save)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--sizes", default="1000,10000,100000")
@@ -387,10 +540,19 @@ def main() -> None:
                          "are kept under 'added_from'")
     ap.add_argument("--dir", default=None, help="where the stores are built (a temporary "
                     "directory under it; default: the system's)")
+    ap.add_argument("--store", default=None, metavar="DIR",
+                    help="measure only the queries, on the store DIR/facts (built there "
+                         "when absent, at the one size given) kept between runs")
+    ap.add_argument("--baseline", default=None, metavar="TREE",
+                    help="with --store: a checkout of another build, measured alternately "
+                         "with this one")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="with --store: queries steps per build (medians)")
     add_save(ap, "scale")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--workdir", help=argparse.SUPPRESS)
+    ap.add_argument("--tree", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(WORKERS[args.worker](args.n, args.workdir, args.queries)))
@@ -398,6 +560,9 @@ def main() -> None:
     sizes = [int(x) for x in args.sizes.split(",") if x]
     if args.million and 1_000_000 not in sizes:
         sizes.append(1_000_000)
+    if args.store:
+        kept_store(args, [1_000_000] if args.million else sizes)
+        return
     base = args.dir or tempfile.gettempdir()
     started = time.perf_counter()
     info = machine(base)

@@ -56,32 +56,40 @@ class Impact:
 def group(slots: np.ndarray, tfs: np.ndarray, lengths: np.ndarray) -> Impact:
     """The :class:`Impact` of a list: ``slots`` and ``tfs`` its postings, ``lengths``
     the length of each one's document."""
-    tfs = tfs.astype(np.int64)
-    lengths = lengths.astype(np.int64)
     top_tf, top_len = int(tfs.max()), int(lengths.max())
-    # One integer per (tf, length), ordered as the groups are: tf descending, length
-    # ascending. Ranked into 16 bits where they fit, the stable sort is a radix sort
-    # (a few milliseconds for a list of half a million postings). The ranking's table
-    # has one entry per possible (tf, length) and is only built while that is small
-    # (its bytes are a query's temporaries).
-    key = (top_tf - tfs) * (top_len + 1) + lengths
-    span = (top_tf + 1) * (top_len + 1)
-    if (1 << 16) < span <= RANKED_MAX:
-        present = np.zeros(span, dtype=bool)
-        present[key] = True
-        if int(np.count_nonzero(present)) <= 1 << 16:
-            key = (np.cumsum(present, dtype=np.int32) - 1)[key]
-    order = np.argsort(key.astype(np.uint16) if key.max() < 1 << 16 else key, kind="stable")
-    keys = key[order]
+    width = top_len + 1
+    span = (top_tf + 1) * width
+    if span <= RANKED_MAX:
+        # One integer per (tf, length), ordered as the groups are (tf descending, length
+        # ascending); a count per integer gives the groups and their sizes, and a stable
+        # sort of the postings by their group's rank (8 or 16 bits: a radix sort) their
+        # order. The count's table has one entry per possible (tf, length) and is only
+        # built while that is small (its bytes are a query's temporaries).
+        key = (top_tf - tfs.astype(np.int32)) * width + lengths.astype(np.int32)
+        counts = np.bincount(key, minlength=span)
+        present = np.flatnonzero(counts)
+        if len(present) <= 1 << 16:
+            rank = np.zeros(span, dtype=np.uint8 if len(present) <= 1 << 8 else np.uint16)
+            rank[present] = np.arange(len(present))
+            order = np.argsort(rank[key], kind="stable")
+            size = counts[present]
+            return Impact(np.ascontiguousarray(slots[order], dtype=np.int32),
+                          (top_tf - present // width).astype(np.float64),
+                          (present % width).astype(np.float64),
+                          (np.cumsum(size) - size).astype(np.int64), size.astype(np.int64))
+    # Many (tf, length) pairs (very long documents): a sort of the 64-bit integers.
+    wide = (top_tf - tfs.astype(np.int64)) * width + lengths.astype(np.int64)
+    order = np.argsort(wide, kind="stable")
+    keys = wide[order]
     edge = np.empty(len(keys), dtype=bool)
     edge[0] = True
     np.not_equal(keys[1:], keys[:-1], out=edge[1:])
     start = np.flatnonzero(edge)
-    size = np.diff(np.append(start, len(keys)))
-    first = order[start]
+    first = keys[start]
     return Impact(np.ascontiguousarray(slots[order], dtype=np.int32),
-                  tfs[first].astype(np.float64), lengths[first].astype(np.float64),
-                  start.astype(np.int64), size.astype(np.int64))
+                  (top_tf - first // width).astype(np.float64),
+                  (first % width).astype(np.float64),
+                  start.astype(np.int64), np.diff(np.append(start, len(keys))).astype(np.int64))
 
 
 def column(slots: np.ndarray, tfs: np.ndarray, lo: int, span: int) -> np.ndarray:

@@ -110,9 +110,9 @@ class Reach:
 
     @classmethod
     def empty(cls) -> Reach:
-        none = np.zeros(0, dtype=np.int64)
-        return cls(none, np.zeros(0), none, none, none, none, (none, none, none, none),
-                   [], [], {}, False)
+        """A walk that reached nothing: one instance, shared (a Reach is never changed
+        once made)."""
+        return _NOTHING
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -152,6 +152,11 @@ class Reach:
     def items(self) -> list[tuple[int, Reached]]:
         """Every reached fact and how, by slot (builds every path)."""
         return [(s, self[s]) for s in self.slots.tolist()]
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+_NOTHING = Reach(_NONE, np.zeros(0), _NONE, _NONE, _NONE, _NONE, (_NONE, _NONE, _NONE, _NONE),
+                 [], [], {}, False)
 
 
 def explained(view: View, reached: Reached) -> GraphReach:

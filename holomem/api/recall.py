@@ -25,6 +25,11 @@ from holomem.api.types import Explanation, Recalled, RecallOptions
 from holomem.projections.fusion import DEFAULT_FUSION, Fusion, top_k
 from holomem.projections.temporal import CURRENT, STATUSES
 
+#: Recalled's fields in order: :func:`recalled` passes them by position, so this fails at
+#: import if the order ever changes.
+_RECALLED = ("id", "text", "score", "status", "fact", "explanation")
+assert Recalled.__struct_fields__ == _RECALLED, Recalled.__struct_fields__
+
 #: Limits of recall and explain (README "Limits"); the others are in validate.
 MAX_CANDIDATES = 1000
 MAX_RECALL_K = 1000
@@ -288,12 +293,15 @@ class Ranking:
             feedback, id_of = facts.feedback, self.view.id_of
             usefulness = np.array([p.usefulness(feedback.get(id_of(s), ()))
                                    for s in slots.tolist()], dtype=np.float64)
-        score = base * recency * history * usefulness
+        plain = recency is ones and usefulness is ones
+        # (A product by 1.0 is exact: without those policies, the same bits.)
+        score = base * history if plain else base * recency * history * usefulness
         # Score descending, then document search's rank (lexsort: the last key first).
         best = np.lexsort((ranks, -score))
         return Ranked(slots[best], ranks[best], codes[best], score[best], base[best],
                       lexical[best], None if semantic is None else semantic[best],
-                      recency[best], history[best], usefulness[best], examined)
+                      ones if plain else recency[best], history[best],
+                      ones if plain else usefulness[best], examined)
 
     def rank(self, history: str | None = None) -> tuple[list[Candidate], list[Candidate]]:
         """(the k results, every evaluated candidate ranked with history included);
@@ -419,13 +427,36 @@ class Ranking:
             return [(c.slot, c.score) for c in chosen], [c.status for c in chosen]
         n = max(o.candidate_limit, o.k)
         depth = self._prefix()
-        ranked = self.ranked(depth)
+        if depth is not None:
+            got, examined = self._in_order(depth)
+            if len(got[0]) < o.k and examined == depth < n:
+                got, _ = self._in_order(n)  # too few wanted among the first candidates
+            return got
+        ranked = self.ranked()
         best = np.flatnonzero(wanted_codes(o.history, ranked.code))[: o.k]
-        if depth is not None and len(best) < o.k and ranked.examined == depth < n:
-            ranked = self.ranked()  # too few wanted among the first candidates: all n
-            best = np.flatnonzero(wanted_codes(o.history, ranked.code))[: o.k]
         return (list(zip(ranked.slots[best].tolist(), ranked.score[best].tolist(),
                          strict=True)), [STATUSES[c] for c in ranked.code[best].tolist()])
+
+    def _in_order(self, depth: int
+                  ) -> tuple[tuple[list[tuple[int, float]], list[str]], int]:
+        """:meth:`found` among the first ``depth`` candidates when they keep document
+        search's order (:meth:`_prefix`'s conditions: every wanted candidate gets the
+        same multiplier, and a product by one positive number keeps the order, ties
+        then going by search rank as in :meth:`ranked`): the first k wanted ones, each
+        score the product :meth:`ranked` computes. And the candidates examined."""
+        o, facts = self.options, self.view.facts
+        fused, order = self.candidates(depth)
+        examined = len(order)
+        slots = fused.slots[order]
+        if o.known_at is not None:  # facts ingested after known_at are not candidates
+            known = ~facts.is_fact.view()[slots] | (facts.ingest.view()[slots] <= o.known_at)
+            order, slots = order[known], slots[known]
+        codes = facts.status_codes(slots, self.at, o.known_at)
+        best = np.flatnonzero(wanted_codes(o.history, codes))[: o.k]
+        codes, base = codes[best], fused.score[order[best]]
+        score = base * np.where(codes == 0, 1.0, float(self.policies.historical_weight))
+        return (list(zip(slots[best].tolist(), score.tolist(), strict=True)),
+                [STATUSES[c] for c in codes.tolist()]), examined
 
 
 def recalled(ranking: Ranking, found: list[tuple[int, float]],
@@ -439,5 +470,5 @@ def recalled(ranking: Ranking, found: list[tuple[int, float]],
         return [Recalled(id=rec.id, text=rec.text, score=score, status=rec.status,
                          fact=rec, explanation=why)
                 for rec, (_, score), why in zip(recs, found, explanations, strict=True)]
-    return [Recalled(id=rec.id, text=rec.text, score=score, status=rec.status, fact=rec)
+    return [Recalled(rec.id, rec.text, score, rec.status, rec)  # (by position: _RECALLED)
             for rec, (_, score) in zip(recs, found, strict=True)]

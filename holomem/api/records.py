@@ -90,7 +90,9 @@ def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None
     ttl = facts.ttl or None
     feedback = facts.feedback or None
     confidence = facts.confidence or None
-    linked = bool(facts.supersedes)
+    # The link tables, looked at only for the facts they hold.
+    preds = facts.supersedes or None
+    succs = facts.superseded_by or None
     vectors = view.embeddings if view.embedding_dim else None
     load = validate.load_metadata
     out = []
@@ -114,8 +116,8 @@ def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None
             None if events[i] == UNSET else events[i],
             None if starts[i] == UNSET else starts[i],
             None if ends[i] == UNSET else ends[i],
-            facts.predecessors(fid, known_at) if linked else [],
-            facts.successors(fid, known_at) if linked else [],
+            facts.predecessors(fid, known_at) if preds is not None and fid in preds else [],
+            facts.successors(fid, known_at) if succs is not None and fid in succs else [],
             trust,
             sum(1 for h, _, _ in fb if h) if fb else 0,
             sum(1 for h, _, _ in fb if not h) if fb else 0,

@@ -26,6 +26,8 @@ import numpy as np
 
 from holomem.projections.base import GrowArray
 
+#: No successor (:meth:`LinkSlots.first_starts`).
+NEVER = np.iinfo(np.int64).max
 #: Reads every link from the fact index's tables: an (n, 2) array of (successor slot,
 #: predecessor slot), -1 for an end that is not a stored fact.
 Source = Callable[[], np.ndarray]
@@ -39,6 +41,8 @@ class LinkSlots:
         #: bumped by every change of the entries (a new link, a rebuild)
         self.version = 0
         self._chains: tuple[tuple[int, int, int], np.ndarray] | None = None
+        self._starts: tuple[tuple[int, int, int], np.ndarray] | None = None
+        self._starts_asked: tuple[int, int, int] | None = None
 
     def add(self, succ: int, pred: int) -> None:
         """A link just added between the stored facts in these slots."""
@@ -102,3 +106,27 @@ class LinkSlots:
                 comp = up
         self._chains = (key, comp)
         return comp
+
+    def first_starts(self, slots: int, facts: int, stored: Callable[[], np.ndarray],
+                     eff: np.ndarray, source: Source) -> np.ndarray | None:
+        """When each slot's earliest stored successor begins (``NEVER`` for none): a
+        stored fact is superseded at ``at`` exactly when that is at most ``at``.
+
+        Kept until a link is added, a slot is made or a fact is removed (``slots``
+        slots, ``facts`` stored facts); worked out on the second ask of one such
+        state, so that a store written between every read never pays the pass over
+        every link. None until then (the caller walks its links as before).
+        ``stored()``: the slots holding a stored fact; ``eff``: each slot's effective
+        time."""
+        key = (self.version, slots, facts)
+        if self._starts is not None and self._starts[0] == key and self.built:
+            return self._starts[1]
+        if self._starts_asked != key:
+            self._starts_asked = key
+            return None
+        s, p = self.live(stored(), source)
+        key = (self.version, slots, facts)
+        out = np.full(slots, NEVER, dtype=np.int64)
+        np.minimum.at(out, p, eff[s])
+        self._starts = (key, out)
+        return out

@@ -515,6 +515,14 @@ class FactIndex:
         codes: np.ndarray = np.where(is_fact & (eff > at), 3,
                                      np.where(began & (end != UNSET) & (end <= at), 2, 0))
         table = self.superseded_by
+        if table and known_at is None:
+            first = self.link_slots.first_starts(
+                self.is_fact.n, self.facts,
+                lambda: self.is_fact.view() & self.catalog.alive.view(), self.eff.view(),
+                self._link_pairs)
+            if first is not None:  # (a stored successor has begun)
+                codes[began & (first[slots] <= at)] = 1
+                return codes
         if table:
             ids, slot_of, is_f, eff_of = (self.catalog.ids, self.catalog.slot,
                                           self.is_fact.view(), self.eff.view())

@@ -132,3 +132,30 @@ def test_ranking_and_records_at_once_equal_one_at_a_time(
                                             for s, _ in found]
                         assert recall.recalled(ranking, found, None, statuses) == \
                             recall.recalled(ranking, found, None)
+
+
+def test_recall_reads_past_its_first_candidates_when_too_few_of_them_are_wanted(
+        tmp_path: Any) -> None:
+    """The first 3k candidates are examined first; when fewer than k of them pass the
+    history filter, all candidate_limit are: here the four best matches are superseded
+    (k = 1: the first three candidates hold no current fact)."""
+    clock = ManualClock(10)
+    with Store.open(tmp_path / "store", sync="none") as store:
+        memory = Memory(store, MemoryConfig(supersession="latest-by-subject"), clock=clock)
+        for i in range(4):
+            clock.advance(3)
+            memory.remember(id=f"old{i}", text="alpha alpha alpha", subject=f"s{i}")
+        for i in range(4):
+            clock.advance(3)
+            memory.remember(id=f"new{i}", text="alpha beta gamma delta", subject=f"s{i}")
+        with store.reading() as view:
+            for history in ("current", "historical"):
+                o, where = recall.checked(RecallOptions(
+                    k=1, candidate_limit=10, history=history), {})  # type: ignore[arg-type]
+                ranking = recall.Ranking(view, memory.policies, "alpha", o, clock.now_ms(),
+                                         where)
+                chosen, _ = one_at_a_time(ranking)
+                assert len(chosen) == 1
+                assert ranking.found()[0] == [(c.slot, c.score) for c in chosen]
+        got = memory.recall("alpha", k=1, candidate_limit=10)
+        assert [r.id for r in got] == ["new0"]

@@ -68,11 +68,12 @@ step = st.one_of(
 @given(steps=st.lists(step, min_size=1, max_size=30))
 def test_current_mask_and_chains_at_once_equal_each_status_and_chain(
         tmp_path_factory: Any, steps: list[tuple[Any, ...]]) -> None:
-    """``FactIndex.current_mask`` (contradict's current facts) and ``components`` (its
-    supersession chains), computed over the links as slot arrays and kept between
-    calls, equal ``status`` and ``chain`` of each fact, asked between writes that add
-    links (explicit, by subject, on forget's relinking), forget facts and move a fact's
-    document to a new slot."""
+    """``FactIndex.current_mask`` (contradict's current facts), ``components`` (its
+    supersession chains) and ``statuses`` (recall's; after its first ask between two
+    writes, from when each fact's first successor begins), computed over the links as
+    slot arrays and kept between calls, equal ``status`` and ``chain`` of each fact,
+    asked between writes that add links (explicit, by subject, on forget's
+    relinking), forget facts and move a fact's document to a new slot."""
     clock = ManualClock(10)
     with Store.open(tmp_path_factory.mktemp("s") / "store", sync="none") as store:
         memory = Memory(store, MemoryConfig(supersession="latest-by-subject"), clock=clock)
@@ -98,6 +99,10 @@ def test_current_mask_and_chains_at_once_equal_each_status_and_chain(
                 facts_index = view.facts
                 at = s[1] if s[0] == "ask" else clock.now_ms()
                 stored = np.flatnonzero(view.catalog.alive.view() & facts_index.is_fact.view())
+                alive = np.flatnonzero(view.catalog.alive.view())
+                each = [facts_index.status(int(x), at) for x in alive]
+                for _ in range(3):  # the first ask walks the links, the others use slots
+                    assert facts_index.statuses(alive, at) == each
                 mask = facts_index.current_mask(at)
                 want = np.zeros(view.catalog.slots, dtype=bool)
                 want[stored] = [facts_index.status(int(x), at) == "current" for x in stored]

@@ -243,50 +243,63 @@ class Planner:
         self._seq = view.revision + 1
 
     def plan(self, batch: list[Checked]) -> list[Event]:
-        events: list[Event] = []
-        simple = [t == _NO_REST for t in map(_REST, (c.input for c in batch))]
-        i, n = 0, len(batch)
-        while i < n:
-            j = i
-            while j < n and simple[j]:
-                j += 1
-            if j - i > 1 and self._simple_run(batch[i:j], events):
-                i = j
-                continue
-            for x, digest in batch[i : max(j, i + 1)]:
+        events = self._plan_new(batch)
+        if events is None:
+            events = []
+            for x, digest in batch:
                 events.extend(self._one(x, digest))
-            i = max(j, i + 1)
         return events
 
-    def _simple_run(self, run: list[Checked], events: list[Event]) -> bool:
-        """:meth:`_one` of each input of ``run`` — each with a text and maybe an id,
-        nothing else — a column at a time; False (and nothing done) when an id is
-        already taken, in the store or earlier in the batch (``_one`` then says what
-        that means)."""
-        inputs = [c.input for c in run]
-        digests = [c.digest for c in run]
+    def _plan_new(self, batch: list[Checked]) -> list[Event] | None:
+        """:meth:`_one` of each input, in order, when no two inputs share an id and
+        none is stored yet (None otherwise, nothing done): then every input makes one
+        fact in the next slot, so the simple ones — a text and maybe an id, nothing
+        else, most of a bulk load — are planned a column at a time, and only the
+        others one by one, each seeing the facts before it in the batch."""
+        n = len(batch)
+        inputs = [c.input for c in batch]
+        digests = [c.digest for c in batch]
         fids = [x.id if x.id is not None else content_id(d)
                 for x, d in zip(inputs, digests, strict=True)]
-        if (len(set(fids)) != len(fids) or not self._pending.keys().isdisjoint(fids)
+        if (len(set(fids)) != n or not self._pending.keys().isdisjoint(fids)
                 or not self.view.catalog.none_live(fids)):
-            return False
-        texts = [x.text for x in inputs]
-        extractor = self.policies.extractor
-        entities: list[tuple[str, ...]] = (
-            [()] * len(run) if extractor is no_entities
-            else [_found_entities(extractor(t)) for t in texts])
+            return None
+        simple = [t == _NO_REST for t in map(_REST, inputs)]
         now, seq, first = self.now, self._seq, self._next_slot
-        shorts = [d[:8] for d in digests]
-        self._pending.update(
-            (f, _Pending(f, short, now, (), None, now, None, (now, now, seq, slot)))
-            for f, short, slot in zip(fids, shorts, range(first, first + len(run)),
-                                      strict=True))
-        self._next_slot += len(run)
-        self.results.extend([Remembered(id=f, created=True, ingest_time=now) for f in fids])
-        for f, text, found, short in zip(fids, texts, entities, shorts, strict=True):
-            events.append(DocumentAdded(id=f, text=text, entities=found))
-            events.append(FactAdded(id=f, ingest_time=now, digest=short))
-        return True
+        at = [p for p in range(n) if simple[p]]  # the simple inputs' places
+        ids = [fids[p] for p in at]
+        shorts = [digests[p][:8] for p in at]
+        pending = [(f, _Pending(f, short, now, (), None, now, None, (now, now, seq, first + p)))
+                   for f, short, p in zip(ids, shorts, at, strict=True)]
+        made = [Remembered(id=f, created=True, ingest_time=now) for f in ids]
+        facts = [FactAdded(id=f, ingest_time=now, digest=short)
+                 for f, short in zip(ids, shorts, strict=True)]
+        texts = [inputs[p].text for p in at]
+        extractor = self.policies.extractor
+        events: list[Event] = []
+
+        def simple_ones(k: int, stop: int) -> None:
+            """Simple inputs k..stop - 1 (in their own order): the entity extractor
+            runs on each only now, so its first error is the one _one would meet."""
+            found = ([()] * (stop - k) if extractor is no_entities
+                     else [_found_entities(extractor(t)) for t in texts[k:stop]])
+            for f, text, ents, fact in zip(ids[k:stop], texts[k:stop], found, facts[k:stop],
+                                           strict=True):
+                events.append(DocumentAdded(id=f, text=text, entities=ents))
+                events.append(fact)
+            self._pending.update(pending[k:stop])
+            self.results.extend(made[k:stop])
+
+        k = 0
+        for i, p in enumerate(p for p in range(n) if not simple[p]):
+            if p - i > k:  # the simple inputs before p
+                simple_ones(k, p - i)
+                k = p - i
+            self._next_slot = first + p
+            events.extend(self._one(inputs[p], digests[p]))
+        simple_ones(k, len(at))
+        self._next_slot = first + n
+        return events
 
     def _one(self, x: RememberInput, digest: bytes) -> list[Event]:
         view, facts = self.view, self.view.facts
@@ -382,8 +395,7 @@ class Planner:
         p = self._pending.get(fid)
         if p is not None:
             return status_at(at, p.eff, p.end, batch) == "current"
-        slot = facts.slot(fid)
-        return facts.status(slot, at) == "current" and all(s > at for s in batch)
+        return facts.current(fid, at) and all(s > at for s in batch)
 
     def _latest(self, ns: Namespace, subject: str, eff: int, new_key: OrderKey
                 ) -> list[tuple[OrderKey, str]] | None:

@@ -269,12 +269,16 @@ class BM25:
         n_terms, end = len(self.terms), self.doclen.n
         if self._base is None:
             self._base = merge(None, [self._delta_triples()], n_terms, alive, 0, end)
+        elif (end - self._base.hi) * 8 > self._base.hi - self._base.lo:
+            # The mid segment would pass an eighth of the base: the base takes it and
+            # the delta in one merge (the same postings as two, one pass fewer).
+            newer = [] if self._mid is None else [self._mid.triples()]
+            newer.append(self._delta_triples())
+            self._base = merge(self._base, newer, n_terms, alive, 0, end)
+            self._mid = None
         else:
             lo = self._base.hi
             self._mid = merge(self._mid, [self._delta_triples()], n_terms, alive, lo, end)
-            if (self._mid.hi - self._mid.lo) * 8 > self._base.hi - self._base.lo:
-                self._base = merge(self._base, [self._mid.triples()], n_terms, alive, 0, end)
-                self._mid = None
         self._d_term = array("i")
         self._d_start = end
 

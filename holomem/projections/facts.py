@@ -17,6 +17,7 @@ subjects live in dicts that only linked facts and subjects occupy.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import attrgetter
 from typing import ClassVar
 
 import numpy as np
@@ -51,6 +52,14 @@ from holomem.projections.temporal import (
     unset_if_none,
 )
 
+#: A FactAdded's columns, read together (add_run).
+_TIMES = attrgetter("ingest_time", "event_time", "valid_from", "valid_to", "ttl_ms")
+_NAMESPACE = attrgetter("namespace")
+_DIGEST = attrgetter("digest")
+#: What a fact may hold beyond its columns and namespace, and a fact that holds none.
+_SIDE = attrgetter("subject", "ttl_ms", "confidence", "requested", "supersedes",
+                   "superseded_by")
+_NO_SIDE = (None, None, None, (), (), ())
 
 class FactIndex:
     def __init__(self, catalog: Catalog) -> None:
@@ -159,12 +168,13 @@ class FactIndex:
         fid = self.catalog.ids[slot]
         assert fid is not None
         self._fact_tables(slot, fid, e)
+        sid = self.subject.item(slot)
         for pred in e.supersedes:
-            self._link(fid, pred, e.ingest_time)
+            self._link(fid, pred, e.ingest_time, sid)
         for succ in e.superseded_by:
-            self._link(succ, fid, e.ingest_time)
-        if e.subject is not None:
-            self.subject_index.added(self.subject.item(slot), fid)
+            self._link(succ, fid, e.ingest_time, sid)
+        if sid >= 0:
+            self.subject_index.added(sid, fid, e.supersedes)
 
     def _fact_tables(self, slot: int, fid: str, e: FactAdded) -> None:
         """A new fact's entries in the tables beside the columns (TTL, namespace,
@@ -193,57 +203,67 @@ class FactIndex:
         digest = np.zeros(count, dtype=np.uint64)
         ks = [k for k, _ in facts]
         es = [e for _, e in facts]
-        nids = self.namespaces.add_run(first, count, ks, [e.namespace for e in es])
+        # (ks ascend: as many as the documents is every one of them.)
+        at: slice | np.ndarray = (slice(0, count) if len(ks) == count
+                                  else np.array(ks, dtype=np.intp))
+        nids = self.namespaces.add_run(first, count, ks, list(map(_NAMESPACE, es)))
         if facts:
-            is_fact[ks] = True
-            ingest[ks] = [e.ingest_time for e in es]
-            event = [e.event_time for e in es]
-            valid_from = [e.valid_from for e in es]
-            valid_to = [e.valid_to for e in es]
-            # (_t, end_time and effective_time, without a call per fact)
-            times[0, ks] = [UNSET if t is None else t for t in event]
-            times[1, ks] = [UNSET if t is None else t for t in valid_from]
-            times[2, ks] = [UNSET if t is None else t for t in valid_to]
-            times[3, ks] = [unset_if_none(end_time(e.valid_to, e.ingest_time, e.ttl_ms))
-                            if e.ttl_ms is not None else UNSET if e.valid_to is None
-                            else e.valid_to for e in es]
-            times[4, ks] = [f if f is not None else t if t is not None else e.ingest_time
-                            for f, t, e in zip(valid_from, event, es, strict=True)]
-            digest[ks] = np.frombuffer(b"".join(e.digest[:8].ljust(8, b"\0") for e in es),
-                                       dtype="<u8")
-            self.windows += sum(1 for e in es if e.valid_from is not None
-                                or e.valid_to is not None or e.ttl_ms is not None)
+            ing, event, valid_from, valid_to, ttl = (list(c) for c in zip(*map(_TIMES, es),
+                                                                          strict=True))
+            is_fact[at] = True
+            ingest[at] = ing
+            # (_t, end_time and effective_time, without a call per fact; a column of
+            # Nones is left UNSET as it is.)
+            for row, col in ((0, event), (1, valid_from), (2, valid_to)):
+                if col.count(None) != len(col):
+                    times[row, at] = [UNSET if t is None else t for t in col]
+            unbounded = ttl.count(None) == len(ttl)
+            times[3, at] = (times[2, at] if unbounded else
+                            [unset_if_none(end_time(e.valid_to, e.ingest_time, e.ttl_ms))
+                             if e.ttl_ms is not None else UNSET if e.valid_to is None
+                             else e.valid_to for e in es])
+            times[4, at] = (ingest[at] if valid_from.count(None) == event.count(None) == len(es)
+                            else [f if f is not None else t if t is not None else i
+                                  for f, t, i in zip(valid_from, event, ing, strict=True)])
+            digests = list(map(_DIGEST, es))
+            digest[at] = np.frombuffer(
+                b"".join(digests) if set(map(len, digests)) == {8}
+                else b"".join(d[:8].ljust(8, b"\0") for d in digests), dtype="<u8")
+            if not (unbounded and valid_from.count(None) == valid_to.count(None) == len(es)):
+                self.windows += sum(1 for f, t, x in zip(valid_from, valid_to, ttl, strict=True)
+                                    if f is not None or t is not None or x is not None)
         self.is_fact.extend(is_fact)
         self.ingest.extend(ingest)
-        for col, values in zip((self.event, self.valid_from, self.valid_to, self.end, self.eff),
-                               times, strict=True):
-            col.extend(values)
+        for col_, values in zip((self.event, self.valid_from, self.valid_to, self.end,
+                                 self.eff), times, strict=True):
+            col_.extend(values)
         self.subject.extend(np.full(count, -1, dtype=np.int32))
         self.digest.extend(digest)
         # A column this method does not know of would be left short: fail loudly.
         assert all(len(col) == first + count for col in self._columns())
         if facts:
             self.facts += len(facts)
-            self.max_eff = max(self.max_eff, int(times[4, [k for k, _ in facts]].max()))
+            self.max_eff = max(self.max_eff, int(times[4, at].max()))
         ids, slot_of = self.catalog.ids, self.catalog.slot
-        for k, e, nid in zip(ks, es, nids, strict=True):
-            if (e.subject is None and e.ttl_ms is None and e.confidence is None
-                    and not e.requested and not e.supersedes and not e.superseded_by):
-                continue  # the namespace and the columns are all it has
+        # Only facts with a subject, a time to live, a confidence or links need more
+        # than the namespace and the columns.
+        for j in [j for j, side in enumerate(map(_SIDE, es)) if side != _NO_SIDE]:
+            k, e, nid = ks[j], es[j], nids[j]
             slot = first + k
             fid = ids[slot]
             assert fid is not None
             self._side_tables(slot, fid, nid, e)
+            sid = self.subject.item(slot)
             # One at a time, a fact links only to documents already applied: those in
             # earlier slots.
             for pred in e.supersedes:
                 if slot_of(pred) < slot:
-                    self._link(fid, pred, e.ingest_time)
+                    self._link(fid, pred, e.ingest_time, sid)
             for succ in e.superseded_by:
                 if slot_of(succ) < slot:
-                    self._link(succ, fid, e.ingest_time)
-            if e.subject is not None:
-                self.subject_index.added(self.subject.item(slot), fid)
+                    self._link(succ, fid, e.ingest_time, sid)
+            if sid >= 0:
+                self.subject_index.added(sid, fid, e.supersedes)
 
     @property
     def subject_names(self) -> list[str]:
@@ -266,19 +286,25 @@ class FactIndex:
         slot = self.catalog.slot(fact_id)
         return None if slot < 0 else self.catalog.ids[slot]
 
-    def _link(self, succ: str, pred: str, known_at: int) -> None:
-        s, p = self._canonical(succ), self._canonical(pred)
-        if s is None or p is None or s == p:
+    def _link(self, succ: str, pred: str, known_at: int, added: int = -1) -> None:
+        """Link ``succ`` -> ``pred``. ``added``: the subject whose heads are brought up
+        to date next, with the new fact's own links (:meth:`SubjectIndex.added`,
+        which covers what :meth:`SubjectIndex.linked` does for a member of it)."""
+        ss, ps = self.catalog.slot(succ), self.catalog.slot(pred)
+        if ss < 0 or ps < 0 or ss == ps:
             return  # links to forgotten (or unknown) facts are ignored
+        # (The catalog's own strings, so links do not copy ids.)
+        s, p = self.catalog.ids[ss], self.catalog.ids[ps]
+        assert s is not None and p is not None
         if any(link.other == p for link in self.supersedes.get(s, ())):
             return
         # New lists, never ones changed in place (see snapshot()).
         self.supersedes[s] = [*self.supersedes.get(s, ()), Link(p, known_at)]
         self.superseded_by[p] = [*self.superseded_by.get(p, ()), Link(s, known_at)]
         self.links += 1
-        self.link_slots.add(self.catalog.slot(s), self.catalog.slot(p))
-        sid = self.subject.item(self.catalog.slot(p))
-        if sid >= 0:
+        self.link_slots.add(ss, ps)
+        sid = self.subject.item(ps)
+        if sid >= 0 and sid != added:
             self.subject_index.linked(sid, p)
 
     def _remove(self, slot: int, fact_id: str) -> None:
@@ -439,16 +465,21 @@ class FactIndex:
         if held is None:
             return None
         last, heads = held
-        return self.order_key(last), sorted((self.order_key(h), h) for h in heads)
+        return last, sorted(heads)
 
     def current(self, fact_id: str, at: int) -> bool:
         """Whether the stored fact ``fact_id`` is current at ``at`` (every link known):
-        :meth:`status`, with no walk of links for a fact that has no successor."""
+        :meth:`status` is ``current``, read straight from the columns and its
+        successors' starts."""
         slot = self.slot(fact_id)
         if slot < 0 or at < self.eff.item(slot):
             return False
-        if fact_id in self.superseded_by:
-            return self.status(slot, at) == CURRENT
+        links = self.superseded_by.get(fact_id)
+        if links is not None:
+            for link in links:  # successor_starts, inline: a stored one has begun
+                s = self.slot(link.other)
+                if s >= 0 and self.eff.item(s) <= at:
+                    return False
         end = self.end.item(slot)
         return bool(end == UNSET or at < end)
 

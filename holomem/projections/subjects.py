@@ -65,8 +65,10 @@ class SubjectIndex:
         self.members: dict[int, list[str]] = {}
         #: ids of the subjects holomem reserves for its own facts (RESERVED_PREFIX)
         self.reserved: list[int] = []
-        #: subject id -> (its last member in effect order, its heads)
-        self._heads: dict[int, tuple[str, list[str]]] = {}
+        #: subject id -> (the place in effect order of its last member, its heads
+        #: with their places: a stored fact's place changes only when its slot does,
+        #: and that drops its subject's heads)
+        self._heads: dict[int, tuple[OrderKey, list[tuple[OrderKey, str]]]] = {}
 
     def id_of(self, nid: int, subject: str) -> int | None:
         """The id of ``subject`` in namespace ``nid``, or None."""
@@ -84,25 +86,31 @@ class SubjectIndex:
         self.members.setdefault(sid, []).append(fid)
         return sid
 
-    def added(self, sid: int, fid: str) -> None:
-        """The new member ``fid``'s links are in: bring its subject's heads up to date."""
+    def added(self, sid: int, fid: str, supersedes: tuple[str, ...] = ()) -> None:
+        """The new member ``fid``'s links are in (``supersedes``: the facts it names as
+        superseded): bring its subject's heads up to date. A head ``fid`` supersedes
+        is not current when the last member begins (``fid`` has begun by then), so
+        it goes without asking; this also does what :meth:`linked` would have done
+        for a link onto a member of ``sid`` made just before."""
         held = self._heads.get(sid)
         if held is None:
             return
         last, heads = held
-        if self._key(fid) > self._key(last):
-            last = fid
-        at = self._key(last)[0]
+        key = self._key(fid)
+        if key > last:
+            last = key
+        at = last[0]
         current = self._current
-        self._heads[sid] = (last, [h for h in (*heads, fid) if current(h, at)])
+        self._heads[sid] = (last, [(k, h) for k, h in (*heads, (key, fid))
+                                   if h not in supersedes and current(h, at)])
 
     def linked(self, sid: int, pred: str) -> None:
         """A new link supersedes ``pred``, a member of ``sid``."""
         held = self._heads.get(sid)
-        if held is not None and pred in held[1]:
+        if held is not None and any(h == pred for _, h in held[1]):
             last, heads = held
-            if not self._current(pred, self._key(last)[0]):
-                self._heads[sid] = (last, [h for h in heads if h != pred])
+            if not self._current(pred, last[0]):
+                self._heads[sid] = (last, [(k, h) for k, h in heads if h != pred])
 
     def changed(self, sid: int) -> None:
         """Something took a link away from ``sid``'s members or moved one: its heads
@@ -116,18 +124,18 @@ class SubjectIndex:
             self.members[sid] = [m for m in members if m != fid]
         self._heads.pop(sid, None)
 
-    def heads(self, sid: int) -> tuple[str, list[str]] | None:
-        """(the last member in effect order, the members current when it begins), or
-        None when the subject has no member."""
+    def heads(self, sid: int) -> tuple[OrderKey, list[tuple[OrderKey, str]]] | None:
+        """(the place in effect order of the last member, the members current when it
+        begins with their places), or None when the subject has no member."""
         held = self._heads.get(sid)
         if held is None:
             members = self.members.get(sid)
             if not members:
                 return None
-            key, current = self._key, self._current
-            last = max(members, key=key)
-            at = key(last)[0]
-            held = self._heads[sid] = (last, [m for m in members if current(m, at)])
+            keyed = [(self._key(m), m) for m in members]
+            last = max(k for k, _ in keyed)
+            current, at = self._current, last[0]
+            held = self._heads[sid] = (last, [(k, m) for k, m in keyed if current(m, at)])
         return held
 
     def reserved_table(self) -> np.ndarray:

@@ -1,8 +1,9 @@
-"""remember_many plans a run of simple inputs (a text and maybe an id, nothing else) a
-column at a time: the same events, the same results and the same errors as planning
-each input on its own — with repeated texts and ids in the batch, ids already stored
-(as facts, with the same payload or another, or as plain documents), inputs of other
-kinds between the runs, and an entity extractor that finds something.
+"""remember_many plans the simple inputs of a batch of new ids (a text and maybe an
+id, nothing else) a column at a time: the same events, the same results and the same
+errors as planning each input on its own — with repeated texts and ids in the batch,
+ids already stored (as facts, with the same payload or another, or as plain
+documents), inputs of other kinds between the simple ones (subjects, supersession),
+and an entity extractor that finds something.
 
 The same calls go to two stores, one of which has the column path turned off."""
 
@@ -15,21 +16,25 @@ from unittest import mock
 import hypothesis.strategies as st
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
 from holomem.api.remember import Planner
 
 T0 = 1_700_000_000_000
 
+_word = st.sampled_from(["Alice met Bob", "rain", "rain again", "Paris in May"])
+_text = st.builds("{} {}".format, _word, st.integers(0, 40))  # mostly distinct
 _input = st.one_of(
-    st.builds(lambda t: {"text": t}, st.sampled_from(["Alice met Bob", "rain", "rain again"])),
+    st.builds(lambda t: {"text": t}, _text),
+    st.builds(lambda t: {"text": t}, _text),
+    st.builds(lambda t: {"text": t}, _word),  # a text (and so an id) met again
     st.builds(lambda i, t: {"id": i, "text": t}, st.sampled_from(["a", "b", "doc", "c"]),
-              st.sampled_from(["Alice met Bob", "rain", "Paris in May"])),
-    st.builds(lambda s, t: {"subject": s, "text": t}, st.sampled_from(["x", "y"]),
-              st.sampled_from(["first", "second"])),
-    st.just({"text": "with data", "metadata": {"k": 1}}),
+              _word),
+    st.builds(lambda s, t: {"subject": s, "text": t}, st.sampled_from(["x", "y"]), _text),
+    st.builds(lambda t: {"text": t, "metadata": {"k": 1}}, _text),
     st.just({"id": "a", "text": "rain", "confidence": 0.5}),
+    st.builds(lambda t: {"text": t, "supersedes": ["a"]}, _text),
 )
 _calls = st.lists(st.lists(_input, min_size=1, max_size=12), min_size=1, max_size=4)
 
@@ -46,9 +51,22 @@ def _run(store: Store, memory: Memory, calls: list[list[dict[str, Any]]]
     return out
 
 
+def picky(text: str) -> list[str]:
+    """An extractor that fails on some texts (its first failure must be the same)."""
+    if "again" in text:
+        raise ValueError(f"cannot read {text!r}")
+    return [w for w in text.split() if w.istitle()]
+
+
 @settings(max_examples=120, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(calls=_calls, extractor=st.sampled_from(["none", "regex"]))
+@given(calls=_calls, extractor=st.sampled_from(["none", "regex", "custom:picky"]))
+# An input that fails before a simple one the extractor fails on: the first error wins.
+@example(calls=[[{"text": "rain"}, {"text": "later", "supersedes": ["b"]},
+                 {"text": "rain again"}]], extractor="custom:picky")
+# A later input of another kind supersedes a simple one of the same batch.
+@example(calls=[[{"id": "a", "text": "rain"}, {"text": "later", "supersedes": ["a"]}]],
+         extractor="none")
 def test_a_run_of_simple_inputs_plans_as_each_input_alone(
         tmp_path_factory: pytest.TempPathFactory, calls: list[list[dict[str, Any]]],
         extractor: str) -> None:
@@ -58,16 +76,16 @@ def test_a_run_of_simple_inputs_plans_as_each_input_alone(
     for name, column_path in (("columns", True), ("one-by-one", False)):
         with Store.open(d / name, sync="none") as store:
             store.add_documents([{"id": "doc", "text": "a plain document"}])
-            memory = Memory(store, config, clock=ManualClock(T0))
+            memory = Memory(store, config, clock=ManualClock(T0), policies={"picky": picky})
             if column_path:
                 answers.append(_run(store, memory, calls))
             else:
-                with mock.patch.object(Planner, "_simple_run", return_value=False):
+                with mock.patch.object(Planner, "_plan_new", return_value=None):
                     answers.append(_run(store, memory, calls))
     assert answers[0] == answers[1]
 
 
-def test_a_long_run_of_simple_inputs_takes_the_column_path(tmp_path: Path) -> None:
+def test_a_batch_of_simple_inputs_takes_the_column_path(tmp_path: Path) -> None:
     with Store.open(tmp_path / "s", sync="none") as store:
         memory = Memory(store, clock=ManualClock(T0))
         with mock.patch.object(Planner, "_one", side_effect=AssertionError):

@@ -32,7 +32,8 @@ tie the k-th: one in no head scores less than that sum.
    (tests/store/test_search_pruning.py).
 
 Bounds are compared with a relative slack (``SLACK`` for exact values, ``LOOSE`` for the
-float32 sums of step 3) so that rounding can only keep a document, never drop one.
+sums of float32 values of step 3) so that rounding can only keep a document, never drop
+one.
 """
 
 from __future__ import annotations
@@ -332,7 +333,6 @@ def _contribution(weight: float, x: np.ndarray, nc: np.ndarray) -> np.ndarray:
     their norms ``nc``, as the exhaustive scoring computes it (0 where absent)."""
     out: np.ndarray = np.divide(weight * x, x + nc, out=np.zeros(len(x)), where=x > 0)
     return out
-
 
 
 class _Candidates:

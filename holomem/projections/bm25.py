@@ -124,6 +124,7 @@ class BM25:
         self._df: dict[int, int] = {}
         self._version = 0  # counts the changes of postings and lengths (the memo's key)
         self._memo = Memo((-1,))
+        self._d_slots: tuple[int, np.ndarray] = (-1, _EMPTY_I32)  # see _delta_slots()
 
     # -- vocabulary -------------------------------------------------------------------
     def _term_of(self, word: str) -> int:
@@ -353,17 +354,29 @@ class BM25:
         """(slots, tfs) of term ``tid`` among the delta's documents."""
         if not len(self._d_term):
             return _EMPTY_I32, _EMPTY_U16
-        pos = np.flatnonzero(np.frombuffer(self._d_term, dtype=np.int32) == tid)
+        pos = (np.frombuffer(self._d_term, dtype=np.int32) == tid).nonzero()[0]
         if not len(pos):
             return _EMPTY_I32, _EMPTY_U16
-        ends = np.cumsum(self.doclen.view()[self._d_start :])
-        ds = (self._d_start + np.searchsorted(ends, pos, side="right")).astype(np.int32)
+        ds = self._delta_slots()[pos]  # ascending: the delta's tokens are in slot order
         edge = np.empty(len(ds), dtype=bool)
         edge[0] = True
         np.not_equal(ds[1:], ds[:-1], out=edge[1:])
-        starts = np.flatnonzero(edge)
-        d_tf = np.diff(np.append(starts, len(ds))).astype(np.uint16)
+        starts = edge.nonzero()[0]
+        d_tf = np.empty(len(starts), dtype=np.uint16)  # each slot's run of the term
+        np.subtract(starts[1:], starts[:-1], out=d_tf[:-1], casting="unsafe")
+        d_tf[-1] = len(ds) - starts[-1]
         return ds[starts], d_tf
+
+    def _delta_slots(self) -> np.ndarray:
+        """The slot of each token of the delta (int32), kept until the next change (a
+        query's terms, and the next queries', all look their tokens up in it)."""
+        key, got = self._d_slots
+        if key != self._version:
+            lengths = self.doclen.view()[self._d_start :]
+            got = np.repeat(np.arange(self._d_start, self._d_start + len(lengths),
+                                      dtype=np.int32), lengths)
+            self._d_slots = (self._version, got)
+        return got
 
     def _parts(self, tid: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """(slots, tfs) of term ``tid`` in each segment and the delta, in slot order

@@ -83,10 +83,11 @@ def _plain(value: Any, seen: set[int]) -> Any:
     fields = (vars(value) if hasattr(value, "__dict__")
               else {k: getattr(value, k) for k in value.__slots__})
     # (_word_keys: BM25's cache of its word dict, filled by bulk loads only; _memo and
-    # its key _version, which counts changes rather than events: BM25's query terms.)
+    # its key _version, which counts changes rather than events: BM25's query terms;
+    # _d_slots: the slot of each token of its delta, for queries.)
     return {k: _plain(v, seen) for k, v in fields.items()
             if k not in ("catalog", "_mu", "_norm_cache", "_norm_key", "_local", "_word_keys",
-                         "_memo", "_version")}
+                         "_memo", "_version", "_d_slots")}
 
 
 def _picture(state: ProjectionState, records: MemoryRecords) -> dict[str, Any]:

@@ -241,12 +241,13 @@ def test_an_interrupted_checkpoint_leaves_a_temporary_file_the_writer_erases(
 #: the short words bulk loads looked up, a cache of its word dict
 #: (tests/store/test_word_keys.py). ``_memo`` and its key ``_version``: BM25's query
 #: terms of the current revision (holomem/projections/exhaustive.py;
-#: tests/store/test_search_exhaustive.py checks them against the formula).
-#: ``link_slots``: the fact index's supersession links as slot arrays, built on first use
-#: (contradict, or recall's statuses on its second ask between writes) and never
-#: persisted (holomem/projections/chains.py; tests/memory/test_statuses_at_once.py).
+#: tests/store/test_search_exhaustive.py checks them against the formula); ``_d_slots``:
+#: the slot of each token of BM25's delta, for queries. ``link_slots``: the fact index's
+#: supersession links as slot arrays, built on first use (contradict, or recall's
+#: statuses on its second ask between writes) and never persisted
+#: (holomem/projections/chains.py; tests/memory/test_statuses_at_once.py).
 CACHES = {"_norm_key", "_norm_cache", "_arrays", "_mu", "_buffer_start", "_df_key", "_df",
-          "_heads", "_word_keys", "_memo", "_version", "link_slots"}
+          "_heads", "_word_keys", "_memo", "_version", "_d_slots", "link_slots"}
 #: How the catalog finds an id's slot: a dict after a replay, a frozen hash table
 #: (and the dict of what was looked up or added since) after a restore; compared by
 #: the lookups themselves instead (and whether a snapshot holds the ids list).

@@ -86,3 +86,22 @@ def test_documents_loaded_in_bulk_get_the_terms_one_at_a_time_gives(
     assert a.doclen.view().tolist() == b.doclen.view().tolist()
     for tid in range(len(a.terms)):
         assert [x.tolist() for x in a._postings(tid)] == [x.tolist() for x in b._postings(tid)]
+
+
+def test_words_chosen_to_share_a_place_in_one_table_spread_over_another() -> None:
+    """Each table hashes with its own random multipliers, as Python seeds its string
+    hash: words picked to share one place in a table (found by trying words against a
+    hash known in advance) spread over another table's places. So no fixed text can
+    flood the table, whose linear probing would otherwise cost every bulk load's
+    insert and lookup work growing with the square of such words."""
+    rng = np.random.default_rng(7)
+    letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)
+    low = np.unique(letters[rng.integers(0, 36, size=(1 << 20, 8))].view("<u8").ravel())
+    high = np.zeros(len(low), dtype=np.uint64)
+    first = WordTable()
+    home = first._home(low, high)
+    chosen = low[home == home[0]]  # about 256 words sharing one of 4,096 places
+    assert len(chosen) > 100
+    other = WordTable()
+    places = np.unique(other._home(chosen, high[: len(chosen)]))
+    assert len(places) > len(chosen) // 2

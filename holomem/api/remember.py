@@ -14,6 +14,7 @@ types and validate.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import operator
 from collections.abc import Sequence
@@ -272,21 +273,23 @@ class Planner:
         pending = [(f, _Pending(f, short, now, (), None, now, None, (now, now, seq, first + p)))
                    for f, short, p in zip(ids, shorts, at, strict=True)]
         made = [Remembered(id=f, created=True, ingest_time=now) for f in ids]
-        facts = [FactAdded(id=f, ingest_time=now, digest=short)
-                 for f, short in zip(ids, shorts, strict=True)]
         texts = [inputs[p].text for p in at]
         extractor = self.policies.extractor
+        facts = [FactAdded(id=f, ingest_time=now, digest=short)
+                 for f, short in zip(ids, shorts, strict=True)]
+        # (With an extractor, the documents are made as it runs, below.)
+        docs = ([DocumentAdded(id=f, text=t) for f, t in zip(ids, texts, strict=True)]
+                if extractor is no_entities else None)
         events: list[Event] = []
 
         def simple_ones(k: int, stop: int) -> None:
-            """Simple inputs k..stop - 1 (in their own order): the entity extractor
-            runs on each only now, so its first error is the one _one would meet."""
-            found = ([()] * (stop - k) if extractor is no_entities
-                     else [_found_entities(extractor(t)) for t in texts[k:stop]])
-            for f, text, ents, fact in zip(ids[k:stop], texts[k:stop], found, facts[k:stop],
-                                           strict=True):
-                events.append(DocumentAdded(id=f, text=text, entities=ents))
-                events.append(fact)
+            """Simple inputs k..stop - 1 (in their own order): an entity extractor runs
+            on each only now, so its first error is the one _one would meet."""
+            made_docs = docs[k:stop] if docs is not None else [
+                DocumentAdded(id=f, text=t, entities=_found_entities(extractor(t)))
+                for f, t in zip(ids[k:stop], texts[k:stop], strict=True)]
+            events.extend(itertools.chain.from_iterable(zip(made_docs, facts[k:stop],
+                                                            strict=True)))
             self._pending.update(pending[k:stop])
             self.results.extend(made[k:stop])
 
@@ -296,16 +299,18 @@ class Planner:
                 simple_ones(k, p - i)
                 k = p - i
             self._next_slot = first + p
-            events.extend(self._one(inputs[p], digests[p]))
+            events.extend(self._one(inputs[p], digests[p], fids[p]))
         simple_ones(k, len(at))
         self._next_slot = first + n
         return events
 
-    def _one(self, x: RememberInput, digest: bytes) -> list[Event]:
+    def _one(self, x: RememberInput, digest: bytes, new: str | None = None) -> list[Event]:
+        """The events of one input (``new``: its id, when the caller knows that no
+        stored fact and no earlier input of the batch has it)."""
         view, facts = self.view, self.view.facts
-        fid = x.id if x.id is not None else content_id(digest)
-        slot = view.catalog.slot(fid)
-        if slot >= 0 or fid in self._pending:
+        fid = new if new is not None else x.id if x.id is not None else content_id(digest)
+        slot = view.catalog.slot(fid) if new is None else -1
+        if new is None and (slot >= 0 or fid in self._pending):
             if slot >= 0 and not facts.is_fact.item(slot):
                 raise ConflictError(f"id {fid!r} belongs to a document that is not a fact")
             first_ingest, same = (
@@ -349,14 +354,15 @@ class Planner:
             if heads is None:
                 self._heads.pop((ns, subject), None)
                 links = self._policy_links(ns, subject, NewFact(eff, end), key)
-            else:
-                links = Links([fid for _, fid in heads], [])
+                if links.supersedes:
+                    supersedes = tuple(dict.fromkeys([*requested, *links.supersedes]))
+                if links.superseded_by:
+                    superseded_by = tuple(s for s in dict.fromkeys(links.superseded_by)
+                                          if s not in supersedes and s != fid)
+            else:  # (what the policy would answer: Links(the heads, []))
                 self._heads[(ns, subject)] = (key, [*heads, (key, fid)])
-            if links.supersedes:
-                supersedes = tuple(dict.fromkeys([*requested, *links.supersedes]))
-            if links.superseded_by:
-                superseded_by = tuple(s for s in dict.fromkeys(links.superseded_by)
-                                      if s not in supersedes and s != fid)
+                if heads:
+                    supersedes = tuple(dict.fromkeys([*requested, *(h for _, h in heads)]))
         short = digest[:8]
         p = self._pending[fid] = _Pending(fid, short, now, ns, subject, eff, end, key)
         self._next_slot += 1
@@ -387,15 +393,19 @@ class Planner:
         p = self._pending.get(fid)
         return p.eff if p is not None else self.view.facts.eff.item(self.view.facts.slot(fid))
 
-    def _current_at(self, fid: str, at: int) -> bool:
+    def _current_at(self, fid: str, at: int, key: OrderKey | None = None) -> bool:
         """Whether ``fid`` (stored, or earlier in the batch) is current at ``at``,
-        counting the successors the batch gave it."""
-        facts = self.view.facts
-        batch = [self._start(s) for s in self._batch_succ.get(fid, ())]
+        counting the successors the batch gave it (``key``: its place in effect
+        order, which ends with its slot, when the caller has it)."""
+        succ = self._batch_succ.get(fid)
+        batch = [self._start(s) for s in succ] if succ else []
         p = self._pending.get(fid)
         if p is not None:
             return status_at(at, p.eff, p.end, batch) == "current"
-        return facts.current(fid, at) and all(s > at for s in batch)
+        facts = self.view.facts
+        if key is None:
+            return facts.current(fid, at) and all(s > at for s in batch)
+        return facts.current_in(key[3], fid, at) and all(s > at for s in batch)
 
     def _latest(self, ns: Namespace, subject: str, eff: int, new_key: OrderKey
                 ) -> list[tuple[OrderKey, str]] | None:
@@ -426,7 +436,7 @@ class Planner:
         last, heads = state
         if not last < new_key:
             return None
-        return [(k, fid) for k, fid in heads if self._current_at(fid, eff)]
+        return [(k, fid) for k, fid in heads if self._current_at(fid, eff, k)]
 
     def _policy_links(self, ns: Namespace, subject: str, new: NewFact, new_key: OrderKey
                       ) -> Links:

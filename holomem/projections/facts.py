@@ -77,7 +77,7 @@ class FactIndex:
         #: the namespace of every fact, and the facts under a prefix
         self.namespaces = NamespaceIndex()
         #: subjects (per namespace), their members and latest-by-subject's heads
-        self.subject_index = SubjectIndex(self.order_key, self.current)
+        self.subject_index = SubjectIndex(self.order_key, self.current_in)
         self._reserved_mask: tuple[tuple[int, int], np.ndarray] | None = None
         self.supersedes: dict[str, list[Link]] = {}  # successor -> what it supersedes
         self.superseded_by: dict[str, list[Link]] = {}  # predecessor -> its successors
@@ -245,6 +245,7 @@ class FactIndex:
             self.facts += len(facts)
             self.max_eff = max(self.max_eff, int(times[4, at].max()))
         ids, slot_of = self.catalog.ids, self.catalog.slot
+        seq = self.catalog.seq.item(first) if count else 0  # (one transaction's run)
         # Only facts with a subject, a time to live, a confidence or links need more
         # than the namespace and the columns.
         for j in [j for j, side in enumerate(map(_SIDE, es)) if side != _NO_SIDE]:
@@ -262,8 +263,9 @@ class FactIndex:
             for succ in e.superseded_by:
                 if slot_of(succ) < slot:
                     self._link(succ, fid, e.ingest_time, sid)
-            if sid >= 0:
-                self.subject_index.added(sid, fid, e.supersedes)
+            if sid >= 0:  # (its place in effect order, from the columns)
+                key = (times.item(4, k), e.ingest_time, seq, slot)
+                self.subject_index.added(sid, fid, e.supersedes, key)
 
     @property
     def subject_names(self) -> list[str]:
@@ -472,7 +474,11 @@ class FactIndex:
         :meth:`status` is ``current``, read straight from the columns and its
         successors' starts."""
         slot = self.slot(fact_id)
-        if slot < 0 or at < self.eff.item(slot):
+        return slot >= 0 and self.current_in(slot, fact_id, at)
+
+    def current_in(self, slot: int, fact_id: str, at: int) -> bool:
+        """:meth:`current` of the stored fact ``fact_id``, which is in ``slot``."""
+        if at < self.eff.item(slot):
             return False
         links = self.superseded_by.get(fact_id)
         if links is not None:

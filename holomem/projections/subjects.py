@@ -46,8 +46,8 @@ OrderKey = tuple[int, int, int, int]
 
 class SubjectIndex:
     """Subjects, their members and their heads. ``key(fid)`` is a stored fact's
-    place in effect order, ``current(fid, t)`` whether it is current at ``t``
-    (counting every stored link)."""
+    place in effect order (its slot last), ``current(slot, fid, t)`` whether the
+    stored fact ``fid`` in ``slot`` is current at ``t`` (counting every stored link)."""
 
     #: The tables' shapes, for a typed decode.
     SNAPSHOT_TYPES: ClassVar[dict[str, object]] = {
@@ -55,7 +55,7 @@ class SubjectIndex:
     }
 
     def __init__(self, key: Callable[[str], OrderKey],
-                 current: Callable[[str, int], bool]) -> None:
+                 current: Callable[[int, str, int], bool]) -> None:
         self._key = key
         self._current = current
         self._id: dict[tuple[int, str], int] = {}
@@ -86,30 +86,34 @@ class SubjectIndex:
         self.members.setdefault(sid, []).append(fid)
         return sid
 
-    def added(self, sid: int, fid: str, supersedes: tuple[str, ...] = ()) -> None:
+    def added(self, sid: int, fid: str, supersedes: tuple[str, ...] = (),
+              key: OrderKey | None = None) -> None:
         """The new member ``fid``'s links are in (``supersedes``: the facts it names as
-        superseded): bring its subject's heads up to date. A head ``fid`` supersedes
-        is not current when the last member begins (``fid`` has begun by then), so
-        it goes without asking; this also does what :meth:`linked` would have done
-        for a link onto a member of ``sid`` made just before."""
+        superseded; ``key``: its place in effect order, when the caller has it):
+        bring its subject's heads up to date. A head ``fid`` supersedes is not
+        current when the last member begins (``fid`` has begun by then), so it goes
+        without asking; this also does what :meth:`linked` would have done for a
+        link onto a member of ``sid`` made just before."""
         held = self._heads.get(sid)
         if held is None:
             return
         last, heads = held
-        key = self._key(fid)
+        if key is None:
+            key = self._key(fid)
         if key > last:
             last = key
         at = last[0]
         current = self._current
         self._heads[sid] = (last, [(k, h) for k, h in (*heads, (key, fid))
-                                   if h not in supersedes and current(h, at)])
+                                   if h not in supersedes and current(k[3], h, at)])
 
     def linked(self, sid: int, pred: str) -> None:
         """A new link supersedes ``pred``, a member of ``sid``."""
         held = self._heads.get(sid)
         if held is not None and any(h == pred for _, h in held[1]):
             last, heads = held
-            if not self._current(pred, last[0]):
+            slot = next(k[3] for k, h in heads if h == pred)
+            if not self._current(slot, pred, last[0]):
                 self._heads[sid] = (last, [(k, h) for k, h in heads if h != pred])
 
     def changed(self, sid: int) -> None:
@@ -135,7 +139,8 @@ class SubjectIndex:
             keyed = [(self._key(m), m) for m in members]
             last = max(k for k, _ in keyed)
             current, at = self._current, last[0]
-            held = self._heads[sid] = (last, [(k, m) for k, m in keyed if current(m, at)])
+            held = self._heads[sid] = (last, [(k, m) for k, m in keyed
+                                              if current(k[3], m, at)])
         return held
 
     def reserved_table(self) -> np.ndarray:

@@ -157,37 +157,39 @@ def merge(seg: Segment | None, newer: list[tuple[np.ndarray, np.ndarray, np.ndar
     np.cumsum(b_cnt + sum(counts, np.zeros(n_terms, dtype=np.int64)), out=indptr[1:])
     total = int(indptr[-1])
     # Where each newer posting goes: after the segment's surviving postings of its
-    # term and those of the groups before it. Only these places are computed: the
-    # segment's survivors fill the others in order (they keep their order, and
-    # every one of them comes before the newer postings of its term).
+    # term and those of the groups before it (ascending within a group). Only these
+    # places are computed, a chunk at a time: the segment's survivors fill the others
+    # in order (they keep their order, and each comes before the newer postings of
+    # its term).
     filled = b_cnt
     places: list[np.ndarray] = []
     for (term, _, _), cnt in zip(parts, counts, strict=True):
         before = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(cnt, out=before[1:])
-        places.append(indptr[term] + filled[term] + (np.arange(len(term)) - before[term]))
+        pos = np.empty(len(term), dtype=np.int64)
+        for a in range(0, len(term), CHUNK):
+            t = term[a : a + CHUNK]
+            pos[a : a + len(t)] = indptr[t] + filled[t] + (np.arange(a, a + len(t))
+                                                           - before[t])
+        places.append(pos)
         filled = filled + cnt
-    if len(parts) == 1:
-        (pos,), (_, n_slot, n_tf) = places, parts[0]
-    elif parts:
-        order = np.argsort(np.concatenate(places), kind="stable")
-        pos = np.concatenate(places)[order]
-        n_slot = np.concatenate([p[1] for p in parts])[order]
-        n_tf = np.concatenate([p[2] for p in parts])[order]
-    else:
-        pos, n_slot, n_tf = _EMPTY_I64, _EMPTY_I32, _EMPTY_U16
     slots = np.empty(total, dtype=np.int32)
     tfs = np.empty(total, dtype=np.uint16)
     # Survivor number k is the segment's posting k + (dead postings up to it):
     # searchsorted over each dead posting's place less the dead ones before it.
     lifted = dead - np.arange(len(dead))
     at = taken = 0  # the segment's next posting, and survivors placed so far
-    cuts = np.searchsorted(pos, np.arange(0, total + CHUNK, CHUNK)).tolist()
+    bounds = np.arange(0, total + CHUNK, CHUNK)
+    cuts = [np.searchsorted(pos, bounds).tolist() for pos in places]
     for c, start in enumerate(range(0, total, CHUNK)):
         stop = min(total, start + CHUNK)
-        i, j = cuts[c], cuts[c + 1]  # the newer postings placed in [start, stop)
         out_slot, out_tf = slots[start:stop], tfs[start:stop]
-        take = (stop - start) - (j - i)
+        # Each group's postings placed in [start, stop): a range of it.
+        here = [(pos[cut[c] : cut[c + 1]] - start, slot[cut[c] : cut[c + 1]],
+                 tf[cut[c] : cut[c + 1]])
+                for pos, cut, (_, slot, tf) in zip(places, cuts, parts, strict=True)
+                if cut[c] < cut[c + 1]]
+        take = (stop - start) - sum(len(h[0]) for h in here)
         if take:
             if len(dead):
                 last = taken + take - 1
@@ -198,16 +200,17 @@ def merge(seg: Segment | None, newer: list[tuple[np.ndarray, np.ndarray, np.ndar
                 end = at + take
                 src_slot, src_tf = old_slot[at:end], old_tf[at:end]
             at, taken = end, taken + take
-            if i == j:
+            if not here:
                 out_slot[:] = src_slot
                 out_tf[:] = src_tf
             else:
                 hole = np.ones(stop - start, dtype=bool)
-                hole[pos[i:j] - start] = False
+                for offsets, _, _ in here:
+                    hole[offsets] = False
                 out_slot[hole] = src_slot
                 out_tf[hole] = src_tf
-        if i < j:
-            out_slot[pos[i:j] - start] = n_slot[i:j]
-            out_tf[pos[i:j] - start] = n_tf[i:j]
+        for offsets, slot, tf in here:
+            out_slot[offsets] = slot
+            out_tf[offsets] = tf
     docs = int(alive[lo:hi].sum())
     return Segment(lo, hi, indptr, slots, tfs, docs)

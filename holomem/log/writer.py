@@ -170,8 +170,8 @@ class Appender:
 
     def _wake_all(self) -> None:
         for g in self._in_flight:
-            g.waiters.notify_all()
-        self._open.waiters.notify_all()
+            g.waiters.wake_all()
+        self._open.waiters.wake_all()
         self._cond.notify_all()
 
     # -- append -----------------------------------------------------------------------
@@ -226,9 +226,10 @@ class Appender:
         An appender whose frame is still pending leads its group when nobody is
         writing and a sync may start, and the group holds as many transactions as
         are expected (:meth:`_made_durable`); the first appender to find it short
-        waits for the rest, at most as long as the last sync took, then leads what
-        came. Otherwise it parks on its group until the group is durable, or on the
-        open group until it is asked to lead (a sync slot freed, or the group filled).
+        gathers: waits for the rest, at most as long as the last sync took, then leads
+        what came. The others park until their group is durable (it is led by its
+        gatherer, or by the appender that fills it), or, while a write or sync runs,
+        wait on the open group until one of them is asked to lead it.
         """
         lock = self._lock
         held, gathered = True, False
@@ -236,31 +237,48 @@ class Appender:
             while self._durable < seq:
                 self._check()
                 if seq <= self._taken:
-                    held = False
-                    self._group_of(seq).waiters.park(lock)
-                    if self._durable >= seq:
-                        return
-                    lock.acquire()
-                    held = True
-                    continue
-                assert self._pending  # seq was enqueued, not taken: it is pending
-                if self._flushing or self._syncing >= MAX_SYNCS_IN_FLIGHT:
-                    self._open.waiters.wait(lock)
-                elif gathered or len(self._pending) >= self._expect:
-                    self._flush(release=True, sync=True)
-                elif self._gathering is self._open:
-                    self._open.waiters.wait(lock)  # its gatherer leads it
+                    group = self._group_of(seq)
                 else:
-                    group = self._gathering = self._open
-                    gathered = True
-                    try:
-                        group.waiters.wait(lock, min(self._sync_time, MAX_GATHER))
-                    finally:
-                        if self._gathering is group:
-                            self._gathering = None
+                    assert self._pending  # seq was enqueued, not taken: it is pending
+                    if self._flushing or self._syncing >= MAX_SYNCS_IN_FLIGHT:
+                        self._open.waiters.wait(lock)  # until asked to lead
+                        continue
+                    if gathered or len(self._pending) >= self._expect:
+                        self._flush(release=True, sync=True)
+                        continue
+                    if self._gathering is not self._open:
+                        self._gather(lock)
+                        gathered = True
+                        continue
+                    group = self._open  # its gatherer leads it
+                held = False
+                group.waiters.park(lock)
+                if self._durable >= seq:
+                    return
+                lock.acquire()
+                held = True
         finally:
             if held:
                 lock.release()
+
+    def _gather(self, lock: threading.Lock) -> None:
+        """Wait (as the open group's gatherer) until the group is full or taken, at
+        most as long as the last sync took."""
+        group = self._gathering = self._open
+        try:
+            group.waiters.wait(lock, min(self._sync_time, MAX_GATHER))
+        except BaseException:
+            if self._open is group:
+                # Left without leading it (an exception from a signal handler): the
+                # appenders parked on the group wait for it to be led. They wake, and
+                # the next of them to look gathers the same frames as a new group.
+                renewed = self._open = Group(group.first - 1)
+                renewed.last = group.last
+                group.waiters.wake_all()
+            raise
+        finally:
+            if self._gathering is group:
+                self._gathering = None
 
     def _group_of(self, seq: int) -> Group:
         """The taken, not yet durable group holding ``seq``."""
@@ -360,7 +378,7 @@ class Appender:
         """Record that everything up to ``seq`` is durable; wake the groups it covers."""
         self._durable = max(self._durable, seq)
         while self._in_flight and self._in_flight[0].last <= self._durable:
-            self._in_flight.pop(0).waiters.notify_all()
+            self._in_flight.pop(0).waiters.wake_all()
 
     def _ask_to_lead(self) -> None:
         """Wake one appender of the open group to write it, if it has frames and a

@@ -1,0 +1,181 @@
+"""Group commit's parked appenders are all woken once their group is durable (or failed):
+each woken thread wakes the next, and a thread that leaves early (an exception from a
+signal handler) does not stop the others from being woken.
+
+holomem.log.group: a group's appenders park until :meth:`Waiters.wake_all`, which wakes
+the first; every parked thread, once woken, wakes the one parked after it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from holomem.log import Journal, group
+from holomem.log.group import Waiters
+
+PARKED = 6
+
+
+class Left(Exception):
+    """Raised by the test's signal handler in the parked main thread."""
+
+
+def _until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.001)
+
+
+def _park(waiters: Waiters, outer: threading.Lock, n: int, returned: list[int]
+          ) -> list[threading.Thread]:
+    """Start ``n`` threads that park on ``waiters`` one after another; return them once
+    all are parked. Each appends its number to ``returned`` when it returns."""
+
+    def park(k: int) -> None:
+        outer.acquire()
+        waiters.park(outer)  # returns without ``outer``
+        returned.append(k)
+
+    threads = []
+    for k in range(n):
+        before = len(waiters)
+        th = threading.Thread(target=park, args=(k,), daemon=True)
+        th.start()
+        threads.append(th)
+        _until(lambda before=before: len(waiters) == before + 1)
+    return threads
+
+
+def _joined(threads: list[threading.Thread]) -> bool:
+    for th in threads:
+        th.join(10)  # bounded: a thread nobody wakes would hang here
+    return not any(th.is_alive() for th in threads)
+
+
+def test_every_parked_thread_returns_after_one_wake_all_and_none_before() -> None:
+    waiters, outer, returned = Waiters(), threading.Lock(), []
+    threads = _park(waiters, outer, PARKED, returned)
+    time.sleep(0.05)
+    assert returned == []  # parked until the wake
+    with outer:
+        waiters.wake_all()
+    assert _joined(threads), "a parked thread was never woken"
+    assert sorted(returned) == list(range(PARKED))
+
+
+def test_a_second_wake_all_wakes_nobody_twice() -> None:
+    # A failure wakes every group in flight, and a group may be woken by its sync and
+    # then by a failure: the second must not release a parked thread's lock again.
+    waiters, outer, returned = Waiters(), threading.Lock(), []
+    threads = _park(waiters, outer, 3, returned)
+    with outer:
+        waiters.wake_all()
+        waiters.wake_all()
+    assert _joined(threads)
+    assert sorted(returned) == [0, 1, 2]
+
+
+class StuckLock:
+    """The parked main thread's lock: its blocking acquire never gets the lock, even
+    once released; it raises :class:`Left` when ``interrupt`` is set (an exception
+    from a signal handler, which may come after the lock was released)."""
+
+    def __init__(self) -> None:
+        self.held = False
+        self.interrupt = threading.Event()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if not self.held:
+            self.held = True
+            return True
+        self.interrupt.wait(10)
+        raise Left
+
+    def release(self) -> None:
+        self.held = False
+
+
+@pytest.mark.parametrize("ahead", [0, 2, PARKED], ids=["first", "middle", "last"])
+@pytest.mark.parametrize("woken_first", [False, True], ids=["leaves-before-the-wake",
+                                                            "leaves-after-the-wake"])
+def test_a_parked_thread_that_leaves_early_strands_none_of_the_others(
+        ahead: int, woken_first: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The main thread parks with ``ahead`` threads parked before it and the rest after;
+    # an exception takes it out of its wait before the wake started, or after (the
+    # wake then may or may not have reached it: it passes it on itself).
+    waiters, outer = Waiters(), threading.Lock()
+    returned: list[int] = []
+    threads = _park(waiters, outer, ahead, returned)
+    stuck = StuckLock()
+    main = threading.current_thread()
+    monkeypatch.setattr(group, "_new_lock", lambda: (
+        stuck if threading.current_thread() is main else threading.Lock()))
+
+    def behind_main() -> None:
+        _until(lambda: len(waiters) == ahead + 1)  # the main thread is parked
+        threads.extend(_park(waiters, outer, PARKED - ahead, returned))
+        if woken_first:
+            with outer:
+                waiters.wake_all()
+            # Those ahead of the main thread return; none behind it (it never woke).
+            _until(lambda: len(returned) == ahead)
+            time.sleep(0.02)
+            assert len(returned) == ahead
+        stuck.interrupt.set()
+
+    helper = threading.Thread(target=behind_main, daemon=True)
+    helper.start()
+    outer.acquire()
+    with pytest.raises(Left):
+        waiters.park(outer)
+    helper.join(10)
+    assert not outer.locked()
+    if not woken_first:
+        time.sleep(0.02)
+        assert returned == []  # leaving woke nobody
+        with outer:
+            waiters.wake_all()
+    assert _joined(threads), "a parked thread was never woken"
+    assert sorted(returned) == sorted([*range(ahead), *range(PARKED - ahead)])
+
+
+def test_an_interrupted_gatherer_leaves_its_frames_to_the_appenders_parked_on_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first appender of a short group gathers (waits for the rest) and the next
+    # parks, counting on it to lead. If the gatherer's wait ends in an exception, the
+    # parked appender must still see its transaction led and synced.
+    store = str(tmp_path / "store")
+    with Journal.open(store, sync="batch") as j:
+        first = [j.enqueue([f"early {i}".encode()]) for i in range(3)]
+        j.wait(first[-1])  # one group of 3: the next group waits for 3 as well
+        stuck = StuckLock()
+        main = threading.current_thread()
+        monkeypatch.setattr(group, "_new_lock", lambda: (
+            stuck if threading.current_thread() is main else threading.Lock()))
+        done: list[int] = []
+        parker = threading.Thread(target=lambda: done.append(j.append([b"parked"])),
+                                  daemon=True)
+        waiters = j._appender._open.waiters
+
+        def behind_the_gatherer() -> None:
+            _until(lambda: len(waiters) == 1)  # the main thread gathers
+            parker.start()
+            _until(lambda: len(waiters) == 2)  # and the other appender parked
+            stuck.interrupt.set()
+
+        helper = threading.Thread(target=behind_the_gatherer, daemon=True)
+        helper.start()
+        with pytest.raises(Left):
+            j.append([b"gatherer"])  # seq 4
+        helper.join(10)
+        assert _joined([parker]), "the parked appender was never woken"
+        assert done == [5] and j.durable_seq >= 5
+    with Journal.open(store, read_only=True) as j:
+        assert sorted(p[0] for _, p in j.replay()) == sorted(
+            [b"early 0", b"early 1", b"early 2", b"gatherer", b"parked"])

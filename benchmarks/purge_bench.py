@@ -20,6 +20,13 @@ measured calls), then, round by round:
 Reports median times (and the purge's CPU time: the machine is shared, and a
 purge is CPU-bound), the bytes a purge rewrote and zeroed, purge / copy and
 compact / copy.
+
+``--baseline TREE`` (a checkout of another commit, e.g. ``git worktree add --detach
+TREE <commit>``): then, for each size, the purge alone is also measured for both builds
+on copies of one store, interleaved round by round, each round in a subprocess of its
+own (two purges of one fact each, after a forget without purge), and the JSON gives
+both side by side with their ratios (this tree / baseline) — a before/after on a shared
+machine.
 Prints its targets (at 100,000 facts) as met or missed; writes
 benchmarks/results/purge_bench.json only with ``--save``.
 """
@@ -28,19 +35,24 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+if "--tree" in sys.argv:  # a worker for another build: its holomem first
+    sys.path.insert(0, os.path.abspath(sys.argv[sys.argv.index("--tree") + 1]))
 
-from benchmarks._common import add_save, check, emit, machine, median
-from benchmarks.search_bench import corpus
-from holomem import Memory, Store
-from holomem.log import fs
+from benchmarks._common import add_save, check, emit, machine, median  # noqa: E402
+from benchmarks.search_bench import corpus  # noqa: E402
+from holomem import Memory, Store  # noqa: E402
+from holomem.log import fs  # noqa: E402
 
 
 def journal_files(path: str) -> list[str]:
@@ -75,12 +87,60 @@ def erase_cost(path: str, scratch: str) -> tuple[float, float]:
     return times[0], times[1]
 
 
+def purges(path: str) -> dict[str, float]:
+    """In this process: a forget without purge, then two purges of one fact each, on the
+    store at ``path``; the purges' median seconds and CPU seconds."""
+    with Store.open(path, sync="full") as store:
+        memory = Memory(store)
+        memory.forget({"ids": ["f1000"]})
+        wall, cpu = [], []
+        for fid in ("f1", "f3"):
+            t, c = time.perf_counter(), time.process_time()
+            memory.forget({"ids": [fid]}, purge=True)
+            wall.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
+    return {"purge_s": median(wall), "purge_cpu_s": median(cpu),
+            "load1": os.getloadavg()[0]}
+
+
+def versus(path: str, baseline: str, rounds: int, scratch: str) -> dict[str, Any]:
+    """:func:`purges` for this tree and ``baseline`` on fresh copies of the store at
+    ``path``, alternating which goes first, each in a subprocess; medians and ratios."""
+    trees = {"baseline": os.path.abspath(baseline), "this": ROOT}
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+    for r in range(rounds):
+        for name in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
+            shutil.rmtree(scratch, ignore_errors=True)
+            shutil.copytree(path, scratch)
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker",
+                                  scratch, "--tree", trees[name]], capture_output=True,
+                                 text=True, check=True,
+                                 env={**os.environ, "PYTHONPATH": trees[name]})
+            runs[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    shutil.rmtree(scratch, ignore_errors=True)
+    sides = {name: {k: round(median([r[k] for r in rs]), 4) for k in rs[0]}
+             for name, rs in runs.items()}
+    return {"baseline_tree": trees["baseline"], "rounds": rounds, **sides,
+            "this_over_baseline": {k: round(sides["this"][k] / sides["baseline"][k], 3)
+                                   for k in ("purge_s", "purge_cpu_s")}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--baseline", default=None,
+                    help="a checkout of another build: its purge measured beside this one's")
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--tree", default=None, help=argparse.SUPPRESS)
     add_save(ap, "purge_bench")
     args = ap.parse_args()
+    if args.worker:
+        import holomem  # (which build this worker measures)
+        assert os.path.dirname(os.path.dirname(holomem.__file__)) == os.path.abspath(
+            args.tree or ROOT)
+        print(json.dumps(purges(args.worker)))
+        return
     runs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as d:
         for n in (int(x) for x in args.sizes.split(",")):
@@ -91,6 +151,8 @@ def main() -> None:
                 for i in range(0, n, 5000):
                     memory.remember_many([{"id": f"f{j}", "text": texts[j]}
                                           for j in range(i, min(n, i + 5000))])
+            ab = (versus(path, args.baseline, args.rounds, os.path.join(d, "ab"))
+                  if args.baseline else None)
             rows = []
             with Store.open(path, sync="full") as store:
                 memory = Memory(store)
@@ -138,6 +200,8 @@ def main() -> None:
                 "bytes_zeroed": rows[-1]["zeroed_bytes"],
                 "bytes_rewritten": rows[-1]["rewritten_bytes"],
             }
+            if ab is not None:
+                runs[str(n)]["purge_versus_baseline"] = ab
     at = runs.get("100000", {})
     emit("purge_bench", {
         "benchmark": "purge_bench", "machine": machine(tempfile.gettempdir()),

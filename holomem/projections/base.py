@@ -164,6 +164,28 @@ class GrowArray:
         return int(self._data.nbytes)
 
 
+class Kept(NamedTuple):
+    """The documents a compaction keeps of a generation, and where each goes.
+
+    ``slots``: the old generation's live slots, ascending — the new generation's slot
+    ``i`` holds the document of old slot ``slots[i]`` (a compaction writes the live
+    documents again in slot order); ``new``: for each old slot, its new slot (-1: not
+    kept). A projection's ``compacted`` fills a fresh projection from the old one with
+    exactly what a replay of the compacted journal would build.
+    """
+
+    slots: np.ndarray
+    new: np.ndarray
+
+    @classmethod
+    def live(cls, alive: np.ndarray) -> Kept:
+        """The live slots of a catalog whose liveness is ``alive``."""
+        slots = np.flatnonzero(alive)
+        new = np.full(len(alive), -1, dtype=np.int64)
+        new[slots] = np.arange(len(slots), dtype=np.int64)
+        return cls(slots, new)
+
+
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """No cyclic garbage collection inside the block: a snapshot or a restore makes

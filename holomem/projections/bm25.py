@@ -46,17 +46,18 @@ import contextlib
 import itertools
 import math
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
 from holomem.events import DocumentAdded, DocumentReplaced, Event
 from holomem.projections import exhaustive
-from holomem.projections.base import Change, GrowArray, Later, Snapshot
+from holomem.projections.base import Change, GrowArray, Kept, Later, Snapshot
 from holomem.projections.catalog import Catalog
 from holomem.projections.exhaustive import Memo, QueryTerm
 from holomem.projections.postings import Segment, merge, tokens_to_postings
+from holomem.projections.postings import compacted as compact_postings
 from holomem.projections.pruning import Part, Term
 from holomem.projections.pruning import top as prune
 from holomem.projections.tokenize import (
@@ -296,6 +297,49 @@ class BM25:
 
     def _segments(self) -> list[Segment]:
         return [seg for seg in (self._base, self._mid) if seg is not None]
+
+    # -- compaction -------------------------------------------------------------------
+    @staticmethod
+    def words_of(texts: list[str]) -> list[str]:
+        """Every word of ``texts``, one text after another, as :meth:`add_run` reads them."""
+        found = ascii_words(texts)
+        if found is not None:
+            return found[0]
+        return list(itertools.chain.from_iterable(tokenize_many(texts)))
+
+    def compacted(self, old: BM25, kept: Kept, words: Sequence[str]) -> None:
+        """Fill this fresh index with the documents ``kept`` of ``old``: what a replay of
+        the compacted journal builds, without reading a text again.
+
+        ``words``: every distinct word of the kept documents in the order a replay
+        meets them first (:meth:`words_of` of their texts in slot order), which a
+        posting (slot, frequency) cannot tell: the word table is kept in that order,
+        and a term is numbered when its first word is met. The postings are the old
+        ones renumbered (:func:`~holomem.projections.postings.compacted`), in one
+        segment, as the replay's final merge leaves them.
+        """
+        assert not self.terms and not self.doclen.n
+        self.stemming, self.stopwords, self.k1, self.b = (old.stemming, old.stopwords,
+                                                          old.k1, old.b)
+        # Every word of a kept document was indexed when it was written.
+        old_tids = np.fromiter(map(old._word_term.__getitem__, words), dtype=np.int64,
+                               count=len(words))
+        distinct, first = np.unique(old_tids, return_index=True)
+        order = distinct[np.argsort(first)]  # the old terms, in the order they are met
+        new_term = np.full(len(old.terms), -1, dtype=np.int32)
+        new_term[order] = np.arange(len(order), dtype=np.int32)
+        self.terms = [old.terms[t] for t in order.tolist()]
+        self._term_id = {term: tid for tid, term in enumerate(self.terms)}
+        self._word_term = dict(zip(words, new_term[old_tids].tolist(), strict=True))
+        n = len(kept.slots)
+        self._base = compact_postings(old._segments(), old._delta_triples(), kept.new,
+                                      new_term, len(self.terms), n)
+        doclen = old.doclen.view()[kept.slots]
+        self.doclen.extend(doclen)
+        self.total_len = int(doclen.sum())
+        if n:
+            self.min_len = int(doclen.min())
+        self._d_start = n
 
     # -- checkpoints ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:

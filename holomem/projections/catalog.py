@@ -18,7 +18,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from holomem.events import DocumentAdded, DocumentDeleted, DocumentReplaced, Event
-from holomem.projections.base import NO_CHANGE, Change, GrowArray, Later, Snapshot
+from holomem.projections.base import NO_CHANGE, Change, GrowArray, Kept, Later, Snapshot
 
 
 def id_hash(doc_id: str) -> int:
@@ -181,6 +181,20 @@ class Catalog:
                     int(slots.min()) < 0 or int(slots.max()) >= len(ids)
                     or bool(np.any(keys[1:] < keys[:-1]))))):
             raise ValueError("catalog: ids, sequence numbers and liveness disagree")
+
+    def compacted(self, old: Catalog, kept: Kept, seqs: np.ndarray) -> None:
+        """Fill this fresh catalog with the documents ``kept`` of ``old``, the new slot
+        ``i`` written by transaction ``seqs[i]``: what a replay of the compacted journal
+        builds (a dict of the ids, every slot live)."""
+        assert not self.ids and len(seqs) == len(kept.slots)
+        ids = old.ids
+        # str: a kept slot is live, so it has an id
+        self.ids = [ids[s] for s in kept.slots.tolist()]
+        self._slot = {doc_id: i for i, doc_id in enumerate(self.ids)}  # type: ignore[misc]
+        self.seq.extend(np.asarray(seqs, dtype=np.int64))
+        self.alive.extend(np.ones(len(self.ids), dtype=np.bool_))
+        self.live = len(self.ids)
+        assert None not in self._slot and len(self._slot) == self.live
 
     def none_live(self, ids: list[str]) -> bool:
         """Whether no id of ``ids`` is live."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from holomem.errors import CorruptError
 from holomem.events import DocumentAdded, DocumentReplaced, Event, StoreSettings, VectorsSet
-from holomem.projections.base import Change, GrowArray, Snapshot
+from holomem.projections.base import Change, GrowArray, Kept, Snapshot
 from holomem.projections.catalog import Catalog
 from holomem.projections.fusion import threshold
 from holomem.projections.vectorindex import VectorIndex
@@ -124,6 +124,21 @@ class Embeddings:
             if self.index is not None:
                 self.index.remove(slot)
                 self.index.add(np.array([slot]), row[None, :])
+
+    def compacted(self, old: Embeddings, kept: Kept) -> None:
+        """Fill this fresh projection with the vectors of the documents ``kept`` of
+        ``old``: what a replay of the compacted journal builds. It holds each vector
+        as written (:meth:`View.vector_as_written`), which normalises to the very row
+        ``old`` holds; a re-embedded vector is then the document's own (nothing is
+        ``replaced``), and the dimension stays (written first, StoreSettings)."""
+        assert not self.has.n
+        has = old.has.view()[kept.slots]
+        self.has.extend(has)
+        if old.dim and old._mat is not None:  # (a dimension always comes with a matrix)
+            self.dim = old.dim
+            rows = old._mat.view()[kept.slots]
+            rows[~has] = 0.0  # (a row without a vector is zeros there too)
+            self._mat = GrowArray.of(rows, np.float32)
 
     # -- checkpoints ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:

@@ -7,7 +7,7 @@ projections. Entities are compared exactly (case and spelling as given).
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -31,6 +31,17 @@ class Entities:
             if posting is None:
                 posting = self._slots["".join(entity)] = array("i")
             posting.append(change.new)
+
+    def add_lists(self, first: int, lists: Sequence[tuple[str, ...]]) -> None:
+        """The entities of the documents in slots ``first``.. (as ``apply`` of each
+        document's event would add them): a compaction's, from the records it read."""
+        for slot, entities in enumerate(lists, first):
+            if entities:
+                for entity in dict.fromkeys(entities):
+                    posting = self._slots.get(entity)
+                    if posting is None:
+                        posting = self._slots["".join(entity)] = array("i")
+                    posting.append(slot)
 
     def snapshot(self) -> Snapshot:
         """A posting is only appended to in place: its length is taken under the

@@ -434,17 +434,28 @@ class FactIndex:
             self._reserved_mask = (key, mask)
         return self._reserved_mask[1]
 
-    def times_many(self, slots: np.ndarray) -> list[FactTimes]:
-        """:meth:`times` of each of ``slots`` (facts), a column at a time."""
+    def fact_events(self, slots: np.ndarray) -> list[FactAdded]:
+        """The FactAdded event that re-creates each fact of ``slots`` as it is now
+        (without its links, which a compaction writes on their own: every link's
+        known-at time is its own), a column at a time."""
         cols = [a.view()[slots].tolist() for a in (
-            self.ingest, self.event, self.valid_from, self.valid_to, self.eff, self.subject,
-            self.digest)]
-        names, ttl, ids = self.subject_names, self.ttl, self.catalog.ids
-        return [FactTimes(ing, opt(evt), opt(vf), opt(vt), eff,
-                          names[sid] if sid >= 0 else None, dig.to_bytes(8, "little"),
-                          ttl.get(ids[slot] or ""))
-                for slot, ing, evt, vf, vt, eff, sid, dig in zip(
-                    slots.tolist(), *cols, strict=True)]
+            self.ingest, self.event, self.valid_from, self.valid_to, self.subject,
+            self.digest, self.namespaces.of_slot)]
+        names, spaces = self.subject_names, self.namespaces.names
+        ttl, ids = self.ttl, self.catalog.ids
+        requested, confidence = self.requested, self.confidence
+        out: list[FactAdded] = []
+        for slot, ing, evt, vf, vt, sid, dig, nid in zip(slots.tolist(), *cols, strict=True):
+            fid = ids[slot]
+            assert fid is not None  # a live slot
+            out.append(FactAdded(
+                id=fid, ingest_time=ing, subject=names[sid] if sid >= 0 else None,
+                event_time=None if evt == UNSET else evt,
+                valid_from=None if vf == UNSET else vf, valid_to=None if vt == UNSET else vt,
+                requested=requested.get(fid, ()), digest=dig.to_bytes(8, "little"),
+                confidence=confidence.get(fid), namespace=spaces[nid] if nid >= 0 else ROOT,
+                ttl_ms=ttl.get(fid)))
+        return out
 
     def subject_members(self, subject: str, namespace: Namespace = ROOT) -> list[str]:
         """Ids of the stored facts of ``subject`` in ``namespace`` (exactly that one:

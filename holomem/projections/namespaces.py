@@ -105,6 +105,35 @@ class NamespaceIndex:
                 slots = np.frombuffer(members, dtype=np.int32)
                 self._members[nid] = array("i", slots[col[slots] == nid].tobytes())
 
+    def compacted(self, old: NamespaceIndex, old_slots: np.ndarray, new_slots: np.ndarray,
+                  slots: int) -> np.ndarray:
+        """Fill this fresh index for ``slots`` slots whose facts are those of ``old``'s
+        ``old_slots``, now in ``new_slots`` (both ascending, pairwise): what a replay of
+        the compacted journal builds, which meets each namespace first with its first
+        kept fact (ids given in that order). Returns each fact's old namespace id
+        -> new id (-1: no kept fact there)."""
+        assert not self.names
+        old_nids = old.of_slot.view()[old_slots]
+        # (every stored fact has a namespace: the root is one)
+        assert not len(old_nids) or int(old_nids.min()) >= 0
+        distinct, first = np.unique(old_nids, return_index=True)
+        remap = np.full(len(old.names), -1, dtype=np.int32)
+        for nid in distinct[np.argsort(first)].tolist():
+            remap[nid] = self.intern(old.names[nid])
+        nids = remap[old_nids]
+        col = np.full(slots, -1, dtype=np.int32)
+        col[new_slots] = nids
+        self.of_slot.extend(col)
+        order = np.argsort(nids, kind="stable")  # by namespace, slots ascending within
+        ends = np.cumsum(np.bincount(nids, minlength=len(self.names))).tolist()
+        members = new_slots[order].astype(np.int32)
+        start = 0
+        for nid, end in enumerate(ends):
+            self._members[nid].frombytes(members[start:end].tobytes())
+            self._live[nid] = end - start
+            start = end
+        return remap
+
     # -- checkpoints ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
         """Nothing copied under the lock: the slots' namespaces are lent (a fact that

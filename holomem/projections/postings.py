@@ -25,6 +25,8 @@ their size).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from holomem.projections import impact as grouping
@@ -214,3 +216,67 @@ def merge(seg: Segment | None, newer: list[tuple[np.ndarray, np.ndarray, np.ndar
             out_tf[offsets] = tf
     docs = int(alive[lo:hi].sum())
     return Segment(lo, hi, indptr, slots, tfs, docs)
+
+
+
+def compacted(segments: list[Segment], delta: tuple[np.ndarray, np.ndarray, np.ndarray],
+              new_slot: np.ndarray, new_term: np.ndarray, n_terms: int,
+              n_docs: int) -> Segment:
+    """One segment of the postings of ``segments`` and then of the ``delta`` triples
+    (each sorted by term then slot, each one's slots above the previous one's), every
+    slot renumbered by ``new_slot`` (-1: dropped) and every term by ``new_term``: the
+    segment of ``n_docs`` documents that a replay of a compacted journal builds, whose
+    slots are the kept ones in order and whose terms are numbered anew.
+
+    Both renumberings keep the order of what they keep (ascending slots stay
+    ascending), but terms change places, so each posting goes to its new term's row at
+    the rank it has there: within a chunk of the old arrays the postings of one term
+    are adjacent and in slot order, so a posting's rank is the number of its term's
+    postings placed before the chunk plus its place in its run. Linear, no sort; two
+    passes (count, then place) over chunks of ``CHUNK`` postings, so the temporaries
+    stay a few megabytes whatever the size.
+    """
+    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """(new term, new slot, tf) of the kept postings, chunk by chunk, in order."""
+        def kept(term: np.ndarray, slot: np.ndarray, tf: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            ns = new_slot[slot]
+            keep = ns >= 0
+            nt = new_term[term[keep]]
+            # A kept document's terms are its words': the new vocabulary holds them.
+            assert not len(nt) or int(nt.min()) >= 0, "a kept document's term was dropped"
+            return nt, ns[keep].astype(np.int32), tf[keep]
+
+        for seg in segments:
+            for start in range(0, len(seg.slot), CHUNK):
+                stop = min(len(seg.slot), start + CHUNK)
+                yield kept(_terms_of(seg.indptr, start, stop), seg.slot[start:stop],
+                           seg.tf[start:stop])
+        term, slot, tf = delta
+        for start in range(0, len(term), CHUNK):
+            stop = start + CHUNK
+            yield kept(term[start:stop], slot[start:stop], tf[start:stop])
+
+    counts = np.zeros(n_terms, dtype=np.int64)
+    for nt, _, _ in chunks():
+        counts += np.bincount(nt, minlength=n_terms)
+    indptr = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    slots = np.empty(int(indptr[-1]), dtype=np.int32)
+    tfs = np.empty(int(indptr[-1]), dtype=np.uint16)
+    placed = np.zeros(n_terms, dtype=np.int64)  # each new term's postings placed so far
+    for nt, ns, tf in chunks():
+        if not len(nt):
+            continue
+        edge = np.empty(len(nt), dtype=bool)
+        edge[0] = True
+        np.not_equal(nt[1:], nt[:-1], out=edge[1:])
+        starts = np.flatnonzero(edge)
+        run_start = np.repeat(starts, np.diff(np.append(starts, len(nt))))
+        pos = indptr[nt] + placed[nt] + (np.arange(len(nt)) - run_start)
+        slots[pos] = ns
+        tfs[pos] = tf
+        placed += np.bincount(nt, minlength=n_terms)
+    # Every row is filled exactly: no posting lost, none placed twice.
+    assert np.array_equal(placed, counts)
+    return Segment(0, n_docs, indptr, slots, tfs, n_docs)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from holomem.events import Event, RelationAdded, RelationRemoved
-from holomem.projections.base import Change, GrowArray, Snapshot
+from holomem.projections.base import Change, GrowArray, Kept, Snapshot
 from holomem.projections.catalog import Catalog
 
 OUT, IN, BOTH = "out", "in", "both"
@@ -167,6 +167,33 @@ class Relations:
         if self._new_out or self._new_in or self._dead or self._base_rows != len(self.src) \
                 or self._base_slots != self.catalog.slots:
             self._rebuild()
+
+    def compacted(self, old: Relations, kept: Kept) -> None:
+        """Fill this fresh table with the live links of ``old``, between the documents
+        ``kept`` (a live link's ends are both live): what a replay of the compacted
+        journal builds, which writes each live link again in the order they were made
+        (relation names interned in that order, metadata kept in it). The catalog is
+        the new one already (the adjacency index spans its slots)."""
+        assert not len(self.src)
+        rows = old.live_rows()
+        src = kept.new[old.src.view()[rows]]
+        dst = kept.new[old.dst.view()[rows]]
+        assert not len(rows) or (int(src.min()) >= 0 and int(dst.min()) >= 0)
+        rel = old.rel.view()[rows]
+        for rid in dict.fromkeys(rel.tolist()):
+            self._relation_id(old.names[rid])
+        table = np.array([self._name_id.get(name, -1) for name in old.names] or [-1],
+                         dtype=np.int32)
+        meta = old.meta.view()[rows]
+        has = meta >= 0
+        self._metadata = [old._metadata[m] for m in meta[has].tolist()]
+        meta = meta.copy()
+        meta[has] = np.arange(len(self._metadata), dtype=np.int32)
+        for col, values in ((self.src, src), (self.dst, dst), (self.rel, table[rel]),
+                            (self.time, old.time.view()[rows]), (self.meta, meta)):
+            col.extend(values)
+        self.live = len(rows)
+        self._rebuild()
 
     # -- checkpoints ------------------------------------------------------------------
     _COLUMNS = ("src", "dst", "rel", "time", "meta")

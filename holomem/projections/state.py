@@ -2,8 +2,9 @@
 
 Owns: :class:`ProjectionState` — the catalog, text segment, BM25 postings,
 embeddings, entity postings, HRR index, fact index and relations of one generation, the one
-``apply`` that feeds an event to each of them in order, and the two bulk modes
-(replay and rewrite) in which the projections batch their work. Imports the
+``apply`` that feeds an event to each of them in order, the bulk mode in which a
+replay batches their work, and the state of a compacted generation renumbered from
+the old one's (:meth:`ProjectionState.compacted`). Imports the
 other projections and :mod:`holomem.events`; the text segment's file comes in
 as a :class:`~holomem.projections.base.RecordStore`, so nothing here opens a path.
 """
@@ -15,6 +16,8 @@ from collections.abc import Iterator, Sequence
 from operator import attrgetter
 from typing import cast
 
+import numpy as np
+
 from holomem.events import (
     ConfigRecorded,
     DocumentAdded,
@@ -25,7 +28,8 @@ from holomem.events import (
     StoreSettings,
     VectorsSet,
 )
-from holomem.projections.base import Change, RecordStore, Snapshot, gc_paused
+from holomem.projections import compactfacts
+from holomem.projections.base import Change, Kept, RecordStore, Snapshot, gc_paused
 from holomem.projections.bm25 import BM25
 from holomem.projections.candidates import Candidates
 from holomem.projections.catalog import Catalog
@@ -186,16 +190,36 @@ class ProjectionState:
         with self.text.placing_only(), self.bm25.bulk(), self.relations.bulk():
             yield
 
-    @contextlib.contextmanager
-    def rewriting(self) -> Iterator[None]:
-        """Rewrite mode (compaction): new text records are written back to back at
-        each :meth:`flush` and at the end, and BM25 merges once, at the end."""
-        with self.text.buffered(), self.bm25.bulk(), self.relations.bulk():
-            yield
-
     def flush(self) -> None:
-        """Write what rewrite mode has collected so far."""
+        """Write the text records collected so far (inside ``text.buffered()``)."""
         self.text.flush()
+
+    # -- compaction -------------------------------------------------------------------
+    def compacted(self, old: ProjectionState, kept: Kept, seqs: np.ndarray,
+                  words: Sequence[str]) -> None:
+        """Fill this fresh state with the documents ``kept`` of ``old``: exactly what a
+        replay of the journal a compaction wrote builds (tests/purge/test_purged_state.py
+        compares the two attribute by attribute), from ``old``'s projections instead of
+        every event applied again. ``seqs``: the transaction that wrote each kept
+        document's events; ``words``: their distinct words in first-occurrence order
+        (see :meth:`BM25.compacted`). The text placements and the entities come first,
+        from the records the compaction writes (:meth:`TextSegment.place`,
+        :meth:`Entities.add_lists`); the HRR and metadata indexes are built on use, as
+        after a replay; the contradiction candidates are not built."""
+        n = len(kept.slots)
+        assert len(self.text.offset) == n and not self.catalog.slots
+        self.catalog.compacted(old.catalog, kept, seqs)
+        self.bm25.compacted(old.bm25, kept, words)
+        self.embeddings.compacted(old.embeddings, kept)
+        compactfacts.compacted(self.facts, old.facts, kept)
+        self.relations.compacted(old.relations, kept)
+        # The journal records the configuration and embedder again; a re-embed under
+        # way starts over (nothing in the new generation was re-embedded yet).
+        self.memory_config, self.embedder = old.memory_config, old.embedder
+        self.reembed_target = old.reembed_target
+        # Every per-slot projection covers the same slots (restore() checks the same).
+        assert (len(self.text.offset) == len(self.bm25.doclen) == len(self.embeddings.has)
+                == len(self.facts.is_fact) == self.catalog.slots == n)
 
     # -- checkpoints ------------------------------------------------------------------
     #: The projections a checkpoint holds, in the order they are restored.

@@ -143,6 +143,22 @@ class SubjectIndex:
                                               if current(k[3], m, at)])
         return held
 
+    def compacted(self, old: SubjectIndex, sids: list[int], nids: np.ndarray,
+                  members: list[list[str]]) -> None:
+        """Fill this fresh index with the subjects ``sids`` of ``old`` (in the order a
+        replay of the compacted journal meets them: the new id of ``sids[i]`` is ``i``),
+        their namespace ids renumbered by ``nids`` (old -> new), ``members[i]`` the
+        kept members of the i-th in slot order. The heads are worked out on use."""
+        assert not self.names
+        key_of = {sid: key for key, sid in old._id.items()}
+        for new, sid in enumerate(sids):
+            nid, name = key_of[sid]
+            self._id[(int(nids[nid]), name)] = new
+            self.names.append(name)
+            if name.startswith(RESERVED_PREFIX):
+                self.reserved.append(new)
+            self.members[new] = members[new]
+
     def reserved_table(self) -> np.ndarray:
         """Whether each subject id is reserved, shifted by one (index 0: no subject)."""
         table = np.zeros(len(self.names) + 1, dtype=bool)

@@ -53,6 +53,11 @@ def body_of(event: DocumentAdded | DocumentReplaced) -> bytes:
     return _enc.encode(TextRecord(event.id, event.text, event.metadata, event.entities))
 
 
+def bodies_of(records: list[TextRecord]) -> list[bytes]:
+    """The body of each record (what :func:`body_of` gives an event with its fields)."""
+    return list(map(_enc.encode, records))
+
+
 def decode_body(body: bytes) -> TextRecord | None:
     try:
         return _dec.decode(body)
@@ -158,7 +163,16 @@ class TextSegment:
         """Place new documents in slots ``first``.. (as ``apply`` of each would), with
         one write for all their records."""
         assert self.offset.n == first
-        bodies = list(map(_enc.encode, itertools.starmap(TextRecord, map(_BODY, events))))
+        self.place(seq, list(map(_enc.encode, itertools.starmap(TextRecord,
+                                                                map(_BODY, events)))))
+
+    def place(self, seq: int, bodies: list[bytes]) -> None:
+        """Place records of these ``bodies``, written by transaction ``seq``, in the next
+        slots, back to back, with one write for all (or into the buffer): what
+        :meth:`add_run` does with its events' bodies, and a compaction with the bodies
+        of the records it read (:meth:`carry` hands over their bytes)."""
+        if not bodies:
+            return
         store = self.store
         lengths = np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies))
         # (record_size is the body's length plus a constant.)

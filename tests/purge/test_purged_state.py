@@ -85,7 +85,7 @@ def _existing(memory: Memory, i: int) -> str:
     return ids[i % len(ids)]
 
 
-def _compare(store: Store, path: Path, key: bytes | None, *, sealed: bool) -> None:
+def compare_with_a_fresh_open(store: Store, path: Path, key: bytes | None, *, sealed: bool) -> None:
     """The purged store's state against a writer's fresh open of a copy of its files
     (the writer keeps its lock, so the copy is opened in its place)."""
     copy = path.parent / f"copy-{store.revision}"
@@ -128,9 +128,9 @@ def test_a_purged_stores_state_in_memory_is_what_a_fresh_open_replays(
             store.compact(purge=True)
         else:
             memory.forget({"ids": [ids[target % len(ids)]]}, purge=True)
-        _compare(store, path, key, sealed=True)
+        compare_with_a_fresh_open(store, path, key, sealed=True)
         # the records were carried into a file of the same lineage (FORMAT.md §9.1)
         assert _text_salt(store) == salt
         # and again after a write on top of the purged state
         memory.remember(id="after", text="a fact after the purge", subject="s0")
-        _compare(store, path, key, sealed=False)
+        compare_with_a_fresh_open(store, path, key, sealed=False)

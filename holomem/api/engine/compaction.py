@@ -1,8 +1,8 @@
 """Compaction: the live state rewritten into a new generation (docs/guarantees.md §6).
 
 Owns: the events that re-create every live document and fact as it is now
-(:func:`live_events`), and the writing of them into a new generation with its
-projections built alongside (:func:`rewrite`). The switch of generations and the
+(:func:`live_events`), and the writing of them into a new generation, whose
+projections are the old ones renumbered (:func:`rewrite`). The switch of generations and the
 erasure of the old one are the store's (``Store.compact``): they need its locks.
 Imports the log, the projections and the engine's view.
 """
@@ -19,7 +19,6 @@ from holomem.events import (
     DocumentAdded,
     EmbedderRecorded,
     Event,
-    FactAdded,
     FactLinks,
     FeedbackGiven,
     RelationAdded,
@@ -28,8 +27,10 @@ from holomem.events import (
 from holomem.log import crashpoints as cp
 from holomem.log.backend import JournalBackend, RewriteTarget
 from holomem.log.recordfile import RecordFile
+from holomem.projections.base import Kept, gc_paused
+from holomem.projections.bm25 import BM25
 from holomem.projections.state import ProjectionState
-from holomem.projections.text import Carried
+from holomem.projections.text import Carried, TextRecord, bodies_of
 
 #: Events per transaction when compaction writes a new generation.
 BATCH = 2048
@@ -42,32 +43,31 @@ P_COMPACT_WRITTEN = cp.point(
 P_COMPACT_DONE = cp.point("store.compact.done", "the old generation is erased")
 
 
-def live_events(view: View, slots: np.ndarray,
-                carried: list[Carried | None] | None = None) -> list[list[Event]]:
+def live_events(view: View, slots: np.ndarray, records: list[TextRecord]
+                ) -> list[list[Event]]:
     """For each of ``slots`` (ascending), the events that re-create its document (and
-    fact) as it is now: the records read in a few large reads, the facts' times a
-    column at a time. With ``carried``, each record's bytes and body as read are
-    appended to it, in the same order (see :meth:`View.records`)."""
-    records = view.records(slots, carried)
+    fact) as it is now, from its text record (``records``, :meth:`View.records`), the
+    facts' events made a column at a time (:meth:`FactIndex.fact_events`)."""
     facts = view.facts
     is_fact = facts.is_fact.view()[slots]
-    times = iter(facts.times_many(slots[is_fact]))
+    fact_events = iter(facts.fact_events(slots[is_fact]))
+    feedback = facts.feedback
+    # No vector anywhere: every document's embedding as written is empty.
+    vectors = view.embeddings.has.view()[slots].tolist() if view.embedding_dim else None
     out: list[list[Event]] = []
-    for slot, rec, fact in zip(slots.tolist(), records, is_fact.tolist(), strict=True):
+    for k, (slot, rec, fact) in enumerate(zip(slots.tolist(), records, is_fact.tolist(),
+                                              strict=True)):
         events: list[Event] = [DocumentAdded(
             id=rec.id, text=rec.text, metadata=rec.metadata,
-            embedding=view.vector_as_written(slot), entities=rec.entities)]
+            embedding=view.vector_as_written(slot) if vectors is not None and vectors[k]
+            else b"", entities=rec.entities)]
         out.append(events)
         if fact:
-            t = next(times)
-            events.append(FactAdded(
-                id=rec.id, ingest_time=t.ingest_time, subject=t.subject,
-                event_time=t.event_time, valid_from=t.valid_from, valid_to=t.valid_to,
-                requested=facts.requested.get(rec.id, ()), digest=t.digest,
-                confidence=facts.confidence.get(rec.id), namespace=facts.namespace(slot),
-                ttl_ms=t.ttl_ms))
-            events.extend(FeedbackGiven(id=rec.id, helpful=h, time=tm, note=n)
-                       for h, tm, n in facts.feedback.get(rec.id, ()))
+            events.append(next(fact_events))
+            given = feedback.get(rec.id)
+            if given:
+                events.extend(FeedbackGiven(id=rec.id, helpful=h, time=tm, note=n)
+                              for h, tm, n in given)
     return out
 
 
@@ -84,8 +84,14 @@ def live_relations(view: View) -> list[Event]:
 
 def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
             old: RecordFile | None) -> tuple[ProjectionState, RecordFile]:
-    """Write the live state of ``view`` into ``target``, building its projections as we
-    go; the new text segment is written sequentially and sealed.
+    """Write the live state of ``view`` into ``target`` and its new text segment (written
+    sequentially and sealed), and build the new generation's projections.
+
+    The projections are not built by applying the events written: they are the old
+    ones with the kept documents renumbered (:meth:`ProjectionState.compacted`), which
+    equals what a replay of the new journal builds (tests/purge/test_purged_state.py).
+    Only the records are read (for the events), and their words listed in the order a
+    replay meets them, for the vocabulary.
 
     When the text segment ``old`` it replaces is a version 2 file (FORMAT.md §9.1),
     the new one keeps its salt, and every record that reads back intact from ``old``
@@ -97,12 +103,20 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
                         salt=old.salt if carry and old is not None else None)
     carry = carry and old is not None and records.carries(old)
     state = ProjectionState(records)
-    #: the records read for the documents of ``batch``, in order (None: no carry)
+    source = view.state
+    kept = Kept.live(source.catalog.alive.view())
+    #: the transaction that writes each kept document (its slot in the new generation)
+    seqs = np.zeros(len(kept.slots), dtype=np.int64)
+    #: the kept documents' distinct words, in the order a replay meets them
+    words: dict[str, None] = {}
+    #: the record bodies of the documents in ``batch`` and (carry) what was read of
+    #: each, in order
+    bodies: list[bytes] = []
     carried: list[Carried | None] | None = [] if carry else None
+    placed = 0
     batch: list[Event] = []
     if view.embedding_dim:
         batch.append(StoreSettings(embedding_dim=view.embedding_dim))
-    source = view.state
     if source.memory_config is not None:
         batch.append(ConfigRecorded(config=source.memory_config))
     if source.embedder is not None:
@@ -113,24 +127,35 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
         batch.append(EmbedderRecorded(identity=source.reembed_target, pending=True))
 
     def flush() -> None:
-        nonlocal carried
+        nonlocal carried, placed
         if batch:
             seq = target.append([ev.encode(e) for e in batch])
             if carried is not None:
                 state.text.carry(carried)  # one per DocumentAdded of the batch
                 carried = []
-            state.apply_all(seq, batch)
+            # A document's events are all in its batch: its slot is written by ``seq``.
+            state.text.place(seq, bodies)
+            seqs[placed:placed + len(bodies)] = seq
+            placed += len(bodies)
+            bodies.clear()
             state.flush()
             batch.clear()
 
     try:
-        with state.rewriting():
-            slots = view.live_slots()
-            for start in range(0, len(slots), SLOTS):
+        # Every live document's events and records pass through here, a few dozen
+        # objects each, none of them in a cycle: the collector would walk them again
+        # and again (a tenth of a purge's time at 100,000 facts).
+        with gc_paused(), state.text.buffered():
+            for start in range(0, len(kept.slots), SLOTS):
+                chunk = kept.slots[start:start + SLOTS]
                 read: list[Carried | None] | None = [] if carried is not None else None
-                chunk = live_events(view, slots[start:start + SLOTS], read)
-                for k, events in enumerate(chunk):
+                recs = view.records(chunk, read)
+                state.entities.add_lists(start, [r.entities for r in recs])
+                words.update(dict.fromkeys(BM25.words_of([r.text for r in recs])))
+                chunk_bodies = bodies_of(recs)  # (each event's fields are its record's)
+                for k, events in enumerate(live_events(view, chunk, recs)):
                     batch.extend(events)  # a document's events stay in one transaction
+                    bodies.append(chunk_bodies[k])
                     if carried is not None and read is not None:
                         carried.append(read[k])
                     if len(batch) >= BATCH:
@@ -143,6 +168,8 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
                 if len(batch) >= BATCH:
                     flush()
             flush()
+            assert placed == len(kept.slots)  # every kept document written once
+            state.compacted(source, kept, seqs, list(words))
         if carried is not None:
             state.text.carry(())  # every record taken; none left for later writes
         cp.hit(P_COMPACT_WRITTEN)
@@ -151,4 +178,3 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
         records.close()
         raise
     return state, records
-

@@ -299,22 +299,15 @@ class BM25:
         return [seg for seg in (self._base, self._mid) if seg is not None]
 
     # -- compaction -------------------------------------------------------------------
-    @staticmethod
-    def words_of(texts: list[str]) -> list[str]:
-        """Every word of ``texts``, one text after another, as :meth:`add_run` reads them."""
-        found = ascii_words(texts)
-        if found is not None:
-            return found[0]
-        return list(itertools.chain.from_iterable(tokenize_many(texts)))
-
     def compacted(self, old: BM25, kept: Kept, words: Sequence[str]) -> None:
         """Fill this fresh index with the documents ``kept`` of ``old``: what a replay of
         the compacted journal builds, without reading a text again.
 
         ``words``: every distinct word of the kept documents in the order a replay
-        meets them first (:meth:`words_of` of their texts in slot order), which a
-        posting (slot, frequency) cannot tell: the word table is kept in that order,
-        and a term is numbered when its first word is met. The postings are the old
+        meets them first (:class:`~holomem.projections.firstwords.FirstWords` of
+        their texts in slot order), which a posting (slot, frequency) cannot tell:
+        the word table is kept in that order, and a term is numbered when its first
+        word is met. The postings are the old
         ones renumbered (:func:`~holomem.projections.postings.compacted`), in one
         segment, as the replay's final merge leaves them.
         """

@@ -219,6 +219,16 @@ def merge(seg: Segment | None, newer: list[tuple[np.ndarray, np.ndarray, np.ndar
 
 
 
+def _terms_in(indptr: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """The term of each posting ``start``..``stop - 1`` of a segment laid out by
+    ``indptr``: each term overlapping the range repeated over its share of it."""
+    first = int(np.searchsorted(indptr, start, side="right")) - 1
+    last = int(np.searchsorted(indptr, stop - 1, side="right")) - 1
+    shares = np.diff(np.clip(indptr[first : last + 2], start, stop))
+    terms: np.ndarray = np.repeat(np.arange(first, last + 1, dtype=np.int64), shares)
+    return terms
+
+
 def compacted(segments: list[Segment], delta: tuple[np.ndarray, np.ndarray, np.ndarray],
               new_slot: np.ndarray, new_term: np.ndarray, n_terms: int,
               n_docs: int) -> Segment:
@@ -250,7 +260,7 @@ def compacted(segments: list[Segment], delta: tuple[np.ndarray, np.ndarray, np.n
         for seg in segments:
             for start in range(0, len(seg.slot), CHUNK):
                 stop = min(len(seg.slot), start + CHUNK)
-                yield kept(_terms_of(seg.indptr, start, stop), seg.slot[start:stop],
+                yield kept(_terms_in(seg.indptr, start, stop), seg.slot[start:stop],
                            seg.tf[start:stop])
         term, slot, tf = delta
         for start in range(0, len(term), CHUNK):

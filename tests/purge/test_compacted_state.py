@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, Store
 from holomem.errors import HolomemError
+from holomem.projections.firstwords import FirstWords
+from holomem.projections.tokenize import tokenize
 from tests.memory import test_reopen as reopen
 from tests.memory.test_embedder_hook import Fake
 from tests.purge.test_purged_state import compare_with_a_fresh_open
@@ -191,3 +193,23 @@ def test_tables_whose_order_the_history_set_follow_the_kept_documents_after_a_co
             assert new.facts.namespaces.names == [("c",), ("z",), ()]
             assert new.facts.subject_names == ["s2", "s1", "p", "q"]
             assert list(new.facts.superseded_by)[-3:] == ["a", "c", "b"]
+
+
+_text = st.lists(st.sampled_from(
+    ["river", "Rivers", "run", "a", "b", "x" * 16, "y" * 17, "z" * 70, "Alice's", "don't",
+     "naïve", "東京", "7", "tea.", "UPPER", "w" * 9, "w" * 8]), max_size=8).map(" ".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(batches=st.lists(st.lists(_text, max_size=6), max_size=5))
+def test_first_words_are_every_distinct_word_in_the_order_tokenize_first_gives_it(
+        batches: list[list[str]]) -> None:
+    """What the compaction numbers the vocabulary by: the words of the kept texts, batch
+    after batch, each once, first occurrence first — through keys for short ASCII
+    words, strings for long ones (past the key's 16 bytes, past 64 characters) and for
+    a batch that is not plain ASCII or holds one text."""
+    seen = FirstWords()
+    for batch in batches:
+        seen.add(batch)
+    expected = dict.fromkeys(w for batch in batches for text in batch for w in tokenize(text))
+    assert seen.words == list(expected)

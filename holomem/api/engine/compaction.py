@@ -28,7 +28,7 @@ from holomem.log import crashpoints as cp
 from holomem.log.backend import JournalBackend, RewriteTarget
 from holomem.log.recordfile import RecordFile
 from holomem.projections.base import Kept, gc_paused
-from holomem.projections.bm25 import BM25
+from holomem.projections.firstwords import FirstWords
 from holomem.projections.state import ProjectionState
 from holomem.projections.text import Carried, TextRecord, bodies_of
 
@@ -108,7 +108,7 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
     #: the transaction that writes each kept document (its slot in the new generation)
     seqs = np.zeros(len(kept.slots), dtype=np.int64)
     #: the kept documents' distinct words, in the order a replay meets them
-    words: dict[str, None] = {}
+    words = FirstWords()
     #: the record bodies of the documents in ``batch`` and (carry) what was read of
     #: each, in order
     bodies: list[bytes] = []
@@ -151,7 +151,7 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
                 read: list[Carried | None] | None = [] if carried is not None else None
                 recs = view.records(chunk, read)
                 state.entities.add_lists(start, [r.entities for r in recs])
-                words.update(dict.fromkeys(BM25.words_of([r.text for r in recs])))
+                words.add([r.text for r in recs])
                 chunk_bodies = bodies_of(recs)  # (each event's fields are its record's)
                 for k, events in enumerate(live_events(view, chunk, recs)):
                     batch.extend(events)  # a document's events stay in one transaction
@@ -169,7 +169,7 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
                     flush()
             flush()
             assert placed == len(kept.slots)  # every kept document written once
-            state.compacted(source, kept, seqs, list(words))
+            state.compacted(source, kept, seqs, words.words)
         if carried is not None:
             state.text.carry(())  # every record taken; none left for later writes
         cp.hit(P_COMPACT_WRITTEN)

@@ -52,8 +52,9 @@ from holomem.projections.temporal import (
     unset_if_none,
 )
 
-#: A FactAdded's columns, read together (add_run).
-_TIMES = attrgetter("ingest_time", "event_time", "valid_from", "valid_to", "ttl_ms")
+#: A FactAdded's columns (add_run reads each for every fact, a column at a time).
+_TIMES = [attrgetter(name) for name in ("ingest_time", "event_time", "valid_from", "valid_to",
+                                        "ttl_ms")]
 _NAMESPACE = attrgetter("namespace")
 _DIGEST = attrgetter("digest")
 #: What a fact may hold beyond its columns and namespace, and a fact that holds none.
@@ -208,8 +209,7 @@ class FactIndex:
                                   else np.array(ks, dtype=np.intp))
         nids = self.namespaces.add_run(first, count, ks, list(map(_NAMESPACE, es)))
         if facts:
-            ing, event, valid_from, valid_to, ttl = (list(c) for c in zip(*map(_TIMES, es),
-                                                                          strict=True))
+            ing, event, valid_from, valid_to, ttl = [list(map(get, es)) for get in _TIMES]
             is_fact[at] = True
             ingest[at] = ing
             # (_t, end_time and effective_time, without a call per fact; a column of

@@ -115,9 +115,9 @@ class ProjectionState:
         """
         i, n = 0, len(events)
         while i < n:
-            end, docs, facts = self._new_documents(events, i)
+            end, docs, ids, facts = self._new_documents(events, i)
             if len(docs) >= BULK_MIN:
-                self._add_run(seq, docs, facts)
+                self._add_run(seq, docs, ids, facts)
                 i = end
                 continue
             stop = max(end, i + 1)
@@ -126,11 +126,13 @@ class ProjectionState:
                 i += 1
 
     def _new_documents(self, events: Sequence[Event], i: int
-                       ) -> tuple[int, list[DocumentAdded], list[tuple[int, FactAdded]]]:
+                       ) -> tuple[int, list[DocumentAdded], list[str],
+                                  list[tuple[int, FactAdded]]]:
         """The longest run from ``i`` of DocumentAdded events whose ids are neither
         live nor earlier in the run, each optionally followed by its own FactAdded:
-        (where the run ends, its documents, (document index, fact) pairs)."""
+        (where the run ends, its documents, their ids, (document index, fact) pairs)."""
         docs: list[DocumentAdded] = []
+        ids: list[str] | None = None
         facts: list[tuple[int, FactAdded]] = []
         starts: list[int] = []  # the index of each document's event
         n = len(events)
@@ -141,12 +143,13 @@ class ProjectionState:
             if set(map(type, evens)) == {DocumentAdded} and set(map(type, odds)) == {FactAdded}:
                 docs = cast("list[DocumentAdded]", list(evens))
                 pairs = cast("list[FactAdded]", list(odds))
-                if list(map(_ID, docs)) == list(map(_ID, pairs)):
+                ids = list(map(_ID, docs))
+                if ids == list(map(_ID, pairs)):
                     facts = list(enumerate(pairs))
                     starts = list(range(0, n, 2))
                     i = n
                 else:
-                    docs = []
+                    docs, ids = [], None
         while i < n:
             e = events[i]
             if type(e) is not DocumentAdded:
@@ -159,20 +162,21 @@ class ProjectionState:
                 if type(f) is FactAdded and f.id == e.id:
                     facts.append((len(docs) - 1, f))
                     i += 1
-        ids = [d.id for d in docs]
+        if ids is None:
+            ids = list(map(_ID, docs))
         if len(set(ids)) == len(ids) and self.catalog.none_live(ids):
-            return i, docs, facts
+            return i, docs, ids, facts
         # Rare: the run ends before the first id that is live or repeated.
         seen: set[str] = set()
         for m, doc_id in enumerate(ids):
             if doc_id in seen or doc_id in self.catalog:
-                return starts[m], docs[:m], [(k, f) for k, f in facts if k < m]
+                return starts[m], docs[:m], ids[:m], [(k, f) for k, f in facts if k < m]
             seen.add(doc_id)
         raise AssertionError("unreachable")
 
-    def _add_run(self, seq: int, docs: list[DocumentAdded],
+    def _add_run(self, seq: int, docs: list[DocumentAdded], ids: list[str],
                  facts: list[tuple[int, FactAdded]]) -> None:
-        first = self.catalog.add_run(seq, list(map(_ID, docs)))
+        first = self.catalog.add_run(seq, ids)
         self.text.add_run(seq, docs, first)
         self.bm25.add_run(docs, first)
         self.embeddings.add_run(seq, docs, first)

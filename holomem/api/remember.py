@@ -277,24 +277,34 @@ class Planner:
         extractor = self.policies.extractor
         facts = [FactAdded(id=f, ingest_time=now, digest=short)
                  for f, short in zip(ids, shorts, strict=True)]
-        # (With an extractor, the documents are made as it runs, below.)
-        docs = ([DocumentAdded(id=f, text=t) for f, t in zip(ids, texts, strict=True)]
-                if extractor is no_entities else None)
+        others = [p for p in range(n) if not simple[p]]
+        # Each simple input's two events, back to back; with an entity extractor, the
+        # documents are made as it runs, in order (below).
+        pairs: list[Event] | None = (list(itertools.chain.from_iterable(zip(
+            [DocumentAdded(id=f, text=t) for f, t in zip(ids, texts, strict=True)], facts,
+            strict=True))) if extractor is no_entities else None)
+        # Only a supersedes list (or an extractor's error) looks at the inputs before
+        # another one: without them, the simple facts are noted all at once.
+        at_once = pairs is not None and not any(inputs[p].supersedes for p in others)
+        if at_once:
+            self._pending.update(pending)
         events: list[Event] = []
 
         def simple_ones(k: int, stop: int) -> None:
-            """Simple inputs k..stop - 1 (in their own order): an entity extractor runs
-            on each only now, so its first error is the one _one would meet."""
-            made_docs = docs[k:stop] if docs is not None else [
-                DocumentAdded(id=f, text=t, entities=_found_entities(extractor(t)))
-                for f, t in zip(ids[k:stop], texts[k:stop], strict=True)]
-            events.extend(itertools.chain.from_iterable(zip(made_docs, facts[k:stop],
-                                                            strict=True)))
-            self._pending.update(pending[k:stop])
+            """Simple inputs k..stop - 1 (in their own order)."""
+            if pairs is not None:
+                events.extend(pairs[2 * k : 2 * stop])
+            else:
+                events.extend(itertools.chain.from_iterable(zip(
+                    [DocumentAdded(id=f, text=t, entities=_found_entities(extractor(t)))
+                     for f, t in zip(ids[k:stop], texts[k:stop], strict=True)],
+                    facts[k:stop], strict=True)))
+            if not at_once:
+                self._pending.update(pending[k:stop])
             self.results.extend(made[k:stop])
 
         k = 0
-        for i, p in enumerate(p for p in range(n) if not simple[p]):
+        for i, p in enumerate(others):
             if p - i > k:  # the simple inputs before p
                 simple_ones(k, p - i)
                 k = p - i

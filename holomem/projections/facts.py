@@ -177,21 +177,24 @@ class FactIndex:
         if sid >= 0:
             self.subject_index.added(sid, fid, e.supersedes)
 
-    def _fact_tables(self, slot: int, fid: str, e: FactAdded) -> None:
+    def _fact_tables(self, slot: int, fid: str, e: FactAdded) -> int:
         """A new fact's entries in the tables beside the columns (TTL, namespace,
         subject, request, confidence); its links are the caller's."""
-        self._side_tables(slot, fid, self.namespaces.add(slot, e.namespace), e)
+        return self._side_tables(slot, fid, self.namespaces.add(slot, e.namespace), e)
 
-    def _side_tables(self, slot: int, fid: str, nid: int, e: FactAdded) -> None:
-        """:meth:`_fact_tables` once the fact has its namespace id ``nid``."""
+    def _side_tables(self, slot: int, fid: str, nid: int, e: FactAdded) -> int:
+        """:meth:`_fact_tables` once the fact has its namespace id ``nid``; returns its
+        subject's id (-1: none)."""
+        sid = -1
         if e.ttl_ms is not None:
             self.ttl[fid] = e.ttl_ms
         if e.subject is not None:
-            self.subject[slot] = self.subject_index.add(fid, nid, e.subject)
+            sid = self.subject[slot] = self.subject_index.add(fid, nid, e.subject)
         if e.requested:
             self.requested[fid] = e.requested
         if e.confidence is not None:
             self._set_confidence(fid, e.confidence)
+        return sid
 
     def add_run(self, first: int, count: int, facts: list[tuple[int, FactAdded]]) -> None:
         """Rows for ``count`` new documents in slots ``first``.., and the facts among
@@ -253,13 +256,13 @@ class FactIndex:
             slot = first + k
             fid = ids[slot]
             assert fid is not None
-            self._side_tables(slot, fid, nid, e)
-            sid = self.subject.item(slot)
+            sid = self._side_tables(slot, fid, nid, e)
             # One at a time, a fact links only to documents already applied: those in
             # earlier slots.
             for pred in e.supersedes:
-                if slot_of(pred) < slot:
-                    self._link(fid, pred, e.ingest_time, sid)
+                at_pred = slot_of(pred)
+                if at_pred < slot:
+                    self._link(fid, pred, e.ingest_time, sid, (slot, at_pred))
             for succ in e.superseded_by:
                 if slot_of(succ) < slot:
                     self._link(succ, fid, e.ingest_time, sid)
@@ -288,11 +291,14 @@ class FactIndex:
         slot = self.catalog.slot(fact_id)
         return None if slot < 0 else self.catalog.ids[slot]
 
-    def _link(self, succ: str, pred: str, known_at: int, added: int = -1) -> None:
+    def _link(self, succ: str, pred: str, known_at: int, added: int = -1,
+              slots: tuple[int, int] | None = None) -> None:
         """Link ``succ`` -> ``pred``. ``added``: the subject whose heads are brought up
         to date next, with the new fact's own links (:meth:`SubjectIndex.added`,
-        which covers what :meth:`SubjectIndex.linked` does for a member of it)."""
-        ss, ps = self.catalog.slot(succ), self.catalog.slot(pred)
+        which covers what :meth:`SubjectIndex.linked` does for a member of it);
+        ``slots``: their slots, when the caller has them."""
+        ss, ps = slots if slots is not None else (self.catalog.slot(succ),
+                                                  self.catalog.slot(pred))
         if ss < 0 or ps < 0 or ss == ps:
             return  # links to forgotten (or unknown) facts are ignored
         # (The catalog's own strings, so links do not copy ids.)

@@ -64,8 +64,11 @@ def picky(text: str) -> list[str]:
 # An input that fails before a simple one the extractor fails on: the first error wins.
 @example(calls=[[{"text": "rain"}, {"text": "later", "supersedes": ["b"]},
                  {"text": "rain again"}]], extractor="custom:picky")
-# A later input of another kind supersedes a simple one of the same batch.
+# An input of another kind supersedes a simple one of the same batch, after it and
+# (an error: it is not stored yet) before it.
 @example(calls=[[{"id": "a", "text": "rain"}, {"text": "later", "supersedes": ["a"]}]],
+         extractor="none")
+@example(calls=[[{"text": "sooner", "supersedes": ["a"]}, {"id": "a", "text": "rain"}]],
          extractor="none")
 def test_a_run_of_simple_inputs_plans_as_each_input_alone(
         tmp_path_factory: pytest.TempPathFactory, calls: list[list[dict[str, Any]]],

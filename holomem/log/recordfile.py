@@ -241,6 +241,32 @@ class RecordFile:
             return None
         return body if isinstance(body, bytes) else bytes(body)
 
+    def decode_many(self, raw: bytes, starts: list[int], sizes: list[int], offsets: list[int],
+                    seqs: list[int]) -> list[bytes | None]:
+        """:meth:`decode` of several records of one read: record ``k`` is ``sizes[k]``
+        bytes of ``raw`` from ``starts[k]``, at ``offsets[k]`` in the file, written by
+        ``seqs[k]``. The same answers; a version 2 plaintext file's records (what a
+        compaction reads) are checked in one loop, without a slice or call per field."""
+        if self.version != 2 or self._envelope is not None:
+            return [self.decode(raw[s : s + n], off, seq) for s, n, off, seq
+                    in zip(starts, sizes, offsets, seqs, strict=True)]
+        unpack, salt, end = RECORD.unpack_from, self.salt, len(raw)
+        out: list[bytes | None] = []
+        for s, n in zip(starts, sizes, strict=True):
+            if n < RECORD_SIZE or s + n > end:
+                out.append(None)
+                continue
+            length, flags, reserved, rseq, stored = unpack(raw, s)
+            # (decode's checks: a version 2 record's sequence number is 0; a sealed
+            # record has no place in a plaintext file)
+            if rseq or reserved or flags & RECORD_FLAG_SEALED or RECORD_SIZE + length != n:
+                out.append(None)
+                continue
+            body = raw[s + RECORD_SIZE : s + n]
+            out.append(body if checksum(raw[s : s + RECORD_CHECKSUMMED] + body, salt) == stored
+                       else None)
+        return out
+
     def read(self, offset: int, size: int, seq: int) -> bytes | None:
         """Read and verify the record of ``seq`` at ``offset`` taking ``size`` bytes."""
         if self._fd < 0:

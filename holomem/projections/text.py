@@ -234,32 +234,34 @@ class TextSegment:
         store = self.store
         if store is None or not slots:
             return out
-        offs = self.offset.view()
-        sizes = self.size.view()
         n = self.offset.n
+        at = np.asarray(slots, dtype=np.intp)
+        placed = at < n  # (a slot past the placements reads as not intact)
+        at = np.where(placed, at, 0)
+        ok = placed.tolist()
+        offs = self.offset.view()[at].tolist() if n else [0] * len(slots)
+        sizes = self.size.view()[at].tolist() if n else [0] * len(slots)
         i = 0
         while i < len(slots):
-            if slots[i] >= n:
+            if not ok[i]:
                 i += 1
                 continue
-            lo = int(offs[slots[i]])
+            lo = offs[i]
             j, hi = i, lo
-            while j < len(slots) and slots[j] < n:
-                off, size = int(offs[slots[j]]), int(sizes[slots[j]])
+            while j < len(slots) and ok[j]:
+                off, size = offs[j], sizes[j]
                 if off < hi or (j > i and off + size - lo > SPAN):
                     break
                 hi = off + size
                 j += 1
-            raw = memoryview(store.read_span(lo, hi - lo))
-            for k in range(i, j):
-                off, size = int(offs[slots[k]]), int(sizes[slots[k]])
-                rec = raw[off - lo:off - lo + size]
-                body = store.decode(rec, off, seqs[k]) \
-                    if off - lo + size <= len(raw) else None
+            raw = store.read_span(lo, hi - lo)
+            bodies = store.decode_many(raw, [o - lo for o in offs[i:j]], sizes[i:j],
+                                       offs[i:j], seqs[i:j])
+            for k, body in enumerate(bodies, i):
                 if body is not None:
-                    out[k] = decode_body(body)
-                    if carried is not None and out[k] is not None:
-                        kept[k] = (bytes(rec), body)
+                    rec = out[k] = decode_body(body)
+                    if carried is not None and rec is not None:
+                        kept[k] = (raw[offs[k] - lo : offs[k] - lo + sizes[k]], body)
             i = max(j, i + 1)
         if carried is not None:
             carried.extend(kept)

@@ -10,10 +10,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from holomem import ManualClock, Memory, Store
 from holomem.api import records
 from holomem.api.engine import View
-from holomem.log.recordfile import HEADER_SIZE, RECORD_SIZE
+from holomem.log.envelope import Envelope
+from holomem.log.recordfile import HEADER_SIZE, RECORD_SIZE, RecordFile
 from holomem.projections.text import TextRecord
 from tests.store._util import text_segment
 
@@ -103,3 +107,38 @@ def test_records_read_together_past_the_end_of_a_truncated_file(tmp_path: Path) 
     with Store.open(path, read_only=True) as follower:
         assert _unreadable(follower) > 0
         assert _answers(follower) == expected
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bodies=st.lists(st.binary(min_size=0, max_size=40), min_size=1, max_size=12),
+       flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), max_size=4),
+       cut=st.integers(0, 60), sealed=st.booleans())
+def test_a_compactions_read_of_many_records_gives_each_records_own_answer(
+        tmp_path: Path, bodies: list[bytes], flips: list[tuple[int, int]], cut: int,
+        sealed: bool) -> None:
+    """``RecordFile.decode_many`` (what a compaction's ``read_many`` verifies a span
+    with) answers for each record exactly what ``decode`` answers for it alone: a
+    damaged header or body, a record cut short by the end of the read, a sealed file."""
+    path = tmp_path / f"text-{len(bodies)}-{cut}-{sealed}.seg"
+    if path.exists():
+        path.unlink()
+    records = RecordFile(str(path), store_id=bytes(16), generation=1,
+                         envelope=Envelope(KEY) if sealed else None, read_only=False)
+    try:
+        offsets, raw = [], b""
+        for body in bodies:
+            offsets.append(HEADER_SIZE + len(raw))
+            raw += records.encode(offsets[-1], 7, body)
+        data = bytearray(raw)
+        for at, mask in flips:
+            data[at % len(data)] ^= mask
+        span = bytes(data[:max(0, len(data) - cut)])
+        sizes = [records.record_size(len(b)) for b in bodies]
+        starts = [o - HEADER_SIZE for o in offsets]
+        seqs = [7] * len(bodies)
+        assert records.decode_many(span, starts, sizes, offsets, seqs) == [
+            records.decode(span[s:s + n], o, 7) for s, n, o in zip(starts, sizes, offsets,
+                                                                  strict=True)]
+    finally:
+        records.close()

@@ -129,7 +129,7 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
     def flush() -> None:
         nonlocal carried, placed
         if batch:
-            seq = target.append([ev.encode(e) for e in batch])
+            seq = target.append(ev.encode_all(batch))
             if carried is not None:
                 state.text.carry(carried)  # one per DocumentAdded of the batch
                 carried = []

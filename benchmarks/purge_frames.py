@@ -2,13 +2,14 @@
 
     python benchmarks/purge_frames.py [--facts 100000] [--batch 100] [--encrypted]
 
-Issue 16 asks purge to be at most 5x copying the journal. Today a purge decodes the
-whole live state, re-encodes it as new events and re-applies them to fresh
-projections (:func:`holomem.api.engine.compaction.rewrite`). The next step is a
-filter at the frame level: copy every frame that holds nothing purged, as bytes, into
-the new generation, and remap the in-memory state instead of rebuilding it. This
-script measures the log-level half of that step on a real store, beside the copy and
-the purge of today, in one run:
+Issue 16 asks purge to be at most 5x copying the journal. Today a purge reads every
+live record back and writes one event per live document again, and renumbers the old
+projections instead of applying those events
+(:func:`holomem.api.engine.compaction.rewrite`,
+:meth:`holomem.projections.state.ProjectionState.compacted`). A frame-level purge would
+copy every frame that holds nothing purged, as bytes, into the new generation instead.
+This script measures the log-level half of that design on a real store, beside the
+copy and the purge of today, in one run:
 
 - ``copy``: the journal's segments copied and fsynced (purge_bench's ``copy``);
 - ``refile``: every frame of the live generation written into a new segment file as
@@ -31,10 +32,10 @@ the purge of today, in one run:
 - ``purge``: ``Memory.forget(..., purge=True)`` of one fact, as today.
 
 ``floor_over_copy`` is (refile + carry + erase) / copy: what a frame-level purge
-would cost with an in-memory remap that cost nothing, in this format. The state
-remap (slots, sequence numbers, text-segment offsets, the BM25 vocabulary's order)
-is not prototyped here; it is the other half of the step. Prints JSON; nothing is
-saved.
+would cost with an in-memory renumbering that cost nothing, in this format. (Today's
+renumbering equals a replay of one event per live document; for filtered frames it
+would have to equal a replay of the surviving history instead: see
+benchmarks/README.md.) Prints JSON; nothing is saved.
 """
 
 from __future__ import annotations

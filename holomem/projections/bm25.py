@@ -311,7 +311,7 @@ class BM25:
         ones renumbered (:func:`~holomem.projections.postings.compacted`), in one
         segment, as the replay's final merge leaves them.
         """
-        assert not self.terms and not self.doclen.n
+        assert not self.terms and not self.doclen.n  # fresh
         self.stemming, self.stopwords, self.k1, self.b = (old.stemming, old.stopwords,
                                                           old.k1, old.b)
         # Every word of a kept document was indexed when it was written.

@@ -186,7 +186,7 @@ class Catalog:
         """Fill this fresh catalog with the documents ``kept`` of ``old``, the new slot
         ``i`` written by transaction ``seqs[i]``: what a replay of the compacted journal
         builds (a dict of the ids, every slot live)."""
-        assert not self.ids and len(seqs) == len(kept.slots)
+        assert not self.ids and len(seqs) == len(kept.slots)  # fresh; one seq per slot
         ids = old.ids
         # str: a kept slot is live, so it has an id
         self.ids = [ids[s] for s in kept.slots.tolist()]
@@ -194,6 +194,8 @@ class Catalog:
         self.seq.extend(np.asarray(seqs, dtype=np.int64))
         self.alive.extend(np.ones(len(self.ids), dtype=np.bool_))
         self.live = len(self.ids)
+        # A kept slot is live, so it has an id, and a live id has one slot: the ids
+        # are distinct, as a replay's would be.
         assert None not in self._slot and len(self._slot) == self.live
 
     def none_live(self, ids: list[str]) -> bool:

@@ -34,7 +34,7 @@ from holomem.projections.temporal import UNSET, Link
 def compacted(new: FactIndex, old: FactIndex, kept: Kept) -> None:
     """Fill the fresh index ``new`` (whose catalog is the compacted one already) with
     the facts of the documents ``kept`` of ``old``."""
-    assert not new.is_fact.n
+    assert not new.is_fact.n  # fresh
     n = len(kept.slots)
     is_fact = old.is_fact.view()[kept.slots]
     new_slots = np.flatnonzero(is_fact)
@@ -75,6 +75,7 @@ def compacted(new: FactIndex, old: FactIndex, kept: Kept) -> None:
     for succ, pred, known in old.all_links():
         new.superseded_by[pred] = [*new.superseded_by.get(pred, ()), Link(succ, known)]
     new.links = sum(map(len, new.supersedes.values()))
+    # The old counts are of stored facts and their links: all of them are kept.
     assert new.links == old.links and len(fact_ids) == old.facts
     new.facts = len(fact_ids)
     windowed = ((new.valid_from.view()[new_slots] != UNSET)

@@ -131,7 +131,7 @@ class Embeddings:
         as written (:meth:`View.vector_as_written`), which normalises to the very row
         ``old`` holds; a re-embedded vector is then the document's own (nothing is
         ``replaced``), and the dimension stays (written first, StoreSettings)."""
-        assert not self.has.n
+        assert not self.has.n  # fresh
         has = old.has.view()[kept.slots]
         self.has.extend(has)
         if old.dim and old._mat is not None:  # (a dimension always comes with a matrix)

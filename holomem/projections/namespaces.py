@@ -112,7 +112,7 @@ class NamespaceIndex:
         the compacted journal builds, which meets each namespace first with its first
         kept fact (ids given in that order). Returns each fact's old namespace id
         -> new id (-1: no kept fact there)."""
-        assert not self.names
+        assert not self.names  # fresh
         old_nids = old.of_slot.view()[old_slots]
         # (every stored fact has a namespace: the root is one)
         assert not len(old_nids) or int(old_nids.min()) >= 0

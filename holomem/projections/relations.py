@@ -174,10 +174,11 @@ class Relations:
         journal builds, which writes each live link again in the order they were made
         (relation names interned in that order, metadata kept in it). The catalog is
         the new one already (the adjacency index spans its slots)."""
-        assert not len(self.src)
+        assert not len(self.src)  # fresh
         rows = old.live_rows()
         src = kept.new[old.src.view()[rows]]
         dst = kept.new[old.dst.view()[rows]]
+        # A link dies with either end, so a live row's ends are kept slots.
         assert not len(rows) or (int(src.min()) >= 0 and int(dst.min()) >= 0)
         rel = old.rel.view()[rows]
         for rid in dict.fromkeys(rel.tolist()):

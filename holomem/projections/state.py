@@ -211,6 +211,7 @@ class ProjectionState:
         :meth:`Entities.add_lists`); the HRR and metadata indexes are built on use, as
         after a replay; the contradiction candidates are not built."""
         n = len(kept.slots)
+        # The records are placed (one per kept document), nothing else is filled yet.
         assert len(self.text.offset) == n and not self.catalog.slots
         self.catalog.compacted(old.catalog, kept, seqs)
         self.bm25.compacted(old.bm25, kept, words)

@@ -149,7 +149,7 @@ class SubjectIndex:
         replay of the compacted journal meets them: the new id of ``sids[i]`` is ``i``),
         their namespace ids renumbered by ``nids`` (old -> new), ``members[i]`` the
         kept members of the i-th in slot order. The heads are worked out on use."""
-        assert not self.names
+        assert not self.names  # fresh
         key_of = {sid: key for key, sid in old._id.items()}
         for new, sid in enumerate(sids):
             nid, name = key_of[sid]

@@ -29,10 +29,21 @@ copy and the purge of today, in one run:
   verifying each (it reads every record for the new journal's events anyway);
 - ``erase``: a copy of the live generation (journal, text segment) overwritten with
   zeros, synced and unlinked, as every compaction does to the generation it replaces;
+- ``scan``: every frame read, checked, decompressed (opened, when encrypted) and its
+  events decoded: the least a frame filter must do to know which frames name a removed
+  fact (a feedback's note, a link's metadata, a re-embedded vector: only the frame
+  says whom it is about);
+- ``words``: the live texts' distinct words listed in the order a replay meets them
+  (:class:`holomem.projections.firstwords.FirstWords`; the texts taken from the
+  records, which the scan's events would give);
+- ``renumber``: the live state renumbered into fresh projections
+  (:meth:`ProjectionState.compacted`, as a purge does today): what the state half costs;
 - ``purge``: ``Memory.forget(..., purge=True)`` of one fact, as today.
 
 ``floor_over_copy`` is (refile + carry + erase) / copy: what a frame-level purge
-would cost with an in-memory renumbering that cost nothing, in this format. (Today's
+would cost with an in-memory renumbering that cost nothing, in this format;
+``frames_over_copy`` adds the scan, the words and today's renumbering: a frame-level
+purge that reads every frame and renumbers as cheaply as today. (Today's
 renumbering equals a replay of one event per live document; for filtered frames it
 would have to equal a replay of the surviving history instead: see
 benchmarks/README.md.) Prints JSON; nothing is saved.
@@ -55,6 +66,7 @@ from benchmarks._common import emit, machine, median
 from benchmarks.purge_bench import copy_journal, erase_cost
 from benchmarks.search_bench import corpus
 from holomem import Memory, Store
+from holomem import events as ev
 from holomem.log import Journal
 from holomem.log.checksum import checksum_parts
 from holomem.log.envelope import Envelope
@@ -66,6 +78,9 @@ from holomem.log.format import (
     TEXT_FILE,
 )
 from holomem.log.recordfile import RecordFile
+from holomem.projections.base import Kept
+from holomem.projections.firstwords import FirstWords
+from holomem.projections.state import ProjectionState
 
 
 def refile(journal: Journal, dest: str) -> tuple[float, int]:
@@ -142,6 +157,34 @@ def carry(store: Store, envelope: Envelope | None, dest: str, shift: int
     return elapsed, cpu, at - RecordFile.first_offset
 
 
+def scan(journal: Journal) -> float:
+    """Seconds to read, check, decompress and decode every event of ``journal``."""
+    t = time.perf_counter()
+    for seq, payloads in journal.replay(journal.first_seq):
+        ev.decode_all(payloads, seq=seq)
+    return time.perf_counter() - t
+
+
+def renumber(store: Store) -> tuple[float, float]:
+    """Seconds to list the live texts' words, and to renumber the live state into fresh
+    projections (no file), as a compaction does."""
+    with store.reading() as view:
+        source = view.state
+        kept = Kept.live(source.catalog.alive.view())
+        texts = [r.text for r in view.records(kept.slots)]
+        t = time.perf_counter()
+        words = FirstWords()
+        for start in range(0, len(texts), 1024):
+            words.add(texts[start:start + 1024])
+        words_s = time.perf_counter() - t
+        t = time.perf_counter()
+        state = ProjectionState(None)
+        state.text.place(0, [b""] * len(kept.slots))  # (placements, as the writing gives)
+        state.entities.add_lists(0, [()] * len(kept.slots))
+        state.compacted(source, kept, np.zeros(len(kept.slots), dtype=np.int64), words.words)
+        return words_s, time.perf_counter() - t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--facts", type=int, default=100_000)
@@ -172,6 +215,8 @@ def main() -> None:
                     shift = journal.last_seq + 1 - journal.first_seq
                     carry_s, carry_cpu_s, text_bytes = carry(store, journal.envelope,
                                                              os.path.join(d, "carry"), shift)
+                    scan_s = scan(journal)
+                words_s, renumber_s = renumber(store)
                 erase_s, _ = erase_cost(path, os.path.join(d, "scratch"))
                 t, cpu = time.perf_counter(), time.process_time()
                 memory.forget({"ids": [f"f{r}"]}, purge=True)
@@ -179,8 +224,11 @@ def main() -> None:
                 rows.append({"copy_s": copy_s, "refile_s": refile_s, "carry_s": carry_s,
                              "carry_cpu_s": carry_cpu_s, "purge_cpu_s": purge_cpu_s,
                              "erase_s": erase_s, "purge_s": purge_s, "bytes": nbytes,
-                             "text_bytes": text_bytes,
-                             "floor_s": refile_s + carry_s + erase_s})
+                             "text_bytes": text_bytes, "scan_s": scan_s, "words_s": words_s,
+                             "renumber_s": renumber_s,
+                             "floor_s": refile_s + carry_s + erase_s,
+                             "frames_s": refile_s + carry_s + erase_s + scan_s + words_s
+                             + renumber_s})
     emit("purge_frames", {
         "benchmark": "purge_frames (prototype)", "machine": machine(tempfile.gettempdir()),
         "conditions": {"facts": args.facts, "facts_per_transaction": args.batch,
@@ -188,12 +236,18 @@ def main() -> None:
                        "compacted_first": args.compact},
         "median_s": {k: round(median([r[k] for r in rows]), 4)
                      for k in ("copy_s", "refile_s", "carry_s", "carry_cpu_s", "erase_s",
-                               "floor_s", "purge_s", "purge_cpu_s")},
+                               "scan_s", "words_s", "renumber_s", "floor_s", "frames_s",
+                               "purge_s", "purge_cpu_s")},
         "median_ratios": {
             "refile_over_copy": round(median([r["refile_s"] / r["copy_s"] for r in rows]), 2),
             "carry_over_copy": round(median([r["carry_s"] / r["copy_s"] for r in rows]), 2),
             "erase_over_copy": round(median([r["erase_s"] / r["copy_s"] for r in rows]), 2),
             "floor_over_copy": round(median([r["floor_s"] / r["copy_s"] for r in rows]), 2),
+            "scan_over_copy": round(median([r["scan_s"] / r["copy_s"] for r in rows]), 2),
+            "words_over_copy": round(median([r["words_s"] / r["copy_s"] for r in rows]), 2),
+            "renumber_over_copy": round(median([r["renumber_s"] / r["copy_s"]
+                                                for r in rows]), 2),
+            "frames_over_copy": round(median([r["frames_s"] / r["copy_s"] for r in rows]), 2),
             "purge_over_copy": round(median([r["purge_s"] / r["copy_s"] for r in rows]), 1)},
         "journal_bytes": rows[-1]["bytes"], "text_bytes": rows[-1]["text_bytes"],
         "rounds": rows,

@@ -39,6 +39,12 @@ Two checks make a figure trustworthy before it is printed as a win:
   the run queue. A target whose measure failed either check is reported ``suspect``
   (with the reason and the load average), never ``met``.
 
+After the rounds, ``cycle_profile`` shows where the time goes: one more run of ``full``
+and of each ``batch<T>`` with ``os.fsync`` timed (outside the rates and ratios above):
+transactions per fsync, the median fsync, and the median time from one fsync's end to
+the next one's start -- for ``batch<T>``, the appenders of the last group coming back
+and the next group being written, while the disk waits.
+
 Prints its targets as met, missed or suspect; writes benchmarks/results/journal_bench.json
 only with ``--save``. ``--contender NAME`` runs one contender once and prints its rate
 (the syscall check's child).
@@ -47,6 +53,7 @@ only with ``--save``. ``--contender NAME`` runs one contender once and prints it
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -184,6 +191,12 @@ def run_full(d: str, texts: list[bytes]) -> tuple[float, float]:
 def run_batch(d: str, texts: list[bytes], threads: int) -> tuple[float, float]:
     """``threads`` threads appending ``texts`` between them, batch mode: (transactions/s,
     process CPU microseconds per transaction, every thread's and the kernel's)."""
+    return timed_batch(d, texts, threads)[:2]
+
+
+def timed_batch(d: str, texts: list[bytes], threads: int
+                ) -> tuple[float, float, float, float]:
+    """:func:`run_batch`, and the ``perf_counter`` times its appends began and ended."""
     path = os.path.join(d, "batch")
     per = len(texts) // threads
     with Journal.open(path, sync="batch") as j:
@@ -201,10 +214,71 @@ def run_batch(d: str, texts: list[bytes], threads: int) -> tuple[float, float]:
         t0, c0 = time.perf_counter(), time.process_time()
         for t in ts:
             t.join()
-        el, cpu = time.perf_counter() - t0, time.process_time() - c0
+        t1 = time.perf_counter()
+        el, cpu = t1 - t0, time.process_time() - c0
         assert j.last_seq == per * threads
     shutil.rmtree(path)
-    return per * threads / el, cpu / (per * threads) * 1e6
+    return per * threads / el, cpu / (per * threads) * 1e6, t0, t1
+
+
+class SyncSpans:
+    """``os.fsync`` timed while in use (the cycle profile's runs only, never the rates):
+    the ``perf_counter`` start and end of each call."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float]] = []
+        self._real = os.fsync
+
+    def __enter__(self) -> SyncSpans:
+        real, spans, clock = self._real, self.spans, time.perf_counter
+
+        def fsync(fd: int) -> None:
+            t0 = clock()
+            real(fd)
+            spans.append((t0, clock()))
+
+        os.fsync = fsync
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.fsync = self._real
+
+    def between(self, t0: float, t1: float) -> dict[str, float]:
+        """The syncs that began in [t0, t1]: how many, and the median time each took
+        and the median time from one's end to the next one's start (microseconds)."""
+        inside = [sp for sp in self.spans if t0 <= sp[0] <= t1]
+        gaps = [b[0] - a[1] for a, b in itertools.pairwise(inside)]
+        return {"fsyncs": len(inside),
+                "fsync_us": round(median([b - a for a, b in inside]) * 1e6, 1),
+                "between_fsyncs_us": round(median(gaps) * 1e6, 1) if gaps else 0.0}
+
+
+def cycle_profile(d: str, ops: int, threads: list[int]) -> dict[str, Any]:
+    """Where a durable transaction's time goes, from one more run of ``full`` and of
+    each ``batch<T>`` with ``os.fsync`` timed: a batch run's rate is about
+    ``tx_per_fsync / (fsync_us + between_fsyncs_us)``, ``between`` being the time the
+    disk waits while the appenders of the last group come back and the next group is
+    written; for ``full``, ``between`` is a transaction's time outside its fsync."""
+    out: dict[str, Any] = {}
+    texts = _texts(ops, seed=99)
+    c = Full(d)
+    try:
+        with SyncSpans() as spans:
+            t0 = time.perf_counter()
+            for t in texts:
+                c.op(t)
+            t1 = time.perf_counter()
+    finally:
+        c.close()
+    out["full"] = spans.between(t0, t1)
+    for t in threads:
+        n = batch_ops(ops, t)
+        with SyncSpans() as spans:
+            rate, cpu, t0, t1 = timed_batch(d, _texts(n, seed=98), t)
+        got = spans.between(t0, t1)
+        out[f"batch{t}"] = {"tx_per_fsync": round(n / max(1, got["fsyncs"]), 2), **got,
+                            "cpu_us_per_tx": round(cpu, 1), "tx_per_s": round(rate)}
+    return out
 
 
 def framed_batch(d: str, texts: list[bytes], threads: int, ref_ops: int
@@ -357,6 +431,7 @@ def main() -> None:
                 btexts = _texts(batch_ops(args.ops, t), seed=100 + r)
                 row.update(framed_batch(d, btexts, t, ref_ops))
             rounds.append(row)
+        profile = cycle_profile(d, args.ops, threads)
     ratio_full_raw = round(median([r["full"] / r["raw"] for r in rounds]), 3)
     ratio_full_sqlite = round(median([r["full"] / r["sqlite"] for r in rounds]), 3)
     batch_ratio = {t: round(median([r[f"batch{t}_over_full"] for r in rounds]), 2)
@@ -386,6 +461,7 @@ def main() -> None:
             "full_over_sqlite": ratio_full_sqlite,
             **{f"batch{t}_over_full": v for t, v in batch_ratio.items()},
         },
+        "cycle_profile": profile,
         "rounds": rounds,
     }
     by = {c["contender"]: c for c in checks}

@@ -25,8 +25,6 @@ their size).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 
 from holomem.projections import impact as grouping
@@ -34,6 +32,10 @@ from holomem.projections.impact import Impact
 
 #: Postings moved per step of a merge (bounds the merge's temporaries).
 CHUNK = 1 << 20
+#: Old postings copied per step of :func:`compacted`: small enough that each step's
+#: temporaries are the last one's memory again rather than pages mapped afresh (a
+#: purge at 100,000 facts spent 0.11 s against 0.045 s with steps of 1 << 18).
+COMPACT_CHUNK = 1 << 18
 
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
@@ -219,16 +221,6 @@ def merge(seg: Segment | None, newer: list[tuple[np.ndarray, np.ndarray, np.ndar
 
 
 
-def _terms_in(indptr: np.ndarray, start: int, stop: int) -> np.ndarray:
-    """The term of each posting ``start``..``stop - 1`` of a segment laid out by
-    ``indptr``: each term overlapping the range repeated over its share of it."""
-    first = int(np.searchsorted(indptr, start, side="right")) - 1
-    last = int(np.searchsorted(indptr, stop - 1, side="right")) - 1
-    shares = np.diff(np.clip(indptr[first : last + 2], start, stop))
-    terms: np.ndarray = np.repeat(np.arange(first, last + 1, dtype=np.int64), shares)
-    return terms
-
-
 def compacted(segments: list[Segment], delta: tuple[np.ndarray, np.ndarray, np.ndarray],
               new_slot: np.ndarray, new_term: np.ndarray, n_terms: int,
               n_docs: int) -> Segment:
@@ -239,54 +231,71 @@ def compacted(segments: list[Segment], delta: tuple[np.ndarray, np.ndarray, np.n
     slots are the kept ones in order and whose terms are numbered anew.
 
     Both renumberings keep the order of what they keep (ascending slots stay
-    ascending), but terms change places, so each posting goes to its new term's row at
-    the rank it has there: within a chunk of the old arrays the postings of one term
-    are adjacent and in slot order, so a posting's rank is the number of its term's
-    postings placed before the chunk plus its place in its run. Linear, no sort; two
-    passes (count, then place) over chunks of ``CHUNK`` postings, so the temporaries
-    stay a few megabytes whatever the size.
+    ascending); terms change places. So a new term's row is its old term's postings in
+    each part, in part order, less the dropped slots': it is filled by copying those
+    runs, a group of rows at a time (no sort, no pass over every posting to count them:
+    the counts are the old ones less the dropped postings'). The temporaries stay about
+    ``COMPACT_CHUNK`` postings whatever the size.
     """
-    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """(new term, new slot, tf) of the kept postings, chunk by chunk, in order."""
-        def kept(term: np.ndarray, slot: np.ndarray, tf: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            ns = new_slot[slot]
-            keep = ns >= 0
-            nt = new_term[term[keep]]
-            # A kept document's terms are its words': the new vocabulary holds them.
-            assert not len(nt) or int(nt.min()) >= 0, "a kept document's term was dropped"
-            return nt, ns[keep].astype(np.int32), tf[keep]
-
-        for seg in segments:
-            for start in range(0, len(seg.slot), CHUNK):
-                stop = min(len(seg.slot), start + CHUNK)
-                yield kept(_terms_in(seg.indptr, start, stop), seg.slot[start:stop],
-                           seg.tf[start:stop])
-        term, slot, tf = delta
-        for start in range(0, len(term), CHUNK):
-            stop = start + CHUNK
-            yield kept(term[start:stop], slot[start:stop], tf[start:stop])
-
-    counts = np.zeros(n_terms, dtype=np.int64)
-    for nt, _, _ in chunks():
-        counts += np.bincount(nt, minlength=n_terms)
+    n_old = len(new_term)
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (ptr, slots, tfs)
+    for seg in segments:
+        # (a segment built before later terms existed has no row for them)
+        ptr = np.full(n_old + 1, seg.indptr[-1], dtype=np.int64)
+        ptr[: len(seg.indptr)] = seg.indptr
+        parts.append((ptr, seg.slot, seg.tf))
+    term, slot, tf = delta
+    if len(term):
+        ptr = np.zeros(n_old + 1, dtype=np.int64)
+        np.cumsum(np.bincount(term, minlength=n_old), out=ptr[1:])
+        parts.append((ptr, slot, tf))
+    known = np.flatnonzero(new_term >= 0)
+    old_of = np.empty(n_terms, dtype=np.int64)  # each new term's old term
+    old_of[new_term[known]] = known
+    # Numbered 0 .. n_terms - 1 once each: a permutation of the terms kept.
+    assert len(known) == n_terms
+    raw, kept = [], []  # per part, each new term's postings: all of them, the kept ones
+    for ptr, slots_p, _ in parts:
+        dead = [np.flatnonzero(new_slot[slots_p[a : a + COMPACT_CHUNK]] < 0) + a
+                for a in range(0, len(slots_p), COMPACT_CHUNK)]
+        all_p = np.diff(ptr)
+        kept_p = all_p.copy()
+        gone = np.concatenate(dead) if dead else _EMPTY_I64
+        if len(gone):
+            kept_p -= np.bincount(np.searchsorted(ptr, gone, side="right") - 1,
+                                  minlength=n_old)
+        raw.append(all_p[old_of])
+        kept.append(kept_p[old_of])
+    counts = sum(kept, np.zeros(n_terms, dtype=np.int64))
     indptr = np.zeros(n_terms + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
-    slots = np.empty(int(indptr[-1]), dtype=np.int32)
-    tfs = np.empty(int(indptr[-1]), dtype=np.uint16)
-    placed = np.zeros(n_terms, dtype=np.int64)  # each new term's postings placed so far
-    for nt, ns, tf in chunks():
-        if not len(nt):
-            continue
-        edge = np.empty(len(nt), dtype=bool)
-        edge[0] = True
-        np.not_equal(nt[1:], nt[:-1], out=edge[1:])
-        starts = np.flatnonzero(edge)
-        run_start = np.repeat(starts, np.diff(np.append(starts, len(nt))))
-        pos = indptr[nt] + placed[nt] + (np.arange(len(nt)) - run_start)
-        slots[pos] = ns
-        tfs[pos] = tf
-        placed += np.bincount(nt, minlength=n_terms)
+    out_slot = np.empty(int(indptr[-1]), dtype=np.int32)
+    out_tf = np.empty(int(indptr[-1]), dtype=np.uint16)
+    before = np.zeros(n_terms, dtype=np.int64)  # each row's postings from earlier parts
+    for (ptr, slots_p, tfs_p), raw_p, kept_p in zip(parts, raw, kept, strict=True):
+        ends = np.cumsum(raw_p)
+        g0 = 0
+        while g0 < n_terms:  # rows g0 .. g1 - 1: about COMPACT_CHUNK old postings
+            done = int(ends[g0 - 1]) if g0 else 0
+            g1 = max(g0 + 1, int(np.searchsorted(ends, done + COMPACT_CHUNK, side="right")))
+            lens, keeps = raw_p[g0:g1], kept_p[g0:g1]
+            if int(lens.sum()):
+                src = _runs(ptr[old_of[g0:g1]], lens)
+                renumbered = new_slot[slots_p[src]]
+                keep = renumbered >= 0
+                dst = _runs(indptr[g0:g1] + before[g0:g1], keeps)
+                out_slot[dst] = renumbered[keep]
+                out_tf[dst] = tfs_p[src[keep]]
+            g0 = g1
+        before += kept_p
     # Every row is filled exactly: no posting lost, none placed twice.
-    assert np.array_equal(placed, counts)
-    return Segment(0, n_docs, indptr, slots, tfs, n_docs)
+    assert np.array_equal(before, counts)
+    return Segment(0, n_docs, indptr, out_slot, out_tf, n_docs)
+
+
+def _runs(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions ``starts[i] .. starts[i] + lengths[i] - 1`` of each run, in order."""
+    total = int(lengths.sum())
+    out: np.ndarray = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(
+        total, dtype=np.int64)
+    return out

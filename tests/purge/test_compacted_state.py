@@ -18,11 +18,13 @@ import contextlib
 import os
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, Store
 from holomem.errors import HolomemError
+from holomem.projections import postings
 from holomem.projections.firstwords import FirstWords
 from holomem.projections.tokenize import tokenize
 from tests.memory import test_reopen as reopen
@@ -213,3 +215,60 @@ def test_first_words_are_every_distinct_word_in_the_order_tokenize_first_gives_i
         seen.add(batch)
     expected = dict.fromkeys(w for batch in batches for text in batch for w in tokenize(text))
     assert seen.words == list(expected)
+
+
+@settings(max_examples=150, deadline=None)
+@given(docs=st.lists(st.sets(st.integers(0, 30), max_size=6), min_size=1, max_size=40),
+       cuts=st.tuples(st.integers(0, 40), st.integers(0, 40)),
+       base_terms=st.integers(0, 31), dropped=st.sets(st.integers(0, 39)),
+       seed=st.integers(0, 2**16), chunk=st.sampled_from([1, 3, 16, 1 << 20]))
+def test_renumbered_postings_are_the_kept_ones_under_their_new_numbers(
+        docs: list[set[int]], cuts: tuple[int, int], base_terms: int, dropped: set[int],
+        seed: int, chunk: int) -> None:
+    """``postings.compacted`` over a base and a mid segment and a delta (the base built
+    before its later terms existed) equals the plain answer: every posting of a kept
+    slot, renumbered, grouped by new term and slot ascending — whatever the chunk."""
+    rng = np.random.default_rng(seed)
+    n, n_terms = len(docs), 31
+    lo, hi = sorted(min(c, n) for c in cuts)
+    triples = np.array([(t, d, 1 + (t + d) % 3) for d, ts in enumerate(docs) for t in ts],
+                       dtype=np.int64).reshape(-1, 3)
+
+    def part(first: int, last: int, terms: int) -> tuple[np.ndarray, ...]:
+        p = triples[(triples[:, 1] >= first) & (triples[:, 1] < last) & (triples[:, 0] < terms)]
+        p = p[np.lexsort((p[:, 1], p[:, 0]))]
+        return p[:, 0].astype(np.int32), p[:, 1].astype(np.int32), p[:, 2].astype(np.uint16)
+
+    segments = []
+    for first, last, terms in ((0, lo, base_terms), (lo, hi, n_terms)):
+        if last > first:
+            t, s, f = part(first, last, terms)
+            ptr = np.zeros(terms + 1, dtype=np.int64)
+            np.cumsum(np.bincount(t, minlength=terms), out=ptr[1:])
+            segments.append(postings.Segment(first, last, ptr, s, f, last - first))
+    delta = part(hi, n, n_terms)
+    listed = np.concatenate([s.triples()[0] for s in segments] + [delta[0]]) if n else []
+    in_parts = np.concatenate([s.slot for s in segments] + [delta[1]])
+    alive = np.array([d not in dropped for d in range(n)])
+    new_slot = np.where(alive, np.cumsum(alive) - 1, -1)
+    kept_terms = np.unique(np.asarray(listed, dtype=np.int64)[alive[in_parts]])
+    new_term = np.full(n_terms, -1, dtype=np.int32)
+    new_term[rng.permutation(kept_terms)] = np.arange(len(kept_terms), dtype=np.int32)
+    old_chunk, postings.COMPACT_CHUNK = postings.COMPACT_CHUNK, chunk
+    try:
+        got = postings.compacted(segments, delta, new_slot, new_term, len(kept_terms),
+                                 int(alive.sum()))
+    finally:
+        postings.COMPACT_CHUNK = old_chunk
+    # The plain answer, from every posting in the parts (the base's older terms only).
+    every = np.concatenate([np.stack(s.triples()).T.astype(np.int64) for s in segments]
+                           + [np.stack(delta).T.astype(np.int64)])
+    every = every[alive[every[:, 1]]]
+    t, s, f = new_term[every[:, 0]], new_slot[every[:, 1]], every[:, 2]
+    order = np.lexsort((s, t))
+    want_ptr = np.zeros(len(kept_terms) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(t, minlength=len(kept_terms)), out=want_ptr[1:])
+    assert np.array_equal(got.indptr, want_ptr)
+    assert np.array_equal(got.slot, s[order]) and got.slot.dtype == np.int32
+    assert np.array_equal(got.tf, f[order]) and got.tf.dtype == np.uint16
+    assert (got.lo, got.hi, got.docs) == (0, int(alive.sum()), int(alive.sum()))

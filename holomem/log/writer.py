@@ -20,7 +20,8 @@ Invariants kept here:
   appender waited as long as the last sync took: the wait only decides how the
   frames are grouped, never whether an appender returns before its sync;
 - after any write or sync failure the appender is *failed*: it acknowledges
-  nothing more, and the journal must be reopened (a failed fsync is never retried).
+  nothing more, and the journal must be reopened (a failed fsync is never retried);
+  so is a write or sync that ended in any other exception (see :func:`_failure`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from holomem.errors import HolomemError, JournalFailedError
+from holomem.errors import HolomemError, JournalFailedError, StorageIOError
 from holomem.log import crashpoints as cp
 from holomem.log import fs
 from holomem.log.format import READ_VERSION, SEGMENT_HEADER_SIZE, WRITE_VERSION, segment_name
@@ -82,6 +83,21 @@ class Segment:
     def binding(self) -> Binding:
         h = self.header
         return Binding(h.store_id, h.generation, h.number, h.salt)
+
+
+def _failure(exc: BaseException) -> HolomemError:
+    """The journal's failure after ``exc`` ended one of its writes or syncs.
+
+    An exception that is not the file layer's (KeyboardInterrupt, one raised by a signal
+    handler) leaves the write's bytes unknown -- none, some or all of them written --
+    and may have replaced a failed fsync's error, which the kernel reports only once:
+    a later write after a hole, or a later sync, could then acknowledge what is lost.
+    """
+    if isinstance(exc, HolomemError):
+        return exc
+    return StorageIOError(
+        f"a write or sync of the journal was interrupted ({type(exc).__name__}); "
+        "what reached the disk is unknown")
 
 
 def create_segment(gen_dir: str, header: SegmentHeader) -> Segment:
@@ -334,14 +350,16 @@ class Appender:
         cur = self.segments[-1]
         self._flushing = True
         self._written = start + len(data)
-        error: HolomemError | None = None
+        # Any exception, not only an I/O error: one from a signal handler (Ctrl-C) says
+        # nothing of what reached the disk, and the flags and the lock must be restored.
+        error: BaseException | None = None
         if release:
             self._lock.release()
         try:
             cp.hit(P_FRAME_WRITE_BEFORE)
             fs.write_at(self._fd, data, start, cur.path)
             cp.hit(P_FRAME_WRITE_AFTER)
-        except HolomemError as exc:
+        except BaseException as exc:
             error = exc
         if release:
             self._lock.acquire()
@@ -354,15 +372,14 @@ class Appender:
             began = time.perf_counter()
             try:
                 fs.sync(self._fd, cur.path)
-            except HolomemError as exc:
+            except BaseException as exc:
                 error = exc
-            finally:
-                if release:
-                    self._lock.acquire()
-                self._syncing -= 1
+            if release:
+                self._lock.acquire()
+            self._syncing -= 1
             self._sync_time = time.perf_counter() - began
         if error is not None:
-            self._fail(error)
+            self._fail(_failure(error))
             raise error
         # A sync that overlapped a failed one proves nothing (the kernel reports a
         # writeback error to one fsync caller only): acknowledge nothing after it.
@@ -420,8 +437,8 @@ class Appender:
             self._drain_locked()
             try:
                 fs.sync(self._fd, self.segments[-1].path)
-            except HolomemError as exc:
-                self._fail(exc)
+            except BaseException as exc:
+                self._fail(_failure(exc))
                 raise
             self._made_durable(self.last_seq)
 

@@ -96,7 +96,7 @@ def _members(view: View, entity: str,
     index = view.hrr()
     if slots is None:
         slots = np.flatnonzero(view.catalog.alive.view())
-    sims = similarity(index.structure.view(), slots, hrr.probe_key(entity))
+    sims = similarity(index.structure.view(), slots, index.probe_key(entity))
     items = index.items.view()[slots]
     member = (sims >= THRESHOLD) & (items > 0)
     # Bundles too full for the threshold to be trusted: decide membership exactly.
@@ -117,7 +117,7 @@ def probe(view: View, entity: str, k: int = 10, namespace: Namespace = ()) -> Pr
     chosen = slots[order]
     # Which position the entity holds: unbind each order role from the chosen facts.
     rows = index.structure.view()[chosen]
-    roles = np.stack([hrr.bit_similarity(rows, hrr.probe_key(ent, j))
+    roles = np.stack([hrr.bit_similarity(rows, index.probe_key(ent, j))
                       for j in range(hrr.ORDER_ROLES)]) if len(chosen) else np.zeros((0, 0))
     hits = []
     for j, i in enumerate(order):
@@ -131,10 +131,11 @@ def probe(view: View, entity: str, k: int = 10, namespace: Namespace = ()) -> Pr
                        path="algebra+exact" if exact else "algebra", exact_checked=exact)
 
 
-def _exact_related(view: View, rows: np.ndarray, facts: np.ndarray,
+def _exact_related(view: View, index: hrr.HRRIndex, facts: np.ndarray,
                    candidates: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """(score, facts) per candidate: each member fact scored on its own, over the
     entities it lists — the sum of its similarities (floored at 0) and the count."""
+    rows = index.structure.view()
     is_member = np.zeros(view.catalog.slots, dtype=bool)
     is_member[facts] = True
     scores = np.zeros(len(candidates))
@@ -143,7 +144,7 @@ def _exact_related(view: View, rows: np.ndarray, facts: np.ndarray,
         carriers = view.entities.slots(c)
         listing = carriers[is_member[carriers]]
         if len(listing):
-            sims = similarity(rows, listing, hrr.probe_key(c))
+            sims = similarity(rows, listing, index.probe_key(c))
             scores[i] = float(np.maximum(sims, 0.0).sum())
             counts[i] = len(listing)
     return scores, counts
@@ -164,7 +165,7 @@ def related(view: View, entity: str, k: int = 10, namespace: Namespace = ()
     structure = index.structure.view()
     items = int(index.items.view()[facts].sum())
     ratio = hrr.snr(items)
-    exact, counts = _exact_related(view, structure, facts, candidates)
+    exact, counts = _exact_related(view, index, facts, candidates)
     listed = np.flatnonzero(counts > 0)
     exact_order = listed[np.lexsort((listed, -exact[listed]))]
     chosen: np.ndarray = exact_order[:k]
@@ -178,7 +179,7 @@ def related(view: View, entity: str, k: int = 10, namespace: Namespace = ()
         bank = hrr.pack(total)
         algebra = np.empty(len(candidates))
         for i in range(0, len(candidates), BLOCK):
-            keys = np.stack([hrr.probe_key(c) for c in candidates[i : i + BLOCK]])
+            keys = np.stack([index.probe_key(c) for c in candidates[i : i + BLOCK]])
             algebra[i : i + BLOCK] = hrr.bit_similarity(keys, bank)
         passed = np.flatnonzero(algebra >= THRESHOLD)
         top = passed[np.lexsort((passed, -algebra[passed]))][:k]
@@ -218,8 +219,9 @@ def reason(view: View, entities: Sequence[str], k: int = 10, namespace: Namespac
         slots, score = slots[m.member], np.minimum(score, m.sims)[m.member]
     order = np.lexsort((slots, -score))[:k]
     chosen = slots[order]
-    rows = view.hrr().structure.view()
-    per = np.stack([similarity(rows, chosen, hrr.probe_key(e)) for e in ents]) \
+    index = view.hrr()
+    rows = index.structure.view()
+    per = np.stack([similarity(rows, chosen, index.probe_key(e)) for e in ents]) \
         if len(chosen) else np.zeros((len(ents), 0))
     return ReasonResult(
         entities=ents,

@@ -64,6 +64,8 @@ ORDER_ROLES = 4
 #: match, so that what is said and in which order weigh alike.
 UNIGRAM_WEIGHT = 32
 _CHUNK = 256  # documents encoded per batch
+#: The most probe keys an index keeps (:meth:`HRRIndex.probe_key`).
+PROBE_KEYS = 65536
 
 
 def atom(name: str, kind: str = "word") -> np.ndarray:
@@ -142,20 +144,20 @@ class AtomCache:
         return out
 
 
-_ATOMS = AtomCache()
-
-
-def encode_texts(docs: Sequence[Sequence[str]], cache: AtomCache = _ATOMS) -> np.ndarray:
+def encode_texts(docs: Sequence[Sequence[str]], cache: AtomCache | None = None) -> np.ndarray:
     """Content bundles of several word sequences at once (exact int64, one row each).
 
     Row i is 32·Σ atom(w) + Σ bind(atom(w_j), P(atom(w_{j+1}))) over document i.
+    ``cache``: atoms to reuse and add to (None: this call's own). Never one the whole
+    process shares: it would keep every word of every text, a purged one's too
+    (docs/guarantees.md §6).
     """
     out = np.zeros((len(docs), D), dtype=np.int64)
     vocab: dict[str, int] = {}
     ids = [[vocab.setdefault(w, len(vocab)) for w in words] for words in docs]
     if not vocab:
         return out
-    atoms = cache.matrix(list(vocab))
+    atoms = (cache if cache is not None else AtomCache()).matrix(list(vocab))
     spec = np.fft.rfft(atoms.astype(np.float32), axis=1)
     pspec = np.fft.rfft(permute(atoms).astype(np.float32), axis=1)
     weighted = spec * np.float32(UNIGRAM_WEIGHT)
@@ -242,7 +244,6 @@ def bit_similarity(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     return out
 
 
-@functools.lru_cache(maxsize=65536)
 def _probe_key(entity: str, role: int) -> bytes:
     r = ROLE_ENTITY if role < 0 else ROLE_ORDER[role]
     return bytes(pack(bind(r, atom(entity, "entity"))))
@@ -250,7 +251,7 @@ def _probe_key(entity: str, role: int) -> bytes:
 
 def probe_key(entity: str, role: int = -1) -> np.ndarray:
     """The packed sign pattern of bind(role, atom(entity)): the entity role (-1) or an
-    order role (0, 1, ...). Cached: computing one costs an FFT."""
+    order role (0, 1, ...). Not cached (:meth:`HRRIndex.probe_key` is)."""
     return np.frombuffer(_probe_key(entity, role), dtype=np.uint8)
 
 
@@ -270,6 +271,12 @@ class HRRIndex:
         self.content = GrowArray(np.uint8, capacity=16, width=PACKED)
         self.structure = GrowArray(np.uint8, capacity=16, width=PACKED)
         self.items = GrowArray(np.int32, capacity=16)  # items bound in each structure
+        #: the atoms of the words encoded and the probe keys asked (each costs hashing
+        #: or an FFT), kept with the index and so dropped with its generation: caches
+        #: the whole process shared would keep a purged fact's words and entities
+        #: (docs/guarantees.md §6)
+        self._atoms = AtomCache()
+        self._probe_keys = functools.lru_cache(maxsize=PROBE_KEYS)(_probe_key)
 
     @property
     def stale(self) -> int:
@@ -289,7 +296,7 @@ class HRRIndex:
         for i in range(0, len(todo), _CHUNK):
             chunk = todo[i : i + _CHUNK]
             batch = source(chunk)
-            content = encode_texts([tokenize(text) for text, _ in batch])
+            content = encode_texts([tokenize(text) for text, _ in batch], self._atoms)
             for j, slot in enumerate(chunk):
                 rows_c[slot - start] = pack(content[j])
                 ents = batch[j][1]
@@ -320,7 +327,7 @@ class HRRIndex:
     def similar(self, words: Sequence[str], allowed: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
         """Cosine of every live document's content vector with the text's (slots, scores)."""
-        return self._scores(self.content, encode_text(words), allowed)
+        return self._scores(self.content, encode_texts([words], self._atoms)[0], allowed)
 
     def probe(self, entity: str, role: int = -1,
               allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -335,7 +342,11 @@ class HRRIndex:
         if allowed is not None:
             mask = mask & allowed
         slots = np.flatnonzero(mask)
-        return slots, bit_similarity(self.structure.view()[slots], probe_key(entity, role))
+        return slots, bit_similarity(self.structure.view()[slots], self.probe_key(entity, role))
+
+    def probe_key(self, entity: str, role: int = -1) -> np.ndarray:
+        """:func:`probe_key`, cached by this index (at most :data:`PROBE_KEYS` of them)."""
+        return np.frombuffer(self._probe_keys(entity, role), dtype=np.uint8)
 
     def snapshot(self) -> Snapshot:
         """Rows are only ever appended (by :meth:`ensure`): shared."""

@@ -247,7 +247,8 @@ def test_an_interrupted_checkpoint_leaves_a_temporary_file_the_writer_erases(
 #: statuses on its second ask between writes) and never persisted
 #: (holomem/projections/chains.py; tests/memory/test_statuses_at_once.py).
 CACHES = {"_norm_key", "_norm_cache", "_arrays", "_mu", "_buffer_start", "_df_key", "_df",
-          "_heads", "_word_keys", "_memo", "_version", "_d_slots", "link_slots"}
+          "_heads", "_word_keys", "_memo", "_version", "_d_slots", "link_slots",
+          "_atoms", "_probe_keys"}
 #: How the catalog finds an id's slot: a dict after a replay, a frozen hash table
 #: (and the dict of what was looked up or added since) after a restore; compared by
 #: the lookups themselves instead (and whether a snapshot holds the ids list).

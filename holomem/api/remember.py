@@ -413,9 +413,9 @@ class Planner:
         if p is not None:
             return status_at(at, p.eff, p.end, batch) == "current"
         facts = self.view.facts
-        if key is None:
-            return facts.current(fid, at) and all(s > at for s in batch)
-        return facts.current_in(key[3], fid, at) and all(s > at for s in batch)
+        if not (facts.current(fid, at) if key is None else facts.current_in(key[3], fid, at)):
+            return False
+        return not batch or all(s > at for s in batch)
 
     def _latest(self, ns: Namespace, subject: str, eff: int, new_key: OrderKey
                 ) -> list[tuple[OrderKey, str]] | None:
@@ -434,7 +434,11 @@ class Planner:
         state = self._heads.get((ns, subject))
         if state is None:
             stored = self.view.facts.subject_heads(subject, ns)
-            members = [(p.key, p.id) for p in self._by_subject.get((ns, subject), ())]
+            batch = self._by_subject.get((ns, subject))
+            if batch is None and stored is not None:
+                state = stored  # (its heads come sorted)
+        if state is None:
+            members = [(p.key, p.id) for p in batch or ()]
             last = max(members)[0] if members else None
             if stored is not None:
                 members += stored[1]

@@ -16,7 +16,6 @@ the caller (:meth:`TextSegment.reconcile`).
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter
 
@@ -163,8 +162,8 @@ class TextSegment:
         """Place new documents in slots ``first``.. (as ``apply`` of each would), with
         one write for all their records."""
         assert self.offset.n == first
-        self.place(seq, list(map(_enc.encode, itertools.starmap(TextRecord,
-                                                                map(_BODY, events)))))
+        # (A tuple of TextRecord's fields encodes as the array-like record does.)
+        self.place(seq, list(map(_enc.encode, map(_BODY, events))))
 
     def place(self, seq: int, bodies: list[bytes]) -> None:
         """Place records of these ``bodies``, written by transaction ``seq``, in the next

@@ -304,10 +304,11 @@ class FactIndex:
         # (The catalog's own strings, so links do not copy ids.)
         s, p = self.catalog.ids[ss], self.catalog.ids[ps]
         assert s is not None and p is not None
-        if any(link.other == p for link in self.supersedes.get(s, ())):
+        had = self.supersedes.get(s)
+        if had is not None and any(link.other == p for link in had):
             return
         # New lists, never ones changed in place (see snapshot()).
-        self.supersedes[s] = [*self.supersedes.get(s, ()), Link(p, known_at)]
+        self.supersedes[s] = [*(had or ()), Link(p, known_at)]
         self.superseded_by[p] = [*self.superseded_by.get(p, ()), Link(s, known_at)]
         self.links += 1
         self.link_slots.add(ss, ps)

@@ -203,7 +203,7 @@ def _plain(value: object) -> bool:
 def content_id(digest: bytes) -> str:
     """The id of a fact given without one: derived from its payload, so a retry
     stores one fact."""
-    return "f-" + digest.hex()[:32]
+    return "f-" + digest[:16].hex()  # (the first 32 hex digits)
 
 
 def _found_entities(found: object) -> tuple[str, ...]:
@@ -231,6 +231,8 @@ class Planner:
         self.policies = policies
         self.now = now
         self.results: list[Remembered] = []
+        #: The facts planned so far in the batch, for the inputs after them (but the
+        #: simple ones _plan_new plans when nothing after them can ask: see there).
         self._pending: dict[str, _Pending] = {}
         # Kept up to date as the batch grows, so that planning stays linear in the
         # batch: the successors each batch fact gave a fact, and the batch by subject.
@@ -260,18 +262,18 @@ class Planner:
         n = len(batch)
         inputs = [c.input for c in batch]
         digests = [c.digest for c in batch]
-        fids = [x.id if x.id is not None else content_id(d)
-                for x, d in zip(inputs, digests, strict=True)]
+        given: list[str | None] = list(map(_ID, inputs))
+        fids: list[str] = (list(map(content_id, digests)) if given.count(None) == n
+                           else [f if f is not None else content_id(d)
+                                 for f, d in zip(given, digests, strict=True)])
         if (len(set(fids)) != n or not self._pending.keys().isdisjoint(fids)
                 or not self.view.catalog.none_live(fids)):
             return None
-        simple = [t == _NO_REST for t in map(_REST, inputs)]
+        simple = list(map(_NO_REST.__eq__, map(_REST, inputs)))
         now, seq, first = self.now, self._seq, self._next_slot
         at = [p for p in range(n) if simple[p]]  # the simple inputs' places
         ids = [fids[p] for p in at]
         shorts = [digests[p][:8] for p in at]
-        pending = [(f, _Pending(f, short, now, (), None, now, None, (now, now, seq, first + p)))
-                   for f, short, p in zip(ids, shorts, at, strict=True)]
         made = [Remembered(id=f, created=True, ingest_time=now) for f in ids]
         texts = [inputs[p].text for p in at]
         extractor = self.policies.extractor
@@ -283,11 +285,14 @@ class Planner:
         pairs: list[Event] | None = (list(itertools.chain.from_iterable(zip(
             [DocumentAdded(id=f, text=t) for f, t in zip(ids, texts, strict=True)], facts,
             strict=True))) if extractor is no_entities else None)
-        # Only a supersedes list (or an extractor's error) looks at the inputs before
-        # another one: without them, the simple facts are noted all at once.
+        # Only a supersedes list (or an extractor's error) makes an input look at the
+        # simple ones before it (latest-by-subject and a custom policy see the facts
+        # of a subject, and a simple fact has none): without either, nothing in this
+        # batch asks for them, and they are not noted as pending at all.
         at_once = pairs is not None and not any(inputs[p].supersedes for p in others)
-        if at_once:
-            self._pending.update(pending)
+        pending = [] if at_once else [
+            (f, _Pending(f, short, now, (), None, now, None, (now, now, seq, first + p)))
+            for f, short, p in zip(ids, shorts, at, strict=True)]
         events: list[Event] = []
 
         def simple_ones(k: int, stop: int) -> None:

@@ -16,7 +16,7 @@ subjects live in dicts that only linked facts and subjects occupy.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from operator import attrgetter
 from typing import ClassVar
 
@@ -196,22 +196,21 @@ class FactIndex:
             self._set_confidence(fid, e.confidence)
         return sid
 
-    def add_run(self, first: int, count: int, facts: list[tuple[int, FactAdded]]) -> None:
+    def add_run(self, first: int, count: int, ks: Sequence[int], es: list[FactAdded]
+                ) -> None:
         """Rows for ``count`` new documents in slots ``first``.., and the facts among
-        them (``(k, event)``: slot ``first + k``): the state ``apply`` of each
-        document's event, then its FactAdded, would leave."""
+        them (``es[i]`` is the fact of slot ``first + ks[i]``, ``ks`` ascending): the
+        state ``apply`` of each document's event, then its FactAdded, would leave."""
         assert self.is_fact.n == first
         is_fact = np.zeros(count, dtype=np.bool_)
         ingest = np.zeros(count, dtype=np.int64)
         times = np.full((5, count), UNSET, dtype=np.int64)  # event, from, to, end, eff
         digest = np.zeros(count, dtype=np.uint64)
-        ks = [k for k, _ in facts]
-        es = [e for _, e in facts]
         # (ks ascend: as many as the documents is every one of them.)
         at: slice | np.ndarray = (slice(0, count) if len(ks) == count
                                   else np.array(ks, dtype=np.intp))
         nids = self.namespaces.add_run(first, count, ks, list(map(_NAMESPACE, es)))
-        if facts:
+        if es:
             ing, event, valid_from, valid_to, ttl = [list(map(get, es)) for get in _TIMES]
             is_fact[at] = True
             ingest[at] = ing
@@ -244,8 +243,8 @@ class FactIndex:
         self.digest.extend(digest)
         # A column this method does not know of would be left short: fail loudly.
         assert all(len(col) == first + count for col in self._columns())
-        if facts:
-            self.facts += len(facts)
+        if es:
+            self.facts += len(es)
             self.max_eff = max(self.max_eff, int(times[4, at].max()))
         ids, slot_of = self.catalog.ids, self.catalog.slot
         seq = self.catalog.seq.item(first) if count else 0  # (one transaction's run)

@@ -13,7 +13,7 @@ and every namespace is under the root. Nothing here is persisted.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import cast
 
 import numpy as np
@@ -66,7 +66,7 @@ class NamespaceIndex:
         self._live[nid] += 1
         return nid
 
-    def add_run(self, first: int, count: int, ks: list[int], namespaces: list[Namespace]
+    def add_run(self, first: int, count: int, ks: Sequence[int], namespaces: list[Namespace]
                 ) -> list[int]:
         """Slots ``first``..``first + count`` (as :meth:`new_slots`), the fact of slot
         ``first + k`` placed in ``namespaces[i]`` for each ``ks[i]`` (ascending), as

@@ -11,6 +11,7 @@ as a :class:`~holomem.projections.base.RecordStore`, so nothing here opens a pat
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 from collections.abc import Iterator, Sequence
 from operator import attrgetter
@@ -46,6 +47,7 @@ BULK_MIN = 8
 
 
 _ID = attrgetter("id")
+_ENTITIES = attrgetter("entities")
 
 
 class ProjectionState:
@@ -127,14 +129,18 @@ class ProjectionState:
 
     def _new_documents(self, events: Sequence[Event], i: int
                        ) -> tuple[int, list[DocumentAdded], list[str],
-                                  list[tuple[int, FactAdded]]]:
+                                  tuple[Sequence[int], list[FactAdded]]]:
         """The longest run from ``i`` of DocumentAdded events whose ids are neither
         live nor earlier in the run, each optionally followed by its own FactAdded:
-        (where the run ends, its documents, their ids, (document index, fact) pairs)."""
+        (where the run ends, its documents, their ids, (the indexes of the documents
+        that have a fact, ascending; their facts))."""
         docs: list[DocumentAdded] = []
         ids: list[str] | None = None
-        facts: list[tuple[int, FactAdded]] = []
-        starts: list[int] = []  # the index of each document's event
+        with_fact: list[int] = []
+        es: list[FactAdded] = []
+        found: list[int] = []  # the index of each document's event
+        ks: Sequence[int] = with_fact
+        starts: Sequence[int] = found
         n = len(events)
         if i == 0 and n >= 2 and n % 2 == 0:
             # What remember_many writes: each document followed by its fact; seen
@@ -145,8 +151,8 @@ class ProjectionState:
                 pairs = cast("list[FactAdded]", list(odds))
                 ids = list(map(_ID, docs))
                 if ids == list(map(_ID, pairs)):
-                    facts = list(enumerate(pairs))
-                    starts = list(range(0, n, 2))
+                    ks, es = range(len(pairs)), pairs
+                    starts = range(0, n, 2)
                     i = n
                 else:
                     docs, ids = [], None
@@ -154,38 +160,41 @@ class ProjectionState:
             e = events[i]
             if type(e) is not DocumentAdded:
                 break
-            starts.append(i)
+            found.append(i)
             docs.append(e)
             i += 1
             if i < n:
                 f = events[i]
                 if type(f) is FactAdded and f.id == e.id:
-                    facts.append((len(docs) - 1, f))
+                    with_fact.append(len(docs) - 1)
+                    es.append(f)
                     i += 1
         if ids is None:
             ids = list(map(_ID, docs))
         if len(set(ids)) == len(ids) and self.catalog.none_live(ids):
-            return i, docs, ids, facts
+            return i, docs, ids, (ks, es)
         # Rare: the run ends before the first id that is live or repeated.
         seen: set[str] = set()
         for m, doc_id in enumerate(ids):
             if doc_id in seen or doc_id in self.catalog:
-                return starts[m], docs[:m], ids[:m], [(k, f) for k, f in facts if k < m]
+                cut = bisect.bisect_left(ks, m)  # (ks ascend)
+                return starts[m], docs[:m], ids[:m], (ks[:cut], es[:cut])
             seen.add(doc_id)
         raise AssertionError("unreachable")
 
     def _add_run(self, seq: int, docs: list[DocumentAdded], ids: list[str],
-                 facts: list[tuple[int, FactAdded]]) -> None:
+                 facts: tuple[Sequence[int], list[FactAdded]]) -> None:
         first = self.catalog.add_run(seq, ids)
         self.text.add_run(seq, docs, first)
         self.bm25.add_run(docs, first)
         self.embeddings.add_run(seq, docs, first)
-        for k, d in enumerate(docs):
-            if d.entities:
-                self.entities.apply(seq, d, Change(first + k, -1))
-                self.candidates.note(first + k, d.entities)
+        if any(map(_ENTITIES, docs)):
+            for k, d in enumerate(docs):
+                if d.entities:
+                    self.entities.apply(seq, d, Change(first + k, -1))
+                    self.candidates.note(first + k, d.entities)
         self.metadata.add_run(seq, docs, first)
-        self.facts.add_run(first, len(docs), facts)
+        self.facts.add_run(first, len(docs), *facts)
 
     @contextlib.contextmanager
     def replaying(self) -> Iterator[None]:

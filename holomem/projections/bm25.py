@@ -24,7 +24,10 @@ The delta is folded into the mid segment when it holds ``MERGE_DOCS`` documents,
 the mid segment into the base when it passes an eighth of it (so a write costs
 amortised constant merge work, not a pass over the base); a replay merges every
 ``BULK_DOCS`` documents and once at the end, into a single base (a replay of a
-checkpoint's short tail keeps the ordinary policy).
+checkpoint's short tail keeps the ordinary policy). A bulk load (:meth:`BM25.add_run`)
+finds its words' terms through a numpy table of word keys
+(:mod:`holomem.projections.wordtable`), a cache of the word dict, without a string
+per word.
 
 Top-k (:meth:`BM25.top`) is exact. A query with few postings, or any query on a store
 small enough that summing every posting costs less than pruning, is scored

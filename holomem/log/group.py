@@ -17,6 +17,7 @@ it, so that they come to the interpreter's lock one at a time (see :class:`Waite
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 
@@ -71,10 +72,12 @@ class Waiters:
         outer.release()
         try:
             mine.acquire()
+            self._wake_after(place)
         except BaseException:
-            # Left early (an exception from a signal handler): the chain must not stop
-            # here. Before the wake, this place is skipped; after it (the wake may not
-            # have reached this thread yet), the next one is woken now.
+            # Left early (an exception from a signal handler, while parked or once woken
+            # but before the next one was): the chain must not stop here. Before the
+            # wake, this place is skipped; after it (the wake may not have reached this
+            # thread yet), the next one is woken now -- perhaps again, which is harmless.
             with outer:
                 before_the_wake = not self._woken
                 if before_the_wake:
@@ -82,7 +85,6 @@ class Waiters:
             if not before_the_wake:
                 self._wake_after(place)
             raise
-        self._wake_after(place)
 
     def _wake_after(self, place: int) -> None:
         """Wake the first thread still parked after ``place`` (called once per place,
@@ -91,7 +93,10 @@ class Waiters:
         for i in range(place + 1, len(parked)):
             lock = parked[i]
             if lock is not None:
-                lock.release()
+                # A thread interrupted once woken passes the wake on again: its
+                # successor's lock may be released already (and is never used again).
+                with contextlib.suppress(RuntimeError):
+                    lock.release()
                 return
 
     def wait(self, outer: threading.Lock, timeout: float = -1) -> None:

@@ -179,3 +179,43 @@ def test_an_interrupted_gatherer_leaves_its_frames_to_the_appenders_parked_on_th
     with Journal.open(store, read_only=True) as j:
         assert sorted(p[0] for _, p in j.replay()) == sorted(
             [b"early 0", b"early 1", b"early 2", b"gatherer", b"parked"])
+
+
+@pytest.mark.parametrize("ahead", [0, 2], ids=["first", "middle"])
+def test_a_parked_thread_interrupted_as_it_wakes_still_wakes_the_next(
+        ahead: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The exception of a signal handler can come just after the thread's lock was
+    # given to it, before it passed the wake on: the threads parked after it must
+    # still be woken (nobody else will: their group is durable and gone).
+    waiters, outer = Waiters(), threading.Lock()
+    returned: list[int] = []
+    threads = _park(waiters, outer, ahead, returned)
+    main = threading.current_thread()
+    real = Waiters._wake_after
+    raised = []
+
+    def wake_after(self: Waiters, place: int) -> None:
+        if threading.current_thread() is main and not raised:
+            raised.append(place)
+            raise Left
+        real(self, place)
+
+    monkeypatch.setattr(Waiters, "_wake_after", wake_after)
+
+    def behind_main() -> None:
+        _until(lambda: len(waiters) == ahead + 1)  # the main thread is parked
+        threads.extend(_park(waiters, outer, PARKED - ahead, returned))
+        with outer:
+            waiters.wake_all()
+
+    helper = threading.Thread(target=behind_main, daemon=True)
+    helper.start()
+    outer.acquire()
+    with pytest.raises(Left):
+        waiters.park(outer)
+    helper.join(10)
+    assert raised == [ahead]  # the exception came once the main thread was woken
+    assert not outer.locked()
+    assert _joined(threads), "a thread parked after the interrupted one was never woken"
+    assert sorted(returned) == sorted([*range(ahead), *range(PARKED - ahead)])
+

@@ -273,6 +273,14 @@ class Appender:
                     return
                 lock.acquire()
                 held = True
+        except BaseException:
+            if held and seq > self._taken and self._failed is None:
+                # Left with its frame still pending (an exception from a signal
+                # handler): others may count on this appender to lead the group -- the
+                # appenders parked on it if it gathered, the one call to lead if that
+                # went to it (or to its lock, still queued). They all choose again.
+                self._renew_open()
+            raise
         finally:
             if held:
                 lock.release()
@@ -283,18 +291,17 @@ class Appender:
         group = self._gathering = self._open
         try:
             group.waiters.wait(lock, min(self._sync_time, MAX_GATHER))
-        except BaseException:
-            if self._open is group:
-                # Left without leading it (an exception from a signal handler): the
-                # appenders parked on the group wait for it to be led. They wake, and
-                # the next of them to look gathers the same frames as a new group.
-                renewed = self._open = Group(group.first - 1)
-                renewed.last = group.last
-                group.waiters.wake_all()
-            raise
         finally:
             if self._gathering is group:
                 self._gathering = None
+
+    def _renew_open(self) -> None:
+        """Give the pending frames a new open group and wake every appender waiting or
+        parked on the old one: the next of them to look leads or gathers them."""
+        group = self._open
+        renewed = self._open = Group(group.first - 1)
+        renewed.last = group.last
+        group.waiters.wake_all()
 
     def _group_of(self, seq: int) -> Group:
         """The taken, not yet durable group holding ``seq``."""

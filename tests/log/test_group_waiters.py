@@ -1,6 +1,7 @@
 """Group commit's parked appenders are all woken once their group is durable (or failed):
 each woken thread wakes the next, and a thread that leaves early (an exception from a
-signal handler) does not stop the others from being woken.
+signal handler) does not stop the others from being woken; nor, if its own frame is still
+waiting to be written, from being asked to lead it.
 
 holomem.log.group: a group's appenders park until :meth:`Waiters.wake_all`, which wakes
 the first; every parked thread, once woken, wakes the one parked after it.
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from holomem.log import Journal, group
+from holomem.log import Journal, fs, group
 from holomem.log.group import Waiters
 
 PARKED = 6
@@ -219,3 +220,112 @@ def test_a_parked_thread_interrupted_as_it_wakes_still_wakes_the_next(
     assert _joined(threads), "a thread parked after the interrupted one was never woken"
     assert sorted(returned) == sorted([*range(ahead), *range(PARKED - ahead)])
 
+
+def test_a_gatherer_interrupted_after_its_wait_leaves_its_frames_to_those_parked_on_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As above, but the exception comes once the gatherer's wait returned (at the next
+    # step of its loop), before it led the group: the parked appender must not be left
+    # waiting for a leader that is gone.
+    store = str(tmp_path / "store")
+    with Journal.open(store, sync="batch") as j:
+        first = [j.enqueue([f"early {i}".encode()]) for i in range(3)]
+        j.wait(first[-1])  # one group of 3: the next group waits for 3 as well
+        appender = j._appender
+        main = threading.current_thread()
+        done: list[int] = []
+        parker = threading.Thread(target=lambda: done.append(j.append([b"parked"])),
+                                  daemon=True)
+        real_wait, real_gather = Waiters.wait, type(appender)._gather
+
+        def wait(self: Waiters, outer: threading.Lock, timeout: float = -1) -> None:
+            if threading.current_thread() is not main:
+                return real_wait(self, outer, timeout)
+            # The gatherer's wait, long enough for the other appender to park on it.
+            outer.release()
+            parker.start()
+            _until(lambda: len(self) == 1)
+            outer.acquire()
+            return None
+
+        def gather(self: object, lock: threading.Lock) -> None:
+            real_gather(self, lock)  # type: ignore[arg-type]
+            if threading.current_thread() is main:
+                raise Left  # the signal handler's exception, right after the wait
+
+        monkeypatch.setattr(Waiters, "wait", wait)
+        monkeypatch.setattr(type(appender), "_gather", gather)
+        with pytest.raises(Left):
+            j.append([b"gatherer"])  # seq 4
+        assert _joined([parker]), "the parked appender was never woken"
+        assert done == [5] and j.durable_seq >= 5
+    with Journal.open(store, read_only=True) as j:
+        assert sorted(p[0] for _, p in j.replay()) == sorted(
+            [b"early 0", b"early 1", b"early 2", b"gatherer", b"parked"])
+
+
+@pytest.mark.parametrize("when", ["while-it-waits", "once-asked"])
+def test_an_appender_waiting_to_lead_that_is_interrupted_strands_none_of_the_others(
+        tmp_path: Path, when: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two appenders wait while another group is written (the main thread first); when
+    # that group is durable one of them is asked to lead the next. If the main thread
+    # leaves by an exception -- while it waits (its lock stays in the queue: the call
+    # may go to it) or once asked -- the other must not wait for a call that never
+    # comes: nobody else appends.
+    store = str(tmp_path / "store")
+    with Journal.open(store, sync="batch") as j:
+        appender = j._appender
+        main = threading.current_thread()
+        real_write, real_wait = fs.write_at, Waiters.wait
+        release_leader = threading.Event()
+        writes = [0]
+
+        def write_at(*args: object) -> None:
+            writes[0] += 1
+            if writes[0] == 1:  # the first group is held until the others wait
+                assert release_leader.wait(10)
+            real_write(*args)  # type: ignore[arg-type]
+
+        stuck = StuckLock()
+        if when == "while-it-waits":
+            monkeypatch.setattr(group, "_new_lock", lambda: (
+                stuck if threading.current_thread() is main else threading.Lock()))
+        else:
+            def wait(self: Waiters, outer: threading.Lock, timeout: float = -1) -> None:
+                real_wait(self, outer, timeout)
+                if threading.current_thread() is main:
+                    raise Left  # the signal handler's exception, once asked to lead
+
+            monkeypatch.setattr(Waiters, "wait", wait)
+        monkeypatch.setattr(fs, "write_at", write_at)
+        outcomes: dict[str, object] = {}
+
+        def append(name: str) -> None:
+            outcomes[name] = j.append([name.encode()])
+
+        leader = threading.Thread(target=append, args=("leader",), daemon=True)
+        leader.start()
+        _until(lambda: appender._flushing)
+        waiters = appender._open.waiters
+        other = threading.Thread(target=append, args=("other",), daemon=True)
+
+        def behind_main() -> None:
+            _until(lambda: len(waiters) == 1)  # the main thread waits
+            other.start()
+            _until(lambda: len(waiters) == 2)
+            if when == "while-it-waits":
+                stuck.interrupt.set()
+                _until(lambda: not main_waits[0])
+            release_leader.set()
+
+        main_waits = [True]
+        helper = threading.Thread(target=behind_main, daemon=True)
+        helper.start()
+        with pytest.raises(Left):
+            try:
+                j.append([b"main"])
+            finally:
+                main_waits[0] = False
+        assert _joined([helper, leader, other]), "the other appender was never asked to lead"
+        assert outcomes["leader"] == 1
+        seq = outcomes["other"]
+        assert isinstance(seq, int) and j.durable_seq >= seq

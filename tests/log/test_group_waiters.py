@@ -9,6 +9,7 @@ the first; every parked thread, once woken, wakes the one parked after it.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -329,3 +330,86 @@ def test_an_appender_waiting_to_lead_that_is_interrupted_strands_none_of_the_oth
         assert outcomes["leader"] == 1
         seq = outcomes["other"]
         assert isinstance(seq, int) and j.durable_seq >= seq
+
+
+class InterruptedLocks:
+    """The factory of the parked threads' locks, whose blocking acquires raise
+    :class:`Left` now and then (seeded): while the thread still waits, or just after
+    it was given the lock -- where an exception from a signal handler comes."""
+
+    def __init__(self, seed: int, rate: float) -> None:
+        self._random = random.Random(seed)
+        self._guard = threading.Lock()
+        self.rate = rate
+        self.raised = 0
+
+    def _draw(self) -> float:
+        with self._guard:
+            return self._random.random()
+
+    def __call__(self) -> object:
+        factory = self
+
+        class Lock:
+            def __init__(self) -> None:
+                self.lock = threading.Lock()
+                self.fresh = True
+
+            def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+                if self.fresh:  # taken by its thread before it parks
+                    self.fresh = False
+                    return self.lock.acquire()
+                draw = factory._draw()
+                if draw < factory.rate:  # interrupted while it waits (or as it is woken)
+                    self.lock.acquire(True, 0.001 if timeout < 0 else min(timeout, 0.001))
+                    factory.raised += 1
+                    raise Left
+                got = self.lock.acquire(blocking, timeout)
+                if got and draw > 1 - factory.rate:  # interrupted once woken
+                    factory.raised += 1
+                    raise Left
+                return got
+
+            def release(self) -> None:
+                self.lock.release()
+
+        return Lock()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_appenders_interrupted_anywhere_they_wait_strand_nobody_and_lose_no_acknowledged_write(
+        tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The appenders append in rounds, all at once, and wait for each other between
+    # rounds: a thread stranded in a round is not rescued by a later append.
+    store = str(tmp_path / "store")
+    threads_n, rounds = 6, 40
+    locks = InterruptedLocks(seed, rate=0.05)
+    monkeypatch.setattr(group, "_new_lock", locks)
+    acknowledged: dict[int, bytes] = {}
+    interrupted: list[bytes] = []
+    between = threading.Barrier(threads_n)
+    with Journal.open(store, sync="batch") as j:
+
+        def appender(k: int) -> None:
+            for i in range(rounds):
+                between.wait(10)  # (broken, and raising, if a thread never returns)
+                tx = f"{k}/{i}".encode()
+                try:
+                    acknowledged[j.append([tx])] = tx
+                except Left:
+                    interrupted.append(tx)
+
+        threads = [threading.Thread(target=appender, args=(k,), daemon=True)
+                   for k in range(threads_n)]
+        for th in threads:
+            th.start()
+        assert _joined(threads), "an appender was stranded"
+        assert j.failed is None  # an interrupted wait is not a failed write
+        assert all(seq <= j.durable_seq for seq in acknowledged)
+    assert locks.raised > 0 and len(acknowledged) + len(interrupted) == threads_n * rounds
+    with Journal.open(store, read_only=True) as j:
+        replayed = {seq: p[0] for seq, p in j.replay()}
+    # Every acknowledged write is there; an interrupted one may or may not be (its frame
+    # was queued), and nothing else.
+    assert all(replayed.get(seq) == tx for seq, tx in acknowledged.items())
+    assert set(replayed.values()) <= set(acknowledged.values()) | set(interrupted)

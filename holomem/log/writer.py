@@ -13,8 +13,8 @@ Invariants kept here:
   covers its own frame has returned. The frames one leader takes form a *group*
   (:mod:`holomem.log.group`), and an appender parks on its own group, so a finished
   sync wakes the appenders it made durable and nobody else (and one member of the
-  next group, to lead it); while one group syncs, the next is written and may start
-  its own sync;
+  next group, to lead it); while one group is written and synced, the next one
+  fills, and it is written only once that sync returned (:data:`MAX_SYNCS_IN_FLIGHT`);
 - a group is led once it holds as many transactions as the last group made durable
   plus those in flight and queued then (the callers of a busy store come back), or once its first
   appender waited as long as the last sync took: the wait only decides how the
@@ -148,7 +148,7 @@ class Appender:
         self._taken = cur.last_seq  # last seq a leader took (written or being written)
         self._in_flight: list[Group] = []  # taken groups not yet durable, oldest first
         self._flushing = False
-        self._syncing = 0  # syncs running right now (batch mode overlaps two)
+        self._syncing = 0  # syncs running right now (at most MAX_SYNCS_IN_FLIGHT)
         #: batch mode: transactions the next group waits for (those of the group made
         #: durable last, whose callers may be about to append again, those of the groups
         #: still in flight, and those queued then), and how long a sync took last (the
@@ -342,10 +342,10 @@ class Appender:
         """Write every pending frame (the open group) with one write(), then sync if asked.
 
         With ``release`` the lock is dropped during the I/O (the group-commit leader):
-        other threads queue frames for the next group meanwhile, and once this
-        group's write() returned, a member of the next group may write and sync it
-        while this sync is still running. A sync covers every byte written before it
-        started, so each sync makes durable everything up to its own group's end.
+        other threads queue frames for the next group meanwhile, which one of them
+        writes once this sync returned (:data:`MAX_SYNCS_IN_FLIGHT`). A sync covers
+        every byte written before it started, so each sync makes durable everything
+        up to its own group's end.
         """
         group, batch, self._pending = self._open, self._pending, []
         last = group.last

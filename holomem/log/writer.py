@@ -33,7 +33,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from holomem.errors import HolomemError, JournalFailedError, StorageIOError
+from holomem.errors import ClosedError, HolomemError, JournalFailedError, StorageIOError
 from holomem.log import crashpoints as cp
 from holomem.log import fs
 from holomem.log.format import READ_VERSION, SEGMENT_HEADER_SIZE, WRITE_VERSION, segment_name
@@ -438,8 +438,14 @@ class Appender:
 
     # -- sync and close ---------------------------------------------------------------
     def sync(self) -> None:
-        """Make every appended transaction durable (fsync), whatever the mode."""
+        """Make every appended transaction durable (fsync), whatever the mode.
+
+        Errors: ``closed`` (the journal was closed meanwhile: its descriptor is gone,
+        and everything was synced by the close), ``io.fsync``, ``io.failed``.
+        """
         with self._cond:
+            if self._closed:
+                raise ClosedError("the journal is closed")
             self._check()
             self._drain_locked()
             try:

@@ -44,7 +44,12 @@ After the rounds, ``cycle_profile`` shows where the time goes: one more run of `
 and of each ``batch<T>`` with ``os.fsync`` timed (outside the rates and ratios above):
 transactions per fsync, the median fsync, and the median time from one fsync's end to
 the next one's start -- for ``batch<T>``, the appenders of the last group coming back
-and the next group being written, while the disk waits.
+and the next group being written, while the disk waits. With 8 among ``--threads`` it
+also runs ``batch8_2_per_wait``, the prototype of the next step: the same 8 threads each
+enqueue two transactions (``Journal.enqueue``) before waiting for the second, so a
+group costs half as many hand-overs per transaction; its ``over_full`` is against the
+profile's own ``full`` run. It is not a contender (one wait acknowledges two
+transactions), only the measure of what fewer wake-ups per transaction would give.
 
 Prints its targets as met, missed or suspect; writes benchmarks/results/journal_bench.json
 only with ``--save``. ``--contender NAME`` runs one contender once and prints its rate
@@ -195,18 +200,27 @@ def run_batch(d: str, texts: list[bytes], threads: int) -> tuple[float, float]:
     return timed_batch(d, texts, threads)[:2]
 
 
-def timed_batch(d: str, texts: list[bytes], threads: int
+def timed_batch(d: str, texts: list[bytes], threads: int, per_wait: int = 1
                 ) -> tuple[float, float, float, float]:
-    """:func:`run_batch`, and the ``perf_counter`` times its appends began and ended."""
+    """:func:`run_batch`, and the ``perf_counter`` times its appends began and ended.
+    With ``per_wait`` > 1 each thread enqueues that many transactions, then waits for
+    the last of them (one wake-up per ``per_wait`` transactions instead of one each)."""
     path = os.path.join(d, "batch")
-    per = len(texts) // threads
+    per = len(texts) // threads // per_wait * per_wait
     with Journal.open(path, sync="batch") as j:
         barrier = threading.Barrier(threads + 1)
 
         def work(k: int) -> None:
             barrier.wait()
-            for t in texts[k * per:(k + 1) * per]:
-                j.append([t])
+            mine = texts[k * per:(k + 1) * per]
+            if per_wait == 1:
+                for t in mine:
+                    j.append([t])
+                return
+            for i in range(0, per, per_wait):
+                for t in mine[i:i + per_wait - 1]:
+                    j.enqueue([t])
+                j.wait(j.enqueue([mine[i + per_wait - 1]]))
 
         ts = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
         for t in ts:
@@ -271,7 +285,7 @@ def cycle_profile(d: str, ops: int, threads: list[int]) -> dict[str, Any]:
             t1 = time.perf_counter()
     finally:
         c.close()
-    out["full"] = spans.between(t0, t1)
+    out["full"] = {**spans.between(t0, t1), "tx_per_s": round(len(texts) / (t1 - t0))}
     for t in threads:
         n = batch_ops(ops, t)
         with SyncSpans() as spans:
@@ -279,6 +293,19 @@ def cycle_profile(d: str, ops: int, threads: list[int]) -> dict[str, Any]:
         got = spans.between(t0, t1)
         out[f"batch{t}"] = {"tx_per_fsync": round(n / max(1, got["fsyncs"]), 2), **got,
                             "cpu_us_per_tx": round(cpu, 1), "tx_per_s": round(rate)}
+    if 8 in threads:
+        # The next step's prototype: the same 8 threads, each enqueuing two transactions
+        # before it waits, so a group's hand-overs are half as many per transaction
+        # (what bounds batch8 above). Not a contender: one wait now stands for two
+        # acknowledgements.
+        n = batch_ops(ops, 8)
+        with SyncSpans() as spans:
+            rate, cpu, t0, t1 = timed_batch(d, _texts(n, seed=97), 8, per_wait=2)
+        got = spans.between(t0, t1)
+        out["batch8_2_per_wait"] = {
+            "tx_per_fsync": round(n / max(1, got["fsyncs"]), 2), **got,
+            "cpu_us_per_tx": round(cpu, 1), "tx_per_s": round(rate),
+            "over_full": round(rate / out["full"]["tx_per_s"], 2)}
     return out
 
 

@@ -467,7 +467,7 @@ class FactIndex:
         """Ids of the stored facts of ``subject`` in ``namespace`` (exactly that one:
         subjects never cross namespaces), in write order."""
         sid = self._subject_id(subject, namespace)
-        return list(self.subject_index.members.get(sid, ())) if sid is not None else []
+        return self.subject_index.members_of(sid) if sid is not None else []
 
     def _subject_id(self, subject: str, namespace: Namespace) -> int | None:
         nid = self.namespaces.intern_id(namespace)
@@ -513,7 +513,7 @@ class FactIndex:
         for nid in self.namespaces.under(prefix):
             sid = self.subject_index.id_of(nid, subject)
             if sid is not None:
-                out.extend(self.subject_index.members.get(sid, ()))
+                out.extend(self.subject_index.members_of(sid))
         return sorted(out, key=self.catalog.slot) if len(out) > 1 else out
 
     def namespace(self, slot: int) -> Namespace:

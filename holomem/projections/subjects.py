@@ -1,6 +1,6 @@
 """The subjects of facts: which facts share one, and which of them may still be current.
 
-Owns: subject ids (a subject is per namespace: ``(namespace id, subject)`` -> id),
+Owns: subject ids (a subject is per namespace: namespace id -> subject -> id),
 their names, each subject's members in write order, the subjects holomem reserves
 for its own facts (:data:`RESERVED_PREFIX`), and each subject's *heads*, which let
 latest-by-subject plan a new fact without walking every fact of its subject.
@@ -58,11 +58,14 @@ class SubjectIndex:
                  current: Callable[[int, str, int], bool]) -> None:
         self._key = key
         self._current = current
-        self._id: dict[tuple[int, str], int] = {}
+        #: namespace id -> its subjects' ids (a table per namespace: no key tuple
+        #: per subject)
+        self._id: dict[int, dict[str, int]] = {}
         self.names: list[str] = []
-        #: each subject's member ids in write order (a list is only appended to in
-        #: place; a member leaving puts a new list in: see snapshot())
-        self.members: dict[int, list[str]] = {}
+        #: each subject's member ids in write order, by subject id: the id itself
+        #: when it has exactly one (most subjects: no list), else a list (only
+        #: appended to in place; a member leaving puts a new entry in: see snapshot())
+        self.members: list[str | list[str]] = []
         #: ids of the subjects holomem reserves for its own facts (RESERVED_PREFIX)
         self.reserved: list[int] = []
         #: subject id -> (the place in effect order of its last member, its heads
@@ -72,18 +75,34 @@ class SubjectIndex:
 
     def id_of(self, nid: int, subject: str) -> int | None:
         """The id of ``subject`` in namespace ``nid``, or None."""
-        return self._id.get((nid, subject))
+        table = self._id.get(nid)
+        return None if table is None else table.get(subject)
+
+    def members_of(self, sid: int) -> list[str]:
+        """The ids of subject ``sid``'s members in write order (a new list)."""
+        held = self.members[sid]
+        return [held] if isinstance(held, str) else list(held)
 
     def add(self, fid: str, nid: int, subject: str) -> int:
         """Note a new member (its heads wait for :meth:`added`); returns its subject id."""
-        sid = self._id.get((nid, subject))
+        table = self._id.get(nid)
+        if table is None:
+            table = self._id[nid] = {}
+        sid = table.get(subject)
         if sid is None:
-            name = "".join(subject)  # a copy: do not pin the event's buffers
-            sid = self._id[(nid, name)] = len(self.names)
-            self.names.append(name)
-            if name.startswith(RESERVED_PREFIX):
+            sid = table[subject] = len(self.names)
+            self.names.append(subject)
+            if subject.startswith(RESERVED_PREFIX):
                 self.reserved.append(sid)
-        self.members.setdefault(sid, []).append(fid)
+            self.members.append(fid)
+            return sid
+        held = self.members[sid]
+        if isinstance(held, str):
+            self.members[sid] = [held, fid]
+        elif held:
+            held.append(fid)
+        else:
+            self.members[sid] = fid
         return sid
 
     def added(self, sid: int, fid: str, supersedes: tuple[str, ...] = (),
@@ -122,10 +141,10 @@ class SubjectIndex:
         self._heads.pop(sid, None)
 
     def remove(self, sid: int, fid: str) -> None:
-        members = self.members.get(sid, [])
+        members = self.members_of(sid)
         if fid in members:
-            # A new list: a list is only ever appended to in place (see snapshot()).
-            self.members[sid] = [m for m in members if m != fid]
+            # A new entry: a list is only ever appended to in place (see snapshot()).
+            self.members[sid] = _entry([m for m in members if m != fid])
         self._heads.pop(sid, None)
 
     def heads(self, sid: int) -> tuple[OrderKey, list[tuple[OrderKey, str]]] | None:
@@ -133,7 +152,7 @@ class SubjectIndex:
         begins with their places), or None when the subject has no member."""
         held = self._heads.get(sid)
         if held is None:
-            members = self.members.get(sid)
+            members = self.members_of(sid)
             if not members:
                 return None
             keyed = [(self._key(m), m) for m in members]
@@ -150,14 +169,14 @@ class SubjectIndex:
         their namespace ids renumbered by ``nids`` (old -> new), ``members[i]`` the
         kept members of the i-th in slot order. The heads are worked out on use."""
         assert not self.names  # fresh
-        key_of = {sid: key for key, sid in old._id.items()}
+        nid_of = {sid: nid for nid, table in old._id.items() for sid in table.values()}
         for new, sid in enumerate(sids):
-            nid, name = key_of[sid]
-            self._id[(int(nids[nid]), name)] = new
+            name = old.names[sid]
+            self._id.setdefault(int(nids[nid_of[sid]]), {})[name] = new
             self.names.append(name)
             if name.startswith(RESERVED_PREFIX):
                 self.reserved.append(new)
-            self.members[new] = members[new]
+            self.members.append(_entry(members[new]))
 
     def reserved_table(self) -> np.ndarray:
         """Whether each subject id is reserved, shifted by one (index 0: no subject)."""
@@ -167,23 +186,42 @@ class SubjectIndex:
 
     # -- checkpoints ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        """The keys copied at the top; each member list's length taken and its prefix
-        cut when the snapshot is encoded (lists are only appended to in place)."""
-        keys = dict(self._id)
-        members = dict(self.members)
-        lengths = list(map(len, members.values()))
+        """The keys' tables copied (a subject added later is not in them) and the
+        member entries copied at the top; each member list's length taken and its
+        prefix cut when the snapshot is encoded (lists are only appended to in place).
+        The keys are listed in subject id order, as a replay makes them."""
+        keys = {nid: dict(table) for nid, table in self._id.items()}
+        members = list(self.members)
+        lengths = [1 if isinstance(held, str) else len(held) for held in members]
+
+        def subject_keys() -> list[list[object]]:
+            out: list[list[object]] = [[] for _ in members]
+            for nid, table in keys.items():
+                for subject, sid in table.items():
+                    out[sid] = [nid, subject, sid]
+            return out
+
         return {
-            "subject_keys": Later(lambda: [[nid, subject, sid] for (nid, subject), sid
-                                           in keys.items()]),
+            "subject_keys": Later(subject_keys),
             "subject_names": list(self.names),
-            "by_subject": Later(lambda: [[sid, ids[:n]] for (sid, ids), n
-                                         in zip(members.items(), lengths, strict=True)]),
+            "by_subject": Later(lambda: [[sid, [held] if isinstance(held, str) else held[:n]]
+                                         for sid, (held, n)
+                                         in enumerate(zip(members, lengths, strict=True))]),
         }
 
     def restore(self, snap: Snapshot) -> None:
-        self._id = {(nid, subject): sid for nid, subject, sid in snap["subject_keys"]}
+        self._id = {}
+        for nid, subject, sid in snap["subject_keys"]:
+            self._id.setdefault(nid, {})[subject] = sid
         self.names = list(snap["subject_names"])
         self.reserved = [i for i, name in enumerate(self.names)
                          if name.startswith(RESERVED_PREFIX)]
-        self.members = dict(snap["by_subject"])
+        self.members = [[] for _ in self.names]
+        for sid, ids in snap["by_subject"]:
+            self.members[sid] = _entry(ids)
         self._heads = {}
+
+
+def _entry(ids: list[str]) -> str | list[str]:
+    """A subject's member entry for the ids ``ids``: the id alone when it is the only one."""
+    return ids[0] if len(ids) == 1 else list(ids)

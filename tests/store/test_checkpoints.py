@@ -297,6 +297,14 @@ def test_a_restored_state_equals_the_state_it_was_taken_from_attribute_for_attri
                         metadata={"n": 3, "k": "v", "b": True, "z": None, "o": [1, {"a": 2}]})
         memory.set_confidence("t1", 0.25)
         memory.feedback("t1", True, "useful")
+        # Subjects of one member (kept as its id alone), of several, and left with one
+        # or none by a forget, in two namespaces.
+        for i, (subject, ns) in enumerate([("solo", []), ("pair", []), ("pair", []),
+                                           ("gone", ["x"]), ("left", ["x"]), ("left", ["x"]),
+                                           ("solo", ["x"])]):
+            memory.remember(id=f"s{i}", text=f"subject fact {i}", subject=subject,
+                            namespace=ns)
+        memory.forget({"ids": ["s3", "s4"]})
         answers(memory)  # the lazily built indexes (HRR, metadata) are built now
         with store.reading() as view:
             live = view.state

@@ -258,7 +258,8 @@ class Planner:
         none is stored yet (None otherwise, nothing done): then every input makes one
         fact in the next slot, so the simple ones — a text and maybe an id, nothing
         else, most of a bulk load — are planned a column at a time, and only the
-        others one by one, each seeing the facts before it in the batch."""
+        others one by one, each seeing the facts before it in the batch (but inputs
+        that add only a subject under latest-by-subject: see :meth:`_plan_latest`)."""
         n = len(batch)
         inputs = [c.input for c in batch]
         digests = [c.digest for c in batch]
@@ -270,6 +271,11 @@ class Planner:
                 or not self.view.catalog.none_live(fids)):
             return None
         simple = list(map(_NO_REST.__eq__, map(_REST, inputs)))
+        if (simple.count(False) and self.policies.supersession is latest_by_subject
+                and self.policies.extractor is no_entities):
+            latest = self._plan_latest(inputs, fids, digests, simple)
+            if latest is not None:
+                return latest
         now, seq, first = self.now, self._seq, self._next_slot
         at = [p for p in range(n) if simple[p]]  # the simple inputs' places
         ids = [fids[p] for p in at]
@@ -318,6 +324,56 @@ class Planner:
         simple_ones(k, len(at))
         self._next_slot = first + n
         return events
+
+    def _plan_latest(self, inputs: list[RememberInput], fids: list[str], digests: list[bytes],
+                     simple: list[bool]) -> list[Event] | None:
+        """:meth:`_plan_new`'s answer under latest-by-subject with no entity extractor,
+        when every input that is not simple adds only a subject (a text, a subject and
+        maybe an id: the root namespace, no time, no supersedes list), and every stored
+        fact of those subjects comes before the batch in effect order — else None,
+        nothing done. Then each such input begins now, after every fact of its subject,
+        and supersedes what :meth:`_latest` would give: the stored heads current now
+        for the subject's first input of the batch, the subject's input before it for
+        every later one (which began now too, and superseded the rest)."""
+        others = [p for p, plain in enumerate(simple) if not plain]
+        if list(map(_OTHERS, [inputs[p] for p in others])).count(_NO_OTHERS) != len(others):
+            return None
+        now, seq, first = self.now, self._seq, self._next_slot
+        facts = self.view.facts
+        latest: dict[str, str] = {}  # subject -> its last input so far
+        links: list[tuple[str, ...]] = []
+        for p in others:
+            subject = inputs[p].subject
+            assert subject is not None  # (not simple, and nothing else set)
+            before = latest.get(subject)
+            if before is not None:
+                links.append((before,))
+            else:
+                stored = facts.subject_heads(subject)
+                if stored is None:
+                    links.append(())
+                else:
+                    last, heads = stored
+                    if not last < (now, now, seq, first + p):
+                        return None  # a stored fact begins later: ask the policy
+                    links.append(tuple([h for k, h in heads
+                                        if facts.current_in(k[3], h, now)]))
+            latest[subject] = fids[p]
+        shorts = [d[:8] for d in digests]
+        added = [FactAdded(id=f, ingest_time=now, digest=short)
+                 for f, short in zip(fids, shorts, strict=True)]
+        made = [Remembered(id=f, created=True, ingest_time=now) for f in fids]
+        for p, preds in zip(others, links, strict=True):
+            added[p] = FactAdded(id=fids[p], ingest_time=now, subject=inputs[p].subject,
+                                 supersedes=preds, digest=shorts[p])
+            if preds:
+                made[p] = Remembered(id=fids[p], created=True, ingest_time=now,
+                                     superseded=list(preds))
+        self.results.extend(made)
+        self._next_slot = first + len(inputs)
+        return list(itertools.chain.from_iterable(zip(
+            [DocumentAdded(id=f, text=t) for f, t in zip(fids, map(_TEXT, inputs), strict=True)],
+            added, strict=True)))
 
     def _one(self, x: RememberInput, digest: bytes, new: str | None = None) -> list[Event]:
         """The events of one input (``new``: its id, when the caller knows that no

@@ -3,7 +3,8 @@ id, nothing else) a column at a time: the same events, the same results and the 
 errors as planning each input on its own — with repeated texts and ids in the batch,
 ids already stored (as facts, with the same payload or another, or as plain
 documents), inputs of other kinds between the simple ones (subjects, supersession),
-and an entity extractor that finds something.
+and an entity extractor that finds something. Under latest-by-subject, a batch whose
+other inputs each add only a subject is planned a column at a time too.
 
 The same calls go to two stores, one of which has the column path turned off."""
 
@@ -32,6 +33,12 @@ _input = st.one_of(
     st.builds(lambda i, t: {"id": i, "text": t}, st.sampled_from(["a", "b", "doc", "c"]),
               _word),
     st.builds(lambda s, t: {"subject": s, "text": t}, st.sampled_from(["x", "y"]), _text),
+    st.builds(lambda s, t: {"subject": s, "text": t}, st.sampled_from(["x", "y"]), _text),
+    # A subject fact that begins later than the facts after it (out of order), and one
+    # in a namespace: neither is a plain subject input.
+    st.builds(lambda s, t: {"subject": s, "text": t, "valid_from": T0 + 1000},
+              st.sampled_from(["x", "y"]), _text),
+    st.builds(lambda t: {"subject": "x", "text": t, "namespace": ["n"]}, _text),
     st.builds(lambda t: {"text": t, "metadata": {"k": 1}}, _text),
     st.just({"id": "a", "text": "rain", "confidence": 0.5}),
     st.builds(lambda t: {"text": t, "supersedes": ["a"]}, _text),
@@ -95,3 +102,22 @@ def test_a_batch_of_simple_inputs_takes_the_column_path(tmp_path: Path) -> None:
             got = memory.remember_many([{"text": f"fact {i}"} for i in range(50)])
         assert [r.created for r in got] == [True] * 50
         assert len(store) == 50
+
+
+def test_a_batch_of_simple_and_subject_inputs_takes_the_column_path(tmp_path: Path) -> None:
+    """Under latest-by-subject, inputs that add only a subject are planned with the simple
+    ones: each supersedes its subject's stored head, or its input before it."""
+    with Store.open(tmp_path / "s", sync="none") as store:
+        clock = ManualClock(T0)
+        memory = Memory(store, MemoryConfig(supersession="latest-by-subject"), clock=clock)
+        batch = [{"id": f"a{i}", "text": f"fact {i}", **({"subject": f"s{i % 3}"}
+                                                         if i % 2 else {})}
+                 for i in range(12)]
+        with mock.patch.object(Planner, "_one", side_effect=AssertionError):
+            first = memory.remember_many(batch)
+            clock.advance(10)
+            second = memory.remember_many([{**x, "id": f"b{x['id']}"} for x in batch])
+        assert [r.superseded for r in first] == [
+            [], [], [], [], [], [], [], ["a1"], [], ["a3"], [], ["a5"]]
+        assert [r.superseded for r in second][1::2] == [
+            ["a7"], ["a9"], ["a11"], ["ba1"], ["ba3"], ["ba5"]]

@@ -8,6 +8,12 @@ For each size, in one process, on the same store:
 - ``recall``: ``Memory.recall(q)`` with the default configuration on a store with
   no validity windows and no links (the identity rule: document search's answer,
   plus each fact's record);
+- ``search+get`` (plain store only, not a target): ``search_documents`` and then
+  ``Store.get_document`` of each hit -- what a caller of the document engine pays to
+  have the texts recall returns; recall's ratio to it (in a pass of its own after the
+  rounds, each query once, the two interleaved) shows what is left of recall's cost
+  once the k texts are read: the bound on the plain target, since search returns ids
+  and scores from memory while recall must read and decode k records;
 - on a *history* store of the same size — a fifth of the facts superseded
   (latest-by-subject), a fifth expired (a valid_to in the past) — ``search`` and a
   filtering ``recall`` (candidate_limit 100, status filter).
@@ -125,10 +131,22 @@ def main() -> None:
                         memory.recall(q)
                     search: list[tuple[float, float]] = []
                     recall: list[tuple[float, float]] = []
+                    got: list[tuple[float, float]] = []
+
+                    def search_get(x: str, store: Store = store) -> None:
+                        for hit in store.search_documents(x, 10):
+                            store.get_document(hit.id)
+
                     for _ in range(args.rounds):
                         for q in qs:  # interleaved, so noise hits both alike
                             search.append(timed(lambda x: store.search_documents(x, 10), q))
                             recall.append(timed(memory.recall, q))
+                    # Apart from the targets' pairs (a third call between them changes
+                    # what the caches hold for each): recall and search+get interleaved.
+                    again: list[tuple[float, float]] = []
+                    for q in qs if kind == "plain" else ():
+                        again.append(timed(memory.recall, q))
+                        got.append(timed(search_get, q))
                     wall = [r[0] / s[0] for r, s in zip(recall, search, strict=True)]
                     # CPU clocks tick coarsely for a call this short on some kernels:
                     # the ratio of the summed CPU time, beside the median of wall ratios.
@@ -141,6 +159,10 @@ def main() -> None:
                                  sum(r[1] for r in recall) / len(recall) * 1e3, 4),
                              "recall_over_search_median": round(median(wall), 3),
                              "recall_over_search_cpu": round(cpu, 3)}
+                if got:
+                    row[kind]["search_get_p50_ms"] = round(median([g[0] for g in got]) * 1e3, 4)
+                    row[kind]["recall_over_search_get_median"] = round(
+                        median([r[0] / g[0] for r, g in zip(again, got, strict=True)]), 3)
                 if kind == "history":
                     size, facts = fact_index_bytes(path)
                     row["fact_index_bytes_per_fact"] = round(size / max(1, facts), 1)

@@ -186,6 +186,16 @@ class Kept(NamedTuple):
         return cls(slots, new)
 
 
+def compaction_check(holds: bool, what: str) -> None:
+    """Raise unless ``holds``: one of a compaction's checks that the projections it
+    renumbered are whole. Unlike ``assert`` it runs under ``python -O`` too: a
+    compaction that fails one is abandoned before its generation is switched in (the
+    old generation stays, answering as before), rather than serving a state that a
+    replay of its journal would not build."""
+    if not holds:
+        raise AssertionError(f"compaction: {what}")
+
+
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """No cyclic garbage collection inside the block: a snapshot or a restore makes

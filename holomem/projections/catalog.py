@@ -18,7 +18,15 @@ from collections.abc import Iterable
 import numpy as np
 
 from holomem.events import DocumentAdded, DocumentDeleted, DocumentReplaced, Event
-from holomem.projections.base import NO_CHANGE, Change, GrowArray, Kept, Later, Snapshot
+from holomem.projections.base import (
+    NO_CHANGE,
+    Change,
+    GrowArray,
+    Kept,
+    Later,
+    Snapshot,
+    compaction_check,
+)
 
 
 def id_hash(doc_id: str) -> int:
@@ -196,7 +204,8 @@ class Catalog:
         self.live = len(self.ids)
         # A kept slot is live, so it has an id, and a live id has one slot: the ids
         # are distinct, as a replay's would be.
-        assert None not in self._slot and len(self._slot) == self.live
+        compaction_check(None not in self._slot and len(self._slot) == self.live,
+                         "the kept ids are not distinct live ids")
 
     def none_live(self, ids: list[str]) -> bool:
         """Whether no id of ``ids`` is live."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from holomem.projections.base import GrowArray, Kept
+from holomem.projections.base import GrowArray, Kept, compaction_check
 from holomem.projections.facts import FactIndex
 from holomem.projections.temporal import UNSET, Link
 
@@ -57,7 +57,8 @@ def compacted(new: FactIndex, old: FactIndex, kept: Kept) -> None:
     new.subject.extend(subject)
     # Every column (whatever columns the index grows) covers every slot: one this
     # function does not fill would fail here, not answer wrongly later.
-    assert all(len(v) == n for v in vars(new).values() if isinstance(v, GrowArray))
+    compaction_check(all(len(v) == n for v in vars(new).values() if isinstance(v, GrowArray)),
+                     "a fact index column does not cover every kept slot")
     ids = new.catalog.ids
     fact_ids: list[str] = [ids[s] for s in new_slots.tolist()]  # type: ignore[misc]
     members: list[list[str]] = [[] for _ in sids]
@@ -76,7 +77,8 @@ def compacted(new: FactIndex, old: FactIndex, kept: Kept) -> None:
         new.superseded_by[pred] = [*new.superseded_by.get(pred, ()), Link(succ, known)]
     new.links = sum(map(len, new.supersedes.values()))
     # The old counts are of stored facts and their links: all of them are kept.
-    assert new.links == old.links and len(fact_ids) == old.facts
+    compaction_check(new.links == old.links and len(fact_ids) == old.facts,
+                     "the kept facts or links differ in number from the stored ones")
     new.facts = len(fact_ids)
     windowed = ((new.valid_from.view()[new_slots] != UNSET)
                 | (new.valid_to.view()[new_slots] != UNSET))

@@ -18,7 +18,7 @@ from typing import cast
 
 import numpy as np
 
-from holomem.projections.base import GrowArray, Later, Snapshot
+from holomem.projections.base import GrowArray, Later, Snapshot, compaction_check
 
 Namespace = tuple[str, ...]
 ROOT: Namespace = ()
@@ -114,8 +114,8 @@ class NamespaceIndex:
         -> new id (-1: no kept fact there)."""
         assert not self.names  # fresh
         old_nids = old.of_slot.view()[old_slots]
-        # (every stored fact has a namespace: the root is one)
-        assert not len(old_nids) or int(old_nids.min()) >= 0
+        compaction_check(not len(old_nids) or int(old_nids.min()) >= 0,
+                         "a kept fact has no namespace")  # (the root is one)
         distinct, first = np.unique(old_nids, return_index=True)
         remap = np.full(len(old.names), -1, dtype=np.int32)
         for nid in distinct[np.argsort(first)].tolist():

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from holomem.projections import impact as grouping
+from holomem.projections.base import compaction_check
 from holomem.projections.impact import Impact
 
 #: Postings moved per step of a merge (bounds the merge's temporaries).
@@ -252,8 +253,8 @@ def compacted(segments: list[Segment], delta: tuple[np.ndarray, np.ndarray, np.n
     known = np.flatnonzero(new_term >= 0)
     old_of = np.empty(n_terms, dtype=np.int64)  # each new term's old term
     old_of[new_term[known]] = known
-    # Numbered 0 .. n_terms - 1 once each: a permutation of the terms kept.
-    assert len(known) == n_terms
+    compaction_check(len(known) == n_terms,  # numbered 0 .. n_terms - 1 once each
+                     "the kept terms are not numbered once each")
     raw, kept = [], []  # per part, each new term's postings: all of them, the kept ones
     for ptr, slots_p, _ in parts:
         dead = [np.flatnonzero(new_slot[slots_p[a : a + COMPACT_CHUNK]] < 0) + a
@@ -288,8 +289,8 @@ def compacted(segments: list[Segment], delta: tuple[np.ndarray, np.ndarray, np.n
                 out_tf[dst] = tfs_p[src[keep]]
             g0 = g1
         before += kept_p
-    # Every row is filled exactly: no posting lost, none placed twice.
-    assert np.array_equal(before, counts)
+    compaction_check(np.array_equal(before, counts),
+                     "a term's postings were not filled exactly (one lost or placed twice)")
     return Segment(0, n_docs, indptr, out_slot, out_tf, n_docs)
 
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from holomem.events import Event, RelationAdded, RelationRemoved
-from holomem.projections.base import Change, GrowArray, Kept, Snapshot
+from holomem.projections.base import Change, GrowArray, Kept, Snapshot, compaction_check
 from holomem.projections.catalog import Catalog
 
 OUT, IN, BOTH = "out", "in", "both"
@@ -179,7 +179,8 @@ class Relations:
         src = kept.new[old.src.view()[rows]]
         dst = kept.new[old.dst.view()[rows]]
         # A link dies with either end, so a live row's ends are kept slots.
-        assert not len(rows) or (int(src.min()) >= 0 and int(dst.min()) >= 0)
+        compaction_check(not len(rows) or (int(src.min()) >= 0 and int(dst.min()) >= 0),
+                         "a live link has an end that is not kept")
         rel = old.rel.view()[rows]
         for rid in dict.fromkeys(rel.tolist()):
             self._relation_id(old.names[rid])

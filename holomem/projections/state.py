@@ -30,7 +30,14 @@ from holomem.events import (
     VectorsSet,
 )
 from holomem.projections import compactfacts
-from holomem.projections.base import Change, Kept, RecordStore, Snapshot, gc_paused
+from holomem.projections.base import (
+    Change,
+    Kept,
+    RecordStore,
+    Snapshot,
+    compaction_check,
+    gc_paused,
+)
 from holomem.projections.bm25 import BM25
 from holomem.projections.candidates import Candidates
 from holomem.projections.catalog import Catalog
@@ -232,8 +239,10 @@ class ProjectionState:
         self.memory_config, self.embedder = old.memory_config, old.embedder
         self.reembed_target = old.reembed_target
         # Every per-slot projection covers the same slots (restore() checks the same).
-        assert (len(self.text.offset) == len(self.bm25.doclen) == len(self.embeddings.has)
-                == len(self.facts.is_fact) == self.catalog.slots == n)
+        compaction_check(len(self.text.offset) == len(self.bm25.doclen)
+                         == len(self.embeddings.has) == len(self.facts.is_fact)
+                         == self.catalog.slots == n,
+                         "the projections do not cover the same kept slots")
 
     # -- checkpoints ------------------------------------------------------------------
     #: The projections a checkpoint holds, in the order they are restored.

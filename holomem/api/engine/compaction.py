@@ -27,7 +27,7 @@ from holomem.events import (
 from holomem.log import crashpoints as cp
 from holomem.log.backend import JournalBackend, RewriteTarget
 from holomem.log.recordfile import RecordFile
-from holomem.projections.base import Kept, gc_paused
+from holomem.projections.base import Kept, compaction_check, gc_paused
 from holomem.projections.firstwords import FirstWords
 from holomem.projections.state import ProjectionState
 from holomem.projections.text import Carried, TextRecord, bodies_of
@@ -168,7 +168,7 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
                 if len(batch) >= BATCH:
                     flush()
             flush()
-            assert placed == len(kept.slots)  # every kept document written once
+            compaction_check(placed == len(kept.slots), "a kept document was not written once")
             state.compacted(source, kept, seqs, words.words)
         if carried is not None:
             state.text.carry(())  # every record taken; none left for later writes

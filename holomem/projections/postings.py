@@ -2,7 +2,8 @@
 
 Owns: :class:`Segment` (the postings of a run of consecutive slots, by term) and the
 merge that folds newer postings into a segment while dropping vacated slots.
-Imports numpy only; :mod:`holomem.projections.bm25` decides when to merge.
+Imports numpy, the impact groups (:mod:`holomem.projections.impact`) and the base;
+:mod:`holomem.projections.bm25` decides when to merge.
 
 A segment holds, for every term id below ``terms``, the slots containing the term
 (ascending) and the term's frequency in each, laid out term after term

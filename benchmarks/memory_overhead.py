@@ -14,6 +14,10 @@ For each size, in one process, on the same store:
   rounds, each query once, the two interleaved) shows what is left of recall's cost
   once the k texts are read: the bound on the plain target, since search returns ids
   and scores from memory while recall must read and decode k records;
+- ``prototype_texts_in_memory`` (plain store only, not a target): recall beside search
+  again, with every text record served from memory (read beforehand into a dict that
+  stands in for ``View.records_of``): what keeping a copy of the texts in memory would
+  leave of the plain target's gap;
 - on a *history* store of the same size — a fifth of the facts superseded
   (latest-by-subject), a fifth expired (a valid_to in the past) — ``search`` and a
   filtering ``recall`` (candidate_limit 100, status filter).
@@ -39,11 +43,14 @@ import time
 import tracemalloc
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks._common import add_save, check, emit, machine, median
 from benchmarks.search_bench import corpus, queries
 from holomem import ManualClock, Memory, MemoryConfig, Store
+from holomem.api.engine.view import View
 from holomem.projections.catalog import Catalog
 from holomem.projections.facts import FactIndex
 
@@ -108,6 +115,42 @@ def timed(fn: Any, q: str) -> tuple[float, float]:
     return time.perf_counter() - t, time.process_time() - c
 
 
+def the_reads(store: Store, memory: Memory, qs: list[str]) -> dict[str, float]:
+    """What reading the k texts costs recall, each query once: recall beside
+    ``search+get``, interleaved; then the prototype of keeping every text in memory
+    (``View.records_of`` served from a dict of every record, read beforehand) with
+    recall beside search again, interleaved. The prototype is not holomem's code: it
+    measures what the next step (a copy of the texts in memory, ~130 bytes per fact
+    here) would leave of the plain target's gap."""
+    def search_get(x: str) -> None:
+        for hit in store.search_documents(x, 10):
+            store.get_document(hit.id)
+
+    recall, got = [], []
+    for q in qs:
+        recall.append(timed(memory.recall, q)[0])
+        got.append(timed(search_get, q)[0])
+    with store.reading() as view:
+        slots = np.flatnonzero(view.state.catalog.alive.view())
+        kept = dict(zip(slots.tolist(), view.records(slots), strict=True))
+    read_from_disk = View.records_of
+    View.records_of = lambda self, wanted: [kept[s] for s in wanted]  # type: ignore[method-assign,assignment]
+    try:
+        for q in qs[:20]:
+            memory.recall(q)
+        search, in_memory = [], []
+        for q in qs:
+            search.append(timed(lambda x: store.search_documents(x, 10), q)[0])
+            in_memory.append(timed(memory.recall, q)[0])
+    finally:
+        View.records_of = read_from_disk  # type: ignore[method-assign,assignment]
+    return {"search_get_p50_ms": round(median(got) * 1e3, 4),
+            "recall_over_search_get_median": round(
+                median([r / g for r, g in zip(recall, got, strict=True)]), 3),
+            "prototype_texts_in_memory_recall_over_search_median": round(
+                median([r / s for r, s in zip(in_memory, search, strict=True)]), 3)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000,10000,100000")
@@ -131,22 +174,13 @@ def main() -> None:
                         memory.recall(q)
                     search: list[tuple[float, float]] = []
                     recall: list[tuple[float, float]] = []
-                    got: list[tuple[float, float]] = []
-
-                    def search_get(x: str, store: Store = store) -> None:
-                        for hit in store.search_documents(x, 10):
-                            store.get_document(hit.id)
-
                     for _ in range(args.rounds):
                         for q in qs:  # interleaved, so noise hits both alike
                             search.append(timed(lambda x: store.search_documents(x, 10), q))
                             recall.append(timed(memory.recall, q))
                     # Apart from the targets' pairs (a third call between them changes
-                    # what the caches hold for each): recall and search+get interleaved.
-                    again: list[tuple[float, float]] = []
-                    for q in qs if kind == "plain" else ():
-                        again.append(timed(memory.recall, q))
-                        got.append(timed(search_get, q))
+                    # what the caches hold for each).
+                    extras = the_reads(store, memory, qs) if kind == "plain" else {}
                     wall = [r[0] / s[0] for r, s in zip(recall, search, strict=True)]
                     # CPU clocks tick coarsely for a call this short on some kernels:
                     # the ratio of the summed CPU time, beside the median of wall ratios.
@@ -159,10 +193,7 @@ def main() -> None:
                                  sum(r[1] for r in recall) / len(recall) * 1e3, 4),
                              "recall_over_search_median": round(median(wall), 3),
                              "recall_over_search_cpu": round(cpu, 3)}
-                if got:
-                    row[kind]["search_get_p50_ms"] = round(median([g[0] for g in got]) * 1e3, 4)
-                    row[kind]["recall_over_search_get_median"] = round(
-                        median([r[0] / g[0] for r, g in zip(again, got, strict=True)]), 3)
+                row[kind].update(extras)
                 if kind == "history":
                     size, facts = fact_index_bytes(path)
                     row["fact_index_bytes_per_fact"] = round(size / max(1, facts), 1)

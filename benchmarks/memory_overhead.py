@@ -143,7 +143,7 @@ def the_reads(store: Store, memory: Memory, qs: list[str]) -> dict[str, float]:
             search.append(timed(lambda x: store.search_documents(x, 10), q)[0])
             in_memory.append(timed(memory.recall, q)[0])
     finally:
-        View.records_of = read_from_disk  # type: ignore[method-assign,assignment]
+        View.records_of = read_from_disk  # type: ignore[method-assign]
     return {"search_get_p50_ms": round(median(got) * 1e3, 4),
             "recall_over_search_get_median": round(
                 median([r / g for r, g in zip(recall, got, strict=True)]), 3),

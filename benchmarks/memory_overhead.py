@@ -120,7 +120,7 @@ def the_reads(store: Store, memory: Memory, qs: list[str]) -> dict[str, float]:
     ``search+get``, interleaved; then the prototype of keeping every text in memory
     (``View.records_of`` served from a dict of every record, read beforehand) with
     recall beside search again, interleaved. The prototype is not holomem's code: it
-    measures what the next step (a copy of the texts in memory, ~130 bytes per fact
+    measures what the next step (a copy of the texts in memory, 90 bytes per fact
     here) would leave of the plain target's gap."""
     def search_get(x: str) -> None:
         for hit in store.search_documents(x, 10):

@@ -32,6 +32,7 @@ import numpy as np
 
 from holomem.api.types import ForgetScope, MemoryConfig
 from holomem.errors import InvalidError, LimitError
+from holomem.projections.subjects import RESERVED_PREFIX
 from holomem.projections.tokenize import tokenize
 
 S = TypeVar("S", bound=msgspec.Struct)
@@ -77,6 +78,17 @@ def doc_id(value: object, field: str = "id") -> str:
     if _CONTROL.search(value):
         raise InvalidError(f"{field} must not contain control characters")
     _utf8(value, field)
+    return value
+
+
+def unreserved(value: str, field: str) -> str:
+    """``value``, a name a door turns into a subject, unless it starts with
+    :data:`RESERVED_PREFIX`: facts of such a subject are holomem's own, left out of
+    recall and listings that do not name them (docs/contract.md, "Reserved subjects"),
+    so an item stored under it could be read back but never found."""
+    if value.startswith(RESERVED_PREFIX):
+        raise InvalidError(f"{field} {value!r} starts with {RESERVED_PREFIX!r}, which "
+                           "holomem reserves for its own facts")
     return value
 
 

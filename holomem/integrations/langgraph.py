@@ -33,10 +33,12 @@ Ops of one batch run in order, each seeing the ones before it; a batch is checke
 whole before anything runs, but is not one transaction. The puts and deletes of every
 HolomemStore of a process over one Store take turns (a put reads the current version
 before it supersedes it); another process cannot write to a Store that one holds.
-TTLs are not supported (``supports_ttl`` is False). Bad input raises LangGraph's own
-``InvalidNamespaceError`` for a namespace (``BaseStore`` raises it for the same
-namespaces), otherwise a holomem ``InvalidError`` or ``LimitError`` naming what is
-wrong (an embedding function's own failure aside, never another exception).
+TTLs are not supported (``supports_ttl`` is False). A key is a subject, so a put
+refuses a key that starts with ``holomem:``, the prefix of holomem's reserved subjects,
+whose facts search would never list (get and delete still take one). Bad input raises
+LangGraph's own ``InvalidNamespaceError`` for a namespace (``BaseStore`` raises it for
+the same namespaces), otherwise a holomem ``InvalidError`` or ``LimitError`` naming what
+is wrong (an embedding function's own failure aside, never another exception).
 """
 
 from __future__ import annotations
@@ -425,6 +427,7 @@ class HolomemStore(BaseStore):
                                "put with ttl=None")
         if op.value is None:
             return PutOp(ns, key, None)
+        validate.unreserved(key, "key")  # (a delete of such a key still runs)
         value = op.value
         if not isinstance(value, Mapping):
             raise InvalidError(f"the value of {key!r} must be a dict (or None to delete), "

@@ -60,6 +60,29 @@ def _joined(threads: list[threading.Thread]) -> bool:
     return not any(th.is_alive() for th in threads)
 
 
+def _short_group_and_a_parker(j: Journal) -> tuple[threading.Thread, list[int]]:
+    """After one group of 3 transactions (so the next group waits for 3 as well), a
+    thread not yet started that appends one more and notes the sequence number it got."""
+    first = [j.enqueue([f"early {i}".encode()]) for i in range(3)]
+    j.wait(first[-1])
+    done: list[int] = []
+    parker = threading.Thread(target=lambda: done.append(j.append([b"parked"])), daemon=True)
+    return parker, done
+
+
+def _assert_the_parked_one_was_led(j: Journal, parker: threading.Thread, done: list[int]
+                                   ) -> None:
+    """The parker's transaction (seq 5, after the gatherer's 4) was led and synced."""
+    assert _joined([parker]), "the parked appender was never woken"
+    assert done == [5] and j.durable_seq >= 5
+
+
+def _assert_all_five_kept(store: str) -> None:
+    with Journal.open(store, read_only=True) as j:
+        assert sorted(p[0] for _, p in j.replay()) == sorted(
+            [b"early 0", b"early 1", b"early 2", b"gatherer", b"parked"])
+
+
 def test_every_parked_thread_returns_after_one_wake_all_and_none_before() -> None:
     waiters, outer, returned = Waiters(), threading.Lock(), []
     threads = _park(waiters, outer, PARKED, returned)
@@ -154,15 +177,11 @@ def test_an_interrupted_gatherer_leaves_its_frames_to_the_appenders_parked_on_th
     # parked appender must still see its transaction led and synced.
     store = str(tmp_path / "store")
     with Journal.open(store, sync="batch") as j:
-        first = [j.enqueue([f"early {i}".encode()]) for i in range(3)]
-        j.wait(first[-1])  # one group of 3: the next group waits for 3 as well
+        parker, done = _short_group_and_a_parker(j)
         stuck = StuckLock()
         main = threading.current_thread()
         monkeypatch.setattr(group, "_new_lock", lambda: (
             stuck if threading.current_thread() is main else threading.Lock()))
-        done: list[int] = []
-        parker = threading.Thread(target=lambda: done.append(j.append([b"parked"])),
-                                  daemon=True)
         waiters = j._appender._open.waiters
 
         def behind_the_gatherer() -> None:
@@ -176,11 +195,8 @@ def test_an_interrupted_gatherer_leaves_its_frames_to_the_appenders_parked_on_th
         with pytest.raises(Left):
             j.append([b"gatherer"])  # seq 4
         helper.join(10)
-        assert _joined([parker]), "the parked appender was never woken"
-        assert done == [5] and j.durable_seq >= 5
-    with Journal.open(store, read_only=True) as j:
-        assert sorted(p[0] for _, p in j.replay()) == sorted(
-            [b"early 0", b"early 1", b"early 2", b"gatherer", b"parked"])
+        _assert_the_parked_one_was_led(j, parker, done)
+    _assert_all_five_kept(store)
 
 
 @pytest.mark.parametrize("ahead", [0, 2], ids=["first", "middle"])
@@ -229,13 +245,9 @@ def test_a_gatherer_interrupted_after_its_wait_leaves_its_frames_to_those_parked
     # waiting for a leader that is gone.
     store = str(tmp_path / "store")
     with Journal.open(store, sync="batch") as j:
-        first = [j.enqueue([f"early {i}".encode()]) for i in range(3)]
-        j.wait(first[-1])  # one group of 3: the next group waits for 3 as well
+        parker, done = _short_group_and_a_parker(j)
         appender = j._appender
         main = threading.current_thread()
-        done: list[int] = []
-        parker = threading.Thread(target=lambda: done.append(j.append([b"parked"])),
-                                  daemon=True)
         real_wait, real_gather = Waiters.wait, type(appender)._gather
 
         def wait(self: Waiters, outer: threading.Lock, timeout: float = -1) -> None:
@@ -257,11 +269,8 @@ def test_a_gatherer_interrupted_after_its_wait_leaves_its_frames_to_those_parked
         monkeypatch.setattr(type(appender), "_gather", gather)
         with pytest.raises(Left):
             j.append([b"gatherer"])  # seq 4
-        assert _joined([parker]), "the parked appender was never woken"
-        assert done == [5] and j.durable_seq >= 5
-    with Journal.open(store, read_only=True) as j:
-        assert sorted(p[0] for _, p in j.replay()) == sorted(
-            [b"early 0", b"early 1", b"early 2", b"gatherer", b"parked"])
+        _assert_the_parked_one_was_led(j, parker, done)
+    _assert_all_five_kept(store)
 
 
 @pytest.mark.parametrize("when", ["while-it-waits", "once-asked"])

@@ -206,6 +206,11 @@ def content_id(digest: bytes) -> str:
     return "f-" + digest[:16].hex()  # (the first 32 hex digits)
 
 
+def _paired(docs: list[DocumentAdded], facts: Sequence[FactAdded]) -> list[Event]:
+    """Each new fact's two events, back to back: its document, then its FactAdded."""
+    return list(itertools.chain.from_iterable(zip(docs, facts, strict=True)))
+
+
 def _found_entities(found: object) -> tuple[str, ...]:
     """What an entity extractor found, checked (its empty list, at once)."""
     return () if type(found) is list and not found else validate.entities(found)
@@ -288,9 +293,9 @@ class Planner:
         others = [p for p in range(n) if not simple[p]]
         # Each simple input's two events, back to back; with an entity extractor, the
         # documents are made as it runs, in order (below).
-        pairs: list[Event] | None = (list(itertools.chain.from_iterable(zip(
-            [DocumentAdded(id=f, text=t) for f, t in zip(ids, texts, strict=True)], facts,
-            strict=True))) if extractor is no_entities else None)
+        pairs: list[Event] | None = (_paired(
+            [DocumentAdded(id=f, text=t) for f, t in zip(ids, texts, strict=True)], facts)
+            if extractor is no_entities else None)
         # Only a supersedes list (or an extractor's error) makes an input look at the
         # simple ones before it (latest-by-subject and a custom policy see the facts
         # of a subject, and a simple fact has none): without either, nothing in this
@@ -306,10 +311,10 @@ class Planner:
             if pairs is not None:
                 events.extend(pairs[2 * k : 2 * stop])
             else:
-                events.extend(itertools.chain.from_iterable(zip(
+                events.extend(_paired(
                     [DocumentAdded(id=f, text=t, entities=_found_entities(extractor(t)))
                      for f, t in zip(ids[k:stop], texts[k:stop], strict=True)],
-                    facts[k:stop], strict=True)))
+                    facts[k:stop]))
             if not at_once:
                 self._pending.update(pending[k:stop])
             self.results.extend(made[k:stop])
@@ -371,9 +376,9 @@ class Planner:
                                      superseded=list(preds))
         self.results.extend(made)
         self._next_slot = first + len(inputs)
-        return list(itertools.chain.from_iterable(zip(
+        return _paired(
             [DocumentAdded(id=f, text=t) for f, t in zip(fids, map(_TEXT, inputs), strict=True)],
-            added, strict=True)))
+            added)
 
     def _one(self, x: RememberInput, digest: bytes, new: str | None = None) -> list[Event]:
         """The events of one input (``new``: its id, when the caller knows that no

@@ -21,6 +21,7 @@ and the file's salt alone: a compaction's new file that keeps the salt
 
 from __future__ import annotations
 
+import itertools
 import os
 
 from holomem.errors import ReadOnlyError, StorageIOError
@@ -245,21 +246,23 @@ class RecordFile:
                     seqs: list[int]) -> list[bytes | None]:
         """:meth:`decode` of several records of one read: record ``k`` is ``sizes[k]``
         bytes of ``raw`` from ``starts[k]``, at ``offsets[k]`` in the file, written by
-        ``seqs[k]``. The same answers; a version 2 plaintext file's records (what a
-        compaction reads) are checked in one loop, without a slice or call per field."""
-        if self.version != 2 or self._envelope is not None:
+        ``seqs[k]``. The same answers; a plaintext file's records (what a compaction
+        reads, and recall's k) are checked in one loop, without a slice or call per
+        field."""
+        if self._envelope is not None:
             return [self.decode(raw[s : s + n], off, seq) for s, n, off, seq
                     in zip(starts, sizes, offsets, seqs, strict=True)]
         unpack, salt, end = RECORD.unpack_from, self.salt, len(raw)
+        v1 = self.version == 1  # a version 2 record carries 0, not its seq
         out: list[bytes | None] = []
-        for s, n in zip(starts, sizes, strict=True):
+        for s, n, seq in zip(starts, sizes, seqs, strict=True):
             if n < RECORD_SIZE or s + n > end:
                 out.append(None)
                 continue
             length, flags, reserved, rseq, stored = unpack(raw, s)
-            # (decode's checks: a version 2 record's sequence number is 0; a sealed
-            # record has no place in a plaintext file)
-            if rseq or reserved or flags & RECORD_FLAG_SEALED or RECORD_SIZE + length != n:
+            # (decode's checks; a sealed record has no place in a plaintext file)
+            if (rseq != (seq if v1 else 0) or reserved or flags & RECORD_FLAG_SEALED
+                    or RECORD_SIZE + length != n):
                 out.append(None)
                 continue
             body = raw[s + RECORD_SIZE : s + n]
@@ -288,25 +291,10 @@ class RecordFile:
             raws = fs.read_each(self._fd, offsets, sizes, self.path)
         except StorageIOError:
             return [None] * len(offsets)
-        if self._envelope is not None:
-            return [self.decode(raw, off, seq)
-                    for raw, off, seq in zip(raws, offsets, seqs, strict=True)]
-        # Unsealed (the common case): decode's checks, inline, for bytes read whole.
-        unpack, salt, out = RECORD.unpack_from, self.salt, []
-        v1 = self.version == 1  # a version 2 record carries 0, not its seq
-        body: bytes | None
-        for raw, seq in zip(raws, seqs, strict=True):
-            body = None
-            if len(raw) >= RECORD_SIZE:
-                length, flags, reserved, rseq, stored = unpack(raw, 0)
-                if (rseq == (seq if v1 else 0) and reserved == 0
-                        and RECORD_SIZE + length == len(raw)
-                        and not flags & RECORD_FLAG_SEALED):
-                    body = raw[RECORD_SIZE:]
-                    if checksum(raw[:RECORD_CHECKSUMMED] + body, salt) != stored:
-                        body = None
-            out.append(body)
-        return out
+        # Checked side by side as one read's records (a short read keeps its length).
+        lengths = list(map(len, raws))
+        starts = list(itertools.accumulate(lengths, initial=0))
+        return self.decode_many(b"".join(raws), starts[:-1], lengths, offsets, seqs)
 
     def read_span(self, offset: int, size: int) -> bytes:
         """``size`` raw bytes at ``offset`` (several records back to back, unverified:

@@ -20,18 +20,18 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 
 
-def _read(path: str) -> str:
+def read(path: str) -> str:
     with open(path, encoding="utf-8") as f:
         return f.read()
 
 
-def _pages() -> list[str]:
+def pages() -> list[str]:
     return [os.path.join(ROOT, "README.md"),
             *sorted(os.path.join(DOCS, f) for f in os.listdir(DOCS) if f.endswith(".md"))]
 
 
 def _links(path: str) -> list[str]:
-    return LINK.findall(FENCE.sub("", _read(path)))
+    return LINK.findall(FENCE.sub("", read(path)))
 
 
 def slug(heading: str) -> str:
@@ -44,7 +44,7 @@ def slug(heading: str) -> str:
 def anchors(path: str) -> set[str]:
     seen: dict[str, int] = {}
     out = set()
-    for line in FENCE.sub("", _read(path)).splitlines():
+    for line in FENCE.sub("", read(path)).splitlines():
         m = re.match(r"#{1,6}\s+(.*)", line)
         if m:
             base = slug(m.group(1))
@@ -63,12 +63,12 @@ def test_the_slug_is_githubs() -> None:
 
 
 def test_the_docs_link_nothing_outside_the_repository() -> None:
-    pages = [*_pages(), os.path.join(ROOT, "benchmarks", "README.md")]
+    every = [*pages(), os.path.join(ROOT, "benchmarks", "README.md")]
     bad = []
-    for path in pages:
+    for path in every:
         if not os.path.exists(path):
             continue
-        text = _read(path)
+        text = read(path)
         rel = os.path.relpath(path, ROOT)
         # The benchmarks' README may name the default LoCoMo data directory (an argument's
         # default, beside the checkout); it may not link there.
@@ -87,7 +87,7 @@ def test_the_docs_link_nothing_outside_the_repository() -> None:
 def test_every_relative_link_names_a_file_and_heading_that_exist() -> None:
     bad = []
     checked = 0
-    for path in _pages():
+    for path in pages():
         rel = os.path.relpath(path, ROOT)
         for target in _links(path):
             if re.match(r"[a-z][a-z0-9+.-]*:", target, re.I):
@@ -106,8 +106,8 @@ def test_every_relative_link_names_a_file_and_heading_that_exist() -> None:
 def test_the_contract_keeps_the_section_numbers_code_cites() -> None:
     # Docstrings cite "§2" ... "§5", "§4a" ... "§4e" of the contract and "§6", "§7" of
     # the guarantees; each must stay a heading of its page.
-    contract = _read(os.path.join(DOCS, "contract.md"))
-    guarantees = _read(os.path.join(DOCS, "guarantees.md"))
+    contract = read(os.path.join(DOCS, "contract.md"))
+    guarantees = read(os.path.join(DOCS, "guarantees.md"))
     for n in ("1", "2", "3", "4", "4a", "4b", "4c", "4d", "4e", "5", "5a", "5b", "5c", "5d"):
         assert re.search(rf"^##+ §{n} ", contract, re.M), n
     for n in ("6", "6a", "7"):

@@ -17,6 +17,8 @@ def section(title: str) -> str:
 
 
 def blocks(title: str, lang: str) -> list[str]:
-    """The fenced ``lang`` code blocks of one README section, dedented."""
-    found = re.findall(rf"^( *)```{lang}\n(.*?)^\1```", section(title), re.M | re.S)
+    """The fenced ``lang`` code blocks of one README section, dedented (a word after
+    ``lang`` on the opening line says what the block is: tests/test_doc_examples.py)."""
+    found = re.findall(rf"^( *)```{lang}(?: [^\n]*)?\n(.*?)^\1```", section(title),
+                       re.M | re.S)
     return [textwrap.dedent(body) for _, body in found]

@@ -6,9 +6,7 @@ contract does, and the document is the same bytes in every process."""
 
 from __future__ import annotations
 
-import itertools
 import json
-import re
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -21,24 +19,17 @@ from jsonschema import Draft202012Validator
 from holomem.api import contract
 from holomem.api.doors import httpschema
 from holomem.errors import InvalidError
+from tests.test_doc_examples import requests
 
-from ._readme import section
 from .conftest import Server, headers, start
 
 MEMORY = "/api/v1/memory/"
 
 
 def readme_examples() -> list[tuple[str, dict[str, Any]]]:
-    """(op, request) of every example of the README's "Every op, by example", in order:
-    each a ```json block after a paragraph that begins with the op's name."""
-    text = section("The JSON contract (§5)")
-    paragraphs = text[text.index("### Every op, by example"):].split("\n\n")
-    found = []
-    for before, block in itertools.pairwise(paragraphs):
-        if block.startswith("```json\n"):
-            op = re.match(r"`(\w+)`", before)
-            assert op is not None, before
-            found.append((op.group(1), json.loads(block[len("```json\n"):block.rindex("```")])))
+    """(op, request) of every request the README shows (its "Every op, by example"), in
+    order: each a ```json OP block (tests/test_doc_examples.py)."""
+    found = requests("README.md")
     assert found and all(isinstance(body, dict) for _, body in found)
     return found
 

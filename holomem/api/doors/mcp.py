@@ -5,8 +5,10 @@ Owns: the MCP server (the official ``mcp`` SDK, low-level ``Server``), its tools
 and how their results are shown to a model. Needs the ``serve`` extra; nothing
 else in holomem imports this module but :mod:`.mcphttp`.
 
-Tools: ``remember`` (one fact, or ``facts``), ``recall``, ``explain``, ``forget`` (a dry
-run unless ``dryRun`` is false), ``history``, ``get``, ``list``, ``list_namespaces``. Their
+Tools: ``remember``, ``recall``, ``explain``, ``forget``, ``history``, ``get``, ``list``,
+``list_namespaces``, ``compile_context``, ``save_working_context``,
+``load_working_context``, ``list_working_contexts``, ``relate``, ``why`` (one per entry of
+:data:`~.toolschema.TOOLS`; ``forget`` is a dry run by default). Their
 input schemas are the contract's request Structs, with exactly the fields each op uses
 (:mod:`holomem.api.doors.toolschema`), and each call is ``Memory.call(op, arguments)``
 (the tool's own defaults filled in), so the MCP door answers what HTTP, the CLI and

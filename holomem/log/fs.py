@@ -25,13 +25,19 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import itertools
 import os
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
+
+try:
+    import fcntl
+except ModuleNotFoundError as exc:  # Windows: no flock, nor pread, pwrite, O_DIRECTORY
+    raise ImportError("holomem needs a POSIX system (Linux; macOS is untested): this one "
+                      "has no fcntl, which the writer's lock needs, nor os.pread and "
+                      "os.pwrite. On Windows, run it under WSL.") from exc
 
 from holomem.errors import FsyncError, StorageIOError, StoreLockedError
 from holomem.log import crashpoints as cp

@@ -88,11 +88,10 @@ def json_blocks(path: str) -> list[Block]:
     page = os.path.relpath(path, ROOT)
     found = []
     for m in JSON_BLOCK.finditer(read(path)):
-        words = m.group(2).split()
-        volatile = [w.removeprefix("volatile=") for w in words[1:]
-                    if w.startswith("volatile=")]
-        keys = frozenset(k for w in volatile for k in w.split(",") if k)
-        found.append(Block(page, m.start(), words[0] if words else "", keys, m.group(3)))
+        kind, *options = m.group(2).split() or [""]
+        keys = frozenset(k for o in options if o.startswith("volatile=")
+                         for k in o.removeprefix("volatile=").split(",") if k)
+        found.append(Block(page, m.start(), kind, keys, m.group(3)))
     return found
 
 

@@ -2,8 +2,9 @@
 
 Owns: every file operation of holomem (positioned reads and writes, fsync, directory
 sync, listing, atomic replace, secure erase, trees, the writer's lock, append-only
-logs), their crash points, and the hook that reports them. Imports the standard
-library, :mod:`holomem.errors` and the log's ``crashpoints``, ``format`` and ``tap``.
+logs, a local socket's file and the private directory it is in), their crash points,
+and the hook that reports them. Imports the standard library, :mod:`holomem.errors`
+and the log's ``crashpoints``, ``format`` and ``tap``.
 
 Rules kept here so callers cannot get them wrong:
 
@@ -27,6 +28,8 @@ import contextlib
 import errno
 import itertools
 import os
+import socket
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -473,6 +476,58 @@ def unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         close(fd)
+
+
+# -- local sockets (not a store's files: nothing here is synced or reported to the tap) ----
+def private_dir(path: str) -> None:
+    """Make sure ``path`` is a directory only this user can reach: created with mode 0700
+    if missing; an existing one must be a directory itself (no symbolic link), owned by
+    this user, with no access for group or others. Errors: ``io``."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise _io_error("creating directory", path, exc) from exc
+    st = _call("examining", path, os.lstat, path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise StorageIOError(
+            f"{path!r} is not a directory private to this user (it must be a directory, "
+            f"not a link, owned by uid {os.getuid()}, mode 0700; it is uid {st.st_uid}, "
+            f"mode {stat.filemode(st.st_mode)})")
+
+
+def listen_unix(path: str, backlog: int) -> socket.socket:
+    """A Unix stream socket listening at ``path``, mode 0600. A socket file already at
+    ``path`` is replaced: the caller has made sure nobody listens there any more;
+    anything else there is refused. Errors: ``io``."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise _io_error("examining", path, exc) from exc
+    else:
+        if not stat.S_ISSOCK(st.st_mode):
+            raise StorageIOError(f"{path!r} is in the way of a socket: it is no socket")
+        _call("unlinking", path, os.unlink, path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        _call("binding", path, sock.bind, path)
+        _call("changing the mode of", path, os.chmod, path, 0o600)
+        _call("listening at", path, sock.listen, backlog)
+        return sock
+    except BaseException:
+        sock.close()
+        raise
+
+
+def remove_socket(path: str) -> None:
+    """Unlink the socket file at ``path``, if there is one (a failure is ignored: the
+    next listener replaces what is left)."""
+    with contextlib.suppress(OSError):
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
 
 
 class LogFile:

@@ -66,11 +66,14 @@ VENV_BIN = os.path.dirname(sys.executable)
 
 @asynccontextmanager
 async def connect(data: Path, *extra: str, command: str = sys.executable,
-                  args: list[str] | None = None) -> AsyncIterator[ClientSession]:
-    """A session with a fresh ``holomem mcp`` process (stderr kept beside the data)."""
+                  args: list[str] | None = None, env: dict[str, str] | None = None
+                  ) -> AsyncIterator[ClientSession]:
+    """A session with a fresh ``holomem mcp`` process (stderr kept beside the data;
+    ``env``: more environment variables)."""
     params = StdioServerParameters(
         command=command, args=args or ["-m", "holomem", "mcp", "--data", str(data), *extra],
-        cwd=str(ROOT), env={"PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")})
+        cwd=str(ROOT), env={"PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""),
+                            **(env or {})})
     data.parent.mkdir(parents=True, exist_ok=True)
     with open(data.parent / f"{data.name}-mcp.log", "a") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), \
@@ -100,10 +103,11 @@ class Session:
 
 @contextmanager
 def serving(data: Path, *extra: str, command: str = sys.executable,
-            args: list[str] | None = None) -> Iterator[Session]:
+            args: list[str] | None = None, env: dict[str, str] | None = None
+            ) -> Iterator[Session]:
     with start_blocking_portal() as portal, \
             portal.wrap_async_context_manager(connect(data, *extra, command=command,
-                                                      args=args)) as session:
+                                                      args=args, env=env)) as session:
         yield Session(portal, session)
 
 

@@ -10,17 +10,24 @@ transactions, and a write
   a contract call through :class:`holomem.client.Client`, then the follower checks that
   the store it reads shows it (so a ``--server`` that serves another store cannot go
   unnoticed);
-- or, with no server, takes the writer lock if it has come free meanwhile (the door is
-  the writer from then on), else is refused with ``read_only``, naming the process that
-  holds the lock (:func:`lock_holder`) and how to reach it.
+- or, with no server, goes to the writer through the store's local socket when the
+  writer is another ``holomem mcp`` of this user (:mod:`.mcpshare`: the writer's answer
+  comes back once this follower shows the write);
+- or, when no writer answers there, takes the writer lock if it has come free meanwhile
+  (the door is the writer from then on), else is refused with ``read_only``, naming the
+  process that holds the lock (:func:`lock_holder`) and how to reach it.
+
+The door that is the writer (from the start or by taking over) and has no server opens
+the store's socket to the other ``holomem mcp`` processes of its user, and closes it
+before the store.
 
 With ``--server`` the door never takes the lock itself: the server is the writer, and a
 door holding the lock would lock the server out of its own tenant's store. So the
 store must be one of that server's tenant stores, ``DATA/tenants/<tenant>``; the
 tenant the writes name is the directory's name (:func:`served_tenant`).
 
-Imports the memory API, the engine's Store, the scope and the file layer; the client
-(httpx, the serve extra) only when a server is configured.
+Imports the memory API, the engine's Store, the scope, the store's socket and the file
+layer; the client (httpx, the serve extra) only when a server is configured.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from holomem.api.doors.mcpshare import Forwarder, Listener, NotListening, socket_path
 from holomem.api.doors.scoping import Scope
 from holomem.api.engine import Store
 from holomem.api.memory import Memory
@@ -122,7 +130,9 @@ class Served:
 
     ``call(op, request, writes)`` is ``Memory.call`` confined to ``scope``; ``writes``:
     whether the call may change the store (reads never go anywhere but the store).
-    Calls may run in several threads at once.
+    Calls may run in several threads at once. ``share``: where the store's socket is
+    (:func:`~.mcpshare.socket_path`), None when the door shares nothing (``--server``,
+    or no sharing here).
     """
 
     def __init__(self, path: str, memory: Memory, *, key: bytes | None,
@@ -137,6 +147,19 @@ class Served:
         self._config = config
         self._mu = threading.Lock()
         self._stores = [memory.store]  # every store opened; closed together at the end
+        self.share: str | None = None
+        self.forwarder: Forwarder | None = None  # a follower's way to the writer
+        self._listener: Listener | None = None  # the writer's socket
+        if client is None:
+            try:
+                self.share = socket_path(path)
+            except HolomemError as exc:
+                print(f"holomem mcp: {path} is not shared with other holomem mcp "
+                      f"processes: {exc.message}", file=sys.stderr)
+        if self.share is not None and memory.store.read_only:
+            self.forwarder = Forwarder(self.share, memory.store)
+        elif self.share is not None:
+            self._listen(memory)
 
     @classmethod
     def open(cls, path: str, *, key: bytes | None = None, config: MemoryConfig | None = None,
@@ -183,6 +206,11 @@ class Served:
         if self.server is not None:
             return (f"holomem mcp: following {self.path} read-only; writes go to the "
                     f"server at {self.server}")
+        writer = None if self.forwarder is None else self.forwarder.writer()
+        if writer is not None:
+            return (f"holomem mcp: {self.path} is written by holomem mcp process {writer}; "
+                    "following it read-only: reads are answered here, writes go to that "
+                    f"process through {self.share}")
         return (f"holomem mcp: {self.path} is open for writing by {lock_holder(self.path)}; "
                 "following it read-only: reads are answered, writes are refused until the "
                 "writer lets go (or give --server URL to send them to a holomem serve)")
@@ -200,14 +228,42 @@ class Served:
             return self.scope.call(memory, op, request)
         if self.client is not None:
             return self._forward(op, request)
+        shared = self._through_writer(op, request)
+        if shared is not None:
+            return shared
         writer = self._take_over()
         if writer is None:
+            # Another follower may have taken over (and shared the store) meanwhile.
+            shared = self._through_writer(op, request)
+            if shared is not None:
+                return shared
             raise ReadOnlyError(
                 f"this MCP server only reads {self.path}: {lock_holder(self.path)} is its "
                 "writer, so writes go there. If that is holomem serve, start holomem mcp "
                 "with --server URL of it (and --api-key-file F) to forward them; or stop "
                 "that process and write again")
         return self.scope.call(writer, op, request)
+
+    def _through_writer(self, op: str, request: Any) -> dict[str, Any] | None:
+        """The call, run by the writer through its socket; None if no writer answers
+        there (nothing was sent)."""
+        if self.forwarder is None:
+            return None
+        try:
+            # As with the client: the tools' writes are confined by rewriting the
+            # request, so the scope only uses `call`.
+            return self.scope.call(cast(Memory, self.forwarder), op, request)
+        except NotListening:
+            return None
+
+    def _listen(self, memory: Memory) -> None:
+        """Open the store's socket to this user's other holomem mcp processes."""
+        assert self.share is not None
+        try:
+            self._listener = Listener(self.share, memory)
+        except HolomemError as exc:
+            print(f"holomem mcp: {self.path} is not shared with other holomem mcp "
+                  f"processes: {exc.message}", file=sys.stderr)
 
     def _take_over(self) -> Memory | None:
         """Become the writer if the lock has come free; the writer's Memory, or None."""
@@ -228,6 +284,8 @@ class Served:
             self.memory = memory
             print(f"holomem mcp: the writer of {self.path} let go; writing it from now on",
                   file=sys.stderr)
+            if self.share is not None:
+                self._listen(memory)
             return memory
 
     def _forward(self, op: str, request: Any) -> dict[str, Any]:
@@ -257,6 +315,8 @@ class Served:
                 "that server (its --data directory, tenants/<tenant>), or another --server")
 
     def close(self) -> None:
+        if self._listener is not None:  # before the store: no call reaches a closed one
+            self._listener.close()
         for store in self._stores:
             store.close()
         if self.client is not None:

@@ -15,8 +15,10 @@ input schemas are the contract's request Structs, with exactly the fields each o
 Python answer.
 
 Where a call goes is the caller's :data:`Target`: over stdio, the one store, as its writer
-or as a follower when another process is the writer (:class:`~.follower.Served`); over
-HTTP, the tenant and namespace the request's headers name.
+or as a follower when another process is the writer (:class:`~.follower.Served`: a
+follower's writes go to a writer that is another ``holomem mcp`` of the same user through
+the store's local socket, :mod:`.mcpshare`); over HTTP, the tenant and namespace the
+request's headers name.
 
 Namespaces: the server may be given a namespace of its own (``--namespace``, one
 string per flag). Every call is then confined to it by :class:`~.scoping.Scope`: a

@@ -288,11 +288,12 @@ def _server_commands(command: Command) -> None:
     srv.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                      help="a browser origin allowed to call the API, e.g. "
                      "https://app.example (repeatable; none by default)")
-    mcp = command("mcp", "serve one store to an MCP client over stdio (several clients: "
-                  "holomem serve's /mcp)")
+    mcp = command("mcp", "serve one store to an MCP client over stdio (several of them "
+                  "share one store; or holomem serve's /mcp)")
     mcp.add_argument("--data", required=True, metavar="DIR",
                      help="the store directory (created if missing); when another process "
-                     "is its writer, it is followed read-only")
+                     "is its writer, it is followed read-only (writes go to that writer "
+                     "when it is another holomem mcp of this user)")
     mcp.add_argument("--key-file", metavar="F", help="file holding the 32-byte encryption key")
     _config_options(mcp, "for a store that has recorded none yet")
     mcp.add_argument("--namespace", action="append", metavar="PART",

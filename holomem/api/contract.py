@@ -40,9 +40,6 @@ from holomem.api.types import (
 )
 from holomem.errors import InvalidError, LimitError
 
-#: How deeply a request may nest (objects and arrays). The deepest legitimate one, a
-#: remember of facts whose metadata nests 32 levels, reaches 36.
-MAX_REQUEST_DEPTH = 64
 #: The most records one ``export`` page holds (its ``limit``; the default).
 MAX_EXPORT_PAGE = 1000
 #: The most records one ``import`` request carries (a client sends more as several).
@@ -561,38 +558,17 @@ def _decode(request: dict[str, Any], cls: type[Any]) -> Any:
                            "surrogate)") from exc
 
 
-def check_depth(request: object, limit: int = MAX_REQUEST_DEPTH) -> None:
-    """``limit`` unless ``request`` nests at most ``limit`` levels of objects and arrays.
-
-    Iterative (an explicit stack), so no nesting, however deep, and no cycle can
-    exhaust Python's recursion limit here; depth first, so a cycle is caught as soon
-    as it has been followed ``limit`` times.
-    """
-    stack: list[tuple[object, int]] = [(request, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            children: Any = value.values()
-        elif isinstance(value, (list, tuple)):
-            children = value
-        else:
-            continue
-        if depth > limit:
-            raise LimitError(f"the request nests deeper than {limit} levels")
-        stack.extend((child, depth + 1) for child in children)
-
-
 def decode(op: object, request: object) -> Invocation:
     """The Memory call a contract request asks for.
 
-    A request nesting deeper than :data:`MAX_REQUEST_DEPTH` is refused (``limit``)
+    A request nesting deeper than :data:`~.validate.MAX_REQUEST_DEPTH` is refused (``limit``)
     before it is decoded. Errors: ``invalid_request`` (HTTP 422), ``limit`` (422).
     """
     if not isinstance(op, str) or op not in OPS:
         raise InvalidError(f"unknown op {op!r}; ops are {', '.join(OPS)}")
     if not isinstance(request, dict) or not all(isinstance(k, str) for k in request):
         raise InvalidError("the request must be a JSON object")
-    check_depth(request)
+    validate.check_depth(request)
     try:
         return OPS[op](request)
     except RecursionError as exc:  # a last guard: check_depth should make this unreachable

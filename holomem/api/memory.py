@@ -46,7 +46,7 @@ class Memory(ContextCalls, Moving, Relating):
         (docs/contract.md §5).
 
         Every op's work is bounded by its request's documented limits (README
-        "Limits"); a request nesting deeper than ``contract.MAX_REQUEST_DEPTH`` is
+        "Limits"); a request nesting deeper than ``validate.MAX_REQUEST_DEPTH`` is
         refused. Errors: ``invalid_request``, ``limit``, ``not_found``, ``conflict``,
         ``read_only``, and nothing else for any request.
         """

@@ -232,7 +232,7 @@ def test_the_largest_request_just_over_each_limit_is_refused_without_work(
         ("contradict", {"maxPairs": contradiction.MAX_PAIRS_LIMIT + 1}),
         ("list", {"limit": listing.MAX_LIMIT + 1}),
         ("recall", {"query": "w1", "metadata": None,
-                    "subject": {"k": _nested(contract.MAX_REQUEST_DEPTH)}}),
+                    "subject": {"k": _nested(validate.MAX_REQUEST_DEPTH)}}),
     ]
     for op, request in over:
         tracemalloc.start()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from holomem import LimitError, ManualClock, Memory, MemoryConfig, Store
-from holomem.api import contract, contradiction, forgetting, holographic, listing, recall, validate
+from holomem.api import contradiction, forgetting, holographic, listing, recall, validate
 from holomem.api import memory as memory_module
 from holomem.errors import HolomemError
 
@@ -185,7 +185,7 @@ def nested(depth: int) -> Any:
 
 
 def test_a_request_nests_at_most_max_request_depth_levels(memory: Memory) -> None:
-    n = contract.MAX_REQUEST_DEPTH
+    n = validate.MAX_REQUEST_DEPTH
     # The request object is level 1; metadata's value adds one level per dict.
     with pytest.raises(LimitError, match="the request nests"):
         memory.call("remember", {"text": "deep", "metadata": nested(n)})

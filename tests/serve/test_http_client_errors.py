@@ -23,11 +23,12 @@ from starlette.testclient import TestClient
 
 import holomem.api.doors.tenants as tenants_door
 from holomem import Store
-from holomem.api.contract import MAX_REQUEST_DEPTH as MAX_DEPTH
 from holomem.api.doors.http import create_app
 from holomem.api.doors.tenants import TenantPool
-from holomem.api.doors.webguard import decode_body, nesting_depth
+from holomem.api.doors.webguard import decode_body
 from holomem.api.types import Exponential, MemoryConfig, RecencyConfig
+from holomem.api.validate import MAX_REQUEST_DEPTH as MAX_DEPTH
+from holomem.api.validate import check_depth, nesting_depth
 from holomem.errors import InvalidError, StoreLockedError
 
 from .conftest import Server, free_port, headers
@@ -88,15 +89,19 @@ JSON_VALUES = st.recursive(
 @given(value=JSON_VALUES, wrap=st.integers(0, 80))
 def test_the_depth_check_agrees_with_the_structure(value: object, wrap: int) -> None:
     """Any JSON value, wrapped in more arrays: its depth is counted exactly (brackets in
-    strings are text), and it is decoded iff it nests at most MAX_DEPTH."""
+    strings are text), and it is decoded iff it nests at most MAX_DEPTH; the check of
+    decoded requests (Memory.call's, import's) agrees."""
     doc = {"v": json.loads("[" * wrap + json.dumps(value) + "]" * wrap)}
     raw = json.dumps(doc, ensure_ascii=bool(wrap % 2)).encode()
     assert nesting_depth(raw) == depth_of(doc)
     if depth_of(doc) <= MAX_DEPTH:
         assert decode_body(raw) == doc
+        check_depth(doc)
     else:
         with pytest.raises(InvalidError, match="nests deeper"):
             decode_body(raw)
+        with pytest.raises(InvalidError, match="nests deeper"):
+            check_depth(doc)
 
 
 @settings(max_examples=300, deadline=None)

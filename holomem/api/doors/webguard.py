@@ -4,7 +4,8 @@ Owns: request bodies (JSON only, bounded in size and nesting depth — counted
 before decoding), the Host check against DNS rebinding, allowed browser Origins,
 the bound on request heads (:class:`Guard`, and the httptools protocol that
 enforces it while a head arrives), and the JSON error response every refusal uses.
-Imports starlette, uvicorn's protocol (when present) and the contract's depth limit.
+Imports starlette, uvicorn's protocol (when present) and validate (the contract's
+depth check).
 """
 
 from __future__ import annotations
@@ -17,14 +18,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
-import numpy as np
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from holomem.api.contract import MAX_REQUEST_DEPTH
+from holomem.api import validate
 from holomem.api.doors.heldhead import HeldHead
-from holomem.errors import InvalidError, LimitError
+from holomem.errors import InvalidError
 
 #: A request's head: at most this many headers, and this many bytes of request line
 #: and headers together.
@@ -42,46 +42,16 @@ def error_response(status: int, code: str, message: str,
 
 
 # -- bodies --------------------------------------------------------------------------------
-# A JSON string, or an unterminated one up to the end of the text (what a decoder
-# would read as a string). Possessive, and total from any quote, so the search is
-# linear: a pattern that could fail at a quote would be retried at every later one.
-_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)', re.DOTALL)
-_NOT_BRACKET = bytes(sorted(set(range(256)) - set(b"[]{}")))
-_OPENS = np.zeros(256, dtype=np.int32)
-_OPENS[list(b"[{")] = 1
-_OPENS[list(b"]}")] = -1
-
-
-def nesting_depth(raw: bytes) -> int:
-    """How deep the JSON text ``raw`` nests arrays and objects: the most brackets and
-    braces open at once, outside strings (for text that is not JSON, the deepest a
-    decoder could reach before it finds out).
-
-    Counted without recursion, in time linear in the text, because msgspec's decoder
-    recurses once per level and gives up with ``RecursionError`` near the
-    interpreter's limit.
-    """
-    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKET)
-    if not brackets:
-        return 0
-    depth = np.cumsum(_OPENS[np.frombuffer(brackets, dtype=np.uint8)])
-    return max(int(depth.max()), 0)
-
-
 def decode_body(raw: bytes) -> dict[str, Any]:
     """The JSON object a request body holds (an empty body is ``{}``).
 
     Errors: ``invalid_request`` — not JSON, or not an object; ``limit`` — nested
-    deeper than the contract's :data:`~holomem.api.contract.MAX_REQUEST_DEPTH`,
-    found before decoding.
+    deeper than the contract's :data:`~holomem.api.validate.MAX_REQUEST_DEPTH`,
+    found before decoding (:func:`~holomem.api.validate.check_nesting`).
     """
     if not raw:
         return {}
-    # Text with few opening brackets cannot nest deeper than their number: skip the count.
-    opens = raw.count(b"[") + raw.count(b"{")
-    if opens > MAX_REQUEST_DEPTH and nesting_depth(raw) > MAX_REQUEST_DEPTH:
-        raise LimitError(f"the body nests deeper than {MAX_REQUEST_DEPTH} levels of arrays "
-                         "and objects")
+    validate.check_nesting(raw, "the body")
     try:
         data = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError) as exc:

@@ -109,14 +109,20 @@ class Incoming(NamedTuple):
 
 def decode(item: object, line: int) -> FactExport:
     """One import record from a JSON line (str or bytes), a dict or a FactExport.
-    Errors: ``invalid_request`` naming the line."""
+    Errors: ``invalid_request``, ``limit`` (nested deeper than a request may be, found
+    before it is decoded, as the contract finds it), each naming the line."""
+    what = f"line {line}: the record"
     try:
         if isinstance(item, FactExport):
             return item
         if isinstance(item, (str, bytes, bytearray, memoryview)):
-            return msgspec.json.decode(item, type=FactExport)
+            raw = item.encode() if isinstance(item, str) else bytes(item)
+            validate.check_nesting(raw, what)
+            return msgspec.json.decode(raw, type=FactExport)
         if isinstance(item, Mapping):
-            return msgspec.convert(dict(item), FactExport)
+            record = dict(item)
+            validate.check_depth(record, what=what)
+            return msgspec.convert(record, FactExport)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise InvalidError(f"line {line}: {exc}") from None
     except UnicodeEncodeError:  # msgspec cannot even name a lone surrogate

@@ -26,6 +26,8 @@ from holomem import (
     MemoryConfig,
     Store,
 )
+from holomem.api import validate
+from tests.cli.run import holomem
 
 CONFIG = MemoryConfig(supersession="latest-by-subject", entity_extractor="regex")
 WORDS = ["Ann", "lives", "in", "Oslo", "Rome", "works", "as", "a", "nurse", "Bob", "likes",
@@ -190,6 +192,40 @@ def test_a_malformed_record_is_invalid_with_its_line_and_its_batch_writes_nothin
     assert store.stats().revision == revision and memory.get("ok") is None
 
 
+def deep_record(depth: int) -> dict[str, Any]:
+    """A record whose metadata nests ``depth`` objects."""
+    metadata: Any = "leaf"
+    for _ in range(depth):
+        metadata = {"k": metadata}
+    return {"id": "x", "text": "t", "ingestTime": 1, "metadata": metadata}
+
+
+def deep_line(depth: int) -> str:
+    """:func:`deep_record` as a JSON line (written out: json would recurse)."""
+    return ('{"id": "x", "text": "t", "ingestTime": 1, "metadata": '
+            + '{"k": ' * depth + '"leaf"' + "}" * depth + "}")
+
+
+@pytest.mark.parametrize("form", ["JSON line", "bytes", "dict"])
+def test_a_record_nesting_deeper_than_a_request_may_is_refused_before_it_is_decoded(
+        memory: Memory, store: Store, form: str) -> None:
+    """However deep (100,000 levels: past Python's recursion limit), a record is refused
+    with the contract's own depth check, naming its line (``limit``: an
+    ``invalid_request`` too), as Memory.call refuses it; its batch writes nothing."""
+    record, line = deep_record(100_000), deep_line(100_000)
+    item = {"JSON line": line, "bytes": line.encode(), "dict": record}[form]
+    good = {"id": "ok", "text": "Ann lives in Rome", "ingestTime": 1}
+    revision = store.stats().revision
+    with pytest.raises(LimitError, match=r"^line 2: the record nests deeper than 64 levels"):
+        memory.import_([good, item])
+    with pytest.raises(LimitError, match="nests deeper than 64 levels"):
+        memory.call("import", {"records": [good, record]})
+    assert store.stats().revision == revision and memory.get("ok") is None
+    # As deep as a record may be: decoded, and then metadata's own limit (32) answers.
+    with pytest.raises(LimitError, match=r"^line 1: metadata nests deeper than 32"):
+        memory.import_([deep_line(validate.MAX_REQUEST_DEPTH - 1)])
+
+
 def test_blank_lines_are_skipped_but_counted(memory: Memory) -> None:
     lines = ["", json.dumps({"id": "a", "text": "t", "ingestTime": 1}), "  ", "{"]
     with pytest.raises(InvalidError, match="line 4"):
@@ -244,3 +280,20 @@ def test_the_cli_exports_and_imports_json_lines(tmp_path: Path, clock: ManualClo
     assert bad.returncode == 2 and "line 1" in bad.stderr
     with Store.open(tmp_path / "dst", sync="none") as store:
         assert list(Memory(store, clock=clock).export()) == expected
+
+
+def test_the_cli_refuses_a_hostile_import_naming_the_line_and_writes_nothing(
+        tmp_path: Path) -> None:
+    """``holomem import`` of a record nested 100,000 levels deep: exit 2 (invalid
+    input, docs/cli.md), ``error: CODE: line N: ...`` on stderr, no traceback, and no
+    fact written."""
+    good = json.dumps({"id": "ok", "text": "Ann lives in Rome", "ingestTime": 1})
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text(f"{good}\n{deep_line(100_000)}\n")
+    store = tmp_path / "s"
+    for path, error in ((deep, "error: limit: line 2: the record nests deeper than 64"),):
+        done = holomem("import", str(store), str(path))
+        assert done.returncode == 2 and done.stdout == "", done
+        assert error in done.stderr and "Traceback" not in done.stderr, done.stderr
+        with Store.open(store, read_only=True) as s:
+            assert list(Memory(s).export()) == []

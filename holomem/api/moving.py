@@ -63,11 +63,12 @@ class Moving(Configured):
         runs. Into an empty store, every recall answers as it did on the source. A
         fact already stored with the same payload is left alone (``unchanged``); one
         with another payload is a ``conflict`` naming its line, and a malformed record
-        is ``invalid_request`` naming its line: that batch writes nothing and the
-        import stops (earlier batches stay). ``progress(n)`` is called with the
-        records done after each batch. With an embedder, a record without an
-        embedding is embedded; ``drop_embeddings`` ignores every record's embedding
-        (to move facts to a store of another embedder).
+        (or links that would close a supersession cycle) ``invalid_request`` naming its
+        line: that batch writes nothing and the import stops (earlier batches stay).
+        ``progress(n)`` is called with the records done after each batch. With an
+        embedder, a record without an embedding is embedded; ``drop_embeddings``
+        ignores every record's embedding (to move facts to a store of another
+        embedder).
 
         Typed relations (each record's ``relations``, and ``relations``: more
         RelationRecords or dicts, which a client sends once every fact is sent) are

@@ -4,7 +4,8 @@ Owns: the export record of a stored fact (:func:`export_record`), reading every 
 at or under a namespace in blocks (:func:`export_blocks`), and planning an import's
 transactions (:class:`Importer`): each record checked like a remember, written with
 its own ingest time, digest, feedback and confidence, and its supersession links
-restored as they were (a link waits until both of its facts are stored); typed
+restored as they were (a link waits until both of its facts are stored, and links
+that would close a supersession cycle are refused: :func:`refuse_cycles`); typed
 relations ride in the records too (:mod:`.transferlinks`). No policy runs on
 import: what the source decided is what the target holds. Imports the engine's
 view, remember (its checks), transferlinks, the types and validate.
@@ -13,7 +14,7 @@ view, remember (its checks), transferlinks, the types and validate.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
@@ -242,7 +243,8 @@ class Importer:
                            for link in x.links)
         ready, still = self._ready(view, here, waiting)
         if ready:
-            events.append(FactLinks(links=tuple(ready)))
+            refuse_cycles(view, ready)
+            events.append(FactLinks(links=tuple(link[:3] for link in ready)))
         self._waiting = still
         self.written = list(here)
         self.imported += len(here)
@@ -252,7 +254,7 @@ class Importer:
 
     def _ready(self, view: View, here: Mapping[str, Incoming],
                waiting: builtins.list[tuple[str, str, int, int]]
-               ) -> tuple[builtins.list[tuple[str, str, int]],
+               ) -> tuple[builtins.list[tuple[str, str, int, int]],
                           builtins.list[tuple[str, str, int, int]]]:
         def namespace(fid: str) -> Namespace | None:
             if fid in here:
@@ -269,8 +271,107 @@ class Importer:
             if a != b:
                 raise InvalidError(f"line {line}: {succ!r} supersedes {pred!r} of another "
                                    "namespace (supersession never crosses namespaces)")
-            ready.append((succ, pred, known_at))
+            ready.append((succ, pred, known_at, line))
         return ready, still
+
+
+#: The most facts of a supersession cycle its error names.
+CYCLE_NAMED = 8
+
+
+def refuse_cycles(view: View, links: Sequence[tuple[str, str, int, int]]) -> None:
+    """Refuse ``links`` (successor, predecessor, known-at, line of the successor's
+    record) if, added to ``view``'s supersession links, they would close a cycle: each
+    fact of a cycle supersedes the next, so none would ever be current again, a state
+    no remember can make. Errors: ``invalid_request`` naming the line of the cycle's
+    last record and the cycle's facts, from that record's on.
+
+    Every cycle holds one of ``links``, so it lies both in what their predecessors
+    supersede (transitively) and in what supersedes their successors: the two sets are
+    walked a fact at a time, in turn, and the first one complete is searched (depth
+    first, without recursion). The work is at most twice the smaller set's: for an
+    import in write order, what supersedes the batch's facts (little but the batch);
+    for one whose successors come first, what they supersede.
+    """
+    facts = view.facts
+    ahead: dict[str, builtins.list[str]] = {}  # successor -> its new predecessors
+    behind: dict[str, builtins.list[str]] = {}  # predecessor -> its new successors
+    lines: dict[tuple[str, str], int] = {}
+    for succ, pred, _, line in links:
+        ahead.setdefault(succ, []).append(pred)
+        behind.setdefault(pred, []).append(succ)
+        lines[succ, pred] = line
+
+    def supersedes(fid: str) -> builtins.list[str]:
+        return [*(link.other for link in facts.supersedes.get(fid, ())), *ahead.get(fid, ())]
+
+    def superseded_by(fid: str) -> builtins.list[str]:
+        return [*(link.other for link in facts.superseded_by.get(fid, ())),
+                *behind.get(fid, ())]
+
+    down, up = _Closure(behind, supersedes), _Closure(ahead, superseded_by)
+    while down.grow() and up.grow():
+        pass
+    region = down.seen if not down.todo else up.seen
+    cycle = _cycle_in(region, list(behind), supersedes)
+    if cycle is None:
+        return
+    # Named from the fact whose record is read last among the cycle's new links.
+    line, at = max((lines.get(pair, 0), i)
+                   for i, pair in enumerate(zip(cycle, [*cycle[1:], cycle[0]], strict=True)))
+    cycle = cycle[at:] + cycle[:at]
+    names = list(map(repr, cycle[:CYCLE_NAMED]))
+    if len(cycle) > CYCLE_NAMED:
+        names.append(f"... ({len(cycle)} facts in all)")
+    chain = " supersedes ".join([*names, repr(cycle[0])])
+    raise InvalidError(f"line {line}: these facts would supersede one another in a cycle "
+                       f"({chain}), so none of them would ever be current")
+
+
+class _Closure:
+    """The facts reachable from some seeds by ``step``, found one fact at a time."""
+
+    def __init__(self, seeds: Iterable[str], step: Callable[[str], builtins.list[str]]) -> None:
+        self.seen = set(seeds)
+        self.todo = list(self.seen)
+        self.step = step
+
+    def grow(self) -> bool:
+        """Take the next fact's neighbours; False once every fact has been taken."""
+        if not self.todo:
+            return False
+        for other in self.step(self.todo.pop()):
+            if other not in self.seen:
+                self.seen.add(other)
+                self.todo.append(other)
+        return True
+
+
+def _cycle_in(region: set[str], roots: builtins.list[str],
+              supersedes: Callable[[str], builtins.list[str]]) -> builtins.list[str] | None:
+    """A cycle among the facts of ``region`` reachable from ``roots`` (each fact
+    superseding the next, the last the first), or None."""
+    done: set[str] = set()
+    for root in roots:
+        if root in done or root not in region:
+            continue
+        path, on_path = [root], {root}
+        nexts = [iter(supersedes(root))]
+        while nexts:
+            for other in nexts[-1]:
+                if other in on_path:
+                    return path[path.index(other):]
+                if other in region and other not in done:
+                    path.append(other)
+                    on_path.add(other)
+                    nexts.append(iter(supersedes(other)))
+                    break
+            else:
+                fid = path.pop()
+                on_path.discard(fid)
+                done.add(fid)
+                nexts.pop()
+    return None
 
 
 def revectored(batch: builtins.list[Incoming],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +253,104 @@ def test_a_cross_namespace_link_is_invalid(memory: Memory) -> None:
         memory.import_(records)
 
 
+def superseding(fid: str, *preds: str) -> dict[str, Any]:
+    """A record of fact ``fid`` holding a link to each of ``preds``."""
+    return {"id": fid, "text": f"fact {fid}", "ingestTime": 1,
+            "links": [{"supersedes": p, "knownAt": 1} for p in preds]}
+
+
+def has_cycle(edges: set[tuple[str, str]]) -> bool:
+    """Whether ``edges`` (successor, predecessor) hold a cycle (Kahn: peel the facts
+    nothing left supersedes; a cycle is what cannot be peeled)."""
+    facts = {f for edge in edges for f in edge}
+    above = {f: 0 for f in facts}
+    for _, pred in edges:
+        above[pred] += 1
+    free = [f for f in facts if not above[f]]
+    peeled = 0
+    while free:
+        fid = free.pop()
+        peeled += 1
+        for succ, pred in edges:
+            if succ == fid:
+                above[pred] -= 1
+                if not above[pred]:
+                    free.append(pred)
+    return peeled < len(facts)
+
+
+def stored_links(memory: Memory) -> set[tuple[str, str]]:
+    return {(r["id"], link["supersedes"]) for r in memory.export() for link in r["links"]}
+
+
+@pytest.mark.parametrize(("records", "message"), [
+    ([superseding("a", "b"), superseding("b", "a")],
+     r"^line 3: .*cycle \('b' supersedes 'a' supersedes 'b'\)"),
+    ([superseding("a", "b"), superseding("b", "c"), superseding("c", "a")],
+     r"^line 4: .*cycle \('c' supersedes 'a' supersedes 'b' supersedes 'c'\), so none of them"),
+    # Successors first: each link waits for its other fact.
+    ([superseding("c", "a"), superseding("b", "c"), superseding("a", "b")],
+     r"^line 4: .*cycle"),
+])
+def test_a_supersession_cycle_is_refused_naming_its_facts_and_writes_nothing(
+        memory: Memory, store: Store, records: list[dict[str, Any]], message: str) -> None:
+    good = {"id": "ok", "text": "Ann lives in Rome", "ingestTime": 1}
+    revision = store.stats().revision
+    with pytest.raises(InvalidError, match=message):
+        memory.import_([good, *records])
+    assert store.stats().revision == revision and memory.get("ok") is None
+
+
+def test_a_cycle_closing_through_a_fact_stored_meanwhile_is_refused(memory: Memory) -> None:
+    """A link waits for its other fact across batches; when that fact is written
+    between two batches by a remember that supersedes the waiting fact, the link
+    would close a cycle through it: the batch is refused."""
+    def records() -> Iterator[dict[str, Any]]:
+        yield superseding("a", "later")  # waits: 'later' is not stored yet
+        memory.remember(id="later", text="a later fact", supersedes=["a"])
+        yield superseding("z")
+
+    with pytest.raises(InvalidError, match=r"^line 1: .*cycle \('a' supersedes 'later' "
+                                           r"supersedes 'a'\)"):
+        memory.import_(records(), batch_size=1)
+    assert memory.get("z") is None and stored_links(memory) == {("later", "a")}
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(1, 6), data=st.data(), batch=st.sampled_from([1, 2, 1000]))
+def test_an_import_is_refused_iff_its_links_would_close_a_supersession_cycle(
+        tmp_path_factory: pytest.TempPathFactory, n: int, data: st.DataObject,
+        batch: int) -> None:
+    """Random supersession graphs, imported in two calls (the second one's links may
+    close a cycle through facts of the first): a call succeeds, writing every link
+    whose facts are stored, iff those links and the stored ones hold no cycle; a
+    refused call writes nothing (in one batch) and never leaves a cycle behind."""
+    ids = [f"f{i}" for i in range(n)]
+    pairs = st.tuples(st.sampled_from(ids), st.sampled_from(ids)).filter(lambda e: e[0] != e[1])
+    edges = data.draw(st.sets(pairs, max_size=n * (n - 1)))
+    order = data.draw(st.permutations(ids))
+    split = data.draw(st.integers(0, n))
+    with Store.open(tmp_path_factory.mktemp("c") / "s", sync="none") as store:
+        memory = Memory(store, clock=ManualClock(1_000_000))
+        stored: set[str] = set()
+        for call in (order[:split], order[split:]):
+            here = stored | set(call)
+            expected = stored_links(memory) | {(s, p) for s, p in edges
+                                               if s in call and p in here}
+            records = [superseding(f, *sorted(p for s, p in edges if s == f)) for f in call]
+            revision = store.stats().revision
+            if has_cycle(expected):
+                with pytest.raises(InvalidError, match="cycle"):
+                    memory.import_(records, batch_size=batch)
+                if batch >= len(call):
+                    assert store.stats().revision == revision
+                assert not has_cycle(stored_links(memory))
+                return
+            memory.import_(records, batch_size=batch)
+            assert stored_links(memory) == expected
+            stored = here
+
+
 def test_the_cli_exports_and_imports_json_lines(tmp_path: Path, clock: ManualClock) -> None:
     with Store.open(tmp_path / "src", sync="none") as store:
         memory = Memory(store, CONFIG, clock=clock)
@@ -284,14 +383,19 @@ def test_the_cli_exports_and_imports_json_lines(tmp_path: Path, clock: ManualClo
 
 def test_the_cli_refuses_a_hostile_import_naming_the_line_and_writes_nothing(
         tmp_path: Path) -> None:
-    """``holomem import`` of a record nested 100,000 levels deep: exit 2 (invalid
-    input, docs/cli.md), ``error: CODE: line N: ...`` on stderr, no traceback, and no
-    fact written."""
+    """``holomem import`` of a record nested 100,000 levels deep, or of records whose
+    links form a cycle: exit 2 (invalid input, docs/cli.md), ``error: CODE: line N:
+    ...`` on stderr, no traceback, and no fact written."""
     good = json.dumps({"id": "ok", "text": "Ann lives in Rome", "ingestTime": 1})
     deep = tmp_path / "deep.jsonl"
     deep.write_text(f"{good}\n{deep_line(100_000)}\n")
+    cyclic = tmp_path / "cyclic.jsonl"
+    cyclic.write_text("".join(json.dumps(r) + "\n" for r in (
+        json.loads(good), superseding("a", "b"), superseding("b", "a"))))
     store = tmp_path / "s"
-    for path, error in ((deep, "error: limit: line 2: the record nests deeper than 64"),):
+    for path, error in ((deep, "error: limit: line 2: the record nests deeper than 64"),
+                        (cyclic, "error: invalid_request: line 3: these facts would "
+                                 "supersede one another in a cycle")):
         done = holomem("import", str(store), str(path))
         assert done.returncode == 2 and done.stdout == "", done
         assert error in done.stderr and "Traceback" not in done.stderr, done.stderr

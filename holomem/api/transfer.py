@@ -139,11 +139,15 @@ def check(x: FactExport, line: int) -> Incoming:
         raise InvalidError(f"{where}: format {x.format} is not one this version reads "
                            f"({', '.join(map(str, EXPORT_FORMATS))})")
     validate.doc_id(x.id, f"{where}: id")
+    # The remember the record stands for: the fields it holds at their defaults (no
+    # entities, no supersedes, confidence 1) are ones that remember left out, so a
+    # record without a digest gets the one that remember has (remember.digest, below).
     as_input = RememberInput(
-        text=x.text, id=x.id, subject=x.subject, entities=x.entities, metadata=x.metadata,
-        embedding=x.embedding, event_time=x.event_time, valid_from=x.valid_from,
-        valid_to=x.valid_to, supersedes=x.requested or None, confidence=x.confidence,
-        namespace=x.namespace, ttl_ms=x.ttl_ms)
+        text=x.text, id=x.id, subject=x.subject, entities=x.entities or None,
+        metadata=x.metadata, embedding=x.embedding, event_time=x.event_time,
+        valid_from=x.valid_from, valid_to=x.valid_to, supersedes=x.requested or None,
+        confidence=None if x.confidence == 1.0 else x.confidence, namespace=x.namespace,
+        ttl_ms=x.ttl_ms)
     try:
         meta = remember.validated(as_input, 0)
     except (InvalidError, LimitError) as exc:

@@ -253,6 +253,49 @@ def test_a_cross_namespace_link_is_invalid(memory: Memory) -> None:
         memory.import_(records)
 
 
+@settings(max_examples=60, deadline=None)
+@given(fields=remembers, more=st.fixed_dictionaries({}, optional={
+    "entities": st.lists(st.sampled_from(["Ann", "Oslo"]), min_size=1, max_size=2),
+    "ttl_ms": st.integers(1, 10**6)}))
+def test_a_record_without_a_digest_gets_the_digest_its_remember_has(
+        tmp_path_factory: pytest.TempPathFactory, fields: dict[str, Any],
+        more: dict[str, Any]) -> None:
+    """A record written by hand (here: an export with its digest taken out) is given
+    the digest a remember of the same fact has, so that remember, retried on the
+    target, is ``created=False``, not a conflict."""
+    fields = {"id": "f", **fields, **more}
+    if "valid_from" in fields:
+        fields["valid_to"] = fields["valid_from"] + 1000
+    root = tmp_path_factory.mktemp("d")
+    with Store.open(root / "a", sync="none") as a, Store.open(root / "b", sync="none") as b:
+        source, target = Memory(a), Memory(b)
+        source.remember(**fields)
+        (record,) = source.export()
+        target.import_([{**record, "digest": None}])
+        assert list(target.export()) == [record]  # the same digest
+        assert target.remember(**fields).created is False
+
+
+def test_a_records_digest_is_kept_as_given(memory: Memory, tmp_path: Path,
+                                           clock: ManualClock) -> None:
+    """An exported digest is the one of the remember that first stored the fact, which
+    the record cannot give again: entities an extractor found, a confidence set
+    later, a vector rounded to float32 are in the record, not in that remember. So it
+    is kept as given (docs/contract.md §4d), and a retry of that remember on the
+    target is ``created=False``."""
+    given = {"id": "f", "text": "Ann lives in Oslo", "embedding": [0.1, 0.2, 0.3]}
+    with Store.open(tmp_path / "src", sync="none") as src:
+        source = Memory(src, CONFIG, clock=clock)
+        source.remember(**given)
+        source.set_confidence("f", 0.5)
+        (record,) = source.export()
+    assert record["entities"] and record["confidence"] == 0.5
+    assert record["embedding"] != given["embedding"]  # float32
+    memory.import_([record])
+    assert list(memory.export()) == [record]
+    assert memory.remember(**given).created is False
+
+
 def superseding(fid: str, *preds: str) -> dict[str, Any]:
     """A record of fact ``fid`` holding a link to each of ``preds``."""
     return {"id": fid, "text": f"fact {fid}", "ingestTime": 1,

@@ -28,7 +28,8 @@ LOG = ("holomem.errors", "holomem.log")
 EVENTS = ("holomem.errors", "holomem.events")
 PROJECTIONS = (*EVENTS, "holomem.projections")
 #: The shapes and checks every API tier shares: they import projections at most.
-SHARED = ("holomem.api.types", "holomem.api.graphtypes", "holomem.api.validate")
+SHARED = ("holomem.api.types", "holomem.api.graphtypes", "holomem.api.nspath",
+          "holomem.api.validate")
 ENGINE = (*LOG, *PROJECTIONS, *SHARED, "holomem.api.engine")
 MEMORY_API = (*ENGINE, "holomem.api", "holomem.embedders")  # every api module but the doors
 DOORS = (*MEMORY_API, "holomem.api.doors", "holomem.integrations", "holomem.client")
@@ -48,8 +49,12 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("holomem.projections.vectorindex", PROJECTIONS, ("numpy", "usearch")),
     ("holomem.projections", PROJECTIONS, ("numpy", "msgspec", "Stemmer")),
     ("holomem.api.graphtypes", (), ("msgspec",)),
-    ("holomem.api.types", ("holomem.errors", "holomem.api.graphtypes"), ("msgspec",)),
-    ("holomem.api.validate", (*PROJECTIONS, "holomem.api.types"), ("msgspec", "numpy")),
+    # A namespace's one-string form: its grammar and nothing else.
+    ("holomem.api.nspath", ("holomem.errors",), ()),
+    ("holomem.api.types", ("holomem.errors", "holomem.api.graphtypes", "holomem.api.nspath"),
+     ("msgspec",)),
+    ("holomem.api.validate", (*PROJECTIONS, "holomem.api.types", "holomem.api.nspath"),
+     ("msgspec", "numpy")),
     ("holomem.api.engine", ENGINE, ("msgspec", "numpy")),
     ("holomem.api.doors", DOORS, ("msgspec", "numpy", "starlette", "uvicorn", "mcp", "anyio",
                                   "httptools", "h11")),

@@ -34,6 +34,7 @@ from holomem.api.types import (
     History,
     ListFilter,
     MaintenanceOptions,
+    NamespaceArg,
     RecallOptions,
     RememberInput,
     Request,
@@ -68,7 +69,7 @@ class ForgetRequest(Request, frozen=True, kw_only=True):
     include_chain: bool = False
     dry_run: bool = False
     purge: bool = False
-    within: list[str] | None = None
+    within: NamespaceArg = None
 
 
 class IdRequest(Request, frozen=True, kw_only=True):
@@ -78,13 +79,13 @@ class IdRequest(Request, frozen=True, kw_only=True):
 class EntityRequest(Request, frozen=True, kw_only=True):
     entity: str
     k: int = 10
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
 
 
 class ReasonRequest(Request, frozen=True, kw_only=True):
     entities: list[str]
     k: int = 10
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
 
 
 class ContradictRequest(Request, frozen=True, kw_only=True):
@@ -93,7 +94,7 @@ class ContradictRequest(Request, frozen=True, kw_only=True):
     k: int = 10
     max_pairs: int = 100_000
     cursor: str | None = None
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
     filter: dict[str, Any] | None = None
 
 
@@ -113,11 +114,11 @@ class ListRequest(Request, frozen=True, kw_only=True):
     limit: int = 100
     filter: ListFilter | None = None
     history: History = "all"
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
 
 
 class ListNamespacesRequest(Request, frozen=True, kw_only=True):
-    prefix: list[str] | None = None
+    prefix: NamespaceArg = None
     max_depth: int | None = None
     limit: int = 100
     cursor: str | None = None
@@ -128,21 +129,21 @@ class RelateRequest(Request, frozen=True, kw_only=True):
     to_id: str
     relation: str
     metadata: dict[str, Any] | None = None
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
 
 
 class RelateManyRequest(Request, frozen=True, kw_only=True):
     """``relateMany``: at most ``relations.MAX_RELATE_MANY`` links, one transaction."""
 
     links: list[Any]
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
 
 
 class UnrelateRequest(Request, frozen=True, kw_only=True):
     from_id: str
     to_id: str
     relation: str
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
 
 
 class LinksRequest(Request, frozen=True, kw_only=True):
@@ -151,7 +152,7 @@ class LinksRequest(Request, frozen=True, kw_only=True):
     direction: str = "out"
     as_of: int | None = None
     known_at: int | None = None
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
 
 
 class WhyRequest(Request, frozen=True, kw_only=True):
@@ -163,7 +164,7 @@ class WhyRequest(Request, frozen=True, kw_only=True):
     filter: dict[str, Any] | None = None
     as_of: int | None = None
     known_at: int | None = None
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
 
 
 class InfoRequest(Request, frozen=True, kw_only=True):
@@ -171,7 +172,7 @@ class InfoRequest(Request, frozen=True, kw_only=True):
 
 
 class ExportRequest(Request, frozen=True, kw_only=True):
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
     cursor: str | None = None
     limit: int = MAX_EXPORT_PAGE
 
@@ -201,7 +202,7 @@ class CompileContextRequest(Request, frozen=True, kw_only=True):
 
     query: str
     budget_tokens: int
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
     fragments: list[ContextFragment] | None = None
     k: int = DEFAULT_K
     as_of: int | None = None
@@ -217,17 +218,17 @@ class ExplainContextRequest(CompileContextRequest, frozen=True, kw_only=True):
 class SaveWorkingContextRequest(Request, frozen=True, kw_only=True):
     session: str
     state: Any
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
 
 
 class LoadWorkingContextRequest(Request, frozen=True, kw_only=True):
     session: str
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
     save: int | None = None
 
 
 class ListWorkingContextsRequest(Request, frozen=True, kw_only=True):
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
 
 
 def _options(req: RecallRequest) -> dict[str, Any]:

@@ -12,11 +12,17 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
+import msgspec.structs
 
+from holomem.api import nspath
 from holomem.api.graphtypes import GraphBounds, GraphReach, GraphRecall
 from holomem.errors import InvalidError
 
 History = Literal["current", "all", "historical"]
+#: A namespace, or a namespace prefix, as a request gives it (docs/contract.md §4a): a
+#: list of its strings, or all of them in one string (``"users/u-42"``, as
+#: :mod:`holomem.api.nspath` writes it).
+NamespaceArg = list[str] | str | None
 Status = Literal["current", "superseded", "expired", "not-yet-valid"]
 
 
@@ -47,11 +53,22 @@ class RememberInput(Request, frozen=True):
     #: ``set_confidence``; feedback never touches it. It never hides a fact.
     confidence: float | None = None
     #: Where the fact lives (docs/contract.md §4a): 0 to 8 non-empty strings, e.g.
-    #: ``["memories", "user-42"]``; empty or absent is the root.
-    namespace: list[str] | None = None
+    #: ``["memories", "user-42"]`` or ``"memories/user-42"``; empty or absent is the root.
+    namespace: NamespaceArg = None
     #: Time to live in ms (1 to 2**62): the fact expires at its ingest time + ttl_ms
     #: (status ``expired`` from then, as with ``valid_to``); None: it never does by itself.
     ttl_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        # A namespace given as one string becomes its list here, so the payload, and the
+        # content id derived from it, are the list's. A string that does not parse stays
+        # as it is, for validate.namespace to refuse with the input it belongs to named.
+        if type(self.namespace) is str:
+            try:
+                parts = nspath.parse(self.namespace)
+            except InvalidError:
+                return
+            msgspec.structs.force_setattr(self, "namespace", parts)
 
 
 class Remembered(_Response, frozen=True):
@@ -109,7 +126,7 @@ class RecallOptions(Request, frozen=True):
     explain: bool = False
     candidate_limit: int = 100
     #: Only facts at or under this namespace prefix (None or []: the root, everything).
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
     #: Only facts this filter holds for (docs/contract.md §4b; the grammar is in
     #: holomem.api.filters).
     filter: dict[str, Any] | None = None
@@ -189,7 +206,7 @@ class ForgetScope(Request, frozen=True, omit_defaults=True):
     event_before: int | None = None
     metadata: dict[str, Any] | None = None
     #: Every fact at or under this namespace (``[]``: every fact of the store).
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
 
 
 class ForgetOptions(Request, frozen=True):
@@ -197,7 +214,7 @@ class ForgetOptions(Request, frozen=True):
     dry_run: bool = False
     purge: bool = False
     #: Restrict the scope to facts at or under this namespace prefix (default: all).
-    within: list[str] | None = None
+    within: NamespaceArg = None
 
 
 class Relink(_Response, frozen=True):
@@ -221,14 +238,14 @@ class MaintenanceOptions(Request, frozen=True):
     include_chain: bool = False
     purge: bool = False
     #: Only facts at or under this namespace prefix (default: all).
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
 
 
 class ConsolidateOptions(Request, frozen=True):
     dry_run: bool = True
     allow_destructive: bool = False
     #: Only facts at or under this namespace prefix (default: all).
-    namespace: list[str] | None = None
+    namespace: NamespaceArg = None
 
 
 class ConsolidationGroup(_Response, frozen=True):

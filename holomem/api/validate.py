@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import msgspec
 import numpy as np
 
+from holomem.api import nspath
 from holomem.api.types import ForgetScope, MemoryConfig
 from holomem.errors import InvalidError, LimitError
 from holomem.projections.subjects import RESERVED_PREFIX
@@ -582,15 +583,25 @@ def entity(value: object, field: str = "entity") -> str:
 
 #: A namespace holds at most this many strings (docs/contract.md §4a).
 MAX_NAMESPACE_DEPTH = 8
+#: The longest namespace written as one string: every string of the deepest one at
+#: its longest, each character escaped, and the "/" between them.
+MAX_NAMESPACE_CHARS = MAX_NAMESPACE_DEPTH * (2 * MAX_ID_CHARS + 1) - 1
 
 
 def namespace(value: object, field: str = "namespace") -> tuple[str, ...]:
     """A namespace (or a namespace prefix): 0 to :data:`MAX_NAMESPACE_DEPTH` strings, each
-    checked like an id. None and ``[]`` are the root."""
+    checked like an id, given as a list (or any iterable) of them or as one string
+    (``"users/u-42"``, read by :func:`holomem.api.nspath.parse`). None, ``[]`` and
+    ``""`` are the root."""
     if value is None:
         return ()
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise InvalidError(f"{field} must be a list of strings (e.g. [\"users\", \"u-42\"])")
+    if isinstance(value, str):
+        if len(value) > MAX_NAMESPACE_CHARS:
+            raise LimitError(f"{field} is longer than {MAX_NAMESPACE_CHARS} characters")
+        value = nspath.parse(value, field)
+    elif isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidError(f"{field} must be a list of strings (e.g. [\"users\", \"u-42\"]) "
+                           "or one string (\"users/u-42\")")
     parts: list[str] = []
     for part in value:
         if len(parts) >= MAX_NAMESPACE_DEPTH:

@@ -54,7 +54,7 @@ def test_remember_recall_explain_get_history_and_namespaces(tmp_path: Path) -> N
     assert fact["eventTime"] == 1714555800000  # 2024-05-01T09:30Z
     assert history.stdout.splitlines()[0].startswith("a1 {users/ann} [ann.city] (superseded")
     assert [f["id"] for f in jsonl(history_lines.stdout)] == ["a1", "a2"]
-    assert spaces.stdout.splitlines() == ["users/ann  2", '["users", "b/ob"]  1']
+    assert spaces.stdout.splitlines() == ["users/ann  2", "users/b\\/ob  1"]
     assert json.loads(spaces_json.stdout)["namespaces"] == [
         {"namespace": ["users"], "facts": 3}]
 

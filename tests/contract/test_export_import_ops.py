@@ -136,7 +136,7 @@ def test_an_export_cursor_is_bounded_like_every_cursor(memory: Memory) -> None:
     with pytest.raises(LimitError):
         memory.call("export", {"cursor": "x" * (validate.MAX_CURSOR_CHARS + 1)})
     for bad in ({"limit": 0}, {"limit": contract.MAX_EXPORT_PAGE + 1}, {"limit": "5"},
-                {"namespace": "a"}, {"namespace": [""]}, {"cursor": 5}, {"colour": 1}):
+                {"namespace": "a//b"}, {"namespace": [""]}, {"cursor": 5}, {"colour": 1}):
         with pytest.raises(InvalidError):
             memory.call("export", bad)
 

@@ -172,13 +172,13 @@ def test_namespaces_are_checked_like_ids(memory: Memory) -> None:
     with pytest.raises(LimitError):
         memory.remember(text="too deep", namespace=[f"n{i}" for i in range(9)])
     memory.remember(text="deep enough", namespace=[f"n{i}" for i in range(8)])
-    for bad in ([""], ["a\nb"], "users", [1], ["x" * 513]):
+    for bad in ([""], ["a\nb"], "users//a", [1], ["x" * 513]):
         with pytest.raises(InvalidError):
             memory.remember(text="bad", namespace=bad)
     with pytest.raises(InvalidError):
         memory.recall("x", namespace=[""])
     with pytest.raises(InvalidError):
-        memory.call("recall", {"query": "x", "namespace": "users"})
+        memory.call("recall", {"query": "x", "namespace": "users/"})
 
 
 def test_namespaces_survive_reopen_and_compaction(tmp_path: Path) -> None:

@@ -230,21 +230,21 @@ def test_namespace_and_filter_arguments_are_taken_and_checked_as_memory_does(
     assert [n.namespace for n in rest.namespaces] == [BOB] and rest.next_cursor is None
     # The same errors, with the same classes, from either side.
     bad: list[tuple[Any, type[Exception]]] = [
-        (lambda: m.remember(text="x", namespace="users"), InvalidError),
+        (lambda: m.remember(text="x", namespace="users//x"), InvalidError),
         (lambda: m.remember(text="x", namespace=[f"n{i}" for i in range(9)]), LimitError),
         (lambda: m.recall("x", namespace=[""]), InvalidError),
         (lambda: m.recall("x", filter={"metadata": {"rank": {"$gt": [1]}}}), InvalidError),
         (lambda: m.recall("x", filter={"$bogus": 1}), InvalidError),
         (lambda: m.list(filter={"ingestedAfter": dt.datetime(2000, 1, 1)}), InvalidError),
-        (lambda: m.list_namespaces(prefix="users"), InvalidError),
+        (lambda: m.list_namespaces(prefix="users/"), InvalidError),
         (lambda: m.list_namespaces(max_depth=0), InvalidError),
         (lambda: m.probe("Lisa", namespace=[1]), InvalidError),
         (lambda: m.reason(["Lisa"], namespace=["a\nb"]), InvalidError),
         (lambda: m.contradict(filter={"metadata": {"k": {"$exists": 1}}}), InvalidError),
-        (lambda: m.forget({"namespace": "users"}), InvalidError),
+        (lambda: m.forget({"namespace": "/users"}), InvalidError),
         (lambda: m.forget({"ids": ["bob-job-1"]}, within=[""]), InvalidError),
         (lambda: m.apply_forgetting(namespace=["x"] * 9), LimitError),
-        (lambda: m.consolidate(namespace="users"), InvalidError),
+        (lambda: m.consolidate(namespace="us\\ers"), InvalidError),
     ]
     for call, cls in bad:
         with pytest.raises(cls):

@@ -54,7 +54,7 @@ def test_a_servers_namespace_confines_every_tool(tmp_path: Path) -> None:
         s.remember(id="alice-plain", text="alice lives with a cat")
         up = s.remember(text="alice tries to climb out", namespace=["..", "bob"])
         assert error_code(s.call("remember", {"text": "x", "namespace": ["n"] * 7})) == "limit"
-        assert error_code(s.call("remember", {"text": "x", "namespace": "users"})) == \
+        assert error_code(s.call("remember", {"text": "x", "namespace": "users/"})) == \
             "invalid_request"
         refused = s.call("remember", {"text": "alice moves", "supersedes": ["bob-city-2"]})
         assert error_code(refused) == "invalid_request"  # never links into another namespace

@@ -288,7 +288,7 @@ def recall_and_explain(m: Any, fresh: Callable[[], Any], log: Log) -> None:
     log.error("bad history", lambda: m.recall(q, history="sometimes"), InvalidError)
     log.error("bad operator", lambda: m.recall(q, filter={"metadata": {"a": {"$near": 1}}}),
               InvalidError)
-    log.error("bad namespace", lambda: m.recall(q, namespace="users"), InvalidError)
+    log.error("bad namespace", lambda: m.recall(q, namespace="users//u1"), InvalidError)
     log.error("wrong dimension", lambda: m.recall(q, embedding=[1.0, 0.0]), InvalidError)
 
 
@@ -332,7 +332,8 @@ def listing(m: Any, fresh: Callable[[], Any], log: Log) -> None:
     log.error("bad history", lambda: m.list(history="old"), InvalidError)
     log.error("bad filter", lambda: m.list(filter={"colour": "red"}), InvalidError)
     log.error("bad status", lambda: m.list(filter={"status": "lost"}), InvalidError)
-    log.error("a prefix string", lambda: m.list_namespaces(prefix="users"), InvalidError)
+    log.error("a bad prefix string", lambda: m.list_namespaces(prefix="users/"),
+              InvalidError)
     log.error("a long cursor", lambda: m.list(cursor="x" * 2000), LimitError)
 
 
@@ -391,7 +392,7 @@ def forgetting(m: Any, fresh: Callable[[], Any], log: Log) -> None:
     log.error("no scope", lambda: m.forget({}), InvalidError)
     log.error("two scopes", lambda: m.forget({"ids": ["a1"], "subject": "x"}), InvalidError)
     log.error("too many ids", lambda: m.forget({"ids": ["x"] * 100_001}), LimitError)
-    log.error("bad within", lambda: m.forget({"ids": ["a1"]}, within="users"), InvalidError)
+    log.error("bad within", lambda: m.forget({"ids": ["a1"]}, within="/users"), InvalidError)
     log.error("unknown option", lambda: m.forget({"ids": ["a1"]}, gently=True), InvalidError)
 
 
@@ -492,7 +493,7 @@ def export_and_import(m: Any, fresh: Callable[[], Any], log: Log) -> None:
     log.error("batch_size zero", lambda: target.import_(records, batch_size=0), InvalidError)
     log.error("batch_size too big", lambda: target.import_(records, batch_size=10_001),
               LimitError)
-    log.error("bad namespace", lambda: list(m.export("users")), InvalidError)
+    log.error("bad namespace", lambda: list(m.export("users\\x")), InvalidError)
     # A link to a fact that comes later in the input, and one to a fact that never does.
     later = fresh()
     ahead = [{"id": "n-new", "text": "Nina lives in Lyon", "ingestTime": 9000,

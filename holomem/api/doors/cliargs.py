@@ -11,12 +11,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from holomem.api import nspath
 from holomem.api.validate import to_ms
 from holomem.errors import InvalidError
 
 TIME_HELP = ("W: milliseconds since the epoch or ISO 8601 (2025-01-01T09:30Z; UTC if no "
              "offset)")
-NS_HELP = 'parts joined by "/" (users/ann) or a JSON array \'["users", "ann"]\'; "" is the root'
+NS_HELP = ('parts joined by "/" (users/ann; "\\/" is a "/" inside a part, "\\\\" a "\\") or a '
+           'JSON array \'["users", "ann"]\'; "" is the root')
 
 
 # -- argument types ------------------------------------------------------------------------
@@ -42,8 +44,8 @@ def when_ms(text: str) -> int:
 
 
 def namespace_parts(text: str) -> list[str]:
-    """A namespace on the command line: a JSON array (``'["users", "ann"]'``), or its
-    parts joined by "/" (``users/ann``; "" is the root)."""
+    """A namespace on the command line: a JSON array (``'["users", "ann"]'``), or the
+    contract's one string (``users/ann``; "" is the root; docs/contract.md §4a)."""
     if text.startswith("["):
         try:
             value = json.loads(text)
@@ -52,7 +54,10 @@ def namespace_parts(text: str) -> list[str]:
         if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
             raise argparse.ArgumentTypeError("a namespace is an array of strings")
         return value
-    return [part for part in text.split("/") if part]
+    try:
+        return nspath.parse(text)
+    except InvalidError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from exc
 
 
 def json_object(text: str) -> dict[str, Any]:

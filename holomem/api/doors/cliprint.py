@@ -4,7 +4,8 @@ Owns: how a response of the JSON contract is shown to a person (a fact on one li
 explanation, a forget report and its preview, namespaces), the two machine forms
 (``--json``: one indented document; ``--jsonl``: one compact object per line), and the
 progress lines of export and import. Everything goes to ``sys.stdout`` / ``sys.stderr``;
-nothing here opens a store or a file. Imports the memory API's rendering of times.
+nothing here opens a store or a file. Imports the memory API's rendering of times and
+its one-string form of a namespace.
 The reference is docs/cli.md.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 
 import msgspec
 
+from holomem.api import nspath
 from holomem.api.render import format_time
 
 #: How many facts a forget preview shows before it says "and N more".
@@ -38,13 +40,9 @@ def emit_jsonl(records: Iterable[Any]) -> None:
 
 # -- facts and namespaces ---------------------------------------------------------------
 def namespace_text(namespace: Sequence[str]) -> str:
-    """A namespace as the command line takes it back: ``a/b``, ``(root)`` for the root,
-    or a JSON array when a part holds a "/" (``a/b`` would read as two parts)."""
-    if not namespace:
-        return "(root)"
-    if any("/" in part for part in namespace):
-        return json.dumps(list(namespace), ensure_ascii=False)
-    return "/".join(namespace)
+    """A namespace as the command line takes it back: ``a/b`` (a "/" inside a part
+    written ``\\/``, docs/contract.md §4a), ``(root)`` for the root."""
+    return nspath.format(namespace) if namespace else "(root)"
 
 
 def fact_line(fact: dict[str, Any]) -> str:

@@ -73,6 +73,9 @@ class ToolSpec:
 
 _TIMES = "(milliseconds since the epoch)"
 
+#: The two ways to write a namespace (docs/contract.md §4a).
+_FORMS = '(a list of strings, or one string: "projects/apollo")'
+
 TOOLS: dict[str, ToolSpec] = {
     "remember": ToolSpec("remember", RememberInput, (
         "Store one fact in long-term memory. Only `text` is required. Give a `subject` "
@@ -123,8 +126,8 @@ TOOLS: dict[str, ToolSpec] = {
         "to `limit` a page (pass the answer's `nextCursor` as `cursor` for the next). "
         "`prefix`: only namespaces at or under it; `maxDepth`: cut each namespace to its "
         "first `maxDepth` strings, adding up the facts of those it merges."), describe={
-            "prefix": ("Only namespaces at or under this one (a list of strings) "
-                       "(under this memory's own namespace, if it has one)."),
+            "prefix": (f"Only namespaces at or under this one {_FORMS} (under this "
+                       "memory's own namespace, if it has one)."),
             "maxDepth": "Cut each namespace to its first maxDepth strings (1 to 8).",
             "cursor": "The `nextCursor` of the previous page (left out: the first page).",
             "limit": "At most this many namespaces on the page (1 to 1000).",
@@ -172,18 +175,18 @@ TOOLS: dict[str, ToolSpec] = {
 _OWN = "(under this memory's own namespace, if it has one)"
 FIELD_DESCRIPTIONS = {
     "namespace": (
-        "Only facts at or under this namespace: a list of 0 to 8 non-empty strings, e.g. "
-        f"[\"projects\", \"apollo\"] {_OWN}. Left out: all of them."),
-    "within": f"Only remove facts at or under this namespace (a list of strings) {_OWN}.",
+        "Only facts at or under this namespace: 0 to 8 non-empty strings, e.g. "
+        f"[\"projects\", \"apollo\"] or \"projects/apollo\" {_OWN}. Left out: all of them."),
+    "within": f"Only remove facts at or under this namespace {_FORMS} {_OWN}.",
     "filter": (
         "Only facts this filter holds for: {\"metadata\": {key: value, or {op: value}}} "
         "with ops $eq $ne $gt $gte $lt $lte $in $nin $exists; ingestedAfter, "
         "ingestedBefore, eventAfter, eventBefore (ms since the epoch); $and and $or "
         "(lists of filters) and $not (a filter)."),
 }
-_PLACE = ("Where the fact lives: a namespace, a list of 0 to 8 non-empty strings, e.g. "
-          f"[\"projects\", \"apollo\"] {_OWN}. Left out: the top.")
-_SCOPE = {"namespace": f"Every fact at or under this namespace (a list of strings) {_OWN}; "
+_PLACE = ("Where the fact lives: a namespace of 0 to 8 non-empty strings, e.g. "
+          f"[\"projects\", \"apollo\"] or \"projects/apollo\" {_OWN}. Left out: the top.")
+_SCOPE = {"namespace": f"Every fact at or under this namespace {_FORMS} {_OWN}; "
                        "[] is all of them."}
 
 

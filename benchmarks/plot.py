@@ -31,12 +31,17 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import matplotlib
+from holomem.errors import missing_extra
 
-matplotlib.use("Agg")  # files only, no display
+try:
+    import matplotlib
 
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
+    matplotlib.use("Agg")  # files only, no display
+
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+except ImportError as _missing:  # the bench extra is not installed
+    raise missing_extra(_missing, "benchmarks/plot.py", "bench") from _missing
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 ENGINES = {"holomem": "holomem", "sqlite_fts5": "SQLite FTS5", "tantivy": "tantivy"}

@@ -80,12 +80,12 @@ from collections.abc import (
 )
 from typing import Any, NamedTuple, TypeVar
 
+from holomem.errors import missing_extra
+
 try:
     import httpx
 except ImportError as _missing:  # the serve extra is not installed
-    raise ModuleNotFoundError(
-        "holomem.client needs httpx, which the serve extra installs: "
-        "pip install 'holomem-db[serve]'", name="httpx") from _missing
+    raise missing_extra(_missing, "holomem.client", "serve") from _missing
 
 import msgspec
 

@@ -1,6 +1,8 @@
 """Every error holomem raises, in one tree with stable codes.
 
-Owns: the exception classes and their codes. Imports nothing from holomem.
+Owns: the exception classes and their codes, and how holomem says that an optional
+extra is missing (:func:`missing_extra`, :func:`install_extra`). Imports nothing from
+holomem.
 
 A child's code extends its parent's, the way SQLite's extended result codes
 extend the primary ones, so ``err.code.startswith("corrupt")`` catches every
@@ -78,6 +80,8 @@ __all__ = [
     "UnexpectedKeyError",
     "WrongKeyError",
     "from_code",
+    "install_extra",
+    "missing_extra",
 ]
 
 
@@ -255,6 +259,21 @@ def from_code(code: str, message: str) -> HolomemError:
     err.code = code
     err.status = HTTP_STATUS.get(code, 500)
     return err
+
+
+def install_extra(extra: str) -> str:
+    """The command that installs holomem with its optional ``extra`` (pyproject.toml)."""
+    return f"pip install 'holomem-db[{extra}]'"
+
+
+def missing_extra(exc: ImportError, what: str, extra: str) -> ModuleNotFoundError:
+    """The error for ``what`` (a module or a feature of holomem) whose import ``exc``
+    failed because the optional ``extra`` is not installed: still an ImportError, for
+    the module that is missing (``name``), with the command that installs the extra.
+    Every optional import of holomem fails through this one wording."""
+    return ModuleNotFoundError(f"{what} needs {exc.name or 'a module'}, which the {extra} "
+                               f"extra installs: {install_extra(extra)} ({exc})",
+                               name=exc.name)
 
 
 def __getattr__(name: str) -> object:

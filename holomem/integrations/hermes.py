@@ -60,7 +60,12 @@ import threading
 from dataclasses import replace
 from typing import Any
 
-from agent.memory_provider import MemoryProvider
+from holomem.errors import missing_extra
+
+try:
+    from agent.memory_provider import MemoryProvider
+except ImportError as _missing:  # Hermes Agent is not installed here
+    raise missing_extra(_missing, "holomem.integrations.hermes", "hermes") from _missing
 
 from holomem.api import validate
 from holomem.api.doors.scoping import Scope

@@ -52,27 +52,33 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
-from langgraph.store.base import (
-    NOT_PROVIDED,
-    BaseStore,
-    Embeddings,
-    GetOp,
-    IndexConfig,
-    InvalidNamespaceError,
-    Item,
-    ListNamespacesOp,
-    MatchCondition,
-    NamespacePath,
-    NotProvided,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    ensure_embeddings,
-    get_text_at_path,
-    tokenize_path,
-)
+from holomem.errors import missing_extra
+
+try:
+    from langgraph.store.base import (
+        NOT_PROVIDED,
+        BaseStore,
+        Embeddings,
+        GetOp,
+        IndexConfig,
+        InvalidNamespaceError,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        NamespacePath,
+        NotProvided,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        ensure_embeddings,
+        get_text_at_path,
+        tokenize_path,
+    )
+except ImportError as _missing:  # the langgraph extra is not installed
+    raise missing_extra(_missing, "holomem.integrations.langgraph", "langgraph") \
+        from _missing
 
 from holomem.api import filters, validate
 from holomem.api.engine import Store

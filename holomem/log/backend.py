@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from holomem.errors import HolomemError, InvalidError
+from holomem.errors import HolomemError, InvalidError, install_extra
 from holomem.log.envelope import Envelope
 from holomem.log.follower import Refreshed
 from holomem.log.format import DEFAULT_SEGMENT_SIZE
@@ -96,7 +96,7 @@ def open_journal(path: str | os.PathLike[str], *, key: bytes | None, sync: str,
             from holomem.log.stream.journal import StreamJournal
         except ImportError as exc:
             raise InvalidError("a nats:// store needs the nats extra "
-                               "(pip install 'holomem-db[nats]')") from exc
+                               f"({install_extra('nats')}): {exc}") from exc
         return StreamJournal.open(str(path), key=key, sync=sync, read_only=read_only,
                                   create=create)
     return Journal.open(path, key=key, sync=sync, segment_size=segment_size,

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from holomem.errors import UnavailableError
+from holomem.errors import UnavailableError, install_extra
 
-INSTALL = "pip install 'holomem-db[ann]'"
+INSTALL = install_extra("ann")
 #: HNSW's links per node ("M"), and its search breadth at insertion and at query time
 #: (the query breadth grows to the number of neighbours asked for when that is more).
 CONNECTIVITY = 16

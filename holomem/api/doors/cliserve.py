@@ -44,9 +44,8 @@ def serve(args: argparse.Namespace) -> int:
     server listens; a bad one exits 2 with a message naming it."""
     try:
         from holomem.api.doors.http import create_app, run
-    except ImportError as exc:
-        print(f"error: serving needs the serve extra (pip install 'holomem-db[serve]'): {exc}",
-              file=sys.stderr)
+    except ImportError as exc:  # it names the serve extra (errors.missing_extra)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
         api_key = _read(args.api_key_file).decode().strip() if args.api_key_file else None
@@ -133,9 +132,8 @@ def mcp(args: argparse.Namespace) -> int:
         from holomem.api.doors.follower import Served, served_tenant
         from holomem.api.doors.mcp import serve
         from holomem.client import Client  # httpx: --server forwards writes with it
-    except ImportError as exc:
-        print("error: the MCP server needs the serve extra (pip install 'holomem-db[serve]'): "
-              f"{exc}", file=sys.stderr)
+    except ImportError as exc:  # it names the serve extra (errors.missing_extra)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
         client = None if args.server is None else \

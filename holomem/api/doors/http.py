@@ -63,14 +63,21 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 import msgspec
-from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
-from starlette.types import ASGIApp
+
+from holomem.errors import missing_extra
+
+try:
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.middleware import Middleware
+    from starlette.middleware.cors import CORSMiddleware
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+    from starlette.types import ASGIApp
+except ImportError as _missing:  # the serve extra is not installed
+    raise missing_extra(_missing, "holomem.api.doors.http", "serve") from _missing
 
 from holomem.api import contract, validate
 from holomem.api.aio import AsyncMemory, offload
@@ -358,8 +365,6 @@ def run(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 8080,
     prints to stderr — the line :func:`startup_line` once the server listens, then an
     access line per request — unless the process gave that logger a handler already.
     """
-    import uvicorn
-
     if log:
         to_stderr()
 

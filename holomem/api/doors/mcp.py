@@ -66,15 +66,21 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import anyio
-import anyio.to_thread
 import msgspec
-from mcp import types
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
-from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS
-from starlette.requests import Request
+
+from holomem.errors import missing_extra
+
+try:
+    import anyio
+    import anyio.to_thread
+    from mcp import types
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import INVALID_PARAMS
+    from starlette.requests import Request
+except ImportError as _missing:  # the serve extra is not installed
+    raise missing_extra(_missing, "holomem.api.doors.mcp", "serve") from _missing
 
 from holomem.api.doors.follower import Served
 from holomem.api.doors.toolschema import TOOLS, ToolSpec, prepared, tool_description, tool_schema

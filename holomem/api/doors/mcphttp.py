@@ -34,10 +34,15 @@ import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from starlette.requests import Request
-from starlette.types import Receive, Send
-from starlette.types import Scope as AsgiScope
+from holomem.errors import missing_extra
+
+try:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.requests import Request
+    from starlette.types import Receive, Send
+    from starlette.types import Scope as AsgiScope
+except ImportError as _missing:  # the serve extra is not installed
+    raise missing_extra(_missing, "holomem.api.doors.mcphttp", "serve") from _missing
 
 from holomem.api.doors.mcp import build_server
 from holomem.api.doors.scoping import Scope

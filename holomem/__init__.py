@@ -7,6 +7,7 @@ from holomem.api.aio import AsyncMemory
 from holomem.api.engine import Document, DocumentInput, Hit, Store, StoreStats
 from holomem.api.memory import Memory
 from holomem.api.policies import Clock, ManualClock, Observation, SystemClock
+from holomem.api.progress import ProgressLines
 from holomem.api.types import (
     ChainEntry,
     ConsolidateOptions,
@@ -66,6 +67,7 @@ __all__ = [
     "MemoryConfig",
     "NotFoundError",
     "Observation",
+    "ProgressLines",
     "RecallOptions",
     "Recalled",
     "RememberInput",

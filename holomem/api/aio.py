@@ -132,8 +132,9 @@ class AsyncMemory:
     async def remember(self, input: Any = None, /, **fields: Any) -> Remembered:
         return await self._run(self.memory.remember, input, **fields)
 
-    async def remember_many(self, inputs: Iterable[Any]) -> builtins.list[Remembered]:
-        return await self._run(self.memory.remember_many, inputs)
+    async def remember_many(self, inputs: Iterable[Any], *, progress: Any = None
+                            ) -> builtins.list[Remembered]:
+        return await self._run(self.memory.remember_many, inputs, progress=progress)
 
     async def feedback(self, id: str, helpful: bool, note: str | None = None
                        ) -> FeedbackReport:

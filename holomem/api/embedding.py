@@ -22,6 +22,7 @@ import msgspec
 import numpy as np
 
 from holomem.api.engine import Store, View
+from holomem.api.progress import Progress, offset
 from holomem.api.remember import Checked
 from holomem.api.types import MemoryConfig
 from holomem.embedders import Embedder, EmbedderIdentity, by_name
@@ -34,6 +35,9 @@ log = logging.getLogger("holomem")
 #: Facts a re-embed rewrites per transaction (by default), and at most.
 REEMBED_BATCH = 256
 MAX_REEMBED_BATCH = 4096
+#: Texts per call of the embedder, so that a long batch reports its progress as it goes
+#: (a text's vector never depends on the batch it is embedded in).
+EMBED_CHUNK = 128
 
 
 def identity_json(identity: EmbedderIdentity) -> bytes:
@@ -139,11 +143,22 @@ def check_current(view: View, pinned: Pinned) -> None:
         + ": call reembed() first")
 
 
-def vectors(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-    """``embedder.embed(texts)``, checked: float32 ``[len(texts), dim]``, finite.
-    Errors: ``invalid_request`` naming what the embedder got wrong."""
-    if not texts:
+def vectors(embedder: Embedder, texts: Sequence[str], progress: Progress | None = None
+            ) -> np.ndarray:
+    """``embedder.embed`` of ``texts``, :data:`EMBED_CHUNK` at a time, checked: float32
+    ``[len(texts), dim]``, finite; ``progress(n)`` after each chunk, n the texts
+    embedded so far. Errors: ``invalid_request`` naming what the embedder got wrong."""
+    parts = []
+    for start in range(0, len(texts), EMBED_CHUNK):
+        parts.append(_checked(embedder, texts[start:start + EMBED_CHUNK]))
+        if progress is not None:
+            progress(start + len(parts[-1]))
+    if not parts:
         return np.zeros((0, embedder.identity.dim), dtype=np.float32)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     out = np.asarray(embedder.embed(list(texts)))
     want = (len(texts), embedder.identity.dim)
     if out.shape != want:
@@ -156,14 +171,15 @@ def vectors(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     return out
 
 
-def fill(checked: list[Checked], embedder: Embedder) -> tuple[list[Checked], bool]:
-    """``checked`` with a vector for every input that brought none, embedded in one
-    batch (a caller's vector wins); whether any was embedded. The payload digest is
-    the caller's input's, so a retry of the same input is still recognised."""
+def fill(checked: list[Checked], embedder: Embedder, progress: Progress | None = None
+         ) -> tuple[list[Checked], bool]:
+    """``checked`` with a vector for every input that brought none (a caller's vector
+    wins; ``progress`` as :func:`vectors`'); whether any was embedded. The payload
+    digest is the caller's input's, so a retry of the same input is still recognised."""
     todo = [i for i, c in enumerate(checked) if c.input.embedding is None]
     if not todo:
         return checked, False
-    vecs = vectors(embedder, [checked[i].input.text for i in todo])
+    vecs = vectors(embedder, [checked[i].input.text for i in todo], progress)
     out = list(checked)
     for row, i in enumerate(todo):
         c = checked[i]
@@ -259,13 +275,14 @@ class _Step:
 
 
 def reembed(store: Store, embedder: Embedder, pinned: Pinned, size: int,
-            now: Callable[[], int], progress: Callable[[int], None] | None) -> int:
+            now: Callable[[], int], progress: Progress | None) -> int:
     """Rewrite every live document's vector (see ``Memory.reembed``); returns how many."""
     store.commit(lambda view: start(view, pinned, now()))
     after = done = 0
     while True:
         batch = store.read(functools.partial(next_batch, size=size, after=after))
-        step = _Step(pinned, batch, vectors(embedder, [t for _, _, t in batch.items]), now())
+        vecs = vectors(embedder, [t for _, _, t in batch.items], offset(progress, done))
+        step = _Step(pinned, batch, vecs, now())
         store.commit(step.build)
         done += len(batch.items)
         if progress is not None:

@@ -9,7 +9,8 @@ memory API's modules and the engine; ``Memory`` (:mod:`.memory`) composes it.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import functools
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from holomem.api import (
@@ -20,6 +21,7 @@ from holomem.api import (
 )
 from holomem.api.configuration import Configured
 from holomem.api.engine import View
+from holomem.api.progress import Progress, callback, offset
 from holomem.api.types import (
     ImportReport,
 )
@@ -53,7 +55,7 @@ class Moving(Configured):
             yield from (transfer.as_dict(r) for r in block)
 
     def import_(self, records: Iterable[Any], *, batch_size: int = transfer.IMPORT_BATCH,
-                progress: Callable[[int], None] | None = None,
+                progress: Progress | None = None,
                 drop_embeddings: bool = False,
                 relations: Iterable[Any] = ()) -> ImportReport:
         """Restore exported facts: JSON lines (str or bytes), dicts or FactExport records.
@@ -65,10 +67,11 @@ class Moving(Configured):
         with another payload is a ``conflict`` naming its line, and a malformed record
         (or links that would close a supersession cycle) ``invalid_request`` naming its
         line: that batch writes nothing and the import stops (earlier batches stay).
-        ``progress(n)`` is called with the records done after each batch. With an
-        embedder, a record without an embedding is embedded; ``drop_embeddings``
-        ignores every record's embedding (to move facts to a store of another
-        embedder).
+        ``progress(n)`` is called with the records done after each batch is written
+        and, with an embedder, as its records are embedded (docs/contract.md §4,
+        "Progress"). With an embedder, a record without an embedding is embedded;
+        ``drop_embeddings`` ignores every record's embedding (to move facts to a store
+        of another embedder).
 
         Typed relations (each record's ``relations``, and ``relations``: more
         RelationRecords or dicts, which a client sends once every fact is sent) are
@@ -82,13 +85,15 @@ class Moving(Configured):
         Errors: ``invalid_request``, ``limit``, ``conflict``.
         """
         size = transfer.batch_size(batch_size)
+        progress = callback(progress)
         extra = transfer.relation_list(relations)
         importer = transfer.Importer()
         importer.relations.add(extra)
         done = 0
         for batch in transfer.batches(records, size):
             if drop_embeddings or self.embedder is not None:
-                batch = transfer.revectored(batch, self._embed_all, drop_embeddings)
+                embed = functools.partial(self._embed_all, progress=offset(progress, done))
+                batch = transfer.revectored(batch, embed, drop_embeddings)
 
             def build(view: View, batch: builtins.list[transfer.Incoming] = batch
                       ) -> builtins.list[Event]:
@@ -118,18 +123,22 @@ class Moving(Configured):
                             relations=pending.written,
                             unresolved_relations=pending.unresolved)
 
-    def _embed_all(self, texts: builtins.list[str]) -> builtins.list[builtins.list[float]] | None:
+    def _embed_all(self, texts: builtins.list[str], progress: Progress | None = None
+                   ) -> builtins.list[builtins.list[float]] | None:
         if self.embedder is None:
             return None
-        return embedding.vectors(self.embedder, texts).tolist()  # type: ignore[no-any-return]
+        return embedding.vectors(self.embedder, texts,  # type: ignore[no-any-return]
+                                 progress).tolist()
 
     def reembed(self, *, batch_size: int = embedding.REEMBED_BATCH,
-                progress: Callable[[int], None] | None = None) -> int:
+                progress: Progress | None = None) -> int:
         """Rewrite every stored document's vector with this Memory's embedder, in place
         (order, text and ids unchanged), ``batch_size`` per transaction; the store
         records the new identity with the last batch. Resumable: after a crash, open
         again with ``reembed=True`` and call this again; it goes on where it stopped.
         Meanwhile semantic scores mix both models. Returns the documents rewritten.
+        ``progress(n)``: the documents done so far, as they are embedded and after each
+        batch is written.
         Limits: ``batch_size`` <= ``embedding.MAX_REEMBED_BATCH``.
         Errors: ``invalid_request`` (no embedder), ``conflict`` (another re-embed, to
         another embedder, began meanwhile), ``read_only``.
@@ -137,7 +146,8 @@ class Moving(Configured):
         if self.embedder is None or self._pinned is None:
             raise InvalidError("reembed() needs a Memory with an embedder")
         done = embedding.reembed(self.store, self.embedder, self._pinned,
-                                 embedding.batch_size(batch_size), self.clock.now_ms, progress)
+                                 embedding.batch_size(batch_size), self.clock.now_ms,
+                                 callback(progress))
         self._pinned = embedding.Pinned(self._pinned.mine, True)
         return done
 

@@ -25,6 +25,7 @@ from holomem.api import (
 from holomem.api.configuration import Configured
 from holomem.api.engine import View
 from holomem.api.policies import feedback_balance, usefulness_multiplier
+from holomem.api.progress import Progress, callback
 from holomem.api.remember import Checked
 from holomem.api.types import (
     ConsolidateOptions,
@@ -73,23 +74,26 @@ class Writing(Configured):
                                validate.TIME_FIELDS)
         return self._remember_checked([remember.check(x, 0)])[0]
 
-    def remember_many(self, inputs: Iterable[RememberInput | Mapping[str, Any]]
-                      ) -> builtins.list[Remembered]:
+    def remember_many(self, inputs: Iterable[RememberInput | Mapping[str, Any]], *,
+                      progress: Progress | None = None) -> builtins.list[Remembered]:
         """Store several facts in one transaction: all or none; later inputs see earlier ones.
 
+        ``progress(n)``: with an embedder, the inputs embedded so far, as they are; then
+        all of them, once written (docs/contract.md §4, "Progress").
         Limits: at most :data:`MAX_FACTS` facts; each as :meth:`remember`.
         Errors: ``invalid_request``, ``limit``, ``conflict``.
         """
         if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Iterable):
             raise InvalidError("remember_many takes a list of inputs")
+        progress = callback(progress)
         # A batch makes a few dozen objects per fact, all kept until it is applied: the
         # collector would walk them again and again (a quarter of a bulk load's time).
         # The call's work is bounded (MAX_FACTS), so is what waits for the next pass.
         with gc_paused():
-            return self._remember_many(inputs)
+            return self._remember_many(inputs, progress)
 
-    def _remember_many(self, inputs: Iterable[RememberInput | Mapping[str, Any]]
-                       ) -> builtins.list[Remembered]:
+    def _remember_many(self, inputs: Iterable[RememberInput | Mapping[str, Any]],
+                       progress: Progress | None) -> builtins.list[Remembered]:
         # Counted while reading: an endless iterable stops here.
         items = list(itertools.islice(inputs, MAX_FACTS + 1))
         converted = remember.convert_all(items) if len(items) <= MAX_FACTS else None
@@ -105,14 +109,14 @@ class Writing(Configured):
                 checked.append(remember.check(item, i))
         if not checked:
             raise InvalidError("remember_many needs at least one input")
-        return self._remember_checked(checked)
+        return self._remember_checked(checked, progress)
 
-    def _remember_checked(self, checked: builtins.list[Checked]
-                          ) -> builtins.list[Remembered]:
+    def _remember_checked(self, checked: builtins.list[Checked],
+                          progress: Progress | None = None) -> builtins.list[Remembered]:
         """remember_many of inputs already checked (``remember.check``), one transaction."""
         embedded = False
         if self.embedder is not None:  # outside the write lock: a model takes time
-            checked, embedded = embedding.fill(checked, self.embedder)
+            checked, embedded = embedding.fill(checked, self.embedder, progress)
         planners: builtins.list[remember.Planner] = []
 
         def build(view: View) -> builtins.list[Event]:
@@ -127,6 +131,8 @@ class Writing(Configured):
         created = [r.id for r in results if r.created]
         if created:
             self.notify("remember", created, seq)
+        if progress is not None:
+            progress(len(results))
         return list(results)
 
 

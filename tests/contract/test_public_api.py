@@ -35,6 +35,7 @@ PUBLIC = [
     "MemoryConfig",
     "NotFoundError",
     "Observation",
+    "ProgressLines",
     "RecallOptions",
     "Recalled",
     "RememberInput",

@@ -1,5 +1,5 @@
 """The argument types of the ``holomem`` command line: times, namespaces, JSON objects,
-and a deprecated option's alias (with their shared help text).
+seconds, and a deprecated option's alias (with their shared help text).
 """
 
 from __future__ import annotations
@@ -68,6 +68,17 @@ def json_object(text: str) -> dict[str, Any]:
         raise argparse.ArgumentTypeError(f"not JSON: {exc}") from exc
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"not a JSON object: {text!r}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """A duration in seconds: a finite number, at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"not a number of seconds (0 or more): {text!r}")
     return value
 
 

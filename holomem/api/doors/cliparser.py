@@ -18,6 +18,7 @@ from holomem.api.doors.cliargs import (
     Deprecated,
     json_object,
     namespace_parts,
+    seconds,
     when_ms,
 )
 
@@ -64,6 +65,12 @@ def _output_options(p: argparse.ArgumentParser, *, jsonl: bool) -> None:
         group.add_argument("--jsonl", action="store_true",
                            help="print JSON Lines: one compact JSON object per line "
                            "(for scripts)")
+
+
+def _progress_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--progress-every", type=seconds, default=None, metavar="S",
+                   help="seconds between progress lines on stderr when it is not a terminal "
+                   "(default 2; 0: a line at every step)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -241,12 +248,14 @@ def _store_commands(command: Command) -> None:
     exp.add_argument("--output", "-o", metavar="FILE",
                      help="the file to write, whole and synced or not at all (default: "
                      "stdout)")
+    _progress_option(exp)
     imp = command("import", "restore facts from JSON Lines, in atomic batches")
     _store_options(imp, created=True)
     imp.add_argument("file", nargs="?", default="-", metavar="FILE",
                      help="the JSON Lines file (default -: stdin)")
     imp.add_argument("--batch-size", type=int, default=1000, metavar="N",
                      help="facts per transaction (1 to 10000; default 1000)")
+    _progress_option(imp)
     _config_options(imp, "for a new store (an existing one must have recorded the same)")
     fsk = command("fsck", "check (and repair) a store: python -m holomem.fsck",
                   add_help=False)

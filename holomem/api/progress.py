@@ -51,11 +51,15 @@ class ProgressLines:
     ``every`` is given. Once a line was shown, :meth:`close` adds the last one,
     ``WHAT: N facts in S s``; a call that ends before the first line is due shows
     nothing. ``clock`` gives the seconds (``time.monotonic``; tests inject their own).
+    Errors: ``invalid_request`` (``every`` not a number of seconds, 0 or more).
     """
 
     def __init__(self, what: str, stream: TextIO | None = None, *,
                  every: float | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        if every is not None and (isinstance(every, bool) or not isinstance(every, int | float)
+                                  or not 0 <= every < float("inf")):
+            raise InvalidError("every must be a number of seconds, 0 or more")
         self.what = what
         self.stream = stream if stream is not None else sys.stderr
         self.tty = self.stream.isatty()

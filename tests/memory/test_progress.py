@@ -167,3 +167,9 @@ def test_on_a_terminal_one_line_is_rewritten_in_place_and_ended() -> None:
                                  "\rimport: 20 facts (40/s)\x1b[K"
                                  "\rimport: 30 facts (40/s)\x1b[K"
                                  "\rimport: 30 facts in 0.8 s\x1b[K\n")
+
+
+@pytest.mark.parametrize("every", [-1, float("nan"), float("inf"), "2", True])
+def test_an_interval_that_is_not_seconds_is_refused(every: object) -> None:
+    with pytest.raises(InvalidError, match="every"):
+        ProgressLines("import", io.StringIO(), every=every)  # type: ignore[arg-type]

@@ -50,7 +50,8 @@ What works differently over the wire:
   (the ``import`` op's ``relations``), in the source's order, so ``links`` and
   ``why`` answer as on the source.
 - ``remember_many`` sends one request: the HTTP door takes at most 1,000 facts per
-  request (``limit`` beyond; ``Memory`` takes 10,000).
+  request (``limit`` beyond; ``Memory`` takes 10,000); its ``progress`` is called once,
+  with all of them, when the server has written them (the server embeds).
 - ``render_context`` runs here (it needs no store).
 - ``with_supersession``, ``with_recency``, ``with_entity_extractor``,
   ``with_forgetting``, ``with_consolidation``, ``with_observer`` and ``with_clock``
@@ -109,6 +110,7 @@ from holomem.api.graphtypes import (
     UnrelateResult,
     WhyResult,
 )
+from holomem.api.progress import Progress, callback
 from holomem.api.types import (
     ConsolidateOptions,
     ConsolidationReport,
@@ -890,10 +892,13 @@ class Client(_Local):
         out: Remembered = self._do(_Ops.remember(input, **fields))
         return out
 
-    def remember_many(self, inputs: Iterable[RememberInput | Mapping[str, Any]]
-                      ) -> builtins.list[Remembered]:
+    def remember_many(self, inputs: Iterable[RememberInput | Mapping[str, Any]], *,
+                      progress: Progress | None = None) -> builtins.list[Remembered]:
         """As ``Memory.remember_many``, in one request (at most 1,000 facts over HTTP)."""
+        progress = callback(progress)
         out: builtins.list[Remembered] = self._do(_Ops.remember_many(inputs))
+        if progress is not None:
+            progress(len(out))
         return out
 
     def get(self, id: str) -> FactRecord | None:
@@ -1085,6 +1090,7 @@ class Client(_Local):
         each one transaction (see the module doc for the order of held-back links and
         of relations)."""
         size = transfer.batch_size(batch_size)
+        progress = callback(progress)
         links = _Relations(relations)
         plan = _ImportPlan(min(size, contract.MAX_IMPORT_RECORDS))
         totals = _Totals()
@@ -1185,8 +1191,12 @@ class AsyncClient(_Local):
         out: Remembered = await self._do(_Ops.remember(input, **fields))
         return out
 
-    async def remember_many(self, inputs: Iterable[Any]) -> builtins.list[Remembered]:
+    async def remember_many(self, inputs: Iterable[Any], *, progress: Progress | None = None
+                            ) -> builtins.list[Remembered]:
+        progress = callback(progress)
         out: builtins.list[Remembered] = await self._do(_Ops.remember_many(inputs))
+        if progress is not None:
+            progress(len(out))
         return out
 
     async def get(self, id: str) -> FactRecord | None:
@@ -1345,6 +1355,7 @@ class AsyncClient(_Local):
                       relations: Iterable[Any] = ()) -> ImportReport:
         """As ``Client.import_``; ``records`` may be a plain or an async iterable."""
         size = transfer.batch_size(batch_size)
+        progress = callback(progress)
         links = _Relations(relations)
         plan = _ImportPlan(min(size, contract.MAX_IMPORT_RECORDS))
         totals = _Totals()

@@ -280,3 +280,28 @@ def test_an_import_error_names_the_line_of_the_callers_input(server: Server) -> 
         blank = ["", *[json.dumps(r) for r in records[:2]], '{"id": "l9"}']
         with pytest.raises(InvalidError, match=r"^line 4: "):
             client.import_(blank)
+
+
+def test_the_clients_progress_is_called_when_the_server_has_written_and_checked_first(
+        server: Server) -> None:
+    facts = [{"text": f"progress fact {i}"} for i in range(3)]
+    with Client(server.url, api_key=API_KEY, tenant="progress") as client:
+        steps: list[int] = []
+        client.remember_many(facts, progress=steps.append)
+        assert steps == [3]
+        for bad in (client.remember_many, client.import_):
+            with pytest.raises(InvalidError, match="progress"):
+                bad([{"id": "n", "text": "never sent", "ingestTime": 1}],
+                    progress=5)  # type: ignore[operator]
+        assert client.get("n") is None
+
+    async def main() -> list[int]:
+        async with AsyncClient(server.url, api_key=API_KEY, tenant="progress") as aclient:
+            seen: list[int] = []
+            await aclient.remember_many(facts, progress=seen.append)
+            with pytest.raises(InvalidError, match="progress"):
+                await aclient.import_([{"id": "n", "text": "x", "ingestTime": 1}],
+                                      progress=5)  # type: ignore[arg-type]
+            return seen
+
+    assert asyncio.run(main()) == [3]

@@ -33,8 +33,8 @@ class Server:
     args: list[str]
 
     def stop(self) -> int:
-        """SIGTERM, then wait: a graceful shutdown closes every store. uvicorn re-raises
-        the signal once it has shut down, so the status is -SIGTERM."""
+        """SIGTERM, then wait: a graceful shutdown closes every store, and the status
+        is 0."""
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=30)
 

@@ -75,11 +75,15 @@ def test_serve_prints_where_it_listens_and_one_access_line_per_request(tmp_path:
     assert f"http://127.0.0.1:{port}" in startup[0]
     assert f"data {srv.data.resolve()};" in startup[0] and "auth on" in startup[0]
     assert "at most 1000 stores" in startup[0] and "at most 7 open" in startup[0]
-    # The start-up's own health check, then each request in order, and nothing else.
+    # The start-up's own health check, then each request in order, the stop's two lines,
+    # and nothing else.
     assert access[0] == {"method": "GET", "route": "/healthz", "op": None,
                          "tenant": "default", "status": "200"}
     assert [tuple(a.values()) for a in access[1:]] == sent
-    assert len(text) == 1 + len(access), [t for t in text if not ACCESS.match(t)]
+    others = [t for t in text if not ACCESS.match(t)]
+    assert len(others) == 3 and text[-2:] == others[1:], others
+    assert "holomem serve stopping on SIGTERM" in others[1], others
+    assert "holomem serve stopped in" in others[2], others
     for value in (marker, secret, API_KEY, "DOCID", "purge", "evil.example"):
         assert value not in log, value
 

@@ -54,12 +54,17 @@ the protocol for httptools, which buffers a head without any limit of its own.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import hmac
 import os
+import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Iterable
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from types import FrameType
 from typing import Any
 
 import msgspec
@@ -115,6 +120,8 @@ MAX_BODY = 1 << 20
 MAX_BATCH = 1000
 #: Worker threads for blocking calls (Starlette's own thread pool has 40).
 WORKERS = 40
+#: How long a stop (SIGINT, SIGTERM) waits for the requests in flight, in seconds.
+STOP_GRACE = 1.0
 
 #: The request headers an allowed browser origin may send (CORS): the API's, and the
 #: MCP transport's (its session, its protocol version, the namespace of a session, the
@@ -363,18 +370,80 @@ def run(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 8080,
 
     With ``log`` (the default, as ``holomem serve`` runs), the ``holomem.http`` logger
     prints to stderr — the line :func:`startup_line` once the server listens, then an
-    access line per request — unless the process gave that logger a handler already.
+    access line per request, and the stop's two lines — unless the process gave that
+    logger a handler already.
+
+    SIGINT or SIGTERM stops the server: it stops accepting connections at once, gives
+    the requests in flight up to :data:`STOP_GRACE` seconds to finish (the connection of
+    one still running then is cut; an op it started still finishes, only its answer is
+    lost), closes every store, and returns; a second SIGINT stops it at once, the
+    stores left as a crash leaves them.
     """
+    from uvicorn.server import HANDLED_SIGNALS
+
     if log:
         to_stderr()
 
     class Server(uvicorn.Server):
+        #: the signal that asked for the stop
+        stop_signal: int | None = None
+
         async def startup(self, sockets: list[Any] | None = None) -> None:
             await super().startup(sockets)
             if self.started:
                 bound = [address(s.getsockname()) for srv in self.servers
                          for s in srv.sockets]
                 LOGGER.info("%s", startup_line(app, ", ".join(bound)))
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if self.stop_signal is None:
+                self.stop_signal = sig
+            super().handle_exit(sig, frame)
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # As uvicorn's, without raising the signal again once the server has
+            # stopped: a stop that was asked for, and done, exits with status 0.
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            before = {sig: signal.signal(sig, self.handle_exit) for sig in HANDLED_SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in before.items():
+                    signal.signal(sig, handler)
+
+        async def shutdown(self, sockets: list[Any] | None = None) -> None:
+            begun = time.monotonic()
+            for srv in self.servers:
+                srv.close()  # no new connection from here on (uvicorn's first step too)
+            why = "" if self.stop_signal is None else \
+                f" on {signal.Signals(self.stop_signal).name}"
+            LOGGER.info("holomem serve stopping%s: no new connections; finishing %d "
+                        "request(s) in flight (at most %g s), then closing every store",
+                        why, len(self.server_state.tasks), STOP_GRACE)
+            # uvicorn waits for every request in flight, for ever; past the grace the
+            # connections still open are cut, which their requests see as a client
+            # gone: an op already running finishes, its answer is dropped.
+            cut = asyncio.get_running_loop().call_later(STOP_GRACE, self.cut)
+            try:
+                await super().shutdown(sockets)
+            finally:
+                cut.cancel()
+            if self.force_exit:
+                LOGGER.info("holomem serve stopped at once (a second SIGINT): the open "
+                            "stores were not closed; the next open of each recovers it")
+            elif self.lifespan.should_exit:  # its shutdown failed (uvicorn said why)
+                LOGGER.info("holomem serve stopped in %.1f s; closing the stores failed: "
+                            "the next open of each recovers it", time.monotonic() - begun)
+            else:
+                LOGGER.info("holomem serve stopped in %.1f s; every store closed",
+                            time.monotonic() - begun)
+
+        def cut(self) -> None:
+            for connection in list(self.server_state.connections):
+                connection.transport.close()
 
     protocol = bounded_httptools()
     if protocol is not None:

@@ -129,7 +129,8 @@ class StoreLockedError(HolomemError):
     """Another process (or another handle in this one) is the store's writer."""
 
     code = "locked"
-    #: Who holds a stream store's lease, when known (host:pid:tag).
+    #: Who holds the store, when known: the process holding a store's writer lock
+    #: (``process PID (its command line)``), or a stream store's lease (host:pid:tag).
     holder: str | None = None
     #: The HTTP base URL the holder advertised with its lease, when it did (a server
     #: answers a write with a redirect there; docs/scale-out.md §8.7).

@@ -15,7 +15,13 @@ from holomem.api import validate
 from holomem.api.engine import Store
 from holomem.api.memory import Memory
 from holomem.api.types import MemoryConfig, config_from_json
-from holomem.errors import ConflictError, HolomemError, InvalidError, NotFoundError
+from holomem.errors import (
+    ConflictError,
+    HolomemError,
+    InvalidError,
+    NotFoundError,
+    StoreLockedError,
+)
 from holomem.log import fs
 
 #: The exit statuses (docs/cli.md "Exit status"); argparse's own usage errors exit 2 too.
@@ -74,6 +80,10 @@ def memory_of(args: argparse.Namespace, *, write: bool = False, create: bool = F
     key = store_key(args)
     try:
         store = Store.open(args.store, key=key, create=create, read_only=not write)
+    except StoreLockedError as exc:  # the message names the writer, where the system says
+        raise Failure(EXIT_STORE, f"{exc.code}: {exc.message}. Reads work meanwhile (they "
+                      "follow it); send the write to that process (holomem serve takes "
+                      "it over HTTP), or stop it and run this again") from exc
     except HolomemError as exc:
         raise Failure(EXIT_STORE, f"{exc.code}: {exc.message}") from exc
     except OSError as exc:

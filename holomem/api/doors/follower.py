@@ -45,7 +45,6 @@ from holomem.api.memory import Memory
 from holomem.api.types import MemoryConfig
 from holomem.errors import (
     ConflictError,
-    HolomemError,
     InvalidError,
     ReadOnlyError,
     StoreLockedError,
@@ -58,54 +57,13 @@ if TYPE_CHECKING:
 
 #: Where ``holomem serve`` keeps the tenant stores under its ``--data``.
 TENANTS_DIR = "tenants"
-#: The most characters of a lock holder's command line an error quotes.
-MAX_COMMAND_CHARS = 300
 
 
 def lock_holder(store: str) -> str:
     """Who holds the writer lock of the store at ``store``: ``process PID (its command
-    line)`` where the system says (Linux: ``/proc/locks``), else ``another process``."""
-    try:
-        fd = fs.open_ro(os.path.join(store, LOCK_NAME))
-        try:
-            inode = fs.file_id(fd, store)
-        finally:
-            fs.close(fd)
-        table = _proc("/proc/locks")
-    except HolomemError:
-        return "another process"
-    for line in table.decode("ascii", "replace").splitlines():
-        # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:2589612 0 EOF": pid, then major:minor:inode
-        fields = line.split()
-        if len(fields) < 6 or fields[1] != "FLOCK" or fields[3] != "WRITE":
-            continue
-        pid, where = fields[4], fields[5].rsplit(":", 1)
-        if len(where) == 2 and where[1].isdigit() and int(where[1]) == inode and pid.isdigit():
-            return f"process {pid}{_command(pid)}"
-    return "another process"
-
-
-def _proc(path: str, limit: int = 1 << 20) -> bytes:
-    """A file of ``/proc`` (whose size says 0: read to its end, up to ``limit`` bytes).
-    Errors: ``io`` (none such, e.g. not Linux)."""
-    fd = fs.open_ro(path)
-    try:
-        return fs.read_at(fd, limit, 0, path)
-    finally:
-        fs.close(fd)
-
-
-def _command(pid: str) -> str:
-    try:
-        raw = _proc(f"/proc/{pid}/cmdline")
-    except HolomemError:
-        return ""
-    words = raw.rstrip(b"\0").split(b"\0")
-    # One line: arguments holding line breaks or other control characters are flattened.
-    line = " ".join(" ".join(w.decode("utf-8", "replace").split()) for w in words if w)
-    if len(line) > MAX_COMMAND_CHARS:
-        line = line[:MAX_COMMAND_CHARS] + "..."
-    return f" ({line})" if line else ""
+    line)`` where the system says (:func:`holomem.log.fs.lock_holder`, which names the
+    holder in every ``locked`` error of a store too), else ``another process``."""
+    return fs.lock_holder(os.path.join(store, LOCK_NAME)) or "another process"
 
 
 def served_tenant(store: str) -> str:

@@ -2,9 +2,11 @@
 
 Owns: tenant ids (what a ``X-Tenant-ID`` may be, so no path can escape), and
 :class:`TenantPool` — open stores, least recently used first, idle ones closed
-beyond a bound; the bound on the stores that exist; and the empty tenant that
-answers reads of a tenant with no store, so that only a write creates one. Imports
-the engine, the memory API and the file layer.
+beyond a bound; the bound on the stores that exist; the empty tenant that answers
+reads of a tenant with no store, so that only a write creates one; and the
+followers that answer reads of a store another process writes (a write there is
+``locked``, naming that process), as ``holomem mcp`` and the CLI do. Imports the
+engine, the memory API and the file layer.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class Tenant:
 
     @property
     def following(self) -> bool:
-        """A stream tenant another process writes: this one serves its reads."""
+        """A tenant whose store another process writes: this one serves its reads."""
         return self.store.read_only
 
 
@@ -108,10 +110,12 @@ class TenantPool:
 
         A tenant with no store yet gets one when ``create`` (a write); otherwise (a
         read) the empty tenant answers, exactly as a new store would, and nothing is
-        created. Errors: ``invalid_request`` (a bad tenant id), ``limit`` (a new
-        store past ``max_stores``; status :data:`NO_ROOM_STATUS`), ``locked`` (another
-        process is the store's writer), ``unavailable`` (shutting down), and what
-        opening raises.
+        created. A read of a store another process writes is answered by a follower of
+        it, caught up first (:meth:`_follow_up`). Errors: ``invalid_request`` (a bad
+        tenant id), ``limit`` (a new store past ``max_stores``; status
+        :data:`NO_ROOM_STATUS`), ``locked`` (a write while another process is the
+        store's writer, naming it), ``unavailable`` (shutting down), and what opening
+        raises.
         """
         if not valid_tenant(tenant):
             raise InvalidError("X-Tenant-ID must be 1-64 letters, digits, '.', '_' or '-', "
@@ -135,8 +139,8 @@ class TenantPool:
     def try_acquire(self, tenant: str) -> Tenant | None:
         """The tenant's store if it is open and this server writes it locally, without
         ever waiting (for the event loop); ``release`` it. None when it is not open, is
-        a stream's (``--journal``), or another thread holds the pool at the moment (it
-        may be opening a store): then :meth:`acquire` it in a worker."""
+        a stream's (``--journal``) or followed, or another thread holds the pool at the
+        moment (it may be opening a store): then :meth:`acquire` it in a worker."""
         if self.journal is not None or not self._mu.acquire(blocking=False):
             return None
         try:
@@ -150,17 +154,17 @@ class TenantPool:
             self._mu.release()
 
     def _follow_up(self, tenant: str, t: Tenant, write: bool) -> Tenant | None:
-        """A followed stream tenant before a request: caught up for a read. For a write,
-        its writer's lease may have come free (that server died): then this server
-        becomes the writer (None: the caller opens it); else ``locked``, naming the
-        holder (HTTP 423)."""
+        """A followed tenant before a request: caught up for a read. For a write, its
+        writer may have let go (the process ended, or a stream writer's lease ran out):
+        then this server becomes the writer (None: the caller opens it); else
+        ``locked``, naming the holder (HTTP 423)."""
         t.store.refresh()
         if not write:
             return t
-        assert self.journal is not None
-        url = stream_address(self.journal, tenant)
-        probe = Store.open(url, key=self.key, sync="batch")  # locked while held elsewhere
-        probe.close()  # the lease is free: give it back and open the tenant as its writer
+        where = (os.path.join(self.root, tenant) if self.journal is None
+                 else stream_address(self.journal, tenant))
+        probe = Store.open(where, key=self.key, sync="batch")  # locked while held elsewhere
+        probe.close()  # it is free: give it back and open the tenant as its writer
         if t.users == 0:
             self._open.pop(tenant)
             t.store.close()
@@ -168,25 +172,12 @@ class TenantPool:
         raise StoreLockedError(f"tenant {tenant!r} is changing writers; try again")
 
     def _open_stream(self, tenant: str, create: bool) -> Tenant | None:
-        """Open a stream tenant: as its writer when the lease is free, else as a
-        follower (reads only; a write is ``locked``); None: no such store."""
+        """Open a stream tenant (:meth:`_open_writer_or_follower`); None: no such store."""
         assert self.journal is not None
         url = stream_address(self.journal, tenant)
         self._evict(room=1)
-        try:
-            t = self._open_tenant(url, create=create)
-        except StoreLockedError:
-            if create:
-                raise
-            try:
-                store = Store.open(url, key=self.key, read_only=True)
-            except NotFoundError:
-                return None
-            t = Tenant(store, AsyncMemory(Memory(store, initial=self.config),
-                                          executor=self.executor))
-        except NotFoundError:
-            if create:
-                raise
+        t = self._open_writer_or_follower(url, create)
+        if t is None:
             return None
         self._stores.add(tenant)
         self._open[tenant] = t
@@ -200,11 +191,8 @@ class TenantPool:
         # Known, or made meanwhile by another process (or by hand: a restored store).
         if tenant in self._stores or next(fs.walk(path), None) is not None:
             self._evict(room=1)
-            try:
-                t = self._open_tenant(path, create=create)
-            except NotFoundError:
-                if create:
-                    raise
+            t = self._open_writer_or_follower(path, create)
+            if t is None:
                 return None  # a directory that holds no store (yet)
         else:
             if not create:
@@ -217,10 +205,33 @@ class TenantPool:
         self._open[tenant] = t
         return t
 
-    def _open_tenant(self, path: str, *, create: bool) -> Tenant:
-        store = Store.open(path, key=self.key, sync="batch", create=create)
+    def _open_writer_or_follower(self, where: str, create: bool) -> Tenant | None:
+        """The store at ``where`` (a directory, or a stream's address) as its writer;
+        for a read (not ``create``) while another process is its writer, as a follower
+        of it (reads only: :meth:`_follow_up`). None: a read of a store that does not
+        exist. Errors: ``locked`` (a write, naming the writer), and what opening
+        raises."""
         try:
-            # The tenant store's own configuration; the server's for a new tenant.
+            return self._open_tenant(where, create=create)
+        except StoreLockedError:
+            if create:
+                raise
+            try:
+                return self._tenant(Store.open(where, key=self.key, read_only=True))
+            except NotFoundError:
+                return None
+        except NotFoundError:
+            if create:
+                raise
+            return None
+
+    def _open_tenant(self, path: str, *, create: bool) -> Tenant:
+        return self._tenant(Store.open(path, key=self.key, sync="batch", create=create))
+
+    def _tenant(self, store: Store) -> Tenant:
+        """The tenant served by ``store``, under the store's own configuration (the
+        server's for a new tenant); ``store`` is closed if that fails."""
+        try:
             memory = Memory(store, initial=self.config)
             return Tenant(store, AsyncMemory(memory, executor=self.executor))
         except BaseException:

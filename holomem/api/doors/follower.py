@@ -45,6 +45,7 @@ from holomem.api.memory import Memory
 from holomem.api.types import MemoryConfig
 from holomem.errors import (
     ConflictError,
+    HolomemError,
     InvalidError,
     ReadOnlyError,
     StoreLockedError,

@@ -49,10 +49,10 @@ from typing import Any
 
 import msgspec
 
-from holomem.api.contract import check_depth
 from holomem.api.doors.webguard import decode_body
 from holomem.api.engine import Store
 from holomem.api.memory import Memory
+from holomem.api.validate import check_depth
 from holomem.errors import HolomemError, InvalidError, LimitError, UnavailableError, from_code
 from holomem.log import fs
 

@@ -105,14 +105,15 @@ def _sealed_contents(data: bytes, key: bytes) -> list[bytes]:
 def _checkpoint_blocks(data: bytes, env: Envelope) -> list[bytes]:
     """Every sealed checkpoint block of ``data`` that opens, at any offset (its header
     fields unverified, as above)."""
-    _, _, _, _, schema, store_id, generation, seq, *_ = CHECKPOINT_HEADER.unpack_from(data)
+    (_, _, _, _, schema, store_id, generation, seq, _, _, digest,
+     _) = CHECKPOINT_HEADER.unpack_from(data)
     out: list[bytes] = []
     for off in range(CHECKPOINT_HEADER_SIZE, len(data) - CHECKPOINT_BLOCK_SIZE + 1):
         stored, _length, flags, index, _ck = CHECKPOINT_BLOCK.unpack_from(data, off)
         end = off + CHECKPOINT_BLOCK_SIZE + stored
         if not flags & CHECKPOINT_BLOCK_SEALED or end > len(data) or stored < 28:
             continue
-        aad = CHECKPOINT_AAD.pack(store_id, generation, seq, schema, index, flags)
+        aad = CHECKPOINT_AAD.pack(store_id, generation, seq, digest, schema, index, flags)
         with contextlib.suppress(OpenFailed):
             out.append(env.open(data[off + CHECKPOINT_BLOCK_SIZE : end], aad))
     return out

@@ -47,14 +47,18 @@ the watermark                                                      backup first)
 ``purge.pending``           a purge was requested and its          finish the purge
                             compaction did not finish
 ``checkpoint.damaged``      a checkpoint does not read back         erase it (zeros, sync,
-                            (checksum, authentication, layout)     unlink), write a fresh one
+                            (checksum, authentication, layout);    unlink), write a fresh one
+                            open does not use it
 ``checkpoint.stale``        a checkpoint of another store,         erase, write a fresh one
-                            generation or schema, or past the
-                            journal's end
-``checkpoint.mismatch``     a checkpoint that differs from a       erase, write a fresh one
-                            replay of the journal up to its
-                            sequence number (a digest of the
-                            projections' state)
+                            generation, schema or format version,
+                            of a copy of the store whose journal
+                            diverged (journal digest), or outside
+                            the journal; open does not use it
+``checkpoint.mismatch``     a checkpoint bound to this journal     erase, write a fresh one
+                            that differs from a replay of it up
+                            to its sequence number (a digest of
+                            the projections' state); open would
+                            restore it
 ``checkpoint.replaced``     an older checkpoint beside the newest  erase it
 ``checkpoint.leftover``     a checkpoint's interrupted temporary   erase it
                             file

@@ -99,10 +99,20 @@ class Advisor:
             return f"{run}: it rebuilds {f.path} from the journal{later}."
         if f.code == "purge.pending":
             return f"{run}: it finishes the purge{later}."
+        if f.code == "checkpoint.mismatch":
+            return (f"{run} before the store is opened again: it overwrites {f.path} with "
+                    "zeros, removes it and writes a fresh checkpoint from the journal. Until "
+                    "then open restores this checkpoint (it is bound to this journal), so "
+                    "answers come from it rather than from the journal. Nothing is lost: a "
+                    "checkpoint is derived.")
+        if f.code == "checkpoint.replaced":
+            return (f"{run}: it overwrites {f.path} with zeros and removes it{later}. "
+                    "Nothing is lost: open restores the newest checkpoint bound to this "
+                    "journal, and a checkpoint is derived.")
         if f.code.startswith("checkpoint."):
             return (f"{run}: it overwrites {f.path} with zeros, removes it and writes a "
-                    "fresh checkpoint from the journal. Nothing is lost: a checkpoint is "
-                    "derived, and open ignores this one already.")
+                    f"fresh checkpoint from the journal{later}. Nothing is lost: a "
+                    "checkpoint is derived, and open does not use this one.")
         return f"{run}."
 
     def _unrepairable(self, f: Finding) -> str:

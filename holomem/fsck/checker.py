@@ -257,8 +257,7 @@ def _check_frames_and_text(report: Report, gen_dir: str, segments: list[Segment]
     catalog = Catalog()
     text = TextSegment(text_file, writes=False)  # placements only: fsck never writes
     checkpoints = CheckpointCheck(gen_dir, generation=report.generation, store_id=store_id,
-                                  envelope=envelope, records=text_file,
-                                  first_seq=segments[0].first_seq)
+                                  envelope=envelope, records=text_file, segments=segments)
     last_seq = segments[0].first_seq - 1
     purge_pending = False
     progress = _Progress(sum(s.end for s in segments))

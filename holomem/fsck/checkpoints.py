@@ -3,14 +3,16 @@
 Owns: :class:`CheckpointCheck`, fed every transaction of the live generation by the
 checker's one pass over the journal. It replays them into a full set of projections
 and, at each checkpoint's sequence number, takes a digest of that state
-(:func:`holomem.projections.checkpoint.digest`); at the end it restores every
-checkpoint and compares digests. Findings: ``checkpoint.damaged`` (does not read back:
-checksum, authentication, layout), ``checkpoint.stale`` (another store, generation or
-schema, or a sequence number past the journal), ``checkpoint.mismatch`` (reads back,
-but differs from the replay), ``checkpoint.replaced`` (an older one beside the
-newest) and ``checkpoint.leftover`` (an interrupted write). All are repaired by
-erasing the file and writing a fresh checkpoint from the journal. Imports the log and
-the projections.
+(:func:`holomem.projections.checkpoint.digest`); at the end it reads every checkpoint
+back as open does (its journal digest included), restores it and compares digests.
+Findings: ``checkpoint.damaged`` (does not read back: checksum, authentication,
+layout), ``checkpoint.stale`` (written for another journal: another store, generation,
+schema or format version, a copy of this store whose journal diverged, or a sequence
+number outside the journal), ``checkpoint.mismatch`` (bound to this journal, so open
+would use it, but its state differs from the replay), ``checkpoint.replaced`` (an
+older one beside the newest) and ``checkpoint.leftover`` (an interrupted write). Each
+message says what open does with the file. All are repaired by erasing the file and
+writing a fresh checkpoint from the journal. Imports the log and the projections.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from holomem.fsck.findings import Finding, Report
 from holomem.log import checkpoint as ckfile
 from holomem.log import fs
 from holomem.log.envelope import Envelope
+from holomem.log.writer import Segment
 from holomem.projections import checkpoint as codec
 from holomem.projections.base import RecordStore
 from holomem.projections.state import ProjectionState
@@ -31,15 +34,17 @@ class CheckpointCheck:
     """The checkpoints of one generation, checked while its journal is replayed."""
 
     def __init__(self, gen_dir: str, *, generation: int, store_id: bytes,
-                 envelope: Envelope | None, records: RecordStore, first_seq: int) -> None:
+                 envelope: Envelope | None, records: RecordStore,
+                 segments: list[Segment]) -> None:
         self.gen_dir = gen_dir
         self.generation = generation
         self.store_id = store_id
         self.envelope = envelope
         self.records = records
+        self.segments = segments
         self.found = ckfile.listing(gen_dir)
         self.leftovers = ckfile.leftovers(gen_dir)
-        self.first_seq = first_seq
+        self.first_seq = segments[0].first_seq
         self.digests: dict[int, str] = {}
         self._wanted = {seq for seq, _ in self.found}
         self._state: ProjectionState | None = None
@@ -47,7 +52,7 @@ class CheckpointCheck:
         if self._wanted:
             self._state = ProjectionState(records, writes_text=False)
             self._bulk.enter_context(self._state.replaying())
-            self._at(first_seq - 1)
+            self._at(self.first_seq - 1)
 
     @property
     def active(self) -> bool:
@@ -83,23 +88,23 @@ class CheckpointCheck:
         def found(code: str, message: str) -> Finding:
             return Finding(code, path, 0, fs.path_size(path), message, True)
 
-        try:
-            _, payload = ckfile.read(path, store_id=self.store_id, generation=self.generation,
-                                     schema=codec.SCHEMA, envelope=self.envelope)
-        except ckfile.Invalid as exc:
-            reason = str(exc)
-            stale = any(w in reason for w in ("another store", "generation", "schema",
-                                              "read version"))
-            return found("checkpoint.stale" if stale else "checkpoint.damaged",
-                         f"{reason}; open ignores it and replays the journal")
+        ignored = "open does not use it: it replays the journal (or uses an older checkpoint)"
         if seq > last_seq:
             return found("checkpoint.stale",
                          f"it holds the state after transaction {seq}, past the journal's "
-                         f"last, {last_seq}; open ignores it")
+                         f"last, {last_seq}; {ignored}")
         if seq < self.first_seq - 1:
             return found("checkpoint.stale",
                          f"transaction {seq} is before this generation's first, "
-                         f"{self.first_seq}; open ignores it")
+                         f"{self.first_seq}; {ignored}")
+        # Beside damage in the journal its digest is unknown: the file's own checks only.
+        digest = ckfile.journal_digest(self.segments, seq) if journal_ok else None
+        try:
+            _, payload = ckfile.read(path, store_id=self.store_id, generation=self.generation,
+                                     digest=digest, schema=codec.SCHEMA, envelope=self.envelope)
+        except ckfile.Invalid as exc:
+            code = "checkpoint.stale" if isinstance(exc, ckfile.Stale) else "checkpoint.damaged"
+            return found(code, f"{exc}; {ignored}")
         if seq < newest:
             return found("checkpoint.replaced",
                          f"replaced by the checkpoint of transaction {newest}, not erased yet "
@@ -107,8 +112,11 @@ class CheckpointCheck:
         try:
             restored = codec.restore(self.records, payload, writes_text=False)
         except ValueError as exc:
-            return found("checkpoint.damaged", f"its projections do not fit together: {exc}")
+            return found("checkpoint.damaged",
+                         f"its projections do not fit together: {exc}; {ignored}")
         if journal_ok and codec.digest(restored) != self.digests.get(seq):
             return found("checkpoint.mismatch",
-                         f"it differs from a replay of the journal up to transaction {seq}")
+                         f"it differs from a replay of the journal up to transaction {seq}, "
+                         "yet it is bound to this journal (its journal digest matches): open "
+                         "restores it, and answers from it, not from the journal")
         return None

@@ -8,9 +8,11 @@ replaced one, all through :mod:`holomem.log.fs`. Imports the standard library,
 
 The payload is the projections' (:mod:`holomem.projections.checkpoint`); nothing
 here knows what it holds, only that it is bound to a store id, a generation, a
-sequence number and a schema version, which the header carries and every sealed
-block's associated data repeats, so a block moved from another checkpoint, store
-or generation fails to open.
+sequence number, a schema version and the journal it summarises (its digest up to
+that sequence number, :func:`journal_digest`), which the header carries and every
+sealed block's associated data repeats, so a block moved from another checkpoint,
+store or generation fails to open, and a checkpoint taken from a copy of the store
+whose journal has since diverged does not match this journal.
 
 A checkpoint is derived: a file that fails any check is reported (:class:`Invalid`)
 and the caller replays the journal instead.
@@ -19,9 +21,10 @@ and the caller replays the journal instead.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
+import xxhash
 import zstandard
 
 from holomem.errors import StorageIOError
@@ -40,18 +43,19 @@ from holomem.log.format import (
     CHECKPOINT_BLOCK_SEALED,
     CHECKPOINT_BLOCK_SIZE,
     CHECKPOINT_CHECKSUMMED,
+    CHECKPOINT_DIGEST_SIZE,
     CHECKPOINT_FLAG_SEALED,
     CHECKPOINT_FLAGS_KNOWN,
     CHECKPOINT_HEADER,
     CHECKPOINT_HEADER_SIZE,
     CHECKPOINT_MAGIC,
     CHECKPOINT_RE,
+    CHECKPOINT_VERSION,
     COMPRESS_KEEP_RATIO,
-    READ_VERSION,
     TMP_SUFFIX,
-    WRITE_VERSION,
     checkpoint_name,
 )
+from holomem.log.writer import Segment
 
 P_CKPT_WRITTEN = cp.point("checkpoint.written",
                           "a checkpoint's temporary file is written and synced, not renamed")
@@ -68,6 +72,11 @@ class Invalid(Exception):
     """A checkpoint file that must not be used; ``str()`` says why."""
 
 
+class Stale(Invalid):
+    """A checkpoint that reads as one but was not written for this journal: another
+    store, generation, schema or format version, or another copy's journal."""
+
+
 class Header(NamedTuple):
     write_version: int
     read_version: int
@@ -78,6 +87,23 @@ class Header(NamedTuple):
     seq: int
     salt: int
     payload_length: int
+    #: :func:`journal_digest` of the journal up to ``seq`` when the file was written
+    digest: bytes
+
+
+def journal_digest(segments: Sequence[Segment], seq: int) -> bytes:
+    """The digest of a generation's journal up to transaction ``seq`` (FORMAT.md §9.2):
+    xxh3-128 of the first segment's salt (u64), then the stored checksum of every frame
+    from the first to ``seq``, in order. Each checksum covers its frame's sequence
+    number and stored body under its segment's random salt, so two copies of a store
+    that wrote different transactions after they parted have different digests."""
+    h = xxhash.xxh3_128(segments[0].header.salt.to_bytes(8, "little"))
+    for seg in segments:
+        count = min(len(seg.checksums) // 8, seq - seg.first_seq + 1)
+        if count <= 0:
+            break
+        h.update(seg.checksums[: 8 * count])  # a slice is a copy: the writer may append
+    return h.digest()
 
 
 class Written(NamedTuple):
@@ -91,30 +117,37 @@ class Written(NamedTuple):
 def header_bytes(h: Header) -> bytes:
     raw = CHECKPOINT_HEADER.pack(CHECKPOINT_MAGIC, h.write_version, h.read_version, h.flags,
                                  h.schema, h.store_id, h.generation, h.seq, h.salt,
-                                 h.payload_length, 0)
+                                 h.payload_length, h.digest, 0)
     head = raw[:CHECKPOINT_CHECKSUMMED]
     return head + checksum(head).to_bytes(8, "little")
 
 
 def parse_header(raw: bytes | memoryview) -> Header:
-    """The header at the start of ``raw``; :class:`Invalid` if it is not one."""
+    """The header at the start of ``raw``; :class:`Invalid` if it is not one (and
+    :class:`Stale` for a format version this build does not use)."""
+    if len(raw) < 10 or bytes(raw[:8]) != CHECKPOINT_MAGIC:
+        raise Invalid("not a checkpoint (bad magic)")
+    if raw[9] > CHECKPOINT_VERSION:
+        raise Stale(f"format read version {raw[9]}; this build reads {CHECKPOINT_VERSION}")
+    if raw[9] < CHECKPOINT_VERSION:
+        # Version 1 (the journal's format version) has no journal digest: nothing
+        # shows which journal it summarises.
+        raise Stale(f"format read version {raw[9]}, from an older holomem, is not bound "
+                    "to the journal it summarises")
     if len(raw) < CHECKPOINT_HEADER_SIZE:
         raise Invalid("shorter than a checkpoint header")
-    (magic, wver, rver, flags, schema, store_id, generation, seq, salt, length,
+    (_, wver, rver, flags, schema, store_id, generation, seq, salt, length, digest,
      stored) = CHECKPOINT_HEADER.unpack_from(raw, 0)
-    if magic != CHECKPOINT_MAGIC:
-        raise Invalid("not a checkpoint (bad magic)")
     if checksum(memoryview(raw)[:CHECKPOINT_CHECKSUMMED]) != stored:
         raise Invalid("header checksum mismatch")
-    if rver > READ_VERSION:
-        raise Invalid(f"format read version {rver}; this build reads {READ_VERSION}")
     if flags & ~CHECKPOINT_FLAGS_KNOWN:
         raise Invalid(f"unknown header flags {flags:#x}")
-    return Header(wver, rver, flags, schema, store_id, generation, seq, salt, length)
+    return Header(wver, rver, flags, schema, store_id, generation, seq, salt, length, digest)
 
 
 def _aad(h: Header, index: int, flags: int) -> bytes:
-    return CHECKPOINT_AAD.pack(h.store_id, h.generation, h.seq, h.schema, index, flags)
+    return CHECKPOINT_AAD.pack(h.store_id, h.generation, h.seq, h.digest, h.schema, index,
+                               flags)
 
 
 def _cut(payload: Iterable[bytes | memoryview]) -> Iterator[bytes | memoryview]:
@@ -150,19 +183,23 @@ def _blocks(payload: Iterable[bytes | memoryview]) -> Iterator[tuple[bytes | mem
     yield (b"" if prev is None else prev), True
 
 
-def write(gen_dir: str, *, store_id: bytes, generation: int, seq: int, schema: int,
-          envelope: Envelope | None, payload: Iterable[bytes | memoryview],
+def write(gen_dir: str, *, store_id: bytes, generation: int, seq: int, digest: bytes,
+          schema: int, envelope: Envelope | None, payload: Iterable[bytes | memoryview],
           compress: bool = True, salt: int | None = None) -> Written:
     """Write the checkpoint of ``seq`` in ``gen_dir`` atomically: a temporary file,
     fsync, rename, directory fsync. The caller then erases the ones it replaces.
-    ``salt`` is drawn at random unless given (golden files only)."""
+    ``digest`` is the journal's up to ``seq`` (:func:`journal_digest`); ``salt`` is
+    drawn at random unless given (golden files only)."""
+    if len(digest) != CHECKPOINT_DIGEST_SIZE:
+        raise ValueError(f"a journal digest is {CHECKPOINT_DIGEST_SIZE} bytes")
     path = os.path.join(gen_dir, checkpoint_name(seq))
     tmp = path + TMP_SUFFIX
     fs.erase(tmp)  # one a crash left: zeroed, as everything a checkpoint held
     if salt is None:
         salt = int.from_bytes(os.urandom(8), "little")
     flags = CHECKPOINT_FLAG_SEALED if envelope is not None else 0
-    head = Header(WRITE_VERSION, READ_VERSION, flags, schema, store_id, generation, seq, salt, 0)
+    head = Header(CHECKPOINT_VERSION, CHECKPOINT_VERSION, flags, schema, store_id, generation,
+                  seq, salt, 0, digest)
     zc = zstandard.ZstdCompressor(level=ZSTD_LEVEL) if compress else None
     fd = fs.create(tmp)
     offset = CHECKPOINT_HEADER_SIZE
@@ -199,34 +236,41 @@ def write(gen_dir: str, *, store_id: bytes, generation: int, seq: int, schema: i
     return Written(path, offset, total)
 
 
-def read(path: str, *, store_id: bytes, generation: int, schema: int,
+def read(path: str, *, store_id: bytes, generation: int, digest: bytes | None, schema: int,
          envelope: Envelope | None) -> tuple[Header, bytearray]:
     """The header and payload of the checkpoint at ``path``, every check passed:
-    :class:`Invalid` (saying why) otherwise."""
+    :class:`Invalid` (saying why) otherwise. ``digest`` is the journal's up to the
+    sequence number in the file's name (:func:`journal_digest`), which the file must
+    carry; None only where the journal cannot give it (fsck, beside damage in the
+    journal), and then the file is checked on its own."""
     try:
         raw = fs.read_file(path)
     except StorageIOError as exc:
         raise Invalid(f"unreadable: {exc}") from exc
     return verify(raw, name=os.path.basename(path), store_id=store_id, generation=generation,
-                  schema=schema, envelope=envelope)
+                  digest=digest, schema=schema, envelope=envelope)
 
 
-def verify(raw: bytes, *, name: str, store_id: bytes, generation: int, schema: int,
-           envelope: Envelope | None) -> tuple[Header, bytearray]:
+def verify(raw: bytes, *, name: str, store_id: bytes, generation: int, digest: bytes | None,
+           schema: int, envelope: Envelope | None) -> tuple[Header, bytearray]:
     """:func:`read` on a file's content ``raw`` named ``name``."""
     h = parse_header(raw)
     m = CHECKPOINT_RE.match(name)
     if m is None or int(m.group(1)) != h.seq:
         raise Invalid(f"named {name!r} but holds sequence number {h.seq}")
     if h.store_id != store_id:
-        raise Invalid("written for another store (store id differs)")
+        raise Stale("written for another store (store id differs)")
     if h.generation != generation:
-        raise Invalid(f"written for generation {h.generation}, not {generation}")
+        raise Stale(f"written for generation {h.generation}, not {generation}")
     if bool(h.flags & CHECKPOINT_FLAG_SEALED) != (envelope is not None):
         raise Invalid("sealed in a plaintext store" if envelope is None
                       else "not sealed, in an encrypted store")
     if h.schema != schema:
-        raise Invalid(f"projection schema version {h.schema}; this build reads {schema}")
+        raise Stale(f"projection schema version {h.schema}; this build reads {schema}")
+    if digest is not None and h.digest != digest:
+        raise Stale(f"written for another journal: its journal digest differs from this "
+                    f"journal's up to transaction {h.seq} (a copy of this store that wrote "
+                    "other transactions since the two parted)")
     return h, _payload(raw, h, envelope)
 
 

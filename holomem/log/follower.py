@@ -124,6 +124,7 @@ class Follower:
         data = fs.read_at(fd, fs.size(fd, last.path), 0, last.path)
         scan = scan_frames(data, last.header, last.end, last.last_seq + 1)
         last.offsets.extend(scan.offsets)
+        last.checksums += scan.checksums
         last.end = scan.end
         if scan.problem is None or scan.problem.code in ("corrupt.truncated", "corrupt.frame"):
             self._new_segments()
@@ -157,4 +158,4 @@ class Follower:
         if header.first_seq != first_seq:
             return None
         scan = scan_frames(data, header)
-        return Segment(number, path, header, scan.offsets, scan.end)
+        return Segment(number, path, header, scan.offsets, scan.end, scan.checksums)

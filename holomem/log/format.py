@@ -137,12 +137,19 @@ RECORD_FILE_VERSIONS = (1, 2)
 
 # -- checkpoint (derived, §9.2) -----------------------------------------------------
 CHECKPOINT_MAGIC = b"HOLOCKP\x00"
+#: The checkpoint format this build writes (its read version too). Version 1 files
+#: (the journal's version) carry no journal digest: they are ignored and the journal
+#: replayed, as a file of a newer read version is.
+CHECKPOINT_VERSION = 2
 #: magic, write version, read version, flags, schema version, store id, generation,
-#: sequence number, salt, payload length, header checksum.
-CHECKPOINT_HEADER = struct.Struct("<8sBBHI16sQQQQQ")
-CHECKPOINT_HEADER_SIZE = 72
+#: sequence number, salt, payload length, journal digest, header checksum.
+CHECKPOINT_HEADER = struct.Struct("<8sBBHI16sQQQQ16sQ")
+CHECKPOINT_HEADER_SIZE = 88
 #: The header checksum covers bytes [0, CHECKPOINT_CHECKSUMMED).
-CHECKPOINT_CHECKSUMMED = 64
+CHECKPOINT_CHECKSUMMED = 80
+#: The journal digest a checkpoint is bound to: xxh3-128 of the generation's first
+#: segment salt and the stored checksum of every frame up to its sequence number.
+CHECKPOINT_DIGEST_SIZE = 16
 CHECKPOINT_FLAG_SEALED = 0x0001
 CHECKPOINT_FLAGS_KNOWN = CHECKPOINT_FLAG_SEALED
 #: stored length, payload length, flags, block index, checksum.
@@ -157,9 +164,9 @@ CHECKPOINT_BLOCK_FLAGS_KNOWN = (CHECKPOINT_BLOCK_COMPRESSED | CHECKPOINT_BLOCK_S
                                 | CHECKPOINT_BLOCK_LAST)
 #: Payload bytes per block (the last may hold fewer).
 CHECKPOINT_BLOCK_PAYLOAD = 4 * 1024 * 1024
-#: Associated data of a sealed block: store id, generation, sequence number, schema
-#: version, block index, block flags.
-CHECKPOINT_AAD = struct.Struct("<16sQQIII")
+#: Associated data of a sealed block: store id, generation, sequence number, journal
+#: digest, schema version, block index, block flags.
+CHECKPOINT_AAD = struct.Struct("<16sQQ16sIII")
 
 # -- transaction body (after decryption and decompression) --------------------------
 TX_COUNT = struct.Struct("<I")
@@ -202,4 +209,4 @@ assert AAD.size == 48
 assert NONCE.size == NONCE_SIZE
 assert CHECKPOINT_HEADER.size == CHECKPOINT_HEADER_SIZE, CHECKPOINT_HEADER.size
 assert CHECKPOINT_BLOCK.size == CHECKPOINT_BLOCK_SIZE, CHECKPOINT_BLOCK.size
-assert CHECKPOINT_AAD.size == 44
+assert CHECKPOINT_AAD.size == 60

@@ -40,6 +40,7 @@ from holomem.errors import (
     ReadOnlyError,
 )
 from holomem.log import fs, opening
+from holomem.log.checkpoint import journal_digest
 from holomem.log.envelope import Envelope, validate_key
 from holomem.log.follower import Follower, Refreshed
 from holomem.log.format import DEFAULT_SEGMENT_SIZE, MIN_SEGMENT_SIZE
@@ -375,6 +376,11 @@ class Journal:
         """
         self._check_open()
         return self._reader.read(seq, self.last_seq)
+
+    def digest(self, seq: int) -> bytes:
+        """The journal's digest up to transaction ``seq`` of the live generation, which a
+        checkpoint of ``seq`` is bound to (:func:`holomem.log.checkpoint.journal_digest`)."""
+        return journal_digest(list(self.segments), seq)
 
     # -- following --------------------------------------------------------------------
     def refresh(self) -> Refreshed:

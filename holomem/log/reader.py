@@ -154,7 +154,7 @@ def scan_generation(gen_dir: str, generation: int, report: Reporter) -> list[Seg
                 f"segment starts at sequence number {header.first_seq}, but the previous "
                 f"segment ends at {next_seq - 1}", False))
         scan: Scan = scan_frames(data, header)
-        seg = Segment(number, path, header, scan.offsets, scan.end)
+        seg = Segment(number, path, header, scan.offsets, scan.end, scan.checksums)
         segments.append(seg)
         next_seq = seg.last_seq + 1
         last_problem = None

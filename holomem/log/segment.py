@@ -15,6 +15,7 @@ from holomem.errors import FormatVersionError, HeaderError
 from holomem.log import fs
 from holomem.log.checksum import checksum
 from holomem.log.format import (
+    FRAME_CHECKSUMMED,
     FRAME_FLAGS_KNOWN,
     FRAME_HEADER,
     FRAME_HEADER_SIZE,
@@ -89,11 +90,13 @@ class ScanProblem(NamedTuple):
 
 
 class Scan(NamedTuple):
-    """Valid frames of a segment: their start offsets, and where validity ended."""
+    """Valid frames of a segment: their start offsets, where validity ended, and their
+    stored checksums (8 bytes each, as in the file)."""
 
     offsets: array[int]
     end: int
     problem: ScanProblem | None
+    checksums: bytearray
 
 
 def scan_frames(data: bytes | memoryview, header: SegmentHeader, start: int = SEGMENT_HEADER_SIZE,
@@ -105,34 +108,37 @@ def scan_frames(data: bytes | memoryview, header: SegmentHeader, start: int = SE
     """
     expected = header.first_seq if first_seq is None else first_seq
     offsets: array[int] = array("Q")
+    checksums = bytearray()
     size = len(data)
     off = start
     while off < size:
         if size - off < FRAME_HEADER_SIZE:
             return Scan(offsets, off, ScanProblem(
                 "corrupt.truncated", off, size - off,
-                f"{size - off} bytes at the end, too short for a frame header"))
+                f"{size - off} bytes at the end, too short for a frame header"), checksums)
         fh = parse_header(data, off)
         why = header_problem(fh)
         if why is not None:
-            return Scan(offsets, off, ScanProblem("corrupt.frame", off, FRAME_HEADER_SIZE, why))
+            return Scan(offsets, off, ScanProblem("corrupt.frame", off, FRAME_HEADER_SIZE, why),
+                        checksums)
         if off + FRAME_HEADER_SIZE + fh.length > size:
             return Scan(offsets, off, ScanProblem(
                 "corrupt.truncated", off, size - off,
                 f"frame declares {fh.length} body bytes but the file ends after "
-                f"{size - off - FRAME_HEADER_SIZE}"))
+                f"{size - off - FRAME_HEADER_SIZE}"), checksums)
         if frame_checksum(data, off, fh.length, header.salt) != fh.checksum:
             return Scan(offsets, off, ScanProblem(
                 "corrupt.checksum", off, FRAME_HEADER_SIZE + fh.length,
-                f"frame checksum mismatch (frame claims sequence number {fh.seq})"))
+                f"frame checksum mismatch (frame claims sequence number {fh.seq})"), checksums)
         if fh.seq != expected:
             return Scan(offsets, off, ScanProblem(
                 "corrupt.sequence", off, FRAME_HEADER_SIZE + fh.length,
-                f"frame has sequence number {fh.seq}, {expected} expected"))
+                f"frame has sequence number {fh.seq}, {expected} expected"), checksums)
         offsets.append(off)
+        checksums += data[off + FRAME_CHECKSUMMED : off + FRAME_HEADER_SIZE]
         expected += 1
         off += FRAME_HEADER_SIZE + fh.length
-    return Scan(offsets, off, None)
+    return Scan(offsets, off, None, checksums)
 
 
 def valid_frame_after(data: bytes | memoryview, header: SegmentHeader, bad: int,

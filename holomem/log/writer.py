@@ -36,7 +36,14 @@ from dataclasses import dataclass, field
 from holomem.errors import ClosedError, HolomemError, JournalFailedError, StorageIOError
 from holomem.log import crashpoints as cp
 from holomem.log import fs
-from holomem.log.format import READ_VERSION, SEGMENT_HEADER_SIZE, WRITE_VERSION, segment_name
+from holomem.log.format import (
+    FRAME_CHECKSUMMED,
+    FRAME_HEADER_SIZE,
+    READ_VERSION,
+    SEGMENT_HEADER_SIZE,
+    WRITE_VERSION,
+    segment_name,
+)
 from holomem.log.frame import Binding, FrameCodec
 from holomem.log.group import Group
 from holomem.log.segment import SegmentHeader
@@ -70,6 +77,9 @@ class Segment:
     header: SegmentHeader
     offsets: array[int] = field(default_factory=lambda: array("Q"))
     end: int = SEGMENT_HEADER_SIZE
+    #: the stored checksum of each of those frames, 8 bytes each as in the file (what a
+    #: checkpoint's journal digest hashes: holomem.log.checkpoint.journal_digest)
+    checksums: bytearray = field(default_factory=bytearray)
 
     @property
     def first_seq(self) -> int:
@@ -333,6 +343,7 @@ class Appender:
             break
         assert seq == self._next_seq and cur is self.segments[-1]  # nobody moved under us
         cur.offsets.append(self._reserved)
+        cur.checksums += frame[FRAME_CHECKSUMMED:FRAME_HEADER_SIZE]
         self._reserved += len(frame)
         cur.end = self._reserved
         self._next_seq = seq + 1

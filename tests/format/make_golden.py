@@ -74,6 +74,11 @@ CHECKPOINT_EVENTS: list[list[ev.Event]] = [
     [ev.DocumentAdded(id="c", text="cedar"), ev.DocumentDeleted(id="b")],
 ]
 CHECKPOINT_NAME = "checkpoint-0000000000000003.hck"
+#: The journal digest the golden checkpoint carries (it stands beside no journal).
+CHECKPOINT_DIGEST = bytes(range(16, 32))
+#: The version 1 checkpoint of the same state (no journal digest), as this script wrote
+#: it before version 2: kept as it was, the file a build must ignore.
+CHECKPOINT_V1_NAME = "checkpoint-v1.hck"
 
 
 def checkpoint_state() -> ProjectionState:
@@ -86,11 +91,11 @@ def checkpoint_state() -> ProjectionState:
 
 def build_checkpoint() -> bytes:
     """The plaintext checkpoint of :data:`CHECKPOINT_EVENTS` (store id, generation 1,
-    the fixed salt), as the file layer writes it."""
+    the fixed salt and journal digest), as the file layer writes it."""
     with tempfile.TemporaryDirectory() as d:
-        written = ckfile.write(d, store_id=STORE_ID, generation=1, seq=3, schema=codec.SCHEMA,
-                               envelope=None, payload=codec.encode(checkpoint_state().snapshot()),
-                               salt=SALT)
+        written = ckfile.write(d, store_id=STORE_ID, generation=1, seq=3,
+                               digest=CHECKPOINT_DIGEST, schema=codec.SCHEMA, envelope=None,
+                               payload=codec.encode(checkpoint_state().snapshot()), salt=SALT)
         with open(written.path, "rb") as f:
             return f.read()
 
@@ -149,7 +154,7 @@ def main() -> None:
     # Added with the watermark (issue 11); the segments above are kept as they were.
     with open(os.path.join(HERE, "plain-watermark"), "wb") as f:
         f.write(build_watermark(False))
-    # Added with checkpoints (issue 17).
+    # Added with checkpoints (issue 17); version 2, with the journal digest (issue 27).
     with open(os.path.join(HERE, CHECKPOINT_NAME), "wb") as f:
         f.write(build_checkpoint())
     # Added with the text segment's version 2 (issue 16): the version 1 files it reads.

@@ -1,6 +1,8 @@
 """The checkpoint file of FORMAT.md §9.2, byte by byte: a golden checkpoint decoded by
 hand from the document's tables (not by holomem's reader), read back by holomem, and
-written again bit for bit by this build.
+written again bit for bit by this build; the journal digest it is bound to, computed by
+hand from the golden journal segment; and the version 1 checkpoint, which this build
+ignores.
 
 If a change to a projection's state makes the last test fail, the payload's schema
 changed: bump ``holomem.projections.checkpoint.SCHEMA`` (an older checkpoint is then
@@ -16,29 +18,39 @@ import struct
 
 import msgspec
 import numpy as np
+import pytest
 import xxhash
 import zstandard
 
 from holomem.log import checkpoint as ckfile
+from holomem.log.segment import scan_frames, unpack_header
+from holomem.log.writer import Segment
 from holomem.projections import checkpoint as codec
 
-from .make_golden import CHECKPOINT_NAME, SALT, STORE_ID, build_checkpoint
+from .make_golden import (
+    CHECKPOINT_DIGEST,
+    CHECKPOINT_NAME,
+    CHECKPOINT_V1_NAME,
+    SALT,
+    STORE_ID,
+    build_checkpoint,
+)
 
-GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", CHECKPOINT_NAME)
-HEADER = struct.Struct("<8sBBHI16sQQQQQ")  # FORMAT.md §9.2, the header table
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
+HEADER = struct.Struct("<8sBBHI16sQQQQ16sQ")  # FORMAT.md §9.2, the header table
 BLOCK = struct.Struct("<IIIIQ")  # stored, length, flags, index, checksum
 
 
-def _raw() -> bytes:
-    with open(GOLDEN, "rb") as f:
+def _raw(name: str = CHECKPOINT_NAME) -> bytes:
+    with open(os.path.join(HERE, name), "rb") as f:
         return f.read()
 
 
 def _by_hand(raw: bytes) -> tuple[tuple[object, ...], bytes]:
     """The header fields and the payload, following FORMAT.md alone."""
     fields = HEADER.unpack_from(raw, 0)
-    assert xxhash.xxh3_64_intdigest(raw[:64], 0) == fields[-1]
-    payload, pos, index = b"", 72, 0
+    assert xxhash.xxh3_64_intdigest(raw[:80], 0) == fields[-1]
+    payload, pos, index = b"", 88, 0
     while True:
         stored, length, flags, bindex, check = BLOCK.unpack_from(raw, pos)
         body = raw[pos + 24 : pos + 24 + stored]
@@ -57,9 +69,10 @@ def _by_hand(raw: bytes) -> tuple[tuple[object, ...], bytes]:
 
 def test_the_golden_checkpoint_decodes_by_the_documented_layout() -> None:
     fields, payload = _by_hand(_raw())
-    magic, wver, rver, flags, schema, store_id, generation, seq, salt, length, _ = fields
-    assert (magic, wver, rver, flags) == (b"HOLOCKP\x00", 1, 1, 0)
+    magic, wver, rver, flags, schema, store_id, generation, seq, salt, length, digest, _ = fields
+    assert (magic, wver, rver, flags) == (b"HOLOCKP\x00", 2, 2, 0)
     assert (schema, store_id, generation, seq, salt) == (5, STORE_ID, 1, 3, SALT)
+    assert digest == CHECKPOINT_DIGEST
     assert length == len(payload)
     n = int.from_bytes(payload[:4], "little")
     manifest = msgspec.msgpack.decode(payload[4 : 4 + n])
@@ -89,7 +102,8 @@ def test_the_golden_checkpoint_decodes_by_the_documented_layout() -> None:
 
 def test_holomem_reads_the_golden_checkpoint_and_restores_its_state() -> None:
     header, payload = ckfile.verify(_raw(), name=CHECKPOINT_NAME, store_id=STORE_ID,
-                                    generation=1, schema=codec.SCHEMA, envelope=None)
+                                    generation=1, digest=CHECKPOINT_DIGEST, schema=codec.SCHEMA,
+                                    envelope=None)
     assert header.seq == 3
     state = codec.restore(None, payload)
     assert state.catalog.live_ids() == ["a", "c"]
@@ -101,3 +115,37 @@ def test_holomem_reads_the_golden_checkpoint_and_restores_its_state() -> None:
 
 def test_this_build_writes_the_golden_checkpoint_bit_for_bit() -> None:
     assert build_checkpoint() == _raw()
+
+
+def test_the_journal_digest_is_computed_as_documented_from_the_golden_segment() -> None:
+    """FORMAT.md §9.2: xxh3-128 (canonical bytes) of the first segment's salt, then the
+    stored checksum of every frame up to the sequence number."""
+    data = _raw("plain-seg-00000001.hlj")
+    header = unpack_header(data, "golden")
+    scan = scan_frames(data, header)
+    segment = Segment(1, "golden", header, scan.offsets, scan.end, scan.checksums)
+    salt = SALT.to_bytes(8, "little")
+    checksums = [data[off + 16 : off + 24] for off in (96, 133)]  # the two frames' headers
+    assert list(scan.offsets) == [96, 133]
+    for seq in (0, 1, 2):
+        by_hand = xxhash.xxh3_128(salt + b"".join(checksums[:seq])).digest()
+        assert ckfile.journal_digest([segment], seq) == by_hand
+    documented = ckfile.journal_digest([segment], 2).hex()
+    with open(os.path.join(HERE, "..", "..", "..", "FORMAT.md"), encoding="utf-8") as f:
+        assert f"`{documented}`" in f.read()
+
+
+def test_a_checkpoint_with_another_journal_digest_is_refused_as_stale() -> None:
+    with pytest.raises(ckfile.Stale, match="written for another journal"):
+        ckfile.verify(_raw(), name=CHECKPOINT_NAME, store_id=STORE_ID, generation=1,
+                      digest=bytes(16), schema=codec.SCHEMA, envelope=None)
+
+
+def test_a_version_1_checkpoint_is_refused_as_stale_whatever_it_holds() -> None:
+    """Version 1 carries no journal digest: nothing binds it to a journal, so it is
+    ignored (and the journal replayed), never read."""
+    raw = _raw(CHECKPOINT_V1_NAME)
+    assert raw[:10] == b"HOLOCKP\x00\x01\x01"
+    with pytest.raises(ckfile.Stale, match="format read version 1, from an older holomem"):
+        ckfile.verify(raw, name=CHECKPOINT_NAME, store_id=STORE_ID, generation=1,
+                      digest=CHECKPOINT_DIGEST, schema=codec.SCHEMA, envelope=None)

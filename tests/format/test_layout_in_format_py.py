@@ -23,10 +23,12 @@ from holomem.log.format import (
     CHECKPOINT_BLOCK_PAYLOAD,
     CHECKPOINT_BLOCK_SEALED,
     CHECKPOINT_CHECKSUMMED,
+    CHECKPOINT_DIGEST_SIZE,
     CHECKPOINT_FLAG_SEALED,
     CHECKPOINT_HEADER,
     CHECKPOINT_HEADER_SIZE,
     CHECKPOINT_MAGIC,
+    CHECKPOINT_VERSION,
     RECORD,
     RECORD_AAD,
     RECORD_AAD_V2,
@@ -102,7 +104,8 @@ def test_the_checkpoint_header_table_matches_format_py() -> None:
     section = _checkpoint_section()
     rows = re.findall(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|", section, re.M)
     assert [(int(o), int(s)) for o, s in rows] == _struct_offsets(CHECKPOINT_HEADER)
-    assert CHECKPOINT_HEADER.size == CHECKPOINT_HEADER_SIZE == 72
+    assert CHECKPOINT_HEADER.size == CHECKPOINT_HEADER_SIZE == 88
+    assert CHECKPOINT_DIGEST_SIZE == 16 and CHECKPOINT_VERSION == 2
     assert int(rows[-1][0]) == CHECKPOINT_CHECKSUMMED
     assert f"of bytes [0, {CHECKPOINT_CHECKSUMMED})" in section
     assert '`"HOLOCKP\\0"`' in section and CHECKPOINT_MAGIC == b"HOLOCKP\x00"

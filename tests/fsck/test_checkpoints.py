@@ -1,7 +1,8 @@
 """fsck verifies every checkpoint against a replay of the journal up to its sequence
 number (a digest of the projections' state), reports a damaged, stale, mismatching,
 replaced or half-written one, and ``--repair`` erases it and writes a fresh one
-(docs/guarantees.md §6a, §7).
+(docs/guarantees.md §6a, §7). What each finding says open does with the file is what
+open does.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import pytest
 
 from holomem import Store
 from holomem.fsck import check
+from holomem.log import checkpoint as ckfile
+from holomem.projections import checkpoint as codec
 
 
 def _checkpoints(path: Path) -> list[str]:
@@ -42,13 +45,12 @@ def test_a_good_checkpoint_is_verified_against_the_journal_and_passes(
     assert len(_checkpoints(path)) == 1
 
 
-def test_a_checkpoint_that_reads_back_but_differs_from_the_journal_is_a_mismatch(
-        tmp_path: Path) -> None:
-    path, twin = tmp_path / "s", tmp_path / "twin"
+def _twins(path: Path, twin: Path) -> tuple[str, str]:
+    """A store and its copy, each given a different document ``x`` and a checkpoint:
+    the same store, generation and sequence number. Returns their checkpoints."""
     with _store(path):
         pass
     shutil.copytree(path, twin)
-    # The same store, generation and sequence number, a different document.
     with Store.open(path, sync="none") as store:
         store.add_document("x", "alpha words")
         store.checkpoint()
@@ -56,16 +58,62 @@ def test_a_checkpoint_that_reads_back_but_differs_from_the_journal_is_a_mismatch
         other.add_document("x", "beta words")
         other.checkpoint()
     (ours,), (theirs,) = _checkpoints(path), _checkpoints(twin)
-    shutil.copy(theirs, ours)
-    report = check(str(path))
-    assert [f.code for f in report.findings] == ["checkpoint.mismatch"]
-    assert report.exit_code == 4 and "--repair" in report.findings[0].next_step
+    return ours, theirs
+
+
+def _repaired_from_the_journal(path: Path) -> None:
     repaired = check(str(path), repair=True)
     assert repaired.exit_code == 1 and repaired.findings[0].repaired
     assert check(str(path)).clean
     with Store.open(path, sync="none") as store:
         assert store.stats().opened_by == "checkpoint"
         assert store.search_documents("alpha", 1)[0].id == "x"
+
+
+def test_a_checkpoint_of_a_diverged_copy_is_stale_and_open_does_not_use_it_as_fsck_says(
+        tmp_path: Path) -> None:
+    path, twin = tmp_path / "s", tmp_path / "twin"
+    ours, theirs = _twins(path, twin)
+    shutil.copy(theirs, ours)
+    report = check(str(path))
+    assert [f.code for f in report.findings] == ["checkpoint.stale"]
+    (finding,) = report.findings
+    assert "written for another journal" in finding.message
+    assert "open does not use it" in finding.message
+    assert "--repair" in finding.next_step and "open does not use this one" in finding.next_step
+    assert report.exit_code == 4
+    # What fsck said: a follower (which erases nothing) replays the journal.
+    with Store.open(path, read_only=True) as follower:
+        assert follower.stats().opened_by == "replay"
+        assert follower.search_documents("beta", 1) == []
+    _repaired_from_the_journal(path)
+
+
+def test_a_checkpoint_bound_to_the_journal_that_differs_from_it_is_a_mismatch_open_uses(
+        tmp_path: Path) -> None:
+    """A file whose journal digest is this journal's but whose state is another's (a
+    forged or miswritten checkpoint): open would restore it, and fsck says so."""
+    path, twin = tmp_path / "s", tmp_path / "twin"
+    ours, theirs = _twins(path, twin)
+    ck = ckfile.parse_header(Path(ours).read_bytes())
+    their_header = ckfile.parse_header(Path(theirs).read_bytes())
+    _, payload = ckfile.read(theirs, store_id=ck.store_id, generation=ck.generation,
+                             digest=their_header.digest, schema=codec.SCHEMA, envelope=None)
+    ckfile.write(os.path.dirname(ours), store_id=ck.store_id, generation=ck.generation,
+                 seq=ck.seq, digest=ck.digest, schema=codec.SCHEMA, envelope=None,
+                 payload=[payload])
+    report = check(str(path))
+    assert [f.code for f in report.findings] == ["checkpoint.mismatch"]
+    (finding,) = report.findings
+    assert "open restores it" in finding.message
+    assert "before the store is opened again" in finding.next_step
+    assert "Until then open restores this checkpoint" in finding.next_step
+    assert report.exit_code == 4
+    # What fsck said: open restores it (a follower, which leaves it in place).
+    with Store.open(path, read_only=True) as follower:
+        assert follower.stats().opened_by == "checkpoint"
+        assert follower.search_documents("beta", 1)[0].id == "x"
+    _repaired_from_the_journal(path)
 
 
 @pytest.mark.parametrize("kind, code", [("bit flip", "checkpoint.damaged"),

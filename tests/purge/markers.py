@@ -34,9 +34,10 @@ RECORD_SIZE = 24
 RECORD_AAD = struct.Struct("<16sQQQ")  # version 1: store id, generation, offset, seq
 RECORD_AAD_V2 = struct.Struct("<16sQ")  # version 2: store id, the file's salt
 TEXT_HEADER = struct.Struct("<8sBBH4s16sQQ")  # magic .. salt (FORMAT.md §9)
-CHECKPOINT_HEADER = struct.Struct("<8sBBHI16sQQQQQ")  # FORMAT.md §9.2
+CHECKPOINT_HEADER = struct.Struct("<8sBBHI16sQQQQ16sQ")  # FORMAT.md §9.2
 CHECKPOINT_BLOCK = struct.Struct("<IIIIQ")  # stored, length, flags, index, checksum
-CHECKPOINT_AAD = struct.Struct("<16sQQIII")  # store id, generation, seq, schema, index, flags
+#: store id, generation, seq, journal digest, schema, index, flags
+CHECKPOINT_AAD = struct.Struct("<16sQQ16sIII")
 CKPT_COMPRESSED, CKPT_SEALED = 1, 2
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 MAX_ZSTD_OUT = 1 << 24
@@ -122,7 +123,7 @@ def _checkpoint_plaintexts(data: bytes, key: bytes) -> list[bytes]:
     """Every checkpoint block in ``data`` that opens under ``key``, at any offset."""
     if len(data) < CHECKPOINT_HEADER.size or not data.startswith(b"HOLOCKP\x00"):
         return []
-    (_m, _w, _r, _f, schema, store_id, generation, seq, salt, _len,
+    (_m, _w, _r, _f, schema, store_id, generation, seq, salt, _len, digest,
      _ck) = CHECKPOINT_HEADER.unpack_from(data, 0)
     env = Envelope(key)
     out = []
@@ -135,8 +136,8 @@ def _checkpoint_plaintexts(data: bytes, key: bytes) -> list[bytes]:
         if checksum_parts(data[off : off + 16], body, salt) != check:
             continue
         try:
-            plain = env.open(body, CHECKPOINT_AAD.pack(store_id, generation, seq, schema,
-                                                       index, flags))
+            plain = env.open(body, CHECKPOINT_AAD.pack(store_id, generation, seq, digest,
+                                                       schema, index, flags))
         except OpenFailed:
             continue
         out.append(plain)

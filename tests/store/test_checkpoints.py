@@ -2,10 +2,12 @@
 
 Open restores the newest valid checkpoint and replays only the journal's tail; a
 checkpoint that is damaged, torn, of another store or generation, of another
-schema, or ahead of the journal is ignored with a warning saying why, and erased
-by the writer. Deleting every checkpoint and reopening gives the same answers bit
-for bit: recall (with explanations), explain, get, history and list are compared
-as msgspec builtins after every step of the reopen test's sequence.
+schema or format version, ahead of the journal, or taken from a copy of the store
+whose journal has since diverged is ignored with a warning saying why (and in
+``stats().checkpoints_ignored``), and erased by the writer. Deleting every
+checkpoint and reopening gives the same answers bit for bit: recall (with
+explanations), explain, get, history and list are compared as msgspec builtins
+after every step of the reopen test's sequence.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import pytest
 
 from holomem import ManualClock, Memory, Store
 from holomem.events import DocumentAdded, DocumentReplaced, VectorsSet
+from holomem.fsck import check
 from holomem.log.checksum import checksum
 from holomem.projections import checkpoint as codec
 from holomem.projections.base import GrowArray, Later
@@ -143,12 +146,13 @@ def _reference(path: Path) -> Any:
 
 
 def _rewrite_header(raw: bytes, **fields: int) -> bytes:
-    layout = struct.Struct("<8sBBHI16sQQQQQ")
-    names = ["magic", "wv", "rv", "flags", "schema", "store", "gen", "seq", "salt", "len", "sum"]
+    layout = struct.Struct("<8sBBHI16sQQQQ16sQ")
+    names = ["magic", "wv", "rv", "flags", "schema", "store", "gen", "seq", "salt", "len",
+             "digest", "sum"]
     values = dict(zip(names, layout.unpack_from(raw), strict=True))
     values.update(fields)
-    head = layout.pack(*values.values())[:64]
-    return head + checksum(head).to_bytes(8, "little") + raw[72:]
+    head = layout.pack(*values.values())[:80]
+    return head + checksum(head).to_bytes(8, "little") + raw[88:]
 
 
 def _damage(kind: str, path: Path, other: Path) -> str:
@@ -176,6 +180,9 @@ def _damage(kind: str, path: Path, other: Path) -> str:
     if kind == "other generation":
         Path(ck).write_bytes(_rewrite_header(raw, gen=7))
         return "generation 7"
+    if kind == "format 1":
+        shutil.copy(Path(__file__).parent.parent / "format" / "golden" / "checkpoint-v1.hck", ck)
+        return "format read version 1, from an older holomem, is not bound to the journal"
     # "ahead": a checkpoint of a later state of the same store and generation.
     (later,) = checkpoints(other)
     shutil.copy(later, os.path.dirname(ck))
@@ -183,7 +190,7 @@ def _damage(kind: str, path: Path, other: Path) -> str:
 
 
 @pytest.mark.parametrize("kind", ["bit flip", "torn", "zeroed", "schema", "other store",
-                                  "other generation", "ahead"])
+                                  "other generation", "format 1", "ahead"])
 def test_an_unusable_checkpoint_is_ignored_with_a_warning_and_changes_no_answer(
         tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture) -> None:
     path, other = tmp_path / "store", tmp_path / "other"
@@ -202,6 +209,7 @@ def test_an_unusable_checkpoint_is_ignored_with_a_warning_and_changes_no_answer(
         with _populated(other, n=120) as theirs:
             theirs.checkpoint()
     reason = _damage(kind, path, other)
+    spoiled = os.path.basename(checkpoints(path)[-1])
     with caplog.at_level(logging.INFO, logger="holomem"):
         with open_store(path, read_only=True) as follower:
             # A follower reads checkpoints too, and never erases one (one ahead of its
@@ -214,10 +222,79 @@ def test_an_unusable_checkpoint_is_ignored_with_a_warning_and_changes_no_answer(
         with open_store(path) as store:
             # (An older valid checkpoint is used: here only beside one ahead.)
             assert store.stats().opened_by == ("checkpoint" if kind == "ahead" else "replay")
+            (ignored,) = store.stats().checkpoints_ignored
+            assert ignored.startswith(f"{spoiled}: ") and reason in ignored
             assert answers(Memory(store, reopen.CONFIG, clock=ManualClock(1_000))) == expected
         assert reason in caplog.text
     # The writer erased it: the next open neither warns nor finds it.
     assert checkpoints(path) == (original if kind == "ahead" else [])
+
+
+def _diverged(a: Path, b: Path, key: bytes | None) -> None:
+    """A store ``a``, its copy ``b``, then different facts in each: the same number of
+    transactions (so their checkpoints have the same store id, generation and sequence
+    number), "apple" facts in ``a`` (f13 forgotten), "banana" facts in ``b`` (f14
+    forgotten), each closed with a checkpoint."""
+    def memory(path: Path) -> Memory:
+        return Memory(open_store(path, key=key, checkpoint_close_min=0),
+                      clock=ManualClock(1_000))
+
+    shared = memory(a)
+    for i in range(10):
+        shared.remember(id=f"f{i}", text=f"shared fact {i}")
+    shared.store.close()
+    shutil.copytree(a, b)
+    for path, word, gone in ((a, "apple", "f13"), (b, "banana", "f14")):
+        own = memory(path)
+        for i in range(10, 15):
+            own.remember(id=f"f{i}", text=f"{word} fact {i}")
+        own.forget({"ids": [gone]})
+        own.store.close()
+
+
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_a_checkpoint_copied_from_a_diverged_copy_is_ignored_and_answers_come_from_the_journal(
+        tmp_path: Path, encrypted: bool) -> None:
+    """Issue 27: B's checkpoint put in A (same store id, generation and sequence number;
+    in an encrypted store, sealed under the same key) was restored, and A answered from
+    B's state. Its journal digest is not A's: open replays A's journal, says why, and
+    fsck's advice says exactly that."""
+    key = os.urandom(32) if encrypted else None
+    a, b = tmp_path / "a", tmp_path / "b"
+    _diverged(a, b, key)
+    (ours,), (theirs,) = checkpoints(a), checkpoints(b)
+    assert os.path.basename(ours) == os.path.basename(theirs)
+    shutil.copy(theirs, ours)
+    name = os.path.basename(ours)
+
+    def from_its_own_journal(memory: Memory) -> None:
+        stats = memory.store.stats()
+        assert stats.opened_by.startswith("replay")
+        (ignored,) = stats.checkpoints_ignored
+        assert ignored.startswith(f"{name}: written for another journal")
+        assert memory.recall("banana") == []
+        assert sorted((r.id, r.text) for r in memory.recall("apple", k=20)) == [
+            (f"f{i}", f"apple fact {i}") for i in (10, 11, 12, 14)]
+
+    # A follower first: it never erases the file, so fsck then sees it too.
+    with open_store(a, key=key, read_only=True) as follower:
+        from_its_own_journal(Memory(follower, clock=ManualClock(1_000)))
+    (finding,) = check(str(a), key=key).findings
+    assert (finding.code, finding.path) == ("checkpoint.stale", ours)
+    assert "written for another journal" in finding.message
+    assert "open does not use it" in finding.message
+    assert "open does not use this one" in finding.next_step
+    assert "ignores this one already" not in finding.next_step
+    memory = Memory(open_store(a, key=key), clock=ManualClock(1_000))
+    try:
+        from_its_own_journal(memory)
+        assert memory.remember(id="f13", text="banana fact 13").created
+        assert not memory.remember(id="f10", text="apple fact 10").created
+    finally:
+        memory.store.close()
+    with open_store(a, key=key) as again:
+        assert again.stats().checkpoints_ignored == ()
+        assert again.get_document("f13").text == "banana fact 13"
 
 
 def test_an_interrupted_checkpoint_leaves_a_temporary_file_the_writer_erases(

@@ -102,10 +102,11 @@ def test_markers_in_text_metadata_and_entities_appear_in_no_file(tmp_path: Path)
     for where, k in ((plain, None), (path, key)):
         (ck,) = glob.glob(str(where / "gen-*" / "checkpoint-*.hck"))
         with Store.open(where, key=k, read_only=True) as store:
-            journal = store._journal  # the store id and the key's envelope
+            journal = store._journal  # the store id, the key's envelope, the digest
+            seq = ckfile.parse_header(Path(ck).read_bytes()).seq
             _, payload = ckfile.read(ck, store_id=journal.store_id,
-                                     generation=journal.generation, schema=codec.SCHEMA,
-                                     envelope=journal.envelope)
+                                     generation=journal.generation, digest=journal.digest(seq),
+                                     schema=codec.SCHEMA, envelope=journal.envelope)
         assert text_m.lower().encode() in payload and ent_m.encode() in payload, where
 
 

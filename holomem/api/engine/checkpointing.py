@@ -1,12 +1,12 @@
 """Checkpoints of a store: which one an open trusts, and when a new one is written.
 
-Owns: choosing the checkpoint an open restores (only one valid and consistent with
-the journal; any other is reported, and erased by the writer), and the writer's
-bookkeeping (:class:`Checkpointer`: the journal bytes not covered by a checkpoint,
-the automatic trigger, the statistics of the last one written). The engine
-(:mod:`holomem.api.engine.core`) takes the state's snapshot under its lock and calls
-:func:`write` outside it. Imports the log and the projections (docs/guarantees.md
-§6a says what a checkpoint promises).
+Owns: choosing the checkpoint an open restores (only one valid and bound to the
+journal, its journal digest the journal's own; any other is reported, and erased by
+the writer), and the writer's bookkeeping (:class:`Checkpointer`: the journal bytes
+not covered by a checkpoint, the automatic trigger, the statistics of the last one
+written). The engine (:mod:`holomem.api.engine.core`) takes the state's snapshot under
+its lock and calls :func:`write` outside it. Imports the log and the projections
+(docs/guarantees.md §6a says what a checkpoint promises).
 """
 
 from __future__ import annotations
@@ -64,24 +64,36 @@ class Loaded(NamedTuple):
     path: str
 
 
-def load(journal: JournalBackend, records: RecordStore, *, read_only: bool) -> Loaded | None:
-    """The newest checkpoint of the live generation that is valid and consistent with
-    the journal, restored; None if there is none. Every other checkpoint found is
-    reported with the reason (a warning), and the writer erases them and any
+class Found(NamedTuple):
+    """What an open found: the checkpoint restored (None: the whole journal is
+    replayed), and each one it did not use for a reason, as ``name: reason``."""
+
+    loaded: Loaded | None
+    ignored: tuple[str, ...]
+
+
+def load(journal: JournalBackend, records: RecordStore, *, read_only: bool) -> Found:
+    """The newest checkpoint of the live generation that is valid and bound to the
+    journal, restored. Every other checkpoint found is reported with the reason (a
+    warning, and :attr:`Found.ignored`), and the writer erases them and any
     interrupted temporary file."""
     gen_dir = journal.gen_dir
     chosen: Loaded | None = None
     rejected: list[str] = []
+    ignored: list[str] = []
     for seq, path in reversed(ckfile.listing(gen_dir)):
         if chosen is not None:
             rejected.append(path)  # older than the one in use: replaced, not erased yet
             continue
         reason = _inconsistent(journal, seq)
-        if reason is None:
+        digest = journal.digest(seq) if reason is None else None
+        if reason is None and digest is None:
+            reason = "this journal keeps no checkpoint"
+        if digest is not None:
             try:
                 _, payload = ckfile.read(path, store_id=journal.store_id,
-                                         generation=journal.generation, schema=codec.SCHEMA,
-                                         envelope=journal.envelope)
+                                         generation=journal.generation, digest=digest,
+                                         schema=codec.SCHEMA, envelope=journal.envelope)
                 state = codec.restore(records, payload, writes_text=not read_only)
             except (ckfile.Invalid, ValueError) as exc:
                 reason = str(exc)
@@ -95,10 +107,11 @@ def load(journal: JournalBackend, records: RecordStore, *, read_only: bool) -> L
             log.info("checkpoint %s not used yet: %s", path, reason)
         else:
             log.warning("checkpoint %s ignored: %s", path, reason)
+        ignored.append(f"{os.path.basename(path)}: {reason}")
         rejected.append(path)
     if not read_only:
         ckfile.erase([*rejected, *ckfile.leftovers(gen_dir)], gen_dir)
-    return chosen
+    return Found(chosen, tuple(ignored))
 
 
 def _inconsistent(journal: JournalBackend, seq: int) -> str | None:
@@ -159,14 +172,16 @@ class Checkpointer:
 def write(journal: JournalBackend, parts: dict[str, dict[str, object]], seq: int, *,
           pause: float, pause_cpu: float, started: float) -> CheckpointStats:
     """Encode ``parts`` (the state after transaction ``seq``), wait until ``seq`` is
-    durable (a checkpoint is never ahead of the journal), write the file, and erase
-    every other checkpoint of the generation."""
+    durable (a checkpoint is never ahead of the journal), write the file bound to the
+    journal's digest up to ``seq``, and erase every other checkpoint of the generation."""
     journal.wait(seq)
+    digest = journal.digest(seq)
+    assert digest is not None  # only a journal whose files stay is checkpointed
     gen_dir = journal.gen_dir
     payload = codec.encode(parts)
     written = ckfile.write(gen_dir, store_id=journal.store_id, generation=journal.generation,
-                           seq=seq, schema=codec.SCHEMA, envelope=journal.envelope,
-                           payload=payload)
+                           seq=seq, digest=digest, schema=codec.SCHEMA,
+                           envelope=journal.envelope, payload=payload)
     ckfile.erase([p for s, p in ckfile.listing(gen_dir) if s != seq], gen_dir)
     return CheckpointStats(seq=seq, name=os.path.basename(written.path),
                            file_bytes=written.size, payload_bytes=written.payload,

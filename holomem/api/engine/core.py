@@ -79,8 +79,10 @@ class Engine:
         self._unheard: list[tuple[int, list[Event]]] = []
         self._unheard_lock = threading.Lock()
         self._text: RecordFile | None = None
-        #: how the last open rebuilt state (see StoreStats.opened_by)
+        #: how the last open rebuilt state (see StoreStats.opened_by), and the
+        #: checkpoints it did not use, with why (StoreStats.checkpoints_ignored)
         self.opened_by = "replay"
+        self.checkpoints_ignored: tuple[str, ...] = ()
         try:
             built = build(self._journal, read_only=read_only)
             self._state, self._text, self._revision = built.state, built.text_file, built.last
@@ -93,6 +95,7 @@ class Engine:
             self.opened_by = "checkpoint" if built.checkpoint else "replay"
             if built.reconciled:
                 self.opened_by += "+reconcile"
+            self.checkpoints_ignored = built.ignored
             if self._state.purge_pending and not read_only:
                 # A purge was acknowledged but its compaction did not finish.
                 log.warning("finishing an interrupted purge of %s", self.path)
@@ -536,6 +539,7 @@ class Engine:
                 read_only=self.read_only, opened_by=self.opened_by,
                 open_seconds=round(self.open_seconds, 6),
                 checkpoint_seq=self._ckpt.seq, checkpoint_tail_bytes=self._ckpt.tail,
+                checkpoints_ignored=self.checkpoints_ignored,
                 store_id=self._journal.store_id.hex())
 
     def sync(self) -> None:

@@ -42,6 +42,8 @@ class Built(NamedTuple):
     checkpoint: int = 0
     #: journal payload bytes replayed after it (the tail a new checkpoint would cover)
     tail: int = 0
+    #: each checkpoint found and not used, as ``name: reason``
+    ignored: tuple[str, ...] = ()
 
 
 def text_file(journal: JournalBackend, directory: str, generation: int, *, read_only: bool,
@@ -78,7 +80,8 @@ def _build_once(journal: JournalBackend, *, read_only: bool) -> Built:
     own = journal.local_text
     records = text_file(journal, journal.gen_dir, journal.generation, read_only=not own)
     try:
-        loaded = checkpointing.load(journal, records, read_only=read_only)
+        found = checkpointing.load(journal, records, read_only=read_only)
+        loaded = found.loaded
         if loaded is not None:
             state, last = loaded.state, loaded.seq
         else:
@@ -98,7 +101,8 @@ def _build_once(journal: JournalBackend, *, read_only: bool) -> Built:
     reconciled = False if not own else _reconcile_text(journal, state, records, last)
     _trim_heap()
     return Built(state, records, last, reconciled,
-                 checkpoint=loaded.seq if loaded is not None else 0, tail=tail)
+                 checkpoint=loaded.seq if loaded is not None else 0, tail=tail,
+                 ignored=found.ignored)
 
 
 def _reconcile_text(journal: JournalBackend, state: ProjectionState, records: RecordFile,

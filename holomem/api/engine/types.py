@@ -62,3 +62,6 @@ class StoreStats(msgspec.Struct, frozen=True, kw_only=True):
     checkpoint_seq: int = 0
     #: journal payload bytes applied since it (what a reopen would replay)
     checkpoint_tail_bytes: int = 0
+    #: each checkpoint the last open found and did not use, as "file name: reason" (of
+    #: a copy of the store whose journal diverged, damaged, of another format...)
+    checkpoints_ignored: tuple[str, ...] = ()

@@ -394,6 +394,11 @@ class StreamJournal:
             raise NotFoundError(f"no transaction {seq} in {name}")
         return self._codec.decode(seq, data)
 
+    def digest(self, seq: int) -> bytes | None:
+        """None: this journal keeps no checkpoint (its node's files go when it closes),
+        so it binds none and trusts none."""
+        return None
+
     # -- following --------------------------------------------------------------------
     def refresh(self) -> Refreshed:
         """Follower: make visible what the stream delivered since the last look (or move

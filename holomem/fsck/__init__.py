@@ -9,7 +9,8 @@ opening a store, as every open does). Its modules:
 - :mod:`~holomem.fsck.checker`: the check and the repair (:func:`check`);
 - :mod:`~holomem.fsck.advice`: what to do next, for every finding and error;
 - :mod:`~holomem.fsck.salvage`: copying every intact transaction into a new store
-  (:func:`salvage`);
+  (:func:`salvage`), read past the damage by :mod:`~holomem.fsck.intact`, every loss
+  accounted for by :mod:`~holomem.fsck.losses`;
 - :mod:`~holomem.fsck.cli`: the command line and its text.
 
 What is checked, and what ``--repair`` does about it (every finding left unrepaired
@@ -82,7 +83,8 @@ from holomem.fsck.findings import (
     Finding,
     Report,
 )
-from holomem.fsck.salvage import Loss, Run, SalvageReport, salvage
+from holomem.fsck.losses import Loss
+from holomem.fsck.salvage import Run, SalvageReport, salvage
 
 __all__ = [
     "EXIT_CLEAN", "EXIT_CORRECTED", "EXIT_OPERATIONAL", "EXIT_UNCORRECTED",

@@ -19,7 +19,8 @@ from holomem.errors import HolomemError
 from holomem.fsck.advice import Advisor
 from holomem.fsck.checker import check
 from holomem.fsck.findings import EXIT_OPERATIONAL, Report
-from holomem.fsck.salvage import Loss, SalvageReport, salvage
+from holomem.fsck.losses import Loss
+from holomem.fsck.salvage import SalvageReport, salvage
 from holomem.log import fs
 
 

@@ -1,13 +1,17 @@
-"""Every file operation of holomem goes through holomem/log/fs.py (issue 12, item 3).
+"""Every file operation of holomem goes through holomem/log/fs/ (issue 12, item 3).
 
 A call that opens, reads, writes, syncs, renames, unlinks, creates or lists a file or
 directory anywhere else escapes the crash points and the tap the crash harness records
 through (holomem.log.tap), so the power-loss model would never see it. This walks
-``holomem/`` and ``tools/`` with ``ast`` and fails on any such call outside fs.py:
+``holomem/`` and ``tools/`` with ``ast`` and fails on any such call outside it:
 ``os.<file op>``, the builtin ``open``, ``io.open``, ``shutil``, ``tempfile``, ``glob``,
 ``fcntl``, ``mmap`` and pathlib's reading and writing methods (aliases and
 ``from os import ...`` included). ``os.path`` predicates, ``os.urandom``,
 ``os.getpid`` and ``os.environ`` are not file operations.
+
+The file layer is a package imported as one module (``from holomem.log import fs``);
+what its modules split among themselves is its own business, so nothing outside it
+imports them.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCANNED = ("holomem", "tools")
-#: The one module allowed to touch files.
-FILE_LAYER = "holomem/log/fs.py"
+#: The one package allowed to touch files, and its one import point.
+FILE_LAYER = "holomem/log/fs/"
+FILE_LAYER_MODULE = "holomem.log.fs"
 
 #: ``os`` functions that operate on files, directories or file descriptors.
 OS_FILE_OPS = frozenset({
@@ -123,9 +128,52 @@ def _sources() -> dict[str, str]:
 
 def test_no_file_operation_bypasses_the_file_layer() -> None:
     found = [hit for rel, source in sorted(_sources().items())
-             if rel != FILE_LAYER
+             if not rel.startswith(FILE_LAYER)
              for hit in forbidden_calls(source, rel)]
-    assert found == [], "file operations outside holomem/log/fs.py:\n" + "\n".join(found)
+    assert found == [], f"file operations outside {FILE_LAYER}:\n" + "\n".join(found)
+
+
+def _layer_modules() -> set[str]:
+    return {name.removesuffix(".py") for name in os.listdir(os.path.join(ROOT, FILE_LAYER))
+            if name.endswith(".py") and name != "__init__.py"}
+
+
+def layer_module_imports(source: str) -> list[str]:
+    """The modules of the file layer that ``source`` imports by name (rather than
+    through ``holomem.log.fs``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names
+                      if a.name.startswith(FILE_LAYER_MODULE + ".")]
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            if node.module.startswith(FILE_LAYER_MODULE + "."):
+                found.append(node.module)
+            elif node.module == FILE_LAYER_MODULE:
+                found += [f"{node.module}.{a.name}" for a in node.names
+                          if a.name in _layer_modules()]
+    return found
+
+
+def test_the_file_layer_is_imported_through_its_one_import_point() -> None:
+    found = [f"{rel}: {name}" for rel, source in sorted(_sources().items())
+             if not rel.startswith(FILE_LAYER)
+             for name in layer_module_imports(source)]
+    assert found == [], "modules of the file layer imported directly:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("snippet", [
+    "from holomem.log.fs import files",
+    "from holomem.log.fs.durable import sync",
+    "import holomem.log.fs.erasing",
+])
+def test_the_import_check_catches_a_way_past_the_import_point(snippet: str) -> None:
+    assert layer_module_imports(snippet), snippet
+
+
+def test_the_import_check_lets_the_import_point_through() -> None:
+    assert layer_module_imports("from holomem.log import fs\nimport holomem.log.fs as f\n"
+                                "from holomem.log.fs import write_at") == []
 
 
 @pytest.mark.parametrize("name", sorted(OS_FILE_OPS))

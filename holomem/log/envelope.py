@@ -1,6 +1,7 @@
 """The encryption envelope: AES-256-GCM with nonces that never repeat under one key.
 
-Owns: sealing and opening bytes with the store key, and the key check value.
+Owns: sealing and opening bytes with the store key, the key check value, and the
+refusal of a key that does not open a store.
 Imports the standard library, ``cryptography`` and :mod:`holomem.errors`. FORMAT.md
 ("Encryption envelope") documents the layout.
 
@@ -26,7 +27,7 @@ from hashlib import sha256
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from holomem.errors import InvalidError
+from holomem.errors import InvalidError, KeyRequiredError, UnexpectedKeyError, WrongKeyError
 from holomem.log.format import (
     KEY_CHECK_LABEL,
     KEY_CHECK_SIZE,
@@ -62,6 +63,19 @@ def key_check(key: bytes, store_id: bytes) -> bytes:
     the store id, so two stores with one key have different values.
     """
     return hmac.new(key, KEY_CHECK_LABEL + store_id, sha256).digest()[:KEY_CHECK_SIZE]
+
+
+def check_store_key(key: bytes | None, *, encrypted: bool, store_id: bytes, check: bytes,
+                    where: str) -> None:
+    """Refuse ``key`` unless it opens the store at ``where``: ``encrypted`` or not, with
+    id ``store_id`` and key check value ``check``. Errors: ``key.required``,
+    ``key.unexpected``, ``key.wrong``."""
+    if encrypted and key is None:
+        raise KeyRequiredError(f"the store at {where!r} is encrypted; pass its key")
+    if not encrypted and key is not None:
+        raise UnexpectedKeyError(f"the store at {where!r} is not encrypted, but a key was given")
+    if key is not None and key_check(key, store_id) != check:
+        raise WrongKeyError(f"the key does not open the store at {where!r}")
 
 
 class Envelope:

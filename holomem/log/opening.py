@@ -19,15 +19,12 @@ from holomem.errors import (
     CorruptError,
     FormatVersionError,
     InvalidError,
-    KeyRequiredError,
     NotFoundError,
-    UnexpectedKeyError,
-    WrongKeyError,
 )
 from holomem.log import crashpoints as cp
 from holomem.log import fs
 from holomem.log.backup import backup_dir, cut_tail
-from holomem.log.envelope import Envelope, key_check
+from holomem.log.envelope import Envelope, check_store_key
 from holomem.log.format import (
     GEN_TMP_SUFFIX,
     LOCK_NAME,
@@ -135,13 +132,8 @@ def initialize(path: str, key: bytes | None) -> None:
 def check_key(head: SegmentHeader, key: bytes | None, path: str) -> None:
     """Refuse ``key`` unless it opens the store whose first segment header is ``head``.
     Errors: ``key.required``, ``key.unexpected``, ``key.wrong``."""
-    encrypted = bool(head.flags & SEGMENT_FLAG_ENCRYPTED)
-    if encrypted and key is None:
-        raise KeyRequiredError(f"the store at {path!r} is encrypted; pass its key")
-    if not encrypted and key is not None:
-        raise UnexpectedKeyError(f"the store at {path!r} is not encrypted, but a key was given")
-    if key is not None and key_check(key, head.store_id) != head.key_check:
-        raise WrongKeyError(f"the key does not open the store at {path!r}")
+    check_store_key(key, encrypted=bool(head.flags & SEGMENT_FLAG_ENCRYPTED),
+                    store_id=head.store_id, check=head.key_check, where=path)
 
 
 def load(path: str, generation: int, *, key: bytes | None, compress: bool,

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from holomem import Memory, Store
-from holomem.log.stream.journal import CRASH_POINTS
+from holomem.log.stream.rewrite import CRASH_POINTS
 
 from .cluster import Cluster, needs_server
 from .purge_child import MARKER

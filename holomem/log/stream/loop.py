@@ -107,6 +107,12 @@ class Connection:
     def url(self) -> str:
         return ",".join(self.servers)
 
+    @property
+    def max_payload(self) -> int:
+        """The largest message the server takes (1 MiB until connected)."""
+        nc = self.nc
+        return nc.max_payload if nc is not None else 1 << 20
+
     def close(self) -> None:
         """Drain nothing: close the connection (bounded) and stop the thread."""
         if self._closed:

@@ -1,12 +1,15 @@
-"""Compaction's new generation on a stream: written beside the live one, then named.
+"""Compaction's new generation on a stream: written beside the live one, named, then the
+old one erased.
 
 Owns: :class:`StreamRewrite` -- the next generation's stream, created empty with its
 first sequence number after the live generation's last; the transactions compaction
-appends to it (published like any other, fenced by the same lease); and ``finish``,
-which waits for every one of them to be acknowledged before the generation record is
-replaced. Until then the live generation is untouched: a crash leaves a stream that
-the next writer erases. Imports the standard library, ``nats`` (through the stream
-modules) and the log.
+appends to it (sent through a :class:`~holomem.log.stream.sending.Sender`, fenced by the
+same lease as any other); and ``finish``, which waits for every one of them to be
+acknowledged before the generation record is replaced. Until then the live generation is
+untouched: a crash leaves a stream that the next writer erases. Then
+:func:`erase_replaced` erases the replaced generation's stream and takes its name out
+of the record. Owns the crash points of that switch. Imports the standard library,
+``nats`` (through the stream modules) and the log.
 """
 
 from __future__ import annotations
@@ -14,15 +17,27 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 
+from nats.js import JetStreamContext
+from nats.js.kv import KeyValue
+
 from holomem.errors import HolomemError, UnavailableError
+from holomem.log import crashpoints as cp
 from holomem.log import fs
 from holomem.log.envelope import Envelope
 from holomem.log.stream import record, streams
 from holomem.log.stream.codec import StreamCodec
 from holomem.log.stream.lease import Lease
 from holomem.log.stream.loop import Connection
-from holomem.log.stream.publisher import Item, Publisher
+from holomem.log.stream.publisher import Publisher
+from holomem.log.stream.sending import Sender
 from holomem.log.stream.url import Address
+
+# Crash points of a stream store's generation switch. Not in the file journal's registry
+# (cp.point): the crash harness's workload runs on store directories and never reaches
+# them; tests/stream/test_stream_purge.py crashes a writer at each of them.
+P_PURGE_SWITCHED = "stream.generation.switched"  # the record names the new stream
+P_PURGE_ERASED = "stream.generation.erased"  # the old stream's messages are erased
+CRASH_POINTS = (P_PURGE_SWITCHED, P_PURGE_ERASED)
 
 
 class StreamRewrite:
@@ -41,17 +56,20 @@ class StreamRewrite:
         self._replicas = replicas
         self._codec = StreamCodec(rec.store_id, rec.generation, envelope, compress,
                                   f"{address.url} generation {rec.generation}")
-        self._items: list[Item] = []
-        self._next = rec.first_seq
         self._publisher: Publisher | None = None
+        self._sender: Sender | None = None
         self.name = address.stream(rec.generation)
 
     @property
     def last_seq(self) -> int:
-        return self._next - 1
+        return self._sender.next - 1 if self._sender is not None else self.record.first_seq - 1
 
     def begin(self) -> None:
         self._conn.call(self._begin(), self._address.timeout * 4, f"creating {self.name}")
+        assert self._publisher is not None
+        self._sender = Sender(self._conn, self._publisher, self._codec,
+                              last=self.record.first_seq - 1, timeout=self._address.timeout,
+                              where=self.name)
 
     async def _begin(self) -> None:
         js = self._conn.js
@@ -65,32 +83,19 @@ class StreamRewrite:
 
     def append(self, payloads: Sequence[bytes]) -> int:
         """Send one transaction of the new generation; return its sequence number."""
-        assert self._publisher is not None, "begin() comes first"
-        if self._publisher.failed is not None:
-            raise self._publisher.failed
-        seq = self._next
-        item = Item(seq, self._codec.encode(seq, list(payloads)))
-        self._items.append(item)
-        self._next += 1
-        self._conn.loop.call_soon_threadsafe(self._publisher.put, item)
-        return seq
-
-    def _wait_all(self) -> None:
-        for item in self._items:
-            try:
-                item.done.result(self._address.timeout + 5.0)
-            except TimeoutError:
-                raise UnavailableError(f"{self.name}: transaction {item.seq} was not "
-                                       "acknowledged in time") from None
-        self._items.clear()
+        assert self._sender is not None, "begin() comes first"
+        return self._sender.send(list(payloads))
 
     def finish(self, revision: int, new: record.Record) -> int:
         """Wait for every transaction, then replace the generation record at
         ``revision`` with ``new``; return the record's new revision. Errors: ``locked``,
         ``unavailable`` (the live generation is then unchanged)."""
-        self._wait_all()
-        return self._conn.call(self._finish(revision, new), self._address.timeout,
-                               f"switching {self._address.url}")
+        if self._sender is not None:
+            self._sender.wait_all()
+        revision = self._conn.call(self._finish(revision, new), self._address.timeout,
+                                   f"switching {self._address.url}")
+        cp.hit(P_PURGE_SWITCHED)
+        return revision
 
     async def _finish(self, revision: int, new: record.Record) -> int:
         if self._publisher is not None:
@@ -110,3 +115,15 @@ class StreamRewrite:
         if self._publisher is not None:
             await self._publisher.close()
         await streams.erase(self._conn.js, self.name)
+
+
+async def erase_replaced(js: JetStreamContext, address: Address, meta: KeyValue,
+                         rec: record.Record, revision: int, generation: int
+                         ) -> tuple[record.Record, int]:
+    """Erase the stream of the replaced ``generation`` (every message securely deleted,
+    then the stream), then take it out of the record's streams still to erase; return
+    the record and its new revision. Errors: ``locked``, ``unavailable``."""
+    await streams.erase(js, address.stream(generation))
+    cp.hit(P_PURGE_ERASED)
+    rec = rec._replace(erase=tuple(g for g in rec.erase if g != generation))
+    return rec, await record.write(meta, rec, revision, address.url)

@@ -1,0 +1,91 @@
+"""Sending transactions from a synchronous caller: numbered, encoded, then awaited.
+
+Owns: :class:`Sender` -- giving each transaction of one generation its sequence number,
+encoding it, refusing one the server's message limit would refuse, handing it to the
+loop's :class:`~holomem.log.stream.publisher.Publisher` (which publishes it with the
+stream sequence it must follow), and the bounded wait until the transactions up to a
+number are acknowledged. The writer's journal and compaction's rewrite each send through
+one. Imports the standard library, :mod:`holomem.errors` and the stream modules.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from holomem.errors import ClosedError, LimitError, UnavailableError
+from holomem.log.stream.codec import StreamCodec
+from holomem.log.stream.loop import Connection
+from holomem.log.stream.publisher import Item, Publisher
+
+#: Bytes of a message's headers and subject, kept free under the server's limit.
+HEADROOM = 512
+
+
+class Sender:
+    """The transactions sent to one generation's stream after ``last``. Thread safe."""
+
+    def __init__(self, conn: Connection, publisher: Publisher, codec: StreamCodec, *,
+                 last: int, timeout: float, where: str) -> None:
+        self.publisher = publisher
+        self._conn = conn
+        self._codec = codec
+        self._timeout = timeout
+        self._where = where
+        self._lock = threading.Lock()
+        self._inflight: dict[int, Item] = {}
+        #: the number the next transaction gets
+        self.next = last + 1
+        #: the last transaction acknowledged
+        self.last = last
+        #: bytes sent so far
+        self.sent = 0
+
+    def send(self, payloads: list[bytes], *, limit: int | None = None) -> int:
+        """Number, encode and send one transaction; return its sequence number (:meth:`wait`
+        for it). ``limit``: the largest message the server takes (None: not checked here).
+        Errors: ``limit``, and the publisher's failure (``locked``, ``unavailable``)."""
+        with self._lock:
+            if self.publisher.failed is not None:
+                raise self.publisher.failed
+            seq = self.next
+            data = self._codec.encode(seq, payloads)
+            if limit is not None and len(data) + HEADROOM > limit:
+                raise LimitError(f"a transaction of {len(data)} bytes exceeds the server's "
+                                 f"message limit of {limit} bytes")
+            item = Item(seq, data)
+            self._inflight[seq] = item
+            self.next = seq + 1
+            self._conn.loop.call_soon_threadsafe(self.publisher.put, item)
+            self.sent += len(data)
+        return seq
+
+    def in_flight(self, seq: int) -> bool:
+        """Whether transaction ``seq`` was sent and is not yet acknowledged."""
+        return self.last < seq < self.next
+
+    def wait(self, seq: int) -> None:
+        """Return once every transaction up to ``seq`` is acknowledged. Errors:
+        ``locked``, ``unavailable`` (then nothing later is acknowledged)."""
+        with self._lock:
+            pending = [s for s in self._inflight if s <= seq]
+            items = [self._inflight[s] for s in sorted(pending)]
+        for item in items:
+            try:
+                item.done.result(self._timeout + 5.0)
+            except TimeoutError:
+                raise UnavailableError(
+                    f"{self._where}: transaction {item.seq} was not acknowledged in time"
+                ) from None
+            with self._lock:
+                self._inflight.pop(item.seq, None)
+                self.last = max(self.last, item.seq)
+
+    def wait_all(self) -> None:
+        """Return once every transaction sent so far is acknowledged."""
+        self.wait(self.next - 1)
+
+    def close(self) -> None:
+        """Tell every transaction still waiting that the journal was closed."""
+        for item in self._inflight.values():
+            if not item.done.done():
+                item.done.set_exception(ClosedError("the journal was closed"))

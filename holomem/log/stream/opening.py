@@ -6,7 +6,7 @@ creating a new store's record and first stream, checking the key against the rec
 and, for a writer, writing the record again at once -- so that a writer that held the
 lease before can no longer switch the store to a generation it compacted -- and erasing
 what an interrupted purge or compaction left. Coroutines, run on the connection's loop.
-Imports the standard library, ``nats`` (through the stream modules) and the log.
+Imports the standard library, ``nats`` and the log.
 """
 
 from __future__ import annotations

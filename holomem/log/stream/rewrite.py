@@ -9,7 +9,7 @@ acknowledged before the generation record is replaced. Until then the live gener
 untouched: a crash leaves a stream that the next writer erases. Then
 :func:`erase_replaced` erases the replaced generation's stream and takes its name out
 of the record. Owns the crash points of that switch. Imports the standard library,
-``nats`` (through the stream modules) and the log.
+``nats`` and the log.
 """
 
 from __future__ import annotations

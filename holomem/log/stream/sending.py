@@ -1,7 +1,7 @@
 """Sending transactions from a synchronous caller: numbered, encoded, then awaited.
 
 Owns: :class:`Sender` -- giving each transaction of one generation its sequence number,
-encoding it, refusing one the server's message limit would refuse, handing it to the
+encoding it, refusing (when asked) one larger than the server takes, handing it to the
 loop's :class:`~holomem.log.stream.publisher.Publisher` (which publishes it with the
 stream sequence it must follow), and the bounded wait until the transactions up to a
 number are acknowledged. The writer's journal and compaction's rewrite each send through

@@ -1,14 +1,20 @@
 """A salvage's read of a damaged generation: every intact transaction, past any damage.
 
-Owns: :class:`IntactReader` -- reading the live generation's segments frame by frame
-as the journal scans them, resuming after a bad frame at the next valid one that
-continues the sequence, reading a segment whose header is damaged with the salt its
-header still holds and the identity of the store's other segments -- and the choice of
-that identity (:func:`reference_header`). A transaction is handed on only if its frame
-is checksummed, decodes (and, in an encrypted store, authenticates) and every event in
-it decodes; everything else is told to the :class:`~holomem.fsck.losses.Ledger`.
-Imports the log (frames and segments), the events (to decode) and
+Owns: :class:`IntactReader`, which reads the live generation's segments and hands on
+each intact transaction, accounting for the rest in a
+:class:`~holomem.fsck.losses.Ledger`, and the choice of the identity every segment must
+share (:func:`reference_header`). Imports the log (frames and segments), the events (a
+transaction is handed on only if every event in it decodes) and
 :mod:`holomem.fsck.losses`; it writes nothing: what it hands on, the salvage copies.
+
+How it reads: a segment is scanned as the journal scans it; at the first frame that is
+not valid, the scan resumes at the next valid frame that continues the sequence (the
+same search the journal uses to tell a torn tail from damage), so a bad frame costs that
+frame only. A segment whose header is damaged is read with the salt its header still
+holds and the identity of the store's other segments; a missing segment costs its
+transactions. Only checksummed frames are copied, and each one only if it decodes (and,
+in an encrypted store, authenticates); then its payloads are appended, byte for byte, to
+the new journal.
 """
 
 from __future__ import annotations

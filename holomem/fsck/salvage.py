@@ -9,15 +9,6 @@ number that could not be copied (:class:`~holomem.fsck.losses.Loss`) is
 the new one), those two modules, the engine (the new store's derived files are built
 by opening it, as on every open) and the checker (the new store must check clean).
 
-How it reads: a segment is scanned as the journal scans it; at the first frame that is
-not valid, the scan resumes at the next valid frame that continues the sequence (the
-same search the journal uses to tell a torn tail from damage), so a bad frame costs that
-frame only. A segment whose header is damaged is read with the salt its header still
-holds and the identity of the store's other segments; a missing segment costs its
-transactions. Only checksummed frames are copied, and each one only if it decodes (and,
-in an encrypted store, authenticates); then its payloads are appended, byte for byte, to
-the new journal.
-
 What the new store is:
 
 - **a new store, with a new id.** Its history is not the damaged store's (transactions

@@ -101,7 +101,7 @@ def fact_index_bytes(path: str) -> tuple[int, int]:
             change = catalog.apply(seq, e)
             base_catalog += tracemalloc.get_traced_memory()[0] - before
             facts.apply(seq, e, change)
-    for col in facts._columns():
+    for col in facts.columns():
         col.view()  # flush queued appends into the arrays
     total = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()

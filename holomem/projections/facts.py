@@ -4,6 +4,7 @@ Owns: each fact's ingest, event and validity times, its subject slot, the
 supersession links and when each became known, and the status of a fact at an
 evaluation time under the temporal model of docs/contract.md §3. Imports numpy,
 :mod:`holomem.events` and the other projections. Nothing here is persisted: it is rebuilt by replay.
+A run of new facts is applied a column at a time by :mod:`~holomem.projections.bulkfacts`.
 
 The definitions (when a fact begins and ends, its status at a time) are
 :mod:`holomem.projections.temporal`'s; subjects and their heads are
@@ -16,8 +17,7 @@ subjects live in dicts that only linked facts and subjects occupy.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from operator import attrgetter
+from collections.abc import Iterator
 from typing import ClassVar
 
 import numpy as np
@@ -52,15 +52,6 @@ from holomem.projections.temporal import (
     unset_if_none,
 )
 
-#: A FactAdded's columns (add_run reads each for every fact, a column at a time).
-_TIMES = [attrgetter(name) for name in ("ingest_time", "event_time", "valid_from", "valid_to",
-                                        "ttl_ms")]
-_NAMESPACE = attrgetter("namespace")
-_DIGEST = attrgetter("digest")
-#: What a fact may hold beyond its columns and namespace, and a fact that holds none.
-_SIDE = attrgetter("subject", "ttl_ms", "confidence", "requested", "supersedes",
-                   "superseded_by")
-_NO_SIDE = (None, None, None, (), (), ())
 
 class FactIndex:
     def __init__(self, catalog: Catalog) -> None:
@@ -106,7 +97,7 @@ class FactIndex:
                 self._add(event)
             case FactsForgotten(relinks=links) | FactLinks(links=links):
                 for succ, pred, known in links:
-                    self._link(succ, pred, known)
+                    self.link(succ, pred, known)
             case FeedbackGiven(id=fid, helpful=helpful, time=t, note=note):
                 canon = self._canonical(fid)
                 if canon is not None:
@@ -132,7 +123,7 @@ class FactIndex:
         if old >= 0 and self.is_fact[old]:
             # A fact's document was replaced through the document API: the fact keeps
             # its times, namespace and links; they move to the new slot.
-            for col in self._columns():
+            for col in self.columns():
                 col.append(col[old])
             self.is_fact[old] = False
             if self.subject[old] >= 0:  # its place in effect order moves with its slot
@@ -146,7 +137,8 @@ class FactIndex:
         self.subject.append(-1)
         self.digest.append(0)
 
-    def _columns(self) -> tuple[GrowArray, ...]:
+    def columns(self) -> tuple[GrowArray, ...]:
+        """Every column, one row per slot."""
         return (self.is_fact, self.ingest, self.event, self.valid_from, self.valid_to, self.end,
                 self.eff, self.subject, self.digest)
 
@@ -168,23 +160,19 @@ class FactIndex:
             self.windows += 1
         fid = self.catalog.ids[slot]
         assert fid is not None
-        self._fact_tables(slot, fid, e)
+        self.side_tables(slot, fid, self.namespaces.add(slot, e.namespace), e)
         sid = self.subject.item(slot)
         for pred in e.supersedes:
-            self._link(fid, pred, e.ingest_time, sid)
+            self.link(fid, pred, e.ingest_time, sid)
         for succ in e.superseded_by:
-            self._link(succ, fid, e.ingest_time, sid)
+            self.link(succ, fid, e.ingest_time, sid)
         if sid >= 0:
             self.subject_index.added(sid, fid, e.supersedes)
 
-    def _fact_tables(self, slot: int, fid: str, e: FactAdded) -> int:
-        """A new fact's entries in the tables beside the columns (TTL, namespace,
-        subject, request, confidence); its links are the caller's."""
-        return self._side_tables(slot, fid, self.namespaces.add(slot, e.namespace), e)
-
-    def _side_tables(self, slot: int, fid: str, nid: int, e: FactAdded) -> int:
-        """:meth:`_fact_tables` once the fact has its namespace id ``nid``; returns its
-        subject's id (-1: none)."""
+    def side_tables(self, slot: int, fid: str, nid: int, e: FactAdded) -> int:
+        """A new fact's entries in the tables beside the columns (TTL, subject,
+        request, confidence) once it has its namespace id ``nid``; its links are the
+        caller's. Returns its subject's id (-1: none)."""
         sid = -1
         if e.ttl_ms is not None:
             self.ttl[fid] = e.ttl_ms
@@ -195,79 +183,6 @@ class FactIndex:
         if e.confidence is not None:
             self._set_confidence(fid, e.confidence)
         return sid
-
-    def add_run(self, first: int, count: int, ks: Sequence[int], es: list[FactAdded]
-                ) -> None:
-        """Rows for ``count`` new documents in slots ``first``.., and the facts among
-        them (``es[i]`` is the fact of slot ``first + ks[i]``, ``ks`` ascending): the
-        state ``apply`` of each document's event, then its FactAdded, would leave."""
-        assert self.is_fact.n == first
-        is_fact = np.zeros(count, dtype=np.bool_)
-        ingest = np.zeros(count, dtype=np.int64)
-        times = np.full((5, count), UNSET, dtype=np.int64)  # event, from, to, end, eff
-        digest = np.zeros(count, dtype=np.uint64)
-        # (ks ascend: as many as the documents is every one of them.)
-        at: slice | np.ndarray = (slice(0, count) if len(ks) == count
-                                  else np.array(ks, dtype=np.intp))
-        nids = self.namespaces.add_run(first, count, ks, list(map(_NAMESPACE, es)))
-        if es:
-            ing, event, valid_from, valid_to, ttl = [list(map(get, es)) for get in _TIMES]
-            is_fact[at] = True
-            ingest[at] = ing
-            # (_t, end_time and effective_time, without a call per fact; a column of
-            # Nones is left UNSET as it is.)
-            for row, col in ((0, event), (1, valid_from), (2, valid_to)):
-                if col.count(None) != len(col):
-                    times[row, at] = [UNSET if t is None else t for t in col]
-            unbounded = ttl.count(None) == len(ttl)
-            times[3, at] = (times[2, at] if unbounded else
-                            [unset_if_none(end_time(e.valid_to, e.ingest_time, e.ttl_ms))
-                             if e.ttl_ms is not None else UNSET if e.valid_to is None
-                             else e.valid_to for e in es])
-            times[4, at] = (ingest[at] if valid_from.count(None) == event.count(None) == len(es)
-                            else [f if f is not None else t if t is not None else i
-                                  for f, t, i in zip(valid_from, event, ing, strict=True)])
-            digests = list(map(_DIGEST, es))
-            digest[at] = np.frombuffer(
-                b"".join(digests) if set(map(len, digests)) == {8}
-                else b"".join(d[:8].ljust(8, b"\0") for d in digests), dtype="<u8")
-            if not (unbounded and valid_from.count(None) == valid_to.count(None) == len(es)):
-                self.windows += sum(1 for f, t, x in zip(valid_from, valid_to, ttl, strict=True)
-                                    if f is not None or t is not None or x is not None)
-        self.is_fact.extend(is_fact)
-        self.ingest.extend(ingest)
-        for col_, values in zip((self.event, self.valid_from, self.valid_to, self.end,
-                                 self.eff), times, strict=True):
-            col_.extend(values)
-        self.subject.extend(np.full(count, -1, dtype=np.int32))
-        self.digest.extend(digest)
-        # A column this method does not know of would be left short: fail loudly.
-        assert all(len(col) == first + count for col in self._columns())
-        if es:
-            self.facts += len(es)
-            self.max_eff = max(self.max_eff, int(times[4, at].max()))
-        ids, slot_of = self.catalog.ids, self.catalog.slot
-        seq = self.catalog.seq.item(first) if count else 0  # (one transaction's run)
-        # Only facts with a subject, a time to live, a confidence or links need more
-        # than the namespace and the columns.
-        for j in [j for j, side in enumerate(map(_SIDE, es)) if side != _NO_SIDE]:
-            k, e, nid = ks[j], es[j], nids[j]
-            slot = first + k
-            fid = ids[slot]
-            assert fid is not None
-            sid = self._side_tables(slot, fid, nid, e)
-            # One at a time, a fact links only to documents already applied: those in
-            # earlier slots.
-            for pred in e.supersedes:
-                at_pred = slot_of(pred)
-                if at_pred < slot:
-                    self._link(fid, pred, e.ingest_time, sid, (slot, at_pred))
-            for succ in e.superseded_by:
-                if slot_of(succ) < slot:
-                    self._link(succ, fid, e.ingest_time, sid)
-            if sid >= 0:  # (its place in effect order, from the columns)
-                key = (times.item(4, k), e.ingest_time, seq, slot)
-                self.subject_index.added(sid, fid, e.supersedes, key)
 
     @property
     def subject_names(self) -> list[str]:
@@ -290,8 +205,8 @@ class FactIndex:
         slot = self.catalog.slot(fact_id)
         return None if slot < 0 else self.catalog.ids[slot]
 
-    def _link(self, succ: str, pred: str, known_at: int, added: int = -1,
-              slots: tuple[int, int] | None = None) -> None:
+    def link(self, succ: str, pred: str, known_at: int, added: int = -1,
+             slots: tuple[int, int] | None = None) -> None:
         """Link ``succ`` -> ``pred``. ``added``: the subject whose heads are brought up
         to date next, with the new fact's own links (:meth:`SubjectIndex.added`,
         which covers what :meth:`SubjectIndex.linked` does for a member of it);
@@ -660,4 +575,4 @@ class FactIndex:
                 for succ, links in self.supersedes.items() for link in links]
 
     def memory_bytes(self) -> int:
-        return sum(col.nbytes for col in self._columns()) + self.namespaces.memory_bytes()
+        return sum(col.nbytes for col in self.columns()) + self.namespaces.memory_bytes()

@@ -29,7 +29,7 @@ from holomem.events import (
     StoreSettings,
     VectorsSet,
 )
-from holomem.projections import compactfacts
+from holomem.projections import bulkfacts, compactfacts
 from holomem.projections.base import (
     Change,
     Kept,
@@ -201,7 +201,7 @@ class ProjectionState:
                     self.entities.apply(seq, d, Change(first + k, -1))
                     self.candidates.note(first + k, d.entities)
         self.metadata.add_run(seq, docs, first)
-        self.facts.add_run(first, len(docs), *facts)
+        bulkfacts.add_run(self.facts, first, len(docs), *facts)
 
     @contextlib.contextmanager
     def replaying(self) -> Iterator[None]:

@@ -4,8 +4,9 @@ per link.
 
 Owns: :class:`LinkSlots` — one (successor slot, predecessor slot) entry per link the
 fact index holds, appended as the index adds links, and the chains computed from them
-(kept until a link, a slot or a removal changes them). Part of
-:mod:`holomem.projections.facts`, which feeds it and answers with it. Imports numpy.
+(kept until a link, a slot or a removal changes them). Part of the fact index's
+supersession graph (:mod:`holomem.projections.supersession`), which feeds it;
+:mod:`holomem.projections.statuses` answers with it. Imports numpy.
 
 A link is only ever taken away with a fact, and a slot is never used again, so an
 entry is live exactly when both of its slots still hold a stored fact: a removal

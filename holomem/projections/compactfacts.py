@@ -4,7 +4,7 @@ Owns: :func:`compacted`, which fills a fresh :class:`~holomem.projections.facts.
 with the kept facts of an old one — exactly what a replay of the journal a compaction
 wrote builds (tests/purge/test_compacted_state.py, tests/purge/test_purged_state.py),
 without a FactAdded applied again. Part of :meth:`ProjectionState.compacted`.
-Imports numpy and the fact index's parts.
+Imports numpy and the fact index (whose parts renumber their own tables).
 
 What the replay does, and so what this must give: the compaction writes each kept
 fact once, in slot order — its times, subject, namespace, request, confidence and
@@ -28,7 +28,7 @@ import numpy as np
 
 from holomem.projections.base import GrowArray, Kept, compaction_check
 from holomem.projections.facts import FactIndex
-from holomem.projections.temporal import UNSET, Link
+from holomem.projections.temporal import UNSET
 
 
 def compacted(new: FactIndex, old: FactIndex, kept: Kept) -> None:
@@ -71,11 +71,8 @@ def compacted(new: FactIndex, old: FactIndex, kept: Kept) -> None:
     new.confidence = {f: old.confidence[f] for f in fact_ids if f in old.confidence}
     new.ttl = {f: old.ttl[f] for f in fact_ids if f in old.ttl}
     # A link joins two stored facts (a removal takes its links along), so every link
-    # is kept; the lists are never changed in place, so they may be shared.
-    new.supersedes = dict(old.supersedes)
-    for succ, pred, known in old.all_links():
-        new.superseded_by[pred] = [*new.superseded_by.get(pred, ()), Link(succ, known)]
-    new.links = sum(map(len, new.supersedes.values()))
+    # is kept.
+    new.supersession.compacted(old.supersession)
     # The old counts are of stored facts and their links: all of them are kept.
     compaction_check(new.links == old.links and len(fact_ids) == old.facts,
                      "the kept facts or links differ in number from the stored ones")

@@ -1,14 +1,21 @@
 """The fact index: times, subjects and the supersession graph of every fact.
 
-Owns: each fact's ingest, event and validity times, its subject slot, the
-supersession links and when each became known, and the status of a fact at an
-evaluation time under the temporal model of docs/contract.md §3. Imports numpy,
-:mod:`holomem.events` and the other projections. Nothing here is persisted: it is rebuilt by replay.
-A run of new facts is applied a column at a time by :mod:`~holomem.projections.bulkfacts`.
+Owns: each fact's ingest, event and validity times, digest and subject slot (the
+columns), its request, feedback, confidence and time to live, the counts that let
+recall take its fast path, and applying the fact events to all of it, one at a time.
+Composes the parts that own the rest: :mod:`~holomem.projections.namespaces` (the
+namespace of every fact), :mod:`~holomem.projections.subjects` (subjects, their
+members and heads), :mod:`~holomem.projections.supersession` (the links, and the
+walks along them) and :mod:`~holomem.projections.statuses` (the status of a fact at
+an evaluation time under the temporal model of docs/contract.md §3); the queries of
+those parts are answered through this index, which callers hold. A run of new facts
+is applied a column at a time by :mod:`~holomem.projections.bulkfacts`, a compacted
+generation's index renumbered by :mod:`~holomem.projections.compactfacts`. Imports
+numpy, :mod:`holomem.events` and those projections. Nothing here is persisted: it is
+rebuilt by replay.
 
 The definitions (when a fact begins and ends, its status at a time) are
-:mod:`holomem.projections.temporal`'s; subjects and their heads are
-:mod:`holomem.projections.subjects`'s.
+:mod:`holomem.projections.temporal`'s.
 
 Columns are indexed by the catalog's slots (documents that are not facts have
 ``is_fact`` False), so the index costs a few dozen bytes per fact; links and
@@ -17,7 +24,6 @@ subjects live in dicts that only linked facts and subjects occupy.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import ClassVar
 
 import numpy as np
@@ -35,20 +41,17 @@ from holomem.events import (
 )
 from holomem.projections.base import Change, GrowArray, Snapshot
 from holomem.projections.catalog import Catalog
-from holomem.projections.chains import LinkSlots
 from holomem.projections.namespaces import ROOT, Namespace, NamespaceIndex
+from holomem.projections.statuses import Statuses
 from holomem.projections.subjects import OrderKey, SubjectIndex
+from holomem.projections.supersession import Supersession
 from holomem.projections.temporal import (
-    CURRENT,
-    NOT_YET_VALID,
-    STATUSES,
     UNSET,
     FactTimes,
     Link,
     effective_time,
     end_time,
     opt,
-    status_at,
     unset_if_none,
 )
 
@@ -56,6 +59,8 @@ from holomem.projections.temporal import (
 class FactIndex:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
+        # The columns are made here and only grow in place (a restore or a compaction
+        # fills fresh ones): the parts below hold them.
         self.is_fact = GrowArray(np.bool_)
         self.ingest = GrowArray(np.int64)
         self.event = GrowArray(np.int64)
@@ -68,13 +73,14 @@ class FactIndex:
         self.digest = GrowArray(np.uint64)
         #: the namespace of every fact, and the facts under a prefix
         self.namespaces = NamespaceIndex()
+        #: which fact supersedes which, and since when
+        self.supersession = Supersession(catalog, self.slot, self.known, self.order_key)
+        #: the status of the facts at a time
+        self.statuses_at = Statuses(catalog, self.is_fact, self.eff, self.end,
+                                    self.supersession, self.slot)
         #: subjects (per namespace), their members and latest-by-subject's heads
-        self.subject_index = SubjectIndex(self.order_key, self.current_in)
+        self.subject_index = SubjectIndex(self.order_key, self.statuses_at.current_in)
         self._reserved_mask: tuple[tuple[int, int], np.ndarray] | None = None
-        self.supersedes: dict[str, list[Link]] = {}  # successor -> what it supersedes
-        self.superseded_by: dict[str, list[Link]] = {}  # predecessor -> its successors
-        #: the links as slot arrays, for the status and chains of every slot at once
-        self.link_slots = LinkSlots()
         self.requested: dict[str, tuple[str, ...]] = {}
         #: (helpful, time, note) of every feedback on a fact, in order.
         self.feedback: dict[str, list[tuple[bool, int, str | None]]] = {}
@@ -82,7 +88,6 @@ class FactIndex:
         #: the time to live of the facts remembered with one (ms)
         self.ttl: dict[str, int] = {}
         self.windows = 0  # live facts with valid_from, valid_to or a time to live
-        self.links = 0  # live links
         self.facts = 0
         self.max_eff = UNSET
 
@@ -117,9 +122,8 @@ class FactIndex:
         old = change.old
         assert self.is_fact.n == change.new  # one row per slot, in slot order
         self.namespaces.new_slot()
-        if old >= 0 and (self.catalog.ids[change.new] in self.supersedes
-                         or self.catalog.ids[change.new] in self.superseded_by):
-            self.link_slots.reset()  # the id's links name its old slot
+        if old >= 0:
+            self.supersession.moved(self.catalog.ids[change.new])
         if old >= 0 and self.is_fact[old]:
             # A fact's document was replaced through the document API: the fact keeps
             # its times, namespace and links; they move to the new slot.
@@ -207,28 +211,16 @@ class FactIndex:
 
     def link(self, succ: str, pred: str, known_at: int, added: int = -1,
              slots: tuple[int, int] | None = None) -> None:
-        """Link ``succ`` -> ``pred``. ``added``: the subject whose heads are brought up
-        to date next, with the new fact's own links (:meth:`SubjectIndex.added`,
-        which covers what :meth:`SubjectIndex.linked` does for a member of it);
-        ``slots``: their slots, when the caller has them."""
-        ss, ps = slots if slots is not None else (self.catalog.slot(succ),
-                                                  self.catalog.slot(pred))
-        if ss < 0 or ps < 0 or ss == ps:
-            return  # links to forgotten (or unknown) facts are ignored
-        # (The catalog's own strings, so links do not copy ids.)
-        s, p = self.catalog.ids[ss], self.catalog.ids[ps]
-        assert s is not None and p is not None
-        had = self.supersedes.get(s)
-        if had is not None and any(link.other == p for link in had):
-            return
-        # New lists, never ones changed in place (see snapshot()).
-        self.supersedes[s] = [*(had or ()), Link(p, known_at)]
-        self.superseded_by[p] = [*self.superseded_by.get(p, ()), Link(s, known_at)]
-        self.links += 1
-        self.link_slots.add(ss, ps)
-        sid = self.subject.item(ps)
-        if sid >= 0 and sid != added:
-            self.subject_index.linked(sid, p)
+        """Link ``succ`` -> ``pred`` (:meth:`Supersession.add`). ``added``: the subject
+        whose heads are brought up to date next, with the new fact's own links
+        (:meth:`SubjectIndex.added`, which covers what :meth:`SubjectIndex.linked`
+        does for a member of it); ``slots``: their slots, when the caller has them."""
+        made = self.supersession.add(succ, pred, known_at, slots)
+        if made is not None:
+            ps, p = made
+            sid = self.subject.item(ps)
+            if sid >= 0 and sid != added:
+                self.subject_index.linked(sid, p)
 
     def _remove(self, slot: int, fact_id: str) -> None:
         self.facts -= 1
@@ -243,27 +235,11 @@ class FactIndex:
         self.requested.pop(fact_id, None)
         self.feedback.pop(fact_id, None)
         self.confidence.pop(fact_id, None)
-        for link in self.supersedes.pop(fact_id, []):
-            self._drop(self.superseded_by, link.other, fact_id)
-            self.links -= 1
-            pred = self.subject.item(self.catalog.slot(link.other))
-            if pred >= 0:  # without this successor, it may be current again
-                self.subject_index.changed(pred)
-        for link in self.superseded_by.pop(fact_id, []):
-            self._drop(self.supersedes, link.other, fact_id)
-            self.links -= 1
+        for pred in self.supersession.remove(fact_id):
+            sid = self.subject.item(self.catalog.slot(pred))
+            if sid >= 0:  # without this successor, it may be current again
+                self.subject_index.changed(sid)
         self.is_fact[slot] = False
-
-    @staticmethod
-    def _drop(table: dict[str, list[Link]], key: str, other: str) -> None:
-        links = table.get(key)
-        if links is None:
-            return
-        kept = [link for link in links if link.other != other]
-        if kept:
-            table[key] = kept
-        else:
-            del table[key]
 
     # -- checkpoints ------------------------------------------------------------------
     def _column_names(self) -> list[str]:
@@ -271,7 +247,7 @@ class FactIndex:
 
     #: The tables' shapes, for a typed decode (msgspec builds the tuples and links).
     SNAPSHOT_TYPES: ClassVar[dict[str, object]] = {
-        "supersedes": dict[str, list[Link]], "superseded_by": dict[str, list[Link]],
+        **Supersession.SNAPSHOT_TYPES,
         "feedback": dict[str, list[tuple[bool, int, str | None]]],
         "requested": list[tuple[str, tuple[str, ...]]],
         "confidence": list[tuple[str, float]], "ttl": list[tuple[str, int]],
@@ -289,9 +265,8 @@ class FactIndex:
                           for name in self._column_names()}
         snap.update({f"ns.{k}": v for k, v in self.namespaces.snapshot().items()})
         snap.update(self.subject_index.snapshot())
+        snap.update(self.supersession.snapshot())
         snap.update({
-            "supersedes": dict(self.supersedes),
-            "superseded_by": dict(self.superseded_by),
             "requested": list(self.requested.items()),
             "feedback": dict(self.feedback),
             "confidence": list(self.confidence.items()),
@@ -301,25 +276,26 @@ class FactIndex:
         return snap
 
     def restore(self, snap: Snapshot) -> None:
+        """Fill this fresh index from :meth:`snapshot` (its columns in place: the
+        parts hold them)."""
         names = self._column_names()
         if sorted(names) != sorted(k[4:] for k in snap if k.startswith("col.")):
             raise ValueError("fact index: the checkpoint's columns are not this build's")
         for name in names:
-            setattr(self, name, GrowArray.of(snap[f"col.{name}"], getattr(self, name).dtype))
+            col: GrowArray = getattr(self, name)
+            assert not col.n  # fresh
+            col.extend(np.asarray(snap[f"col.{name}"], dtype=col.dtype))
         if len({len(getattr(self, name)) for name in names}) != 1:
             raise ValueError("fact index: columns of different lengths")
         self.namespaces.restore({k[3:]: v for k, v in snap.items() if k.startswith("ns.")})
         self.subject_index.restore(snap)
         self._reserved_mask = None
-        self.supersedes.clear()
-        self.supersedes.update(snap["supersedes"])
-        self.superseded_by.clear()
-        self.superseded_by.update(snap["superseded_by"])
+        self.windows, links, self.facts, self.max_eff = snap["counts"]
+        self.supersession.restore(snap, links)
         self.requested = dict(snap["requested"])
         self.feedback = snap["feedback"]
         self.confidence = dict(snap["confidence"])
         self.ttl = dict(snap["ttl"])
-        self.windows, self.links, self.facts, self.max_eff = snap["counts"]
 
     # -- queries ----------------------------------------------------------------------
     def slot(self, fact_id: str) -> int:
@@ -401,26 +377,6 @@ class FactIndex:
         last, heads = held
         return last, sorted(heads)
 
-    def current(self, fact_id: str, at: int) -> bool:
-        """Whether the stored fact ``fact_id`` is current at ``at`` (every link known):
-        :meth:`status` is ``current``, read straight from the columns and its
-        successors' starts."""
-        slot = self.slot(fact_id)
-        return slot >= 0 and self.current_in(slot, fact_id, at)
-
-    def current_in(self, slot: int, fact_id: str, at: int) -> bool:
-        """:meth:`current` of the stored fact ``fact_id``, which is in ``slot``."""
-        if at < self.eff.item(slot):
-            return False
-        links = self.superseded_by.get(fact_id)
-        if links is not None:
-            for link in links:  # successor_starts, inline: a stored one has begun
-                s = self.slot(link.other)
-                if s >= 0 and self.eff.item(s) <= at:
-                    return False
-        end = self.end.item(slot)
-        return bool(end == UNSET or at < end)
-
     def subjects(self, subject: str, prefix: Namespace = ROOT) -> list[str]:
         """Ids of the stored facts of ``subject`` in every namespace at or under
         ``prefix``, in write order."""
@@ -438,141 +394,63 @@ class FactIndex:
     def known(self, slot: int, known_at: int | None) -> bool:
         return known_at is None or int(self.ingest[slot]) <= known_at
 
-    def successors(self, fact_id: str, known_at: int | None = None) -> list[str]:
-        """Stored facts that supersede ``fact_id`` through links known at ``known_at``."""
-        return self._linked(self.superseded_by, fact_id, known_at)
-
-    def predecessors(self, fact_id: str, known_at: int | None = None) -> list[str]:
-        """Stored facts that ``fact_id`` supersedes through links known at ``known_at``."""
-        return self._linked(self.supersedes, fact_id, known_at)
-
-    def _linked(self, table: dict[str, list[Link]], fact_id: str,
-                known_at: int | None) -> list[str]:
-        out = []
-        for link in table.get(fact_id, ()):
-            if known_at is not None and link.known_at > known_at:
-                continue
-            slot = self.slot(link.other)
-            if slot >= 0 and self.known(slot, known_at):
-                out.append(link.other)
-        return out
-
-    def status(self, slot: int, at: int, known_at: int | None = None) -> str:
-        """The status of the fact in ``slot`` at ``at`` (see the module docstring)."""
-        if not self.is_fact.item(slot):
-            return CURRENT  # a plain document: no time, no links
-        eff = self.eff.item(slot)
-        if at < eff:
-            return NOT_YET_VALID  # (no need to look at its successors)
-        fid = self.catalog.ids[slot]
-        assert fid is not None
-        return status_at(at, eff, opt(self.end.item(slot)), self.successor_starts(fid,
-                                                                                    known_at))
-
-    def statuses(self, slots: np.ndarray, at: int, known_at: int | None = None) -> list[str]:
-        """:meth:`status` of each of ``slots`` at once (the same answers)."""
-        return [STATUSES[c] for c in self.status_codes(slots, at, known_at).tolist()]
-
-    def status_codes(self, slots: np.ndarray, at: int, known_at: int | None = None
-                     ) -> np.ndarray:
-        """:meth:`status` of each of ``slots`` as its index in :data:`STATUSES`: the
-        time rules over the columns, the links only for the facts that have successors."""
-        is_fact = self.is_fact.view()[slots]
-        eff = self.eff.view()[slots]
-        end = self.end.view()[slots]
-        began = is_fact & (eff <= at)
-        codes: np.ndarray = np.where(is_fact & (eff > at), 3,
-                                     np.where(began & (end != UNSET) & (end <= at), 2, 0))
-        table = self.superseded_by
-        if table and known_at is None:
-            first = self.link_slots.first_starts(
-                self.is_fact.n, self.facts,
-                lambda: self.is_fact.view() & self.catalog.alive.view(), self.eff.view(),
-                self._link_pairs)
-            if first is not None:  # (a stored successor has begun)
-                codes[began & (first[slots] <= at)] = 1
-                return codes
-        if table:
-            ids, slot_of, is_f, eff_of = (self.catalog.ids, self.catalog.slot,
-                                          self.is_fact.view(), self.eff.view())
-            listed = slots.tolist()
-            for j in np.flatnonzero(began).tolist():
-                fid = ids[listed[j]]
-                links = table.get(fid) if fid is not None else None
-                if links is None:
-                    continue
-                if known_at is not None:  # the links and facts known then (status())
-                    if any(s <= at for s in self.successor_starts(fid, known_at)):
-                        codes[j] = 1
-                    continue
-                for link in links:  # successor_starts without known_at, inline
-                    s = slot_of(link.other)
-                    if s >= 0 and is_f[s] and eff_of[s] <= at:
-                        codes[j] = 1
-                        break
-        return codes
-
-    def successor_starts(self, fact_id: str, known_at: int | None = None) -> Iterator[int]:
-        """When each stored successor of ``fact_id`` (known at ``known_at``) begins."""
-        for succ in self.successors(fact_id, known_at):
-            yield self.eff.item(self.slot(succ))
-
-    def current_mask(self, at: int) -> np.ndarray:
-        """Which slots hold a stored fact that is current at ``at`` (vectorised status)."""
-        stored = self.is_fact.view() & self.catalog.alive.view()
-        vto = self.end.view()
-        eff = self.eff.view()
-        mask: np.ndarray = stored & (eff <= at) & ((vto == UNSET) | (at < vto))
-        succ, pred = self.link_slots.live(stored, self._link_pairs)
-        mask[pred[eff[succ] <= at]] = False  # a stored successor has begun
-        return mask
-
-    def components(self) -> np.ndarray:
-        """A chain id per slot: slots joined by supersession share one (the smallest of
-        them), any other slot is its own. Kept until the links or the facts change:
-        the caller must not change it."""
-        stored = self.is_fact.view() & self.catalog.alive.view()
-        return self.link_slots.chains(stored, self.facts, self._link_pairs)
-
-    def _link_pairs(self) -> np.ndarray:
-        """(successor slot, predecessor slot) of every link in the tables (-1: an end
-        that is not a stored fact), read one link at a time (LinkSlots' first use)."""
-        slot = self.slot
-        return np.array([(slot(succ), slot(link.other)) for succ, links in
-                         self.supersedes.items() for link in links], dtype=np.int64)
-
-    def superseded_since(self, slot: int, known_at: int | None = None) -> int | None:
-        """When the fact in ``slot`` became superseded (earliest successor's start), or None."""
-        fid = self.catalog.ids[slot]
-        if fid is None:
-            return None
-        starts = [int(self.eff[self.slot(s)]) for s in self.successors(fid, known_at)]
-        return min(starts) if starts else None
-
-    def chain(self, fact_id: str) -> list[str]:
-        """Every stored fact connected to ``fact_id`` by supersession, in effect order."""
-        if self.slot(fact_id) < 0:
-            return []
-        seen = {fact_id}
-        todo = [fact_id]
-        while todo:
-            cur = todo.pop()
-            for table in (self.supersedes, self.superseded_by):
-                for link in table.get(cur, ()):
-                    if link.other not in seen and self.slot(link.other) >= 0:
-                        seen.add(link.other)
-                        todo.append(link.other)
-        return sorted(seen, key=self.order_key)
-
     def order_key(self, fact_id: str) -> OrderKey:
         """Effect order (see :data:`OrderKey`)."""
         slot = self.slot(fact_id)
         return (int(self.eff[slot]), int(self.ingest[slot]), int(self.catalog.seq[slot]), slot)
 
-    def all_links(self) -> list[tuple[str, str, int]]:
-        """Every link between stored facts: (successor, predecessor, known_at)."""
-        return [(succ, link.other, link.known_at)
-                for succ, links in self.supersedes.items() for link in links]
-
     def memory_bytes(self) -> int:
         return sum(col.nbytes for col in self.columns()) + self.namespaces.memory_bytes()
+
+    # -- the parts' answers, for the index's callers ----------------------------------
+    @property
+    def supersedes(self) -> dict[str, list[Link]]:
+        """Successor -> the links to what it supersedes (:class:`Supersession`)."""
+        return self.supersession.supersedes
+
+    @property
+    def superseded_by(self) -> dict[str, list[Link]]:
+        """Predecessor -> the links to its successors (:class:`Supersession`)."""
+        return self.supersession.superseded_by
+
+    @property
+    def links(self) -> int:
+        """Live links (:class:`Supersession`)."""
+        return self.supersession.count
+
+    def successors(self, fact_id: str, known_at: int | None = None) -> list[str]:
+        return self.supersession.successors(fact_id, known_at)
+
+    def predecessors(self, fact_id: str, known_at: int | None = None) -> list[str]:
+        return self.supersession.predecessors(fact_id, known_at)
+
+    def chain(self, fact_id: str) -> list[str]:
+        return self.supersession.chain(fact_id)
+
+    def all_links(self) -> list[tuple[str, str, int]]:
+        return self.supersession.all_links()
+
+    def status(self, slot: int, at: int, known_at: int | None = None) -> str:
+        return self.statuses_at.status(slot, at, known_at)
+
+    def statuses(self, slots: np.ndarray, at: int, known_at: int | None = None) -> list[str]:
+        return self.statuses_at.statuses(slots, at, self.facts, known_at)
+
+    def status_codes(self, slots: np.ndarray, at: int, known_at: int | None = None
+                     ) -> np.ndarray:
+        return self.statuses_at.codes(slots, at, self.facts, known_at)
+
+    def current(self, fact_id: str, at: int) -> bool:
+        return self.statuses_at.current(fact_id, at)
+
+    def current_in(self, slot: int, fact_id: str, at: int) -> bool:
+        return self.statuses_at.current_in(slot, fact_id, at)
+
+    def current_mask(self, at: int) -> np.ndarray:
+        return self.statuses_at.current_mask(at)
+
+    def components(self) -> np.ndarray:
+        return self.statuses_at.components(self.facts)
+
+    def superseded_since(self, slot: int, known_at: int | None = None) -> int | None:
+        return self.statuses_at.superseded_since(slot, known_at)

@@ -2,8 +2,9 @@
 its status at a time.
 
 Owns: the definitions below, the status names and the columns' unset time.
-Imports numpy. The fact index (:mod:`holomem.projections.facts`) applies them to
-stored facts, remember's planner to facts earlier in the same batch.
+Imports numpy. The fact index applies them to stored facts
+(:mod:`holomem.projections.statuses`), remember's planner to facts earlier in the
+same batch.
 
 Definitions (written down once, here):
 

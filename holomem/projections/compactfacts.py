@@ -66,9 +66,7 @@ def compacted(new: FactIndex, old: FactIndex, kept: Kept) -> None:
         if sid >= 0:
             members[sid].append(fid)
     new.subject_index.compacted(old.subject_index, sids, nids, members)
-    new.requested = {f: old.requested[f] for f in fact_ids if f in old.requested}
-    new.feedback = {f: old.feedback[f] for f in fact_ids if f in old.feedback}
-    new.confidence = {f: old.confidence[f] for f in fact_ids if f in old.confidence}
+    new.notes.compacted(old.notes, fact_ids)
     new.ttl = {f: old.ttl[f] for f in fact_ids if f in old.ttl}
     # A link joins two stored facts (a removal takes its links along), so every link
     # is kept.

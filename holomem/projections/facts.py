@@ -1,14 +1,15 @@
 """The fact index: times, subjects and the supersession graph of every fact.
 
 Owns: each fact's ingest, event and validity times, digest and subject slot (the
-columns), its request, feedback, confidence and time to live, the counts that let
-recall take its fast path, and applying the fact events to all of it, one at a time.
-Composes the parts that own the rest: :mod:`~holomem.projections.namespaces` (the
-namespace of every fact), :mod:`~holomem.projections.subjects` (subjects, their
-members and heads), :mod:`~holomem.projections.supersession` (the links, and the
-walks along them) and :mod:`~holomem.projections.statuses` (the status of a fact at
-an evaluation time under the temporal model of docs/contract.md §3); the queries of
-those parts are answered through this index, which callers hold. A run of new facts
+columns), its time to live, the counts that let recall take its fast path, and
+applying the fact events to all of it, one at a time. Composes the parts that own
+the rest: :mod:`~holomem.projections.namespaces` (the namespace of every fact),
+:mod:`~holomem.projections.subjects` (subjects, their members and heads),
+:mod:`~holomem.projections.supersession` (the links, and the walks along them),
+:mod:`~holomem.projections.statuses` (the status of a fact at an evaluation time
+under the temporal model of docs/contract.md §3) and
+:mod:`~holomem.projections.factnotes` (a fact's request, feedback and confidence);
+the queries of those parts are answered through this index, which callers hold. A run of new facts
 is applied a column at a time by :mod:`~holomem.projections.bulkfacts`, a compacted
 generation's index renumbered by :mod:`~holomem.projections.compactfacts`. Imports
 numpy, :mod:`holomem.events` and those projections. Nothing here is persisted: it is
@@ -41,6 +42,7 @@ from holomem.events import (
 )
 from holomem.projections.base import Change, GrowArray, Snapshot
 from holomem.projections.catalog import Catalog
+from holomem.projections.factnotes import FactNotes
 from holomem.projections.namespaces import ROOT, Namespace, NamespaceIndex
 from holomem.projections.statuses import Statuses
 from holomem.projections.subjects import OrderKey, SubjectIndex
@@ -81,10 +83,8 @@ class FactIndex:
         #: subjects (per namespace), their members and latest-by-subject's heads
         self.subject_index = SubjectIndex(self.order_key, self.statuses_at.current_in)
         self._reserved_mask: tuple[tuple[int, int], np.ndarray] | None = None
-        self.requested: dict[str, tuple[str, ...]] = {}
-        #: (helpful, time, note) of every feedback on a fact, in order.
-        self.feedback: dict[str, list[tuple[bool, int, str | None]]] = {}
-        self.confidence: dict[str, float] = {}  # only facts whose confidence is not 1.0
+        #: each fact's request, feedback and confidence
+        self.notes = FactNotes(catalog)
         #: the time to live of the facts remembered with one (ms)
         self.ttl: dict[str, int] = {}
         self.windows = 0  # live facts with valid_from, valid_to or a time to live
@@ -103,15 +103,8 @@ class FactIndex:
             case FactsForgotten(relinks=links) | FactLinks(links=links):
                 for succ, pred, known in links:
                     self.link(succ, pred, known)
-            case FeedbackGiven(id=fid, helpful=helpful, time=t, note=note):
-                canon = self._canonical(fid)
-                if canon is not None:
-                    # A new list, never one changed in place (see snapshot()).
-                    self.feedback[canon] = [*self.feedback.get(canon, ()), (helpful, t, note)]
-            case ConfidenceSet(id=fid, confidence=value):
-                canon = self._canonical(fid)
-                if canon is not None:
-                    self._set_confidence(canon, value)
+            case FeedbackGiven() | ConfidenceSet():
+                self.notes.apply(event)
 
     @staticmethod
     def catalog_id(event: Event) -> str:
@@ -174,18 +167,15 @@ class FactIndex:
             self.subject_index.added(sid, fid, e.supersedes)
 
     def side_tables(self, slot: int, fid: str, nid: int, e: FactAdded) -> int:
-        """A new fact's entries in the tables beside the columns (TTL, subject,
-        request, confidence) once it has its namespace id ``nid``; its links are the
-        caller's. Returns its subject's id (-1: none)."""
+        """A new fact's entries in the tables beside the columns (TTL, subject, notes)
+        once it has its namespace id ``nid``; its links are the caller's. Returns its
+        subject's id (-1: none)."""
         sid = -1
         if e.ttl_ms is not None:
             self.ttl[fid] = e.ttl_ms
         if e.subject is not None:
             sid = self.subject[slot] = self.subject_index.add(fid, nid, e.subject)
-        if e.requested:
-            self.requested[fid] = e.requested
-        if e.confidence is not None:
-            self._set_confidence(fid, e.confidence)
+        self.notes.added(fid, e)
         return sid
 
     @property
@@ -197,17 +187,6 @@ class FactIndex:
     def reserved_subjects(self) -> list[int]:
         """Ids of the subjects holomem reserves for its own facts (RESERVED_PREFIX)."""
         return self.subject_index.reserved
-
-    def _set_confidence(self, fid: str, value: float) -> None:
-        if value == 1.0:
-            self.confidence.pop(fid, None)
-        else:
-            self.confidence[fid] = value
-
-    def _canonical(self, fact_id: str) -> str | None:
-        """The catalog's own string for ``fact_id`` (so links do not copy ids)."""
-        slot = self.catalog.slot(fact_id)
-        return None if slot < 0 else self.catalog.ids[slot]
 
     def link(self, succ: str, pred: str, known_at: int, added: int = -1,
              slots: tuple[int, int] | None = None) -> None:
@@ -232,9 +211,7 @@ class FactIndex:
         sid = int(self.subject[slot])
         if sid >= 0:
             self.subject_index.remove(sid, fact_id)
-        self.requested.pop(fact_id, None)
-        self.feedback.pop(fact_id, None)
-        self.confidence.pop(fact_id, None)
+        self.notes.remove(fact_id)
         for pred in self.supersession.remove(fact_id):
             sid = self.subject.item(self.catalog.slot(pred))
             if sid >= 0:  # without this successor, it may be current again
@@ -247,11 +224,8 @@ class FactIndex:
 
     #: The tables' shapes, for a typed decode (msgspec builds the tuples and links).
     SNAPSHOT_TYPES: ClassVar[dict[str, object]] = {
-        **Supersession.SNAPSHOT_TYPES,
-        "feedback": dict[str, list[tuple[bool, int, str | None]]],
-        "requested": list[tuple[str, tuple[str, ...]]],
-        "confidence": list[tuple[str, float]], "ttl": list[tuple[str, int]],
-        **SubjectIndex.SNAPSHOT_TYPES,
+        **Supersession.SNAPSHOT_TYPES, **FactNotes.SNAPSHOT_TYPES,
+        "ttl": list[tuple[str, int]], **SubjectIndex.SNAPSHOT_TYPES,
     }
 
     def snapshot(self) -> Snapshot:
@@ -266,13 +240,9 @@ class FactIndex:
         snap.update({f"ns.{k}": v for k, v in self.namespaces.snapshot().items()})
         snap.update(self.subject_index.snapshot())
         snap.update(self.supersession.snapshot())
-        snap.update({
-            "requested": list(self.requested.items()),
-            "feedback": dict(self.feedback),
-            "confidence": list(self.confidence.items()),
-            "ttl": list(self.ttl.items()),
-            "counts": [self.windows, self.links, self.facts, self.max_eff],
-        })
+        snap.update(self.notes.snapshot())
+        snap["ttl"] = list(self.ttl.items())
+        snap["counts"] = [self.windows, self.links, self.facts, self.max_eff]
         return snap
 
     def restore(self, snap: Snapshot) -> None:
@@ -292,9 +262,7 @@ class FactIndex:
         self._reserved_mask = None
         self.windows, links, self.facts, self.max_eff = snap["counts"]
         self.supersession.restore(snap, links)
-        self.requested = dict(snap["requested"])
-        self.feedback = snap["feedback"]
-        self.confidence = dict(snap["confidence"])
+        self.notes.restore(snap)
         self.ttl = dict(snap["ttl"])
 
     # -- queries ----------------------------------------------------------------------
@@ -340,7 +308,7 @@ class FactIndex:
             self.digest, self.namespaces.of_slot)]
         names, spaces = self.subject_names, self.namespaces.names
         ttl, ids = self.ttl, self.catalog.ids
-        requested, confidence = self.requested, self.confidence
+        requested, confidence = self.notes.requested, self.notes.confidence
         out: list[FactAdded] = []
         for slot, ing, evt, vf, vt, sid, dig, nid in zip(slots.tolist(), *cols, strict=True):
             fid = ids[slot]
@@ -412,6 +380,21 @@ class FactIndex:
     def superseded_by(self) -> dict[str, list[Link]]:
         """Predecessor -> the links to its successors (:class:`Supersession`)."""
         return self.supersession.superseded_by
+
+    @property
+    def requested(self) -> dict[str, tuple[str, ...]]:
+        """Fact -> the ``supersedes`` list it was remembered with (:class:`FactNotes`)."""
+        return self.notes.requested
+
+    @property
+    def feedback(self) -> dict[str, list[tuple[bool, int, str | None]]]:
+        """Fact -> (helpful, time, note) of every feedback on it (:class:`FactNotes`)."""
+        return self.notes.feedback
+
+    @property
+    def confidence(self) -> dict[str, float]:
+        """Fact -> its confidence, when not 1.0 (:class:`FactNotes`)."""
+        return self.notes.confidence
 
     @property
     def links(self) -> int:

@@ -81,8 +81,8 @@ class FactIndex:
         self.statuses_at = Statuses(catalog, self.is_fact, self.eff, self.end,
                                     self.supersession, self.slot)
         #: subjects (per namespace), their members and latest-by-subject's heads
-        self.subject_index = SubjectIndex(self.order_key, self.statuses_at.current_in)
-        self._reserved_mask: tuple[tuple[int, int], np.ndarray] | None = None
+        self.subject_index = SubjectIndex(self.namespaces, self.order_key,
+                                          self.statuses_at.current_in)
         #: each fact's request, feedback and confidence
         self.notes = FactNotes(catalog)
         #: the time to live of the facts remembered with one (ms)
@@ -183,11 +183,6 @@ class FactIndex:
         """Subject id -> its name."""
         return self.subject_index.names
 
-    @property
-    def reserved_subjects(self) -> list[int]:
-        """Ids of the subjects holomem reserves for its own facts (RESERVED_PREFIX)."""
-        return self.subject_index.reserved
-
     def link(self, succ: str, pred: str, known_at: int, added: int = -1,
              slots: tuple[int, int] | None = None) -> None:
         """Link ``succ`` -> ``pred`` (:meth:`Supersession.add`). ``added``: the subject
@@ -259,7 +254,6 @@ class FactIndex:
             raise ValueError("fact index: columns of different lengths")
         self.namespaces.restore({k[3:]: v for k, v in snap.items() if k.startswith("ns.")})
         self.subject_index.restore(snap)
-        self._reserved_mask = None
         self.windows, links, self.facts, self.max_eff = snap["counts"]
         self.supersession.restore(snap, links)
         self.notes.restore(snap)
@@ -289,15 +283,7 @@ class FactIndex:
         :data:`RESERVED_PREFIX`), as long as the catalog's slots; None when there are
         none. A slot's subject is set when the slot is made and never changes, so the
         mask is kept until a slot or a subject is added."""
-        if not self.reserved_subjects:
-            return None
-        key = (len(self.subject), len(self.subject_names))
-        if self._reserved_mask is None or self._reserved_mask[0] != key:
-            table = self.subject_index.reserved_table()
-            mask = np.zeros(max(self.catalog.slots, key[0]), dtype=bool)
-            mask[:key[0]] = table[self.subject.view().astype(np.int64) + 1]
-            self._reserved_mask = (key, mask)
-        return self._reserved_mask[1]
+        return self.subject_index.reserved_mask(self.subject, self.catalog.slots)
 
     def fact_events(self, slots: np.ndarray) -> list[FactAdded]:
         """The FactAdded event that re-creates each fact of ``slots`` as it is now
@@ -325,34 +311,17 @@ class FactIndex:
     def subject_members(self, subject: str, namespace: Namespace = ROOT) -> list[str]:
         """Ids of the stored facts of ``subject`` in ``namespace`` (exactly that one:
         subjects never cross namespaces), in write order."""
-        sid = self._subject_id(subject, namespace)
-        return self.subject_index.members_of(sid) if sid is not None else []
-
-    def _subject_id(self, subject: str, namespace: Namespace) -> int | None:
-        nid = self.namespaces.intern_id(namespace)
-        return self.subject_index.id_of(nid, subject) if nid >= 0 else None
+        return self.subject_index.members_named(subject, namespace)
 
     def subject_heads(self, subject: str, namespace: Namespace = ROOT
                       ) -> tuple[OrderKey, list[tuple[OrderKey, str]]] | None:
-        """The place in effect order of the last stored fact of ``subject`` in
-        ``namespace``, and the stored facts of it current when that one begins, in
-        effect order (every other one is current at no later time: see
-        :mod:`holomem.projections.subjects`); None when it has no stored fact."""
-        sid = self._subject_id(subject, namespace)
-        held = self.subject_index.heads(sid) if sid is not None else None
-        if held is None:
-            return None
-        last, heads = held
-        return last, sorted(heads)
+        """The heads of ``subject`` in ``namespace`` (:meth:`SubjectIndex.heads_named`)."""
+        return self.subject_index.heads_named(subject, namespace)
 
     def subjects(self, subject: str, prefix: Namespace = ROOT) -> list[str]:
         """Ids of the stored facts of ``subject`` in every namespace at or under
         ``prefix``, in write order."""
-        out: list[str] = []
-        for nid in self.namespaces.under(prefix):
-            sid = self.subject_index.id_of(nid, subject)
-            if sid is not None:
-                out.extend(self.subject_index.members_of(sid))
+        out = self.subject_index.members_under(subject, prefix)
         return sorted(out, key=self.catalog.slot) if len(out) > 1 else out
 
     def namespace(self, slot: int) -> Namespace:

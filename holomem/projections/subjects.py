@@ -1,13 +1,14 @@
 """The subjects of facts: which facts share one, and which of them may still be current.
 
 Owns: subject ids (a subject is per namespace: namespace id -> subject -> id),
-their names, each subject's members in write order, the subjects holomem reserves
-for its own facts (:data:`RESERVED_PREFIX`), and each subject's *heads*, which let
-latest-by-subject plan a new fact without walking every fact of its subject.
-The fact index (:mod:`holomem.projections.facts`) owns the slot column that names
-each fact's subject and tells this index of every change; it lends the two
-questions the heads need (a fact's effect order, whether it is current at a time).
-Imports numpy only.
+their names, each subject's members in write order, looked up by name in a
+namespace or under a prefix, the subjects holomem reserves for its own facts
+(:data:`RESERVED_PREFIX`) and the slots that hold one, and each subject's *heads*,
+which let latest-by-subject plan a new fact without walking every fact of its
+subject. The fact index (:mod:`holomem.projections.facts`) owns the slot column
+that names each fact's subject and tells this index of every change; it lends the
+namespace index and the two questions the heads need (a fact's effect order,
+whether it is current at a time). Imports numpy and the namespace index.
 
 Heads. For a subject with members M, let L be the member last in effect order and
 E its effective time; the heads are the members current at E. A member that is not
@@ -35,7 +36,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from holomem.projections.base import Later, Snapshot
+from holomem.projections.base import GrowArray, Later, Snapshot
+from holomem.projections.namespaces import Namespace, NamespaceIndex
 
 #: Subjects starting with this are holomem's own (working contexts: "holomem:working/S").
 RESERVED_PREFIX = "holomem:"
@@ -45,17 +47,19 @@ OrderKey = tuple[int, int, int, int]
 
 
 class SubjectIndex:
-    """Subjects, their members and their heads. ``key(fid)`` is a stored fact's
-    place in effect order (its slot last), ``current(slot, fid, t)`` whether the
-    stored fact ``fid`` in ``slot`` is current at ``t`` (counting every stored link)."""
+    """Subjects, their members and their heads. ``namespaces`` is the fact index's
+    namespace index, ``key(fid)`` a stored fact's place in effect order (its slot
+    last), ``current(slot, fid, t)`` whether the stored fact ``fid`` in ``slot`` is
+    current at ``t`` (counting every stored link)."""
 
     #: The tables' shapes, for a typed decode.
     SNAPSHOT_TYPES: ClassVar[dict[str, object]] = {
         "subject_keys": list[tuple[int, str, int]], "by_subject": list[tuple[int, list[str]]],
     }
 
-    def __init__(self, key: Callable[[str], OrderKey],
+    def __init__(self, namespaces: NamespaceIndex, key: Callable[[str], OrderKey],
                  current: Callable[[int, str, int], bool]) -> None:
+        self.namespaces = namespaces
         self._key = key
         self._current = current
         #: namespace id -> its subjects' ids (a table per namespace: no key tuple
@@ -72,6 +76,7 @@ class SubjectIndex:
         #: with their places: a stored fact's place changes only when its slot does,
         #: and that drops its subject's heads)
         self._heads: dict[int, tuple[OrderKey, list[tuple[OrderKey, str]]]] = {}
+        self._reserved_mask: tuple[tuple[int, int], np.ndarray] | None = None
 
     def id_of(self, nid: int, subject: str) -> int | None:
         """The id of ``subject`` in namespace ``nid``, or None."""
@@ -82,6 +87,39 @@ class SubjectIndex:
         """The ids of subject ``sid``'s members in write order (a new list)."""
         held = self.members[sid]
         return [held] if isinstance(held, str) else list(held)
+
+    def _named(self, subject: str, namespace: Namespace) -> int | None:
+        nid = self.namespaces.intern_id(namespace)
+        return self.id_of(nid, subject) if nid >= 0 else None
+
+    def members_named(self, subject: str, namespace: Namespace) -> list[str]:
+        """:meth:`members_of` the subject ``subject`` of ``namespace`` (none when it
+        has no member)."""
+        sid = self._named(subject, namespace)
+        return self.members_of(sid) if sid is not None else []
+
+    def members_under(self, subject: str, prefix: Namespace) -> list[str]:
+        """The members of the subjects ``subject`` of every namespace at or under
+        ``prefix``: each subject's in write order, one namespace after another."""
+        out: list[str] = []
+        for nid in self.namespaces.under(prefix):
+            sid = self.id_of(nid, subject)
+            if sid is not None:
+                out.extend(self.members_of(sid))
+        return out
+
+    def heads_named(self, subject: str, namespace: Namespace
+                    ) -> tuple[OrderKey, list[tuple[OrderKey, str]]] | None:
+        """The place in effect order of the last stored fact of ``subject`` in
+        ``namespace``, and the stored facts of it current when that one begins, in
+        effect order (every other one is current at no later time: see the module
+        docstring); None when it has no stored fact."""
+        sid = self._named(subject, namespace)
+        held = self.heads(sid) if sid is not None else None
+        if held is None:
+            return None
+        last, heads = held
+        return last, sorted(heads)
 
     def add(self, fid: str, nid: int, subject: str) -> int:
         """Note a new member (its heads wait for :meth:`added`); returns its subject id."""
@@ -178,11 +216,22 @@ class SubjectIndex:
                 self.reserved.append(new)
             self.members.append(_entry(members[new]))
 
-    def reserved_table(self) -> np.ndarray:
-        """Whether each subject id is reserved, shifted by one (index 0: no subject)."""
-        table = np.zeros(len(self.names) + 1, dtype=bool)
-        table[np.asarray(self.reserved, dtype=np.int64) + 1] = True
-        return table
+    def reserved_mask(self, subject: GrowArray, slots: int) -> np.ndarray | None:
+        """The slot mask of the facts whose subject is reserved (``subject``: each
+        slot's subject id, -1 for none), at least ``slots`` long; None when no subject
+        is reserved. A slot's subject is set when the slot is made and never changes,
+        so the mask is kept until a slot or a subject is added."""
+        if not self.reserved:
+            return None
+        key = (len(subject), len(self.names))
+        if self._reserved_mask is None or self._reserved_mask[0] != key:
+            # Whether each subject id is reserved, shifted by one (index 0: no subject).
+            table = np.zeros(len(self.names) + 1, dtype=bool)
+            table[np.asarray(self.reserved, dtype=np.int64) + 1] = True
+            mask = np.zeros(max(slots, key[0]), dtype=bool)
+            mask[:key[0]] = table[subject.view().astype(np.int64) + 1]
+            self._reserved_mask = (key, mask)
+        return self._reserved_mask[1]
 
     # -- checkpoints ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -220,6 +269,7 @@ class SubjectIndex:
         for sid, ids in snap["by_subject"]:
             self.members[sid] = _entry(ids)
         self._heads = {}
+        self._reserved_mask = None
 
 
 def _entry(ids: list[str]) -> str | list[str]:

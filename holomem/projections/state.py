@@ -239,7 +239,7 @@ class ProjectionState:
         self.memory_config, self.embedder = old.memory_config, old.embedder
         self.reembed_target = old.reembed_target
         # Every per-slot projection covers the same slots (restore() checks the same).
-        compaction_check(len(self.text.offset) == len(self.bm25.doclen)
+        compaction_check(len(self.text.offset) == len(self.bm25.postings.doclen)
                          == len(self.embeddings.has) == len(self.facts.is_fact)
                          == self.catalog.slots == n,
                          "the projections do not cover the same kept slots")
@@ -267,8 +267,8 @@ class ProjectionState:
             for name in self.PARTS:
                 getattr(self, name).restore(parts[name])
         slots = self.catalog.slots
-        if not (len(self.text.offset) == len(self.bm25.doclen) == len(self.embeddings.has)
-                == len(self.facts.is_fact) == slots):
+        if not (len(self.text.offset) == len(self.bm25.postings.doclen)
+                == len(self.embeddings.has) == len(self.facts.is_fact) == slots):
             raise ValueError("projections of different lengths")
         st = parts["state"]
         self.purge_pending = bool(st["purge_pending"])

@@ -6,10 +6,11 @@ digit is a zero byte, so a key stands for one word and one word only), and a tab
 from such keys to term ids (linear probing, at most half full), looked up and filled
 a column at a time. Imports numpy and the standard library.
 
-BM25 (:mod:`holomem.projections.bm25`) keeps its word table, a dict, as the truth;
-this table is a cache of it for the words a bulk load looks up, so that a batch's
-hundreds of thousands of words are found without making a Python string of each. A
-word missing here is looked up there (and then added here); nothing is ever removed.
+BM25's vocabulary (:mod:`holomem.projections.vocabulary`) keeps its word table, a
+dict, as the truth; this table is a cache of it for the words a bulk load looks up,
+so that a batch's hundreds of thousands of words are found without making a Python
+string of each. A word missing here is looked up there (and then added here); nothing
+is ever removed.
 
 Each table hashes with its own random odd multipliers (multiply-shift), as Python
 seeds its string hash: with multipliers known in advance, words can be picked offline

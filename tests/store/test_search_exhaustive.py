@@ -54,7 +54,7 @@ def reference(index: BM25, texts: dict[str, str], q: str, k: int,
         lengths[slot] = len(words)
         counts: dict[int, int] = {}
         for word in words:
-            tid = index._word_term[word]
+            tid = index.vocabulary._word_term[word]
             counts[tid] = counts.get(tid, 0) + 1
         tfs[slot] = counts
     n = len(live)

@@ -79,13 +79,14 @@ def test_documents_loaded_in_bulk_get_the_terms_one_at_a_time_gives(
         for e in events:
             single.apply(seq, e)
     a, b = bulk.bm25, single.bm25
-    assert a.terms == b.terms
-    assert list(a._word_term.items()) == list(b._word_term.items())
+    assert a.vocabulary.terms == b.vocabulary.terms
+    assert list(a.vocabulary._word_term.items()) == list(b.vocabulary._word_term.items())
     a.merge()
     b.merge()
-    assert a.doclen.view().tolist() == b.doclen.view().tolist()
-    for tid in range(len(a.terms)):
-        assert [x.tolist() for x in a._postings(tid)] == [x.tolist() for x in b._postings(tid)]
+    assert a.postings.doclen.view().tolist() == b.postings.doclen.view().tolist()
+    for tid in range(len(a.vocabulary.terms)):
+        assert ([x.tolist() for x in a.postings.of_term(tid)]
+                == [x.tolist() for x in b.postings.of_term(tid)])
 
 
 def test_words_chosen_to_share_a_place_in_one_table_spread_over_another() -> None:

@@ -79,7 +79,7 @@ from benchmarks.locomo_data import (  # noqa: E402
 from benchmarks.locomo_data import metrics as locomo_metrics  # noqa: E402
 from benchmarks.locomo_data import summarise as locomo_summarise  # noqa: E402
 from holomem import ManualClock, Memory, MemoryConfig, Store  # noqa: E402
-from holomem.api.types import ContextConfig, FusionConfig, Neighbors  # noqa: E402
+from holomem.api.memory.config import ContextConfig, FusionConfig, Neighbors  # noqa: E402
 from holomem.embedders import EmbedderIdentity, MiniLM  # noqa: E402
 
 TARGETS = {"lexical": 0.685, "lexical+context": 0.72, "minilm+context": 0.78}

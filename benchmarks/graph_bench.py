@@ -138,7 +138,7 @@ def scale(n_facts: int, n_links: int, n_queries: int, seed: int = 7) -> dict[str
 
 def _reached(store: Store, memory: Memory, query: str) -> tuple[int, int]:
     """How many facts graph recall reached for ``query`` with 1 and with 2 hops."""
-    from holomem.api.recall import Ranking, checked
+    from holomem.api.memory.recall.rank import Ranking, checked
 
     def count(hops: int) -> int:
         o, where = checked(None, {"k": 10, "graph": {"hops": hops}})

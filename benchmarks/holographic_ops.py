@@ -54,7 +54,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks._common import add_save, check, emit, machine, median
 from holomem import Memory, MemoryConfig, Store
-from holomem.api import contradiction_kept
+from holomem.api.memory.holographic import kept
 
 VERBS = ["likes", "visits", "paints", "studies", "collects", "repairs", "sells", "writes about"]
 OBJECTS = ["old maps", "red bicycles", "jazz records", "mountain trails", "glass jars",
@@ -181,14 +181,14 @@ def _contradict(m: Memory, planted: set[tuple[str, ...]], rounds: int,
     k = len(planted)
     first = _page_through(m, k)
     kept_runs, scan_runs = [], []
-    real = contradiction_kept.answer
+    real = kept.answer
     for _ in range(rounds):
         kept_runs.append(_page_through(m, k))
-        contradiction_kept.answer = lambda *a, **kw: None  # the scan answers
+        kept.answer = lambda *a, **kw: None  # the scan answers
         try:
             scan_runs.append(_page_through(m, k))
         finally:
-            contradiction_kept.answer = real
+            kept.answer = real
         if scan_runs[-1][:4] != kept_runs[-1][:4]:
             raise AssertionError("the kept candidates and the scan answered differently")
     after_write = []

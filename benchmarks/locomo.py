@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks._common import add_save, check, emit, machine
 from benchmarks.locomo_data import add_data_argument, data_file, load, metrics, summarise
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api.types import ContextConfig, Neighbors
+from holomem.api.memory.config import ContextConfig, Neighbors
 from holomem.projections.tokenize import tokenize
 
 CONTEXT_WEIGHTS = (0.2, 0.3, 0.5)

@@ -29,8 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks._common import add_save, check, emit, machine
 from benchmarks.locomo_data import add_data_argument, data_file, load, metrics, summarise
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api.embedding import query_vector
-from holomem.api.rerank import MMR, MMR_LAMBDA
+from holomem.api.memory.embedding.embedder import query_vector
+from holomem.api.memory.recall.rerank import MMR, MMR_LAMBDA
 
 LAMBDAS = (0.5, 0.7, 0.85, 0.95)
 

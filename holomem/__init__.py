@@ -3,24 +3,23 @@
 The public surface is :data:`__all__` (pinned by tests/contract/test_public_api.py).
 """
 
-from holomem.api.aio import AsyncMemory
 from holomem.api.engine import Document, DocumentInput, Hit, Store, StoreStats
-from holomem.api.memory import Memory
-from holomem.api.policies import Clock, ManualClock, Observation, SystemClock
-from holomem.api.progress import ProgressLines
-from holomem.api.types import (
+from holomem.api.memory.aio import AsyncMemory
+from holomem.api.memory.config import MemoryConfig
+from holomem.api.memory.memory import Memory
+from holomem.api.memory.policies import Clock, ManualClock, Observation, SystemClock
+from holomem.api.memory.progress import ProgressLines
+from holomem.api.memory.transfer.records import FactExport, ImportReport
+from holomem.api.memory.types import (
     ChainEntry,
     ConsolidateOptions,
     ConsolidationReport,
     Explanation,
-    FactExport,
     FactRecord,
     ForgetOptions,
     ForgetReport,
     ForgetScope,
-    ImportReport,
     MaintenanceOptions,
-    MemoryConfig,
     Recalled,
     RecallOptions,
     Remembered,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from holomem.api.doors.cli import main
+from holomem.api.doors.cli.commands import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -90,28 +90,25 @@ except ImportError as _missing:  # the serve extra is not installed
 
 import msgspec
 
-from holomem.api import (
-    contract,
-    filters,
-    forgetting,
-    listing,
-    recall,
-    relations,
-    render,
-    transfer,
-    validate,
-    why,
-)
-from holomem.api.context import DEFAULT_K, CompiledContext, ContextDecision
-from holomem.api.graphtypes import (
+from holomem.api.engine import validate
+from holomem.api.memory import contract, filters, requests
+from holomem.api.memory.facts import listing
+from holomem.api.memory.forget import removal
+from holomem.api.memory.graph import evidence as why
+from holomem.api.memory.graph import relations
+from holomem.api.memory.graph.types import (
     LinkList,
     RelateManyResult,
     RelateResult,
     UnrelateResult,
     WhyResult,
 )
-from holomem.api.progress import Progress, callback
-from holomem.api.types import (
+from holomem.api.memory.progress import Progress, callback
+from holomem.api.memory.recall import rank as recall
+from holomem.api.memory.transfer import exchange, pages
+from holomem.api.memory.transfer.records import ImportReport
+from holomem.api.memory.types import (
+    Capabilities,
     ConsolidateOptions,
     ConsolidationReport,
     ContradictResult,
@@ -120,7 +117,6 @@ from holomem.api.types import (
     FeedbackReport,
     ForgetOptions,
     ForgetReport,
-    ImportReport,
     ListFilter,
     ListPage,
     MaintenanceOptions,
@@ -133,7 +129,9 @@ from holomem.api.types import (
     Remembered,
     RememberInput,
 )
-from holomem.api.working import WorkingContext, WorkingContextList
+from holomem.api.memory.window import render
+from holomem.api.memory.window.budget import DEFAULT_K, CompiledContext, ContextDecision
+from holomem.api.memory.window.working import WorkingContext, WorkingContextList
 from holomem.errors import (
     HolomemError,
     InvalidError,
@@ -272,7 +270,7 @@ class _Ops:
 
     @staticmethod
     def forget(scope: Any, options: Any = None, **fields: Any) -> Spec:
-        sc = forgetting.scope(scope)
+        sc = removal.scope(scope)
         o = validate.to_struct(ForgetOptions, options, fields, "forget options")
         req = {"scope": _builtins(sc), **_builtins(o), "within": _namespace(o.within, "within")}
         if sc.namespace is not None:
@@ -291,6 +289,10 @@ class _Ops:
     @staticmethod
     def info() -> Spec:
         return "info", {}, lambda r: _as(MemoryInfo, r)
+
+    @staticmethod
+    def capabilities() -> Spec:
+        return "capabilities", {}, lambda r: _as(Capabilities, r)
 
     @staticmethod
     def apply_forgetting(options: Any = None, **fields: Any) -> Spec:
@@ -402,6 +404,11 @@ class _Ops:
                     limit: int) -> Spec:
         return ("export", {"namespace": namespace, "cursor": cursor, "limit": limit},
                 lambda r: _as(_ExportPage, r))
+
+    @staticmethod
+    def page(namespace: Sequence[str] | None, cursor: str | None, limit: int) -> Spec:
+        return ("export", {"namespace": _namespace(namespace), "cursor": cursor,
+                           "limit": limit}, lambda r: _as(pages.ExportPage, r))
 
     @staticmethod
     def import_request(records: builtins.list[dict[str, Any]], batch_size: int,
@@ -580,13 +587,13 @@ class _Entry(NamedTuple):
     relations: tuple[dict[str, Any], ...] = ()
 
 
-def _entry(item: transfer.Incoming, drop_embeddings: bool) -> _Entry:
+def _entry(item: exchange.Incoming, drop_embeddings: bool) -> _Entry:
     x = item.record
     links = tuple(msgspec.to_builtins(r) for r in x.relations)
     x = msgspec.structs.replace(x, relations=[])
     if drop_embeddings and x.embedding is not None:
         x = msgspec.structs.replace(x, embedding=None)
-    record = transfer.as_dict(x)
+    record = exchange.as_dict(x)
     size = len(msgspec.json.encode(record)) + 1
     if size > REQUEST_BYTES:
         raise LimitError(f"line {item.line}: the record is {size} bytes as JSON; "
@@ -602,7 +609,7 @@ class _Relations:
     def __init__(self, extra: Iterable[Any]) -> None:
         # (line of the record that carried it, or None: the call's own relations)
         self.items: builtins.list[tuple[int | None, dict[str, Any]]] = [
-            (None, msgspec.to_builtins(x.record)) for x in transfer.relation_list(extra)]
+            (None, msgspec.to_builtins(x.record)) for x in exchange.relation_list(extra)]
 
     def add(self, entry: _Entry) -> _Entry:
         self.items += [(entry.line, r) for r in entry.relations]
@@ -616,7 +623,7 @@ class _Relations:
         for i in ranked:
             line, r = self.items[i]
             n = len(msgspec.json.encode(r)) + 1
-            if request and (len(request) >= contract.MAX_IMPORT_RELATIONS
+            if request and (len(request) >= requests.MAX_IMPORT_RELATIONS
                             or size + n > REQUEST_BYTES):
                 yield request
                 request, size = [], 0
@@ -751,7 +758,7 @@ class _Totals:
 
 def _checked(records: Iterable[Any], drop_embeddings: bool) -> Iterator[_Entry]:
     """Every record checked as ``Memory.import_`` checks it (errors name its line)."""
-    for batch in transfer.batches(records, 1):
+    for batch in exchange.batches(records, 1):
         yield _entry(batch[0], drop_embeddings)
 
 
@@ -762,7 +769,7 @@ async def _checked_async(records: AsyncIterable[Any], drop_embeddings: bool
         line += 1
         if isinstance(item, (str, bytes)) and not item.strip():
             continue  # a blank line, as Memory.import_ skips it
-        x = transfer.check(transfer.decode(item, line), line)
+        x = exchange.check(exchange.decode(item, line), line)
         yield _entry(x, drop_embeddings)
 
 
@@ -799,6 +806,15 @@ class _Local:
     def embedder(self) -> Any:
         raise _NotHere("a client has no embedder: the server embeds, and info().embedder "
                        "names the model its store holds vectors of")
+
+    @property
+    def clock(self) -> Any:
+        raise _NotHere("a client has no clock: the server's clock times every write")
+
+    @property
+    def policies(self) -> Any:
+        raise _NotHere("a client has no policies: the server's configuration holds them "
+                       "(info().config)")
 
     def with_supersession(self, policy: Any) -> Any:
         raise _policy_refused("with_supersession")
@@ -928,6 +944,11 @@ class Client(_Local):
     def info(self) -> MemoryInfo:
         """As ``Memory.info``: the served store's counts, embedder and configuration."""
         out: MemoryInfo = self._do(_Ops.info())
+        return out
+
+    def capabilities(self) -> Capabilities:
+        """As ``Memory.capabilities``: what the server's build serves."""
+        out: Capabilities = self._do(_Ops.capabilities())
         return out
 
     def list(self, cursor: str | None = None, limit: int = 100, filter: Any = None,
@@ -1070,10 +1091,10 @@ class Client(_Local):
         return out
 
     def export(self, namespace: Sequence[str] | None = None, *,
-               page_size: int = contract.MAX_EXPORT_PAGE) -> Iterator[dict[str, Any]]:
+               page_size: int = pages.MAX_EXPORT_PAGE) -> Iterator[dict[str, Any]]:
         """As ``Memory.export``, read ``page_size`` (<= 1,000) records per request."""
         ns = _namespace(namespace)
-        limit = validate.positive_int(page_size, "page_size", contract.MAX_EXPORT_PAGE)
+        limit = validate.positive_int(page_size, "page_size", pages.MAX_EXPORT_PAGE)
         cursor: str | None = None
         while True:
             page: _ExportPage = self._do(_Ops.export_page(ns, cursor, limit))
@@ -1082,17 +1103,23 @@ class Client(_Local):
                 return
             cursor = page.next_cursor
 
-    def import_(self, records: Iterable[Any], *, batch_size: int = transfer.IMPORT_BATCH,
+    def export_page(self, namespace: Sequence[str] | None = None, cursor: str | None = None,
+                    limit: int = pages.MAX_EXPORT_PAGE) -> pages.ExportPage:
+        """As ``Memory.export_page``: one page of the export and the next page's cursor."""
+        out: pages.ExportPage = self._do(_Ops.page(namespace, cursor, limit))
+        return out
+
+    def import_(self, records: Iterable[Any], *, batch_size: int = exchange.IMPORT_BATCH,
                 progress: Callable[[int], None] | None = None,
                 drop_embeddings: bool = False,
                 relations: Iterable[Any] = ()) -> ImportReport:
         """As ``Memory.import_``, in requests of at most 1,000 records and about 1 MB,
         each one transaction (see the module doc for the order of held-back links and
         of relations)."""
-        size = transfer.batch_size(batch_size)
+        size = exchange.batch_size(batch_size)
         progress = callback(progress)
         links = _Relations(relations)
-        plan = _ImportPlan(min(size, contract.MAX_IMPORT_RECORDS))
+        plan = _ImportPlan(min(size, requests.MAX_IMPORT_RECORDS))
         totals = _Totals()
 
         def send(request: builtins.list[_Entry]) -> None:
@@ -1221,6 +1248,10 @@ class AsyncClient(_Local):
         out: MemoryInfo = await self._do(_Ops.info())
         return out
 
+    async def capabilities(self) -> Capabilities:
+        out: Capabilities = await self._do(_Ops.capabilities())
+        return out
+
     async def list(self, cursor: str | None = None, limit: int = 100, filter: Any = None,
                    history: str = "all", namespace: Sequence[str] | None = None) -> ListPage:
         out: ListPage = await self._do(_Ops.list(cursor, limit, filter, history, namespace))
@@ -1333,12 +1364,18 @@ class AsyncClient(_Local):
                                                  **kwargs))
         return out
 
+    async def export_page(self, namespace: Sequence[str] | None = None,
+                          cursor: str | None = None,
+                          limit: int = pages.MAX_EXPORT_PAGE) -> pages.ExportPage:
+        out: pages.ExportPage = await self._do(_Ops.page(namespace, cursor, limit))
+        return out
+
     async def export(self, namespace: Sequence[str] | None = None, *,
-                     page_size: int = contract.MAX_EXPORT_PAGE
+                     page_size: int = pages.MAX_EXPORT_PAGE
                      ) -> AsyncIterator[dict[str, Any]]:
         """As ``AsyncMemory.export``, ``page_size`` (<= 1,000) records per request."""
         ns = _namespace(namespace)
-        limit = validate.positive_int(page_size, "page_size", contract.MAX_EXPORT_PAGE)
+        limit = validate.positive_int(page_size, "page_size", pages.MAX_EXPORT_PAGE)
         cursor: str | None = None
         while True:
             page: _ExportPage = await self._do(_Ops.export_page(ns, cursor, limit))
@@ -1349,15 +1386,15 @@ class AsyncClient(_Local):
             cursor = page.next_cursor
 
     async def import_(self, records: Iterable[Any] | AsyncIterable[Any], *,
-                      batch_size: int = transfer.IMPORT_BATCH,
+                      batch_size: int = exchange.IMPORT_BATCH,
                       progress: Callable[[int], None] | None = None,
                       drop_embeddings: bool = False,
                       relations: Iterable[Any] = ()) -> ImportReport:
         """As ``Client.import_``; ``records`` may be a plain or an async iterable."""
-        size = transfer.batch_size(batch_size)
+        size = exchange.batch_size(batch_size)
         progress = callback(progress)
         links = _Relations(relations)
-        plan = _ImportPlan(min(size, contract.MAX_IMPORT_RECORDS))
+        plan = _ImportPlan(min(size, requests.MAX_IMPORT_RECORDS))
         totals = _Totals()
 
         async def send(request: builtins.list[_Entry]) -> None:

@@ -40,12 +40,12 @@ import msgspec
 import pytest
 
 from holomem import ManualClock, Memory, Store
-from holomem.api import contract
-from holomem.api.doors import mcp
-from holomem.api.doors.cliparser import build_parser
-from holomem.api.doors.memoryroute import READ_OPS, WRITE_OPS
-from holomem.api.doors.toolschema import TOOLS
-from holomem.api.types import MemoryConfig
+from holomem.api.doors.cli.parser import build_parser
+from holomem.api.doors.http.memoryroute import READ_OPS, WRITE_OPS
+from holomem.api.doors.mcp import server
+from holomem.api.doors.mcp.tools import TOOLS
+from holomem.api.memory import contract
+from holomem.api.memory.config import MemoryConfig
 from holomem.errors import HolomemError
 from tests.test_docs import ROOT, pages, read
 
@@ -246,7 +246,7 @@ def _json_tools() -> set[str]:
     out = set()
     for name in TOOLS:
         try:
-            if mcp.render(name, {"x": 1}) == ['{"x": 1}']:
+            if server.render(name, {"x": 1}) == ['{"x": 1}']:
                 out.add(name)
         except (KeyError, msgspec.ValidationError):  # it reads its own response's fields
             pass
@@ -272,7 +272,7 @@ def lists() -> list[tuple[str, str, set[str]]]:
         ("README.md", rf"{BULLET} carry stored text", set(TOOLS) - _json_tools()),
         ("README.md", rf"{BULLET} return the contract's JSON response", _json_tools()),
         ("docs/http.md", r"The tools are\s+those of `holomem mcp`: (?P<names>.*?)\.\s", set(TOOLS)),
-        ("holomem/api/doors/mcp.py", r"\nTools: (?P<names>.*?)\. ", set(TOOLS)),
+        ("holomem/api/doors/mcp/server.py", r"\nTools: (?P<names>.*?)\. ", set(TOOLS)),
     ]
 
 

@@ -61,16 +61,16 @@ def without(packages: str, code: str, cwd: Path = ROOT) -> dict[str, str] | None
 #: (packages refused, code, the error class, what the message must name)
 CASES = [
     ("httpx", "import holomem.client", "ModuleNotFoundError", install_extra("serve")),
-    ("starlette", "import holomem.api.doors.http", "ModuleNotFoundError",
+    ("starlette", "import holomem.api.doors.http.server", "ModuleNotFoundError",
      install_extra("serve")),
-    ("uvicorn", "import holomem.api.doors.http", "ModuleNotFoundError",
+    ("uvicorn", "import holomem.api.doors.http.server", "ModuleNotFoundError",
      install_extra("serve")),
-    ("mcp", "import holomem.api.doors.http", "ModuleNotFoundError", install_extra("serve")),
-    ("anyio", "import holomem.api.doors.http", "ModuleNotFoundError",
+    ("mcp", "import holomem.api.doors.http.server", "ModuleNotFoundError", install_extra("serve")),
+    ("anyio", "import holomem.api.doors.http.server", "ModuleNotFoundError",
      install_extra("serve")),
-    ("mcp", "import holomem.api.doors.mcp", "ModuleNotFoundError", install_extra("serve")),
-    ("anyio", "import holomem.api.doors.mcp", "ModuleNotFoundError", install_extra("serve")),
-    ("starlette", "import holomem.api.doors.mcp", "ModuleNotFoundError",
+    ("mcp", "import holomem.api.doors.mcp.server", "ModuleNotFoundError", install_extra("serve")),
+    ("anyio", "import holomem.api.doors.mcp.server", "ModuleNotFoundError", install_extra("serve")),
+    ("starlette", "import holomem.api.doors.mcp.server", "ModuleNotFoundError",
      install_extra("serve")),
     ("langgraph", "import holomem.integrations.langgraph", "ModuleNotFoundError",
      install_extra("langgraph")),
@@ -111,7 +111,7 @@ def test_a_missing_optional_package_names_how_to_install_it(
 def test_the_command_line_names_the_serve_extra_and_writes_nothing(
         command: str, packages: str, tmp_path: Path) -> None:
     data = tmp_path / "data"
-    code = ("import sys; from holomem.api.doors.cli import main; "
+    code = ("import sys; from holomem.api.doors.cli.commands import main; "
             f"sys.argv = ['holomem', {command!r}, '--data', {str(data)!r}]; "
             "code = main(sys.argv[1:]); print('exit', code, file=sys.stderr); "
             "raise SystemExit(code)")

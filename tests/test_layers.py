@@ -4,19 +4,25 @@ Checked with ``ast`` over every module, every import — at the top, inside
 functions, and under ``TYPE_CHECKING`` alike (a hidden import is still an edge):
 
 - each package imports only what its tier may: log -> errors; events -> errors;
-  projections -> events; the engine -> log, events, projections and the shared
-  API shapes (``api.types``, ``api.graphtypes``, ``api.validate``); the memory API -> the engine;
-  doors -> the memory API. Nothing imports upward;
-- the memory API's modules never import ``holomem.api.memory``: ``Memory``
-  orchestrates them, not the other way round (``holomem.api.aio``, AsyncMemory, wraps
+  projections -> events; the engine -> log, events and projections; the memory tier ->
+  the engine, one rule per package: the shared shapes and checks, and each concept
+  package (remember, recall, facts, forget, graph, holographic, window, transfer,
+  embedding) the concepts it builds on, named in :data:`RULES`; doors -> the memory
+  tier and the engine's public face, never the log (but its file seam, ``log.fs``).
+  Nothing imports upward;
+- the memory tier's modules never import ``holomem.api.memory.memory``: ``Memory``
+  composes them, not the other way round (``holomem.api.memory.aio``, AsyncMemory, wraps
   Memory: it sits above it, below the doors);
 - the import graph of holomem has no cycle;
 - no ``_private`` name is imported from, or reached through, another module.
+
+The tree is read and parsed once for the whole module (:func:`_parsed`).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import sys
 from collections.abc import Iterator
@@ -27,12 +33,26 @@ PKG = os.path.join(ROOT, "holomem")
 LOG = ("holomem.errors", "holomem.log")
 EVENTS = ("holomem.errors", "holomem.events")
 PROJECTIONS = (*EVENTS, "holomem.projections")
-#: The shapes and checks every API tier shares: they import projections at most.
-SHARED = ("holomem.api.types", "holomem.api.graphtypes", "holomem.api.nspath",
-          "holomem.api.validate")
-ENGINE = (*LOG, *PROJECTIONS, *SHARED, "holomem.api.engine")
-MEMORY_API = (*ENGINE, "holomem.api", "holomem.embedders")  # every api module but the doors
-DOORS = (*MEMORY_API, "holomem.api.doors", "holomem.integrations", "holomem.client")
+ENGINE = (*LOG, *PROJECTIONS, "holomem.api.engine")
+MEMORY = "holomem.api.memory"
+#: The memory tier's shared parts: shapes, checks, policies, the session, the op table.
+SHAPES = (f"{MEMORY}.shapes", f"{MEMORY}.types", f"{MEMORY}.graph.types", f"{MEMORY}.config")
+SHARED = (*SHAPES, f"{MEMORY}.checks", f"{MEMORY}.filters", f"{MEMORY}.policies",
+          f"{MEMORY}.session", f"{MEMORY}.progress")
+MEMORY_API = (*ENGINE, MEMORY, "holomem.embedders")  # the whole memory tier
+#: Doors reach the engine only through its public face (``holomem.api.engine``'s
+#: package: Store and its types) and the file seam every tier shares.
+DOORS = (*EVENTS, "holomem.log.fs", "holomem.api.engine", MEMORY, "holomem.embedders",
+         "holomem.api.doors", "holomem.integrations", "holomem.client")
+
+
+def _concept(name: str, *others: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """A concept package of the memory tier: the engine, the shared parts, itself, and
+    the other concepts it builds on (each named once here: that is the design)."""
+    own = f"{MEMORY}.{name}"
+    return own, (*ENGINE, *SHARED, "holomem.embedders", own,
+                 *(f"{MEMORY}.{o}" for o in others)), ("msgspec", "numpy")
+
 
 #: module prefix -> (holomem modules it may import, third-party top-level packages).
 #: The first matching prefix decides; the order runs from the most specific.
@@ -48,35 +68,64 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     # The approximate vector index (the ann extra) is the only user of usearch.
     ("holomem.projections.vectorindex", PROJECTIONS, ("numpy", "usearch")),
     ("holomem.projections", PROJECTIONS, ("numpy", "msgspec", "Stemmer")),
-    ("holomem.api.graphtypes", (), ("msgspec",)),
-    # A namespace's one-string form: its grammar and nothing else.
-    ("holomem.api.nspath", ("holomem.errors",), ()),
-    ("holomem.api.types", ("holomem.errors", "holomem.api.graphtypes", "holomem.api.nspath"),
-     ("msgspec",)),
-    ("holomem.api.validate", (*PROJECTIONS, "holomem.api.types", "holomem.api.nspath"),
-     ("msgspec", "numpy")),
     ("holomem.api.engine", ENGINE, ("msgspec", "numpy")),
     ("holomem.api.doors", DOORS, ("msgspec", "numpy", "starlette", "uvicorn", "mcp", "anyio",
                                   "httptools", "h11")),
-    # AsyncMemory is Memory's asyncio face: above Memory, below the doors.
-    ("holomem.api.aio", MEMORY_API, ()),
+    # -- the memory tier, a package at a time ---------------------------------------------
+    (f"{MEMORY}.shapes", (), ("msgspec",)),
+    (f"{MEMORY}.graph.types", (f"{MEMORY}.shapes",), ("msgspec",)),
+    (f"{MEMORY}.config", ("holomem.errors",), ("msgspec",)),
+    # A namespace's one-string form is the engine's (its checks read it).
+    ("holomem.api.engine.nspath", ("holomem.errors",), ()),
+    (f"{MEMORY}.types", ("holomem.errors", f"{MEMORY}.shapes", f"{MEMORY}.graph.types",
+                         f"{MEMORY}.config", "holomem.api.engine.nspath"), ("msgspec",)),
+    (f"{MEMORY}.checks", (*ENGINE, *SHAPES), ("msgspec",)),
+    (f"{MEMORY}.policies", (*ENGINE, *SHAPES), ("msgspec", "numpy")),
+    (f"{MEMORY}.filters", (*ENGINE, *SHAPES), ("msgspec", "numpy")),
+    (f"{MEMORY}.progress", (*ENGINE,), ()),
+    (f"{MEMORY}.session", (*ENGINE, *SHARED, "holomem.embedders", f"{MEMORY}.embedding"),
+     ("msgspec",)),
+    _concept("embedding", "remember"),
+    _concept("remember", "embedding"),
+    _concept("recall", "embedding", "facts", "graph"),
+    _concept("facts", "forget"),
+    _concept("forget", "graph", "remember"),
+    _concept("graph", "embedding", "recall"),
+    _concept("holographic"),
+    _concept("transfer", "embedding", "forget", "graph", "remember"),
     # The token counter of compile_context uses tiktoken when it is installed (issue 19).
-    ("holomem.api.tokens", MEMORY_API, ("tiktoken",)),
-    ("holomem.api", MEMORY_API, ("msgspec", "numpy")),
+    (f"{MEMORY}.window.tokens", (*ENGINE, *SHARED), ("tiktoken",)),
+    _concept("window", "forget", "graph", "recall", "remember"),
+    # The contract: request shapes, the op table, decoding; and what a build can do.
+    (f"{MEMORY}.requests", (*ENGINE, *SHARED, f"{MEMORY}.transfer.exchange",
+                            f"{MEMORY}.transfer.pages",
+                            f"{MEMORY}.window.budget"), ("msgspec",)),
+    (f"{MEMORY}.ops", (*ENGINE, *SHARED, f"{MEMORY}.requests", f"{MEMORY}.transfer.exchange",
+                       f"{MEMORY}.transfer.records", f"{MEMORY}.transfer.pages",
+                       f"{MEMORY}.window.budget", f"{MEMORY}.window.working"), ()),
+    (f"{MEMORY}.contract", (*ENGINE, f"{MEMORY}.ops"), ("msgspec",)),
+    (f"{MEMORY}.about", (*ENGINE, *SHARED, "holomem.embedders", f"{MEMORY}.ops"), ()),
+    # Memory composes every concept; AsyncMemory is its asyncio face (above it).
+    (f"{MEMORY}.binding", (f"{MEMORY}.session",), ()),
+    (f"{MEMORY}.memory", MEMORY_API, ()),
+    (f"{MEMORY}.aio", MEMORY_API, ()),
+    (f"{MEMORY}.aiowait", MEMORY_API, ()),
+    (MEMORY, (), ()),  # the package's own __init__ imports nothing
     ("holomem.integrations", DOORS, ("msgspec", "agent", "hermes_constants", "langgraph")),
     ("holomem.client", DOORS, ("msgspec", "httpx")),
     # fsck checks with the log, the events and the projections that lay out derived
     # files; its --repair rebuilds them by opening the store (the engine).
     ("holomem.fsck", (*LOG, *PROJECTIONS, "holomem.fsck", "holomem.api.engine"), ()),
     # The crash harness drives the public API in its children; nothing imports it.
-    ("holomem.crashtest", (*DOORS, "holomem.crashtest", "holomem.fsck", "holomem"),
-     ("msgspec", "numpy", "zstandard", "cryptography")),
+    ("holomem.crashtest", (*LOG, *PROJECTIONS, *DOORS, "holomem.crashtest", "holomem.fsck",
+                           "holomem"), ("msgspec", "numpy", "zstandard", "cryptography")),
     # The package itself re-exports the public surface; __main__ runs the CLI.
     ("holomem.__main__", DOORS, ()),
-    ("holomem", (*DOORS, "holomem"), ()),
+    ("holomem", (*DOORS, "holomem.log", "holomem"), ()),
 ]
 
 
+@functools.cache
 def _modules() -> list[tuple[str, str]]:
     out = []
     for root, _, files in os.walk(PKG):
@@ -88,6 +137,7 @@ def _modules() -> list[tuple[str, str]]:
     return sorted(out)
 
 
+@functools.cache
 def _tree(path: str) -> ast.Module:
     with open(path, encoding="utf-8") as f:
         return ast.parse(f.read(), path)
@@ -138,6 +188,7 @@ def _allowed(module: str, target: str) -> bool:
     return top in sys.stdlib_module_names or top in external
 
 
+@functools.cache
 def _graph() -> dict[str, set[str]]:
     mods = _modules()
     known = {m for m, _ in mods}
@@ -165,8 +216,8 @@ def test_every_import_edge_is_allowed_by_the_tiers() -> None:
 def test_no_memory_api_module_imports_memory() -> None:
     graph = _graph()
     bad = [m for m, edges in graph.items()
-           if "holomem.api.memory" in edges and m.startswith("holomem.api")
-           and not m.startswith(("holomem.api.doors", "holomem.api.aio"))]
+           if "holomem.api.memory.memory" in edges and m.startswith("holomem.api")
+           and not m.startswith(("holomem.api.doors", "holomem.api.memory.aio"))]
     assert bad == []
 
 
@@ -223,9 +274,14 @@ def test_the_checks_reject_what_they_must() -> None:
     assert not _allowed("holomem.log.journal", "holomem.events")
     assert not _allowed("holomem.projections.bm25", "holomem.log.fs")
     assert not _allowed("holomem.log.fs", "numpy")
-    assert not _allowed("holomem.api.engine.store", "holomem.api.memory")
-    assert not _allowed("holomem.api.engine.view", "holomem.api.recall")
-    assert not _allowed("holomem.api.recall", "holomem.api.doors.cli")
-    assert not _allowed("holomem.api.types", "holomem.api.policies")
-    assert _allowed("holomem.api.memory", "holomem.api.engine")
-    assert _allowed("holomem.api.doors.http", "holomem.api.memory")
+    assert not _allowed("holomem.api.engine.store", "holomem.api.memory.memory")
+    assert not _allowed("holomem.api.engine.view", "holomem.api.memory.recall.rank")
+    assert not _allowed("holomem.api.memory.recall.rank", "holomem.api.doors.cli.commands")
+    assert not _allowed("holomem.api.memory.types", "holomem.api.memory.policies")
+    assert _allowed("holomem.api.memory.memory", "holomem.api.engine")
+    assert _allowed("holomem.api.doors.http.server", "holomem.api.memory.memory")
+    assert not _allowed("holomem.api.doors.cli.commands", "holomem.log.journal")
+    assert _allowed("holomem.api.doors.cli.commands", "holomem.log.fs")
+    assert not _allowed("holomem.api.memory.holographic.algebra", "holomem.api.memory.recall.rank")
+    assert not _allowed("holomem.api.memory.types", "holomem.api.engine")
+    assert _allowed("holomem.api.memory.recall.rank", "holomem.api.memory.graph.reach")

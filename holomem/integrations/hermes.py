@@ -36,13 +36,13 @@ this module. ``holomem hermes install`` writes the plugin directory that loads i
 - **Turns**: ``sync_turn`` remembers each completed turn (entity ``hermes:turn``,
   no subject), only for the primary agent context, as Hermes asks.
 - **Recall** (``prefetch`` and the recall tool) returns current facts fenced by
-  :func:`~holomem.api.render.render_context` as untrusted data; Hermes' own
+  :func:`~holomem.api.memory.window.render.render_context` as untrusted data; Hermes' own
   ``<memory-context>`` tags inside stored text are neutralised as well, so its
   sanitiser never has to strip (or lose) anything. ``prefetch`` is one in-memory
   recall (milliseconds); ``queue_prefetch`` computes it ahead on Hermes' worker.
 - **Tools**: ``holomem_remember``, ``holomem_recall``, ``holomem_forget``,
   ``holomem_history``; inputs are the contract's request schemas, with the MCP tools'
-  own defaults (:mod:`holomem.api.doors.toolschema`): ``holomem_forget`` is a dry run
+  own defaults (:mod:`holomem.api.doors.mcp.tools`): ``holomem_forget`` is a dry run
   unless ``dryRun`` is false, as MCP's ``forget`` is, and says so in its description;
   each call is ``Memory.call`` through the provider's scope; results are JSON strings,
   errors ``{"error", "code"}``.
@@ -67,18 +67,18 @@ try:
 except ImportError as _missing:  # Hermes Agent is not installed here
     raise missing_extra(_missing, "holomem.integrations.hermes", "hermes") from _missing
 
-from holomem.api import validate
-from holomem.api.doors.scoping import Scope
-from holomem.api.doors.toolschema import (
+from holomem.api.doors.mcp.tools import (
     TOOLS,
     ToolSpec,
     prepared,
     tool_description,
     tool_schema,
 )
-from holomem.api.engine import Store
-from holomem.api.memory import Memory
-from holomem.api.types import FactRecord, MemoryConfig, Recalled
+from holomem.api.doors.scoping import Scope
+from holomem.api.engine import Store, validate
+from holomem.api.memory.config import MemoryConfig
+from holomem.api.memory.memory import Memory
+from holomem.api.memory.types import FactRecord, Recalled
 from holomem.errors import HolomemError, LimitError, StoreLockedError
 
 log = logging.getLogger("holomem.hermes")

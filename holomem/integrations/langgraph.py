@@ -80,10 +80,10 @@ except ImportError as _missing:  # the langgraph extra is not installed
     raise missing_extra(_missing, "holomem.integrations.langgraph", "langgraph") \
         from _missing
 
-from holomem.api import filters, validate
-from holomem.api.engine import Store
-from holomem.api.memory import Memory
-from holomem.api.types import FactRecord
+from holomem.api.engine import Store, validate
+from holomem.api.memory import filters
+from holomem.api.memory.memory import Memory
+from holomem.api.memory.types import FactRecord
 from holomem.errors import InvalidError, LimitError
 
 __all__ = ["MARK", "HolomemStore"]

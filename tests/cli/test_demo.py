@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from holomem import Memory, Store
-from holomem.api.doors import demo
+from holomem.api.doors.cli import demo
 from holomem.embedders.minilm import INSTALL, PACKAGE
 from tests.cli.run import holomem
 

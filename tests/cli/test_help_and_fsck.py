@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from holomem.api.doors.cli import EPILOG, build_parser
+from holomem.api.doors.cli.commands import EPILOG, build_parser
 from tests.cli.run import ROOT, holomem, holomem_all, make_store
 
 
@@ -79,7 +79,7 @@ def test_holomem_fsck_is_python_m_holomem_fsck(tmp_path: Path) -> None:
 
 
 def test_every_command_the_parser_knows_has_a_handler() -> None:
-    from holomem.api.doors.cli import HANDLERS
+    from holomem.api.doors.cli.commands import HANDLERS
 
     (commands,) = [a.choices for a in build_parser()._actions if isinstance(a.choices, dict)]
     assert set(commands) == set(HANDLERS)

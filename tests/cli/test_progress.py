@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from holomem.api.embedding import EMBED_CHUNK
+from holomem.api.memory.embedding.embedder import EMBED_CHUNK
 from tests.cli.run import holomem, jsonl, make_store
 
 N = 2 * EMBED_CHUNK + 44

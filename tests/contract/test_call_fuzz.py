@@ -22,14 +22,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api.contract import OPS
-from holomem.api.types import (
+from holomem.api.memory.config import (
     ConsolidationConfig,
     Duplicates,
     Exponential,
     ForgettingConfig,
     RecencyConfig,
 )
+from holomem.api.memory.ops import OPS
 from holomem.errors import HolomemError
 
 CODES = {"invalid_request", "limit", "not_found", "conflict"}
@@ -233,6 +233,7 @@ def test_valid_requests_of_every_op_succeed(tmp_path: Path) -> None:
         "applyForgetting": {},
         "consolidate": {},
         "info": {},
+        "capabilities": {},
         "export": {"limit": 2, "namespace": []},
         "import": {"records": [{"id": "imported", "text": "Lee drinks water",
                                 "ingestTime": 7}], "batchSize": 1},

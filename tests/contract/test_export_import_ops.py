@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api import contract, validate
+from holomem.api.engine import validate
+from holomem.api.memory import requests
 from holomem.errors import HolomemError, InvalidError, LimitError
 
 
@@ -135,7 +136,7 @@ def test_an_export_cursor_it_did_not_give_out_is_an_invalid_request(
 def test_an_export_cursor_is_bounded_like_every_cursor(memory: Memory) -> None:
     with pytest.raises(LimitError):
         memory.call("export", {"cursor": "x" * (validate.MAX_CURSOR_CHARS + 1)})
-    for bad in ({"limit": 0}, {"limit": contract.MAX_EXPORT_PAGE + 1}, {"limit": "5"},
+    for bad in ({"limit": 0}, {"limit": requests.MAX_EXPORT_PAGE + 1}, {"limit": "5"},
                 {"namespace": "a//b"}, {"namespace": [""]}, {"cursor": 5}, {"colour": 1}):
         with pytest.raises(InvalidError):
             memory.call("export", bad)
@@ -147,7 +148,7 @@ def test_an_import_request_carries_at_most_its_documented_number_of_records(
     with Store.open(tmp_path / "t", sync="none") as store:
         target = Memory(store)
         many = [{**records[0], "id": f"copy-{i}", "digest": None}
-                for i in range(contract.MAX_IMPORT_RECORDS + 1)]
+                for i in range(requests.MAX_IMPORT_RECORDS + 1)]
         with pytest.raises(LimitError, match="at most 1000 records per request"):
             target.call("import", {"records": many})
         assert target.info().facts == 0  # refused before anything was written

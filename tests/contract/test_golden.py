@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api.types import config_from_json
+from holomem.api.memory.config import config_from_json
 from holomem.errors import HolomemError
 
 T0 = 1_700_000_000_000  # the clock when the first fact is remembered

@@ -25,28 +25,22 @@ from typing import Any
 import pytest
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api import (
-    context,
-    contract,
-    contradiction,
-    forgetting,
-    graphrecall,
-    holographic,
-    listing,
-    relations,
-    validate,
-    why,
-    working,
-)
-from holomem.api import memory as memory_module
-from holomem.api import recall as recall_api
-from holomem.api.contract import OPS
-from holomem.api.types import (
+from holomem.api.engine import nesting, validate
+from holomem.api.memory import memory as memory_module
+from holomem.api.memory import requests as shapes
+from holomem.api.memory.config import (
     ConsolidationConfig,
     Duplicates,
     FeedbackConfig,
     ForgettingConfig,
 )
+from holomem.api.memory.facts import listing
+from holomem.api.memory.forget import removal as forgetting
+from holomem.api.memory.graph import evidence, reach, relations
+from holomem.api.memory.holographic import algebra, contradiction
+from holomem.api.memory.ops import OPS
+from holomem.api.memory.recall import rank as recall_api
+from holomem.api.memory.window import budget, working
 from holomem.errors import HolomemError
 
 MiB = 1 << 20
@@ -101,13 +95,13 @@ def largest(op: str) -> dict[str, Any]:
     recall = {"query": query, "k": recall_api.MAX_RECALL_K,
               "candidateLimit": recall_api.MAX_CANDIDATES, "history": "all",
               "explain": True, "embedding": [0.5] * 8,
-              "graph": {"hops": graphrecall.MAX_GRAPH_HOPS, "weight": 0.5}}
-    per = context.MAX_FRAGMENT_BYTES // context.MAX_FRAGMENTS - 10
+              "graph": {"hops": reach.MAX_GRAPH_HOPS, "weight": 0.5}}
+    per = budget.MAX_FRAGMENT_BYTES // budget.MAX_FRAGMENTS - 10
     compile_context = {
-        "query": query, "budgetTokens": context.MAX_BUDGET, "k": context.MAX_K,
+        "query": query, "budgetTokens": budget.MAX_BUDGET, "k": budget.MAX_K,
         "history": "all",
         "fragments": [{"id": f"frag-{i}", "text": " ".join(VOCABULARY[i:])[:per]}
-                      for i in range(context.MAX_FRAGMENTS)]}
+                      for i in range(budget.MAX_FRAGMENTS)]}
     requests: dict[str, dict[str, Any]] = {
         # Subjects spread as in a bulk load: supersession planning is linear in the facts
         # of a subject per fact, so one subject's batch costs time (not memory) quadratic
@@ -124,17 +118,18 @@ def largest(op: str) -> dict[str, Any]:
         "history": {"id": "f0"},
         "applyForgetting": {"dryRun": True, "includeChain": True},
         "consolidate": {"dryRun": True},
-        "probe": {"entity": "User", "k": holographic.MAX_K},
-        "related": {"entity": "User", "k": holographic.MAX_K},
-        "reason": {"entities": ["User"] * holographic.MAX_REASON_ENTITIES,
-                   "k": holographic.MAX_K},
-        "contradict": {"k": holographic.MAX_K, "maxPairs": contradiction.MAX_PAIRS_LIMIT},
+        "probe": {"entity": "User", "k": algebra.MAX_K},
+        "related": {"entity": "User", "k": algebra.MAX_K},
+        "reason": {"entities": ["User"] * algebra.MAX_REASON_ENTITIES,
+                   "k": algebra.MAX_K},
+        "contradict": {"k": algebra.MAX_K, "maxPairs": contradiction.MAX_PAIRS_LIMIT},
         "feedback": {"id": "f1", "helpful": False, "note": "n" * validate.MAX_TEXT_BYTES},
         "setConfidence": {"id": "f1", "confidence": 0.5},
         "list": {"limit": listing.MAX_LIMIT, "history": "all"},
         "listNamespaces": {"prefix": [], "maxDepth": validate.MAX_NAMESPACE_DEPTH,
                            "limit": listing.MAX_LIMIT},
         "info": {},
+        "capabilities": {},
         "relate": {"fromId": "f1", "toId": "f2", "relation": "r" * validate.MAX_ID_CHARS,
                    "metadata": {"m": "x" * (relations.MAX_LINK_METADATA_BYTES - 16)}},
         # The relate above, as many times as a batch takes: the largest request, which
@@ -145,9 +140,9 @@ def largest(op: str) -> dict[str, Any]:
         ] * relations.MAX_RELATE_MANY},
         "unrelate": {"fromId": "f1", "toId": "f2", "relation": "r" * validate.MAX_ID_CHARS},
         "links": {"id": "f1", "direction": "both"},
-        "why": {"query": query, "maxHops": why.MAX_HOPS,
-                "relation": [f"r{i}" * 100 for i in range(why.MAX_RELATIONS)]},
-        "export": {"limit": contract.MAX_EXPORT_PAGE},
+        "why": {"query": query, "maxHops": evidence.MAX_HOPS,
+                "relation": [f"r{i}" * 100 for i in range(evidence.MAX_RELATIONS)]},
+        "export": {"limit": shapes.MAX_EXPORT_PAGE},
         # New facts each time (an id per store size and call), written as they come.
         "import": {"records": [
             {"id": f"imported-{i}-{next(_IMPORTS)}", "ingestTime": 1000 + i,
@@ -155,7 +150,7 @@ def largest(op: str) -> dict[str, Any]:
              "subject": f"s{i % 500}", "entities": NAMES[: i % 8], "metadata": {"i": i},
              "embedding": [0.25] * 8, "feedback": [{"helpful": True, "time": 1000}],
              "links": [{"supersedes": "f0", "knownAt": 1000}] if i == 0 else []}
-            for i in range(contract.MAX_IMPORT_RECORDS)], "batchSize": 10_000},
+            for i in range(shapes.MAX_IMPORT_RECORDS)], "batchSize": 10_000},
         "compileContext": compile_context,
         "explainContext": {**compile_context, "id": "frag-0"},
         # A new state each time: a save writes the next version of the session.
@@ -224,15 +219,15 @@ def test_the_largest_request_just_over_each_limit_is_refused_without_work(
         stores: dict[int, Memory]) -> None:
     memory = stores[2000]
     over: list[tuple[str, dict[str, Any]]] = [
-        ("reason", {"entities": ["User"] * (holographic.MAX_REASON_ENTITIES + 1)}),
+        ("reason", {"entities": ["User"] * (algebra.MAX_REASON_ENTITIES + 1)}),
         ("recall", {"query": " ".join(VOCABULARY[: validate.MAX_QUERY_TERMS + 1])}),
         ("forget", {"scope": {"ids": ["x"] * (forgetting.MAX_IDS + 1)}}),
         ("remember", {"facts": [{"text": "x"}] * (memory_module.MAX_FACTS + 1)}),
-        ("probe", {"entity": "User", "k": holographic.MAX_K + 1}),
+        ("probe", {"entity": "User", "k": algebra.MAX_K + 1}),
         ("contradict", {"maxPairs": contradiction.MAX_PAIRS_LIMIT + 1}),
         ("list", {"limit": listing.MAX_LIMIT + 1}),
         ("recall", {"query": "w1", "metadata": None,
-                    "subject": {"k": _nested(validate.MAX_REQUEST_DEPTH)}}),
+                    "subject": {"k": _nested(nesting.MAX_REQUEST_DEPTH)}}),
     ]
     for op, request in over:
         tracemalloc.start()

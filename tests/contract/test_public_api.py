@@ -56,12 +56,13 @@ def test_all_is_pinned() -> None:
 
 def test_every_exported_name_exists_and_is_the_defining_object() -> None:
     from holomem import errors
-    from holomem.api import engine, memory, policies, types
+    from holomem.api import engine
+    from holomem.api.memory import config, memory, policies, types
 
     for name in holomem.__all__:
         assert hasattr(holomem, name), name
     homes = {"Memory": memory, "Store": engine, "ManualClock": policies,
-             "MemoryConfig": types, "RememberInput": types, "LimitError": errors,
+             "MemoryConfig": config, "RememberInput": types, "LimitError": errors,
              "UnavailableError": errors,
              "NotFoundError": errors, "ConflictError": errors, "InvalidError": errors}
     for name, module in homes.items():

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from holomem import InvalidError, ManualClock, Memory, MemoryConfig, Store
-from holomem.api.consolidation import KEPT_NOT_ALLOWED
-from holomem.api.types import ConsolidationConfig, Duplicates, FeedbackConfig
+from holomem.api.memory.config import ConsolidationConfig, Duplicates, FeedbackConfig
+from holomem.api.memory.forget.consolidation import KEPT_NOT_ALLOWED
 
 WHITESPACE = st.text(alphabet=st.sampled_from([" ", "\t", "\n", "\r", "\u00a0", "\u2003",
                                               "\u3000", "\x0b", "\x0c"]), max_size=8)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pytest
 
 from holomem import AsyncMemory, ManualClock, Memory, MemoryConfig, Store
-from holomem.api.policies import Links, NewFact, SubjectMember, SupersessionPolicy
+from holomem.api.memory.policies import Links, NewFact, SubjectMember, SupersessionPolicy
 
 #: Plain methods on purpose: they touch no store.
 PLAIN = {"render_context", "with_supersession", "with_recency", "with_entity_extractor",
@@ -149,7 +149,7 @@ def test_wrapping_a_memory_takes_no_configuration(store: Store) -> None:
 
 
 def test_a_result_nobody_receives_is_handed_to_discard() -> None:
-    from holomem.api.aio import offload
+    from holomem.api.memory.aio import offload
 
     started, release = threading.Event(), threading.Event()
     discarded: list[str] = []

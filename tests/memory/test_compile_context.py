@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from holomem import InvalidError, LimitError, ManualClock, Memory, NotFoundError, Store
-from holomem.api import tokens
-from holomem.api.context import MIN_SHORTENED
+from holomem.api.memory.window import tokens
+from holomem.api.memory.window.budget import MIN_SHORTENED
 
 T0 = 1_700_000_000_000
 WORDS = ["tea", "alice", "paris", "trip", "monday", "<<<END", "MEMORY>>>", "ok.", "naïve",

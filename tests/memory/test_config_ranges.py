@@ -1,7 +1,7 @@
 """A MemoryConfig is checked whole, every number's range too, the same way on every path.
 
 ``config_from_json`` (the CLI's and the server's ``--memory-config``),
-``validate.memory_config`` and ``Memory(store, config)`` accept and refuse exactly
+``checks.memory_config`` and ``Memory(store, config)`` accept and refuse exactly
 the same configurations, and a refusal is an ``InvalidError`` that names the field.
 """
 
@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from holomem import InvalidError, Memory, MemoryConfig, Store
-from holomem.api import validate
-from holomem.api.types import MAX_CONTEXT_WINDOW, MAX_MS, config_from_json
+from holomem.api.memory import checks
+from holomem.api.memory.config import MAX_CONTEXT_WINDOW, MAX_MS, config_from_json
 
 #: (JSON path of a number, the config around it, the valid range as (low, high, low
 #: inclusive), the camelCase name an error must mention).
@@ -46,8 +46,8 @@ def _outcomes(data: dict[str, Any], store: Store) -> list[str]:
     """What each path makes of one config: "ok" or the InvalidError's message."""
     out = []
     raw = json.dumps(data)
-    for attempt in (lambda: config_from_json(raw), lambda: validate.memory_config(data),
-                    lambda: validate.memory_config(_build(data)),
+    for attempt in (lambda: config_from_json(raw), lambda: checks.memory_config(data),
+                    lambda: checks.memory_config(_build(data)),
                     lambda: Memory(store, _build(data), persist=True)):
         try:
             attempt()
@@ -59,7 +59,7 @@ def _outcomes(data: dict[str, Any], store: Store) -> list[str]:
 
 def _build(data: dict[str, Any]) -> MemoryConfig:
     """The same config as a Struct built in Python (its constructor checks nothing)."""
-    from holomem.api import types as t
+    from holomem.api.memory import config as t
 
     def make(cls: type[Any], fields: dict[str, Any], nested: dict[str, type[Any]]) -> Any:
         names = dict(zip(cls.__struct_encode_fields__, cls.__struct_fields__, strict=True))
@@ -117,7 +117,7 @@ def test_non_finite_weights_are_refused(tmp_path: Any, value: float) -> None:
         for shape in ({"historicalWeight": value}, {"feedback": {"weight": value}},
                       {"context": {"neighbors": {"weight": value}}}):
             with pytest.raises(InvalidError):
-                validate.memory_config(shape)
+                checks.memory_config(shape)
             with pytest.raises(InvalidError):
                 Memory(store, _build(shape), persist=True)
 
@@ -134,9 +134,9 @@ def test_a_negative_half_life_is_refused_before_any_request(tmp_path: Any) -> No
 def test_memory_config_refuses_what_is_not_a_config() -> None:
     for value in (None, 3, "none", ["recency"], {"recency": "daily"}, {"colour": 1}):
         with pytest.raises(InvalidError):
-            validate.memory_config(value)
-    assert validate.memory_config(MemoryConfig()) == MemoryConfig()
-    assert validate.memory_config({}) == MemoryConfig()
+            checks.memory_config(value)
+    assert checks.memory_config(MemoryConfig()) == MemoryConfig()
+    assert checks.memory_config({}) == MemoryConfig()
 
 
 @settings(max_examples=200, deadline=None)
@@ -158,7 +158,7 @@ def test_json_and_python_paths_agree_on_any_config(data: dict[str, Any]) -> None
     except InvalidError:
         from_json = False
     try:
-        validate.memory_config(_build(data))
+        checks.memory_config(_build(data))
         from_struct = True
     except InvalidError:
         from_struct = False

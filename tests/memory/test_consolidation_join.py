@@ -10,7 +10,7 @@ from itertools import combinations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from holomem.api.consolidation import near_duplicate_pairs
+from holomem.api.memory.forget.consolidation import near_duplicate_pairs
 
 word_sets = st.lists(st.tuples(st.sampled_from([None, "s1", "s2"]),
                                st.frozensets(st.sampled_from("abcdefgh"), max_size=6)),

@@ -14,8 +14,8 @@ import hypothesis.strategies as st
 import msgspec
 from hypothesis import given, settings
 
-from holomem.api import remember
-from holomem.api.types import RememberInput
+from holomem.api.memory.remember import intake
+from holomem.api.memory.types import RememberInput
 
 _text = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
 _leaf = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), _text,
@@ -46,8 +46,8 @@ def test_the_canonical_payload_is_json_dumps_bytes_for_every_input(
     x = RememberInput(text=text, subject=subject, entities=entities, metadata=metadata,
                       event_time=times[0], valid_from=times[1], valid_to=times[2],
                       confidence=confidence, embedding=embedding, namespace=namespace)
-    assert remember.canonical_payload(x) == _reference(x)
-    assert remember.digest(x) == hashlib.sha256(_reference(x)).digest()
+    assert intake.canonical_payload(x) == _reference(x)
+    assert intake.digest(x) == hashlib.sha256(_reference(x)).digest()
 
 
 def test_a_known_input_keeps_its_content_id() -> None:
@@ -55,7 +55,7 @@ def test_a_known_input_keeps_its_content_id() -> None:
     derived it."""
     x = RememberInput(text="Alice lives in Paris \u00e9\n", subject="alice/home",
                       metadata={"b": [1, True, None], "a": "x"})
-    assert remember.content_id(remember.digest(x)) == "f-3e9a7d49c6d65d92667f3b37dd892aaa"
+    assert intake.content_id(intake.digest(x)) == "f-3e9a7d49c6d65d92667f3b37dd892aaa"
 
 
 _ASCII = st.text(st.characters(max_codepoint=127), max_size=12)
@@ -76,7 +76,7 @@ def _batch_input(draw: st.DrawFn) -> RememberInput:
 
 def _checked_one_by_one(items: list[RememberInput]) -> object:
     try:
-        return [remember.check(x, i) for i, x in enumerate(items)]
+        return [intake.check(x, i) for i, x in enumerate(items)]
     except Exception as exc:  # the error is the answer being compared
         return (type(exc), str(exc))
 
@@ -86,7 +86,7 @@ def _checked_one_by_one(items: list[RememberInput]) -> object:
 def test_a_batch_checked_together_gets_each_input_s_digest_and_the_same_first_error(
         items: list[RememberInput]) -> None:
     try:
-        together: object = remember.check_all(items)
+        together: object = intake.check_all(items)
     except Exception as exc:
         together = (type(exc), str(exc))
     assert together == _checked_one_by_one(items)
@@ -97,5 +97,5 @@ def test_a_plain_batch_is_checked_a_column_at_a_time() -> None:
     whose digests are those of the payload's reference bytes."""
     items = [RememberInput(text='Alice said "hi" \\ there\t'),
              RememberInput(text="Bob", id="b-1", subject="people/bob")]
-    digests = remember.plain_digests(items)
+    digests = intake.plain_digests(items)
     assert digests == [hashlib.sha256(_reference(x)).digest() for x in items]

@@ -19,7 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api import contradiction, contradiction_kept, contradiction_pairs
+from holomem.api.memory.holographic import contradiction
+from holomem.api.memory.holographic import kept as contradiction_kept
+from holomem.api.memory.holographic import pairs as contradiction_pairs
 from holomem.projections import groups, hrr
 from holomem.projections.tokenize import tokenize
 

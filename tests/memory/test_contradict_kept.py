@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api import contradiction, contradiction_kept
-from holomem.api.types import ContradictResult
+from holomem.api.memory.holographic import contradiction
+from holomem.api.memory.holographic import kept as contradiction_kept
+from holomem.api.memory.types import ContradictResult
 from holomem.errors import ConflictError, InvalidError, NotFoundError
 from holomem.projections import candidates
 from holomem.projections.catalog import Catalog

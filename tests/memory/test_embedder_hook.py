@@ -15,7 +15,7 @@ import numpy.typing as npt
 import pytest
 
 from holomem import ConflictError, InvalidError, ManualClock, Memory, MemoryConfig, Store
-from holomem.api.types import FusionConfig
+from holomem.api.memory.config import FusionConfig
 from holomem.embedders import EmbedderIdentity
 
 DIM = 8

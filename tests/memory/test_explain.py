@@ -11,7 +11,7 @@ import math
 import pytest
 
 from holomem import ManualClock, Memory, MemoryConfig, NotFoundError, Store
-from holomem.api.types import Exponential, RecencyConfig
+from holomem.api.memory.config import Exponential, RecencyConfig
 
 HOUR = 3_600_000
 

@@ -27,7 +27,7 @@ from holomem import (
     MemoryConfig,
     Store,
 )
-from holomem.api import validate
+from holomem.api.engine import nesting
 from tests.cli.run import holomem
 
 CONFIG = MemoryConfig(supersession="latest-by-subject", entity_extractor="regex")
@@ -224,7 +224,7 @@ def test_a_record_nesting_deeper_than_a_request_may_is_refused_before_it_is_deco
     assert store.stats().revision == revision and memory.get("ok") is None
     # As deep as a record may be: decoded, and then metadata's own limit (32) answers.
     with pytest.raises(LimitError, match=r"^line 1: metadata nests deeper than 32"):
-        memory.import_([deep_line(validate.MAX_REQUEST_DEPTH - 1)])
+        memory.import_([deep_line(nesting.MAX_REQUEST_DEPTH - 1)])
 
 
 def test_blank_lines_are_skipped_but_counted(memory: Memory) -> None:

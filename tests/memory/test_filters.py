@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holomem import InvalidError, LimitError, ManualClock, Memory, Store
-from holomem.api import filters
+from holomem.api.memory import filters
 
 KEYS = ["a", "b", "c"]
 scalars = st.one_of(st.integers(-3, 3), st.sampled_from([0.5, -1.5, 2.0]),

@@ -263,9 +263,9 @@ def test_forget_with_purge_reports_it(memory: Memory, store: Store, clock: Manua
 def test_removal_is_one_transaction_per_batch_and_relinks_across_batches(
         memory: Memory, store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch,
         batch: int) -> None:
-    from holomem.api import forgetting
+    from holomem.api.memory.forget import removal
 
-    monkeypatch.setattr(forgetting, "BATCH", batch)
+    monkeypatch.setattr(removal, "BATCH", batch)
     for n in range(6):  # v0 <- v1 <- ... <- v5
         memory.remember(id=f"v{n}", text=f"yoko version {n}", subject="yoko/v",
                         valid_from=10 * (n + 1))

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api import holographic
-from holomem.api.types import FeedbackConfig
+from holomem.api.memory.config import FeedbackConfig
+from holomem.api.memory.holographic import algebra
 
 
 @pytest.fixture
@@ -198,13 +198,13 @@ def test_reason_over_many_entities_never_builds_an_entity_by_fact_matrix(
         memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each entity after the first is compared only with the facts still in the AND."""
     compared: list[int] = []
-    real = holographic.similarity
+    real = algebra.similarity
 
     def spy(rows: Any, slots: Any, key: Any) -> Any:
         compared.append(len(slots))
         return real(rows, slots, key)
 
-    monkeypatch.setattr(holographic, "similarity", spy)
+    monkeypatch.setattr(algebra, "similarity", spy)
     hits = memory.reason(["Alice", "Bob"] + ["Alice"] * 30)
     assert {h.id for h in hits.results} == {"owe1", "owe2"} and hits.compared == 7
     assert compared[0] == 7 and max(compared[1:]) <= 3  # the first pass, then only members

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api.policies import Links, NewFact, SubjectMember, latest_by_subject
+from holomem.api.memory.policies import Links, NewFact, SubjectMember, latest_by_subject
 
 T0 = 1_000_000
 

@@ -24,7 +24,7 @@ from holomem import (
     NotFoundError,
     Store,
 )
-from holomem.api.types import ConsolidationConfig, Duplicates
+from holomem.api.memory.config import ConsolidationConfig, Duplicates
 
 ALICE = ["users", "alice"]
 ALICE_WORK = ["users", "alice", "work"]

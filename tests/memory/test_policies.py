@@ -21,8 +21,7 @@ from holomem import (
     Observation,
     Store,
 )
-from holomem.api.policies import Links, regex_entities
-from holomem.api.types import (
+from holomem.api.memory.config import (
     ConsolidationConfig,
     Duplicates,
     Exponential,
@@ -31,6 +30,7 @@ from holomem.api.types import (
     config_from_json,
     config_to_json,
 )
+from holomem.api.memory.policies import Links, regex_entities
 
 HOUR = 3_600_000
 DAY = 24 * HOUR
@@ -305,7 +305,8 @@ def test_with_methods_return_new_memories_and_leave_the_original_unchanged(
     assert [c.ids for c in calls] == [["w5"]]
     assert variants[7].remember(id="w6", text="y").ingest_time == 5
     # Observers added to a copy do not leak into a further copy of the original.
-    assert memory.with_observer(lambda o: None)._observers != variants[6]._observers
+    assert memory.with_observer(lambda o: None).session.observers != \
+        variants[6].session.observers
 
 
 def test_with_methods_reject_bad_policies(memory: Memory) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from holomem import AsyncMemory, InvalidError, ManualClock, Memory, ProgressLines, Store
-from holomem.api.embedding import EMBED_CHUNK
+from holomem.api.memory.embedding.embedder import EMBED_CHUNK
 from tests.memory.test_embedder_hook import Fake
 
 N = 2 * EMBED_CHUNK + 44  # three calls of the embedder

@@ -20,15 +20,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, RecallOptions, Store
-from holomem.api import recall, records
-from holomem.api.records import wanted
-from holomem.api.types import (
+from holomem.api.memory.config import (
     ContextConfig,
     Exponential,
     FeedbackConfig,
     Neighbors,
     RecencyConfig,
 )
+from holomem.api.memory.facts import records
+from holomem.api.memory.facts.records import wanted
+from holomem.api.memory.recall import rank as recall
 from holomem.projections.fusion import top_k
 
 WORDS = ["red", "blue", "green", "cat", "dog"]

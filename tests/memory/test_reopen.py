@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from holomem import ManualClock, Memory, MemoryConfig, NotFoundError, Store
-from holomem.api.types import ConsolidationConfig, Duplicates
+from holomem.api.memory.config import ConsolidationConfig, Duplicates
 
 CONFIG = MemoryConfig(supersession="latest-by-subject",
                       consolidation=ConsolidationConfig(duplicates=Duplicates()))

@@ -14,8 +14,12 @@ from typing import Any
 import pytest
 
 from holomem import LimitError, ManualClock, Memory, MemoryConfig, Store
-from holomem.api import contradiction, forgetting, holographic, listing, recall, validate
-from holomem.api import memory as memory_module
+from holomem.api.engine import nesting, validate
+from holomem.api.memory import memory as memory_module
+from holomem.api.memory.facts import listing
+from holomem.api.memory.forget import removal
+from holomem.api.memory.holographic import algebra, contradiction
+from holomem.api.memory.recall import rank
 from holomem.errors import HolomemError
 
 
@@ -86,8 +90,8 @@ def test_a_query_has_at_most_max_query_terms_distinct_words(memory: Memory) -> N
 
 
 def test_recall_k_and_candidate_limit_are_bounded(memory: Memory) -> None:
-    for field, n in (("k", recall.MAX_RECALL_K),
-                     ("candidateLimit", recall.MAX_CANDIDATES)):
+    for field, n in (("k", rank.MAX_RECALL_K),
+                     ("candidateLimit", rank.MAX_CANDIDATES)):
         out_of_range(lambda field=field, n=n: memory.call("recall", {"query": "Alice",
                                                                      field: n + 1}))
         answered(lambda field=field, n=n: memory.call("recall", {"query": "Alice", field: n,
@@ -103,7 +107,7 @@ def test_a_recall_filter_names_at_most_max_entities(memory: Memory) -> None:
 
 # -- forget -----------------------------------------------------------------------------------
 def test_a_forget_scope_names_at_most_max_forget_ids(memory: Memory) -> None:
-    n = forgetting.MAX_IDS
+    n = removal.MAX_IDS
     ids = [f"x{i}" for i in range(n + 1)]
     refused(lambda: memory.call("forget", {"scope": {"ids": ids}, "dryRun": True}))
     refused(lambda: memory.forget({"ids": ids}))
@@ -121,7 +125,7 @@ def test_search_ids_are_bounded(memory: Memory) -> None:
 
 # -- holographic operations -------------------------------------------------------------------
 def test_holographic_k_is_bounded(memory: Memory) -> None:
-    n = holographic.MAX_K
+    n = algebra.MAX_K
     for op, request in (("probe", {"entity": "Alice"}), ("related", {"entity": "Alice"}),
                         ("reason", {"entities": ["Alice"]}), ("contradict", {})):
         out_of_range(lambda op=op, request=request: memory.call(op, {**request, "k": n + 1}))
@@ -130,7 +134,7 @@ def test_holographic_k_is_bounded(memory: Memory) -> None:
 
 def test_reason_takes_at_most_max_reason_entities(memory: Memory) -> None:
     """Regression: 6,000 entities in one reason call took a server from 77 MB to 3.3 GB."""
-    n = holographic.MAX_REASON_ENTITIES
+    n = algebra.MAX_REASON_ENTITIES
     refused(lambda: memory.call("reason", {"entities": ["Alice"] * (n + 1)}))
     refused(lambda: memory.reason([f"E{i}" for i in range(6000)]))
     answered(lambda: memory.call("reason", {"entities": ["Alice"] * n}))
@@ -185,7 +189,7 @@ def nested(depth: int) -> Any:
 
 
 def test_a_request_nests_at_most_max_request_depth_levels(memory: Memory) -> None:
-    n = validate.MAX_REQUEST_DEPTH
+    n = nesting.MAX_REQUEST_DEPTH
     # The request object is level 1; metadata's value adds one level per dict.
     with pytest.raises(LimitError, match="the request nests"):
         memory.call("remember", {"text": "deep", "metadata": nested(n)})

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from holomem import InvalidError, Memory, Store
-from holomem.api.rerank import MMR, RerankCandidate
+from holomem.api.memory.recall.rerank import MMR, RerankCandidate
 
 
 def _fill(memory: Memory, n: int = 12) -> list[str]:

@@ -6,8 +6,8 @@ and stay reachable by get, history, export and forget."""
 from __future__ import annotations
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api import working
-from holomem.api.types import ConsolidationConfig, Duplicates
+from holomem.api.memory.config import ConsolidationConfig, Duplicates
+from holomem.api.memory.window import working
 
 SUBJECT = working.SUBJECT_PREFIX + "plan"
 # Several parts per save, each "working context plan: save N, part I of P": texts that

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api.remember import Planner
+from holomem.api.memory.remember.planner import Planner
 
 T0 = 1_700_000_000_000
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from holomem import ConflictError, InvalidError, ManualClock, Memory, MemoryConfig, Store
-from holomem.api.policies import Links
-from holomem.api.types import ForgettingConfig
+from holomem.api.memory.config import ForgettingConfig
+from holomem.api.memory.policies import Links
 from holomem.events import ConfigRecorded
 
 LATEST = MemoryConfig(supersession="latest-by-subject")

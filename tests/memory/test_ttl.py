@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from holomem import InvalidError, ManualClock, Memory, MemoryConfig, Store
-from holomem.api.types import ForgettingConfig
+from holomem.api.memory.config import ForgettingConfig
 
 T0 = 1_000_000
 

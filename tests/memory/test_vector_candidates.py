@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from holomem import ManualClock, Memory, Store
-from holomem.api import recall
 from holomem.api.engine import View
+from holomem.api.memory.recall import rank
 from holomem.errors import UnavailableError
 from holomem.projections import embeddings
 from holomem.projections.fusion import FusionParams, top_k
@@ -106,11 +106,11 @@ def test_the_context_policy_adds_what_a_pass_over_every_fact_adds(tmp_path: Path
             memory.forget({"ids": [f"f{i}" for i in range(0, 300, 7)]}, dry_run=False)
         for n, q in enumerate([vecs[5], vecs[100], *vectors(np.random.default_rng(4), 5)]):
             words = text(np.random.default_rng(n))
-            options, where = recall.checked(None, {"k": 10, "embedding": q.tolist()})
+            options, where = rank.checked(None, {"k": 10, "embedding": q.tolist()})
 
-            def both(view: View, words: str = words, options: recall.RecallOptions = options,
+            def both(view: View, words: str = words, options: rank.RecallOptions = options,
                      where: object = where) -> tuple[dict[int, float], dict[int, float]]:
-                ranking = recall.Ranking(view, memory.policies, words, options,
+                ranking = rank.Ranking(view, memory.policies, words, options,
                                          clock.now_ms(), where)
                 plain = ranking.plain()
                 context = memory.policies.context

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from holomem import InvalidError, LimitError, ManualClock, Memory, NotFoundError, Store
-from holomem.api import working
+from holomem.api.memory.window import working
 
 STATE = {"goal": "ship the release", "open": ["tests", "docs"], "files": {"a.py": 3}}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from holomem import InvalidError, LimitError, ManualClock, Memory
-from holomem.api import graphrecall
+from holomem.api.memory.graph import reach
 
 
 def _facts(memory: Memory) -> None:
@@ -120,7 +120,7 @@ def test_the_graph_option_is_checked(memory: Memory) -> None:
 
 def test_explain_says_which_bound_cut_the_walk(memory: Memory,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    many = graphrecall.MAX_ENTITY_FANOUT + 1
+    many = reach.MAX_ENTITY_FANOUT + 1
     memory.remember_many([{"id": f"f{i}", "text": f"filler line {i}", "entities": ["common"]}
                           for i in range(many)])
     memory.remember("the lighthouse keeper", id="seed", entities=["common", "rare"])
@@ -136,7 +136,7 @@ def test_explain_says_which_bound_cut_the_walk(memory: Memory,
     # Nothing cut (no entity walked): no bounds to report.
     plain = memory.recall(q, graph={"hops": 1, "entities": False}, explain=True)
     assert plain[0].explanation.graph_bounds is None
-    monkeypatch.setattr(graphrecall, "MAX_REACHED", 1)
+    monkeypatch.setattr(reach, "MAX_REACHED", 1)
     capped = memory.recall(q, graph={"hops": 1, "weight": 0.5}, explain=True)
     assert [r.id for r in capped] == ["seed", "other"]  # the first fact reached, then stop
     cut = capped[0].explanation.graph_bounds
@@ -150,7 +150,7 @@ def test_another_namespace_never_changes_a_walk_nor_shows_in_its_report(
     g = {"hops": 1, "weight": 0.5}
     assert [r.id for r in memory.recall("apple", namespace=["t1"], graph=g)] == ["a1", "a2"]
     memory.remember_many([{"text": f"other {i}", "entities": ["alice"], "namespace": ["t2"]}
-                          for i in range(graphrecall.MAX_ENTITY_FANOUT + 10)])
+                          for i in range(reach.MAX_ENTITY_FANOUT + 10)])
     (a1, s1), (a2, s2) = _ranked(memory.recall("apple", namespace=["t1"], graph=g))
     assert (a1, a2) == ("a1", "a2") and s2 == 0.5 * s1  # still reached through "alice"
     explained = memory.explain("apple", "a1", namespace=["t1"], graph=g)
@@ -173,10 +173,10 @@ def test_a_fact_written_after_known_at_is_no_bridge_for_the_walk(
 
 def test_the_walk_reports_only_bounds_met_by_seeds_it_walked(
         memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    from holomem.api import graphwalk
+    from holomem.api.memory.graph import walk
 
-    monkeypatch.setattr(graphrecall, "MAX_REACHED", 2)
-    monkeypatch.setattr(graphrecall, "MAX_ENTITY_FANOUT", 2)
+    monkeypatch.setattr(reach, "MAX_REACHED", 2)
+    monkeypatch.setattr(reach, "MAX_ENTITY_FANOUT", 2)
     memory.remember("apple apple apple", id="s1")
     memory.remember("apple pear", id="s2", entities=["zed"])
     for i in range(3):
@@ -186,7 +186,7 @@ def test_the_walk_reports_only_bounds_met_by_seeds_it_walked(
         memory.remember("zed", id=f"z{i}", entities=["zed"])
     reports = []
     for batch in (16, 1):  # however many seeds are walked at once
-        monkeypatch.setattr(graphwalk, "FIRST_BATCH", batch)
+        monkeypatch.setattr(walk, "FIRST_BATCH", batch)
         bounds = memory.explain("apple", "s1", graph={"hops": 1}).graph_bounds
         assert bounds is not None and bounds.reached_cap
         reports.append(bounds)

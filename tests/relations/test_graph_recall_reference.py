@@ -18,13 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
-from holomem.api import graphrecall, graphwalk
-from holomem.api import relations as api_relations
 from holomem.api.engine import View
-from holomem.api.graphrecall import Reached, Step
-from holomem.api.graphtypes import GraphRecall
-from holomem.api.recall import Candidate, Ranking, checked
-from holomem.api.records import wanted
+from holomem.api.memory.facts.records import wanted
+from holomem.api.memory.graph import reach, walk
+from holomem.api.memory.graph import relations as api_relations
+from holomem.api.memory.graph.reach import Reached, Step
+from holomem.api.memory.graph.types import GraphRecall
+from holomem.api.memory.recall.rank import Candidate, Ranking, checked
 
 WORDS = ("river", "stone", "lamp", "north", "glass", "wolf", "paper", "salt")
 ENTITIES = ("E0", "E1", "E2", "E3", "E4", "E5")
@@ -50,7 +50,7 @@ def _steps(view: View, slot: int, g: GraphRecall, rid: int, at: int,
             members = [m for m in view.entities.slots(entity).tolist()
                        if facts.is_fact.item(m) and facts.namespace(m) == home
                        and (known_at is None or facts.ingest.item(m) <= known_at)]
-            if len(members) > graphrecall.MAX_ENTITY_FANOUT:
+            if len(members) > reach.MAX_ENTITY_FANOUT:
                 continue
             out.extend(Step(slot, m, "entity", entity) for m in members if m != slot)
     return out
@@ -78,7 +78,7 @@ def reference_reach(view: View, seeds: list[tuple[int, float]], g: GraphRecall, 
                         continue
                     have = out.get(step.dst)
                     if have is None:
-                        if len(out) >= graphrecall.MAX_REACHED:
+                        if len(out) >= reach.MAX_REACHED:
                             return out
                         out[step.dst] = Reached(seed, bonus, route)
                     elif bonus > have.bonus:
@@ -96,7 +96,7 @@ def reference_rank(ranking: Ranking, prune: bool
                     msgspec.structs.replace(o, graph=None), ranking.at, ranking.filter)
     evaluated = plain.rank()[1]
     examined = len(plain.candidates()[1])
-    g = graphrecall.checked(o.graph)
+    g = reach.checked(o.graph)
     assert g is not None
     seeds = [(c.slot, c.score) for c in evaluated if wanted(o.history, c.status)][: o.k]
     reached = reference_reach(view, seeds, g, ranking.at, o.known_at)
@@ -181,10 +181,10 @@ def test_graph_recall_answers_what_the_step_by_step_walk_answers(
         seed: int, n: int, subjects: bool, fanout: int, cap: int, batch: tuple[int, int],
         queries: list[tuple[list[str], dict[str, Any], int]]) -> None:
     rng = random.Random(seed)
-    saved = graphrecall.MAX_ENTITY_FANOUT, graphrecall.MAX_REACHED
-    saved_batch = graphwalk.FIRST_BATCH, graphwalk.BATCH_STEPS
-    graphrecall.MAX_ENTITY_FANOUT, graphrecall.MAX_REACHED = fanout, cap
-    graphwalk.FIRST_BATCH, graphwalk.BATCH_STEPS = batch  # seeds walked in small batches
+    saved = reach.MAX_ENTITY_FANOUT, reach.MAX_REACHED
+    saved_batch = walk.FIRST_BATCH, walk.BATCH_STEPS
+    reach.MAX_ENTITY_FANOUT, reach.MAX_REACHED = fanout, cap
+    walk.FIRST_BATCH, walk.BATCH_STEPS = batch  # seeds walked in small batches
     try:
         with tempfile.TemporaryDirectory() as d, \
                 Store.open(Path(d) / "s", sync="none") as store:
@@ -216,5 +216,5 @@ def test_graph_recall_answers_what_the_step_by_step_walk_answers(
 
                 store.read(compare)
     finally:
-        graphrecall.MAX_ENTITY_FANOUT, graphrecall.MAX_REACHED = saved
-        graphwalk.FIRST_BATCH, graphwalk.BATCH_STEPS = saved_batch
+        reach.MAX_ENTITY_FANOUT, reach.MAX_REACHED = saved
+        walk.FIRST_BATCH, walk.BATCH_STEPS = saved_batch

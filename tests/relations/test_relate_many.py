@@ -23,7 +23,7 @@ from holomem import (
     Memory,
     Store,
 )
-from holomem.api import relations
+from holomem.api.memory.graph import relations
 from holomem.client import Client
 from tests.cli.run import holomem
 from tests.relations.helpers import snapshot

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from holomem import ConflictError, InvalidError, LimitError, ManualClock, Memory, NotFoundError
-from holomem.api import relations
+from holomem.api.memory.graph import relations
 
 
 def _facts(memory: Memory, *ids: str, namespace: list[str] | None = None) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from holomem import InvalidError, LimitError, ManualClock, Memory, Store
-from holomem.api import why
+from holomem.api.memory.graph import evidence
 
 
 def _graph(memory: Memory) -> None:
@@ -82,7 +82,7 @@ def test_why_without_a_match_has_no_start(memory: Memory) -> None:
 def test_truncation_says_which_bound_cut_the_walk(memory: Memory,
                                                   monkeypatch: pytest.MonkeyPatch,
                                                   extra: int) -> None:
-    monkeypatch.setattr(why, "MAX_NODES", 6)
+    monkeypatch.setattr(evidence, "MAX_NODES", 6)
     memory.remember("the hub", id="hub")
     for i in range(5 + extra):  # the hub and 5 neighbours fill MAX_NODES exactly
         memory.remember(f"spoke {i}", id=f"s{i}")
@@ -91,8 +91,8 @@ def test_truncation_says_which_bound_cut_the_walk(memory: Memory,
     assert len(found.nodes) == 6
     assert found.truncated == (extra > 0)
     assert found.bound == ("max_nodes" if extra else None)
-    monkeypatch.setattr(why, "MAX_NODES", 100)
-    monkeypatch.setattr(why, "MAX_EDGES", 5)
+    monkeypatch.setattr(evidence, "MAX_NODES", 100)
+    monkeypatch.setattr(evidence, "MAX_EDGES", 5)
     found = memory.why("hub", max_hops=1)
     assert len(found.edges) == 5 and found.truncated == (extra > 0)
     assert found.bound == ("max_edges" if extra else None)
@@ -101,7 +101,7 @@ def test_truncation_says_which_bound_cut_the_walk(memory: Memory,
 def test_why_checks_its_arguments(memory: Memory) -> None:
     _graph(memory)
     with pytest.raises(LimitError):
-        memory.why("q", max_hops=why.MAX_HOPS + 1)
+        memory.why("q", max_hops=evidence.MAX_HOPS + 1)
     with pytest.raises(InvalidError):
         memory.why("q", max_hops=-1)
     with pytest.raises(InvalidError):

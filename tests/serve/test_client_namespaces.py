@@ -22,7 +22,7 @@ import msgspec
 import pytest
 
 from holomem import InvalidError, LimitError, Memory, NotFoundError, Store
-from holomem.api.types import config_from_json
+from holomem.api.memory.config import config_from_json
 from holomem.client import AsyncClient, Client
 
 from .conftest import API_KEY, Server, start

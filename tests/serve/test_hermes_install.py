@@ -21,7 +21,7 @@ from holomem.integrations.hermes_plugin import INSTALL_HINT
 from ._readme import ROOT
 
 HIDE = "import sys; sys.modules['hermes_cli'] = None; sys.modules['hermes_constants'] = None; "
-RUN = "from holomem.api.doors.cli import main; sys.exit(main(sys.argv[1:]))"
+RUN = "from holomem.api.doors.cli.commands import main; sys.exit(main(sys.argv[1:]))"
 
 
 def install(home: Path, *, hide: bool, path: str) -> subprocess.CompletedProcess[str]:

@@ -21,14 +21,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-import holomem.api.doors.tenants as tenants_door
+import holomem.api.doors.http.tenants as tenants_door
 from holomem import Store
-from holomem.api.doors.http import create_app
-from holomem.api.doors.tenants import TenantPool
-from holomem.api.doors.webguard import decode_body
-from holomem.api.types import Exponential, MemoryConfig, RecencyConfig
-from holomem.api.validate import MAX_REQUEST_DEPTH as MAX_DEPTH
-from holomem.api.validate import check_depth, nesting_depth
+from holomem.api.doors.http.server import create_app
+from holomem.api.doors.http.tenants import TenantPool
+from holomem.api.doors.http.webguard import decode_body
+from holomem.api.engine.nesting import MAX_REQUEST_DEPTH as MAX_DEPTH
+from holomem.api.engine.nesting import check_depth, nesting_depth
+from holomem.api.memory.config import Exponential, MemoryConfig, RecencyConfig
 from holomem.errors import InvalidError, StoreLockedError
 
 from .conftest import Server, free_port, headers

@@ -14,8 +14,8 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-import holomem.api.doors.tenants as tenants_door
-from holomem.api.doors.http import create_app
+import holomem.api.doors.http.tenants as tenants_door
+from holomem.api.doors.http.server import create_app
 
 from .conftest import API_KEY, headers, start
 

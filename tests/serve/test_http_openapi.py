@@ -16,8 +16,8 @@ import msgspec
 import pytest
 from jsonschema import Draft202012Validator
 
-from holomem.api import contract
-from holomem.api.doors import httpschema
+from holomem.api.doors.http import openapi
+from holomem.api.memory import contract, ops
 from holomem.errors import InvalidError
 from tests.test_doc_examples import requests
 
@@ -63,8 +63,8 @@ def test_every_contract_op_has_its_route_in_the_document(server: Server) -> None
     assert doc["openapi"].startswith("3.1")
     memory = {p[len(MEMORY):]: v for p, v in doc["paths"].items() if p.startswith(MEMORY)}
     # A new op of the contract needs its request and response Structs in httpschema.OPS.
-    assert set(httpschema.OPS) == set(contract.OPS)
-    assert set(memory) == set(contract.OPS)
+    assert set(openapi.OPS) == set(ops.OPS)
+    assert set(memory) == set(ops.OPS)
     for op, item in memory.items():
         assert set(item) == {"post"} and item["post"]["operationId"] == op
         assert {"200", "422"} <= set(item["post"]["responses"])
@@ -102,7 +102,7 @@ def test_the_readme_examples_validate_and_so_do_the_servers_answers(server: Serv
     doc = fetch(server).json()
     examples = readme_examples()
     # An example of every op (a new op needs one in the README).
-    assert {op for op, _ in examples} == set(contract.OPS)
+    assert {op for op, _ in examples} == set(ops.OPS)
     with httpx.Client(base_url=server.url, headers=headers("readme"), timeout=30) as http:
         for op, body in examples:
             path = MEMORY + op
@@ -184,7 +184,7 @@ def test_a_time_field_takes_iso_8601_exactly_where_the_contract_does(server: Ser
         ref = next(s for s in schema.get("anyOf", [schema])
                    if validator(doc, s).is_valid(body))
         walk(op, body, [], ref)
-    assert checked >= httpschema.TIME_FIELDS  # every time field was reached
+    assert checked >= openapi.TIME_FIELDS  # every time field was reached
     assert checked >= {"k", "limit", "maxDepth"}  # and integers that are no times
 
 
@@ -199,10 +199,10 @@ def test_the_document_is_the_same_bytes_in_every_process(tmp_path: Path) -> None
     finally:
         one.stop()
         two.stop()
-    assert a.content == httpschema.document_bytes()
+    assert a.content == openapi.document_bytes()
     # Sorted keys at every level: the bytes follow from the content alone.
     assert a.content == msgspec.json.encode(json.loads(a.content), order="sorted")
-    assert httpschema.build() == httpschema.build()
+    assert openapi.build() == openapi.build()
     assert json.loads(a.content)["info"]["version"] == version("holomem-db")
 
 

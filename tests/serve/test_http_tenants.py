@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from holomem import Memory, Store
-from holomem.api.contract import OPS
-from holomem.api.doors.memoryroute import READ_OPS, WRITE_OPS
+from holomem.api.doors.http.memoryroute import READ_OPS, WRITE_OPS
+from holomem.api.memory.ops import OPS
 from holomem.client import Client
 from holomem.errors import LimitError
 
@@ -36,6 +36,7 @@ READS: list[tuple[str, dict[str, object] | None]] = [
     ("reason", {"entities": ["Alice", "Paris"]}),
     ("contradict", {}),
     ("info", {}),
+    ("capabilities", {}),
     ("export", {"namespace": ["users"]}),
     ("recall", {"query": 5}),  # a bad request is refused, and creates nothing either
     ("nope", {}),  # an op that is none
@@ -66,7 +67,7 @@ def answers(http: httpx.Client, tenant: str) -> list[tuple[int, object]]:
 
 
 def test_every_op_is_a_read_or_a_write() -> None:
-    # A new op of the contract is classified in holomem.api.doors.http (a read must not
+    # A new op of the contract is classified in holomem.api.doors.http.server (a read must not
     # create a store; an op in neither set is served as a write).
     assert set(OPS) == READ_OPS | WRITE_OPS and READ_OPS.isdisjoint(WRITE_OPS)
 

@@ -29,7 +29,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
 
 from holomem import Store
-from holomem.api.contract import (
+from holomem.api.memory.requests import (
     CompileContextRequest,
     ExplainRequest,
     ForgetRequest,
@@ -43,7 +43,7 @@ from holomem.api.contract import (
     SaveWorkingContextRequest,
     WhyRequest,
 )
-from holomem.api.types import ForgetScope, RememberInput
+from holomem.api.memory.types import ForgetScope, RememberInput
 from holomem.errors import KeyRequiredError
 
 from ._readme import ROOT, blocks
@@ -341,7 +341,7 @@ def test_without_the_serve_extra_mcp_fails_before_creating_anything(tmp_path: Pa
     for missing in ("mcp", "anyio", "httpx"):
         # The module is gone, as in an install without the serve extra.
         program = (f"import sys; sys.modules[{missing!r}] = None; "
-                   "from holomem.api.doors.cli import main; sys.exit(main(sys.argv[1:]))")
+                   "from holomem.api.doors.cli.commands import main; sys.exit(main(sys.argv[1:]))")
         done = subprocess.run([sys.executable, "-c", program, "mcp", "--data", str(data)],
                               input=b"", capture_output=True, timeout=60, cwd=ROOT)
         assert done.returncode == 2, done.stderr

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from holomem import Memory, Store
-from holomem.api.doors.mcpshare import socket_path
+from holomem.api.doors.mcp.share import socket_path
 from holomem.errors import StoreLockedError
 
 from ._readme import ROOT

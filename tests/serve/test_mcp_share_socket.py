@@ -1,4 +1,4 @@
-"""The store's local socket (holomem.api.doors.mcpshare), its two ends in one process.
+"""The store's local socket (holomem.api.doors.mcp.share), its two ends in one process.
 
 What the tests prove: the socket is bound to the store (one path per real store path,
 another store's follower is refused) and to the user (a private directory, mode 0600,
@@ -24,7 +24,7 @@ import msgspec
 import pytest
 
 from holomem import Memory, Store
-from holomem.api.doors.mcpshare import (
+from holomem.api.doors.mcp.share import (
     MAX_CONNECTIONS,
     MAX_REQUEST_BYTES,
     MAX_SOCKET_PATH,

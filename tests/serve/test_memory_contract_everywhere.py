@@ -44,7 +44,7 @@ from holomem import (
     RememberInput,
     Store,
 )
-from holomem.api.types import config_from_json
+from holomem.api.memory.config import config_from_json
 from holomem.client import AsyncClient, Client
 
 from .conftest import API_KEY, Server, start

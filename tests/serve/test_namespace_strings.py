@@ -28,8 +28,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from holomem import AsyncMemory, HolomemError, InvalidError, Memory, Store
-from holomem.api import nspath, validate
-from holomem.api.types import RememberInput
+from holomem.api.engine import nspath, validate
+from holomem.api.memory.types import RememberInput
 from holomem.client import Client
 
 from .conftest import API_KEY, Server, headers, start

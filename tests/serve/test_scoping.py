@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from holomem import HolomemError, Memory, MemoryConfig, Store
-from holomem.api import contract
 from holomem.api.doors.scoping import HANDLED, Scope
-from holomem.api.types import ConsolidationConfig, Duplicates, ForgettingConfig
+from holomem.api.memory import ops
+from holomem.api.memory.config import ConsolidationConfig, Duplicates, ForgettingConfig
 from holomem.errors import InvalidError, LimitError, NotFoundError
 
 ALICE = ["users", "alice"]
@@ -61,8 +61,8 @@ def test_every_contract_op_is_confined_by_a_scope_or_refused_through_one(
         tmp_path: Path) -> None:
     # info, export and import are whole-store ops (the Python client's): a door
     # confined to a namespace does not offer them, rather than pass them through.
-    whole_store = set(contract.OPS) - HANDLED
-    assert set(contract.OPS) >= HANDLED and whole_store == {"info", "export", "import"}
+    whole_store = set(ops.OPS) - HANDLED
+    assert set(ops.OPS) >= HANDLED and whole_store == {"info", "export", "import"}
     with Store.open(tmp_path / "s", sync="none") as store:
         memory = Memory(store, CONFIG)
         fill(memory)
@@ -193,6 +193,8 @@ def requests(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
             request["state"] = {"goal": "alice plans"}
     elif op == "listWorkingContexts":
         request = {"namespace": ns}
+    elif op == "capabilities":
+        request = {}
     elif op == "why":
         request = {"query": draw(st.sampled_from([*BOB_IDS[:2], *ALICE_IDS[:2],
                                                    "zqxbob Lisa alice"])),
@@ -232,6 +234,7 @@ def test_no_request_through_a_scope_reaches_anything_outside_it(tmp_path: Path) 
     @example(("history", {"id": ALICE_IDS[1]}))
     @example(("list", {}))
     @example(("listNamespaces", {}))
+    @example(("capabilities", {}))
     @example(("related", {"entity": "Lisa"}))
     @example(("reason", {"entities": ["Lisa"]}))
     @example(("recall", {"query": "Lisa"}))

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from holomem import DocumentInput, Journal, Store
-from holomem.api import validate
+from holomem.api.engine import validate
 from holomem.errors import HolomemError, InvalidError
 from tests.store._util import all_files
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from holomem import Memory, Store
-from holomem.api.aiowait import DurableWaits
 from holomem.api.engine.deferral import WouldBlock
+from holomem.api.memory.aiowait import DurableWaits
 from holomem.errors import InvalidError
 
 

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, Store
-from holomem.api import records
 from holomem.api.engine import View
+from holomem.api.memory.facts import records
 from holomem.log.envelope import Envelope
 from holomem.log.recordfile import HEADER_SIZE, RECORD_SIZE, RecordFile
 from holomem.projections.text import TextRecord

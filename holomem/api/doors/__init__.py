@@ -1,8 +1,10 @@
-"""The doors: each translates one foreign protocol into the memory API's contract.
+"""The doors: each translates one foreign protocol into the memory tier's contract.
 
-Owns nothing the memory API needs: the CLI (:mod:`.cli`), the HTTP server
-(:mod:`.http`), the MCP server (:mod:`.mcp`), the demo (:mod:`.demo`) and the tool
-schemas agent doors share (:mod:`.toolschema`). Doors import the memory API and
-the engine's public names; nothing below imports a door. Integrations with other
-frameworks (Hermes, LangGraph) are doors too and live in :mod:`holomem.integrations`.
+Owns nothing the memory tier needs: the command line (:mod:`.cli`), the HTTP server
+(:mod:`.http`) and the MCP server (:mod:`.mcp`, whose tool shapes the Hermes provider
+shares), each a package; and what they share — :mod:`.follower` (serving a store
+another process writes) and :mod:`.scoping` (a door confined to one namespace).
+Doors import the memory tier and the engine's public face, never the log (but for its
+file seam); nothing below imports a door. Integrations with other frameworks (Hermes,
+LangGraph) are doors too and live in :mod:`holomem.integrations`.
 """

@@ -11,11 +11,11 @@ transactions, and a write
   the store it reads shows it (so a ``--server`` that serves another store cannot go
   unnoticed);
 - or, with no server, goes to the writer through the store's local socket when the
-  writer is another ``holomem mcp`` of this user (:mod:`.mcpshare`: the writer's answer
-  comes back once this follower shows the write);
+  writer is another ``holomem mcp`` of this user (:mod:`holomem.api.doors.mcp.share`:
+  the writer's answer comes back once this follower shows the write);
 - or, when no writer answers there, takes the writer lock if it has come free meanwhile
   (the door is the writer from then on), else is refused with ``read_only``, naming the
-  process that holds the lock (:func:`lock_holder`) and how to reach it.
+  process that holds the lock (:func:`holomem.api.engine.lock_holder`) and how to reach it.
 
 The door that is the writer (from the start or by taking over) and has no server opens
 the store's socket to the other ``holomem mcp`` processes of its user, and closes it
@@ -38,11 +38,11 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from holomem.api.doors.mcpshare import Forwarder, Listener, NotListening, socket_path
+from holomem.api.doors.mcp.share import Forwarder, Listener, NotListening, socket_path
 from holomem.api.doors.scoping import Scope
-from holomem.api.engine import Store
-from holomem.api.memory import Memory
-from holomem.api.types import MemoryConfig
+from holomem.api.engine import Store, lock_holder
+from holomem.api.memory.config import MemoryConfig
+from holomem.api.memory.memory import Memory
 from holomem.errors import (
     ConflictError,
     HolomemError,
@@ -50,21 +50,12 @@ from holomem.errors import (
     ReadOnlyError,
     StoreLockedError,
 )
-from holomem.log import fs
-from holomem.log.format import LOCK_NAME
 
 if TYPE_CHECKING:
     from holomem.client import Client
 
 #: Where ``holomem serve`` keeps the tenant stores under its ``--data``.
 TENANTS_DIR = "tenants"
-
-
-def lock_holder(store: str) -> str:
-    """Who holds the writer lock of the store at ``store``: ``process PID (its command
-    line)`` where the system says (:func:`holomem.log.fs.lock_holder`, which names the
-    holder in every ``locked`` error of a store too), else ``another process``."""
-    return fs.lock_holder(os.path.join(store, LOCK_NAME)) or "another process"
 
 
 def served_tenant(store: str) -> str:

@@ -42,24 +42,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from holomem.api import contract, validate
-from holomem.api.memory import Memory
+from holomem.api.engine import validate
+from holomem.api.memory import ops
+from holomem.api.memory.memory import Memory
 from holomem.errors import InvalidError, LimitError, NotFoundError
 
-#: Ops whose ``namespace`` field is a prefix (or, for remember, the place).
-_PREFIX_OPS = frozenset({"recall", "explain", "list", "probe", "related", "reason",
-                         "contradict", "applyForgetting", "consolidate",
-                         # relations: both ends (every fact walked) at or under the prefix
-                         "relate", "relateMany", "unrelate", "links", "why",
-                         # the context window: candidates at or under the prefix
-                         "compileContext", "explainContext",
-                         # working contexts: the namespace a session lives in
-                         "saveWorkingContext", "loadWorkingContext", "listWorkingContexts"})
-#: Ops that change a fact named by ``id``: the fact is checked before the call.
-_ID_WRITES = frozenset({"feedback", "setConfidence"})
-#: Every op a scope knows how to confine. An op of the contract missing here is refused
-#: through a scoped door rather than passed through unconfined.
-HANDLED = _PREFIX_OPS | _ID_WRITES | {"remember", "forget", "listNamespaces", "get", "history"}
+#: Ops whose ``namespace`` field is a prefix, and those that change a fact named by
+#: ``id`` (checked before the call), as the op table says (:data:`~.ops.Op.scope`).
+_PREFIX_OPS = frozenset(op.name for op in ops.OPS.values() if op.scope == "prefix")
+_ID_WRITES = frozenset(op.name for op in ops.OPS.values() if op.scope == "id-write")
+#: Every op a scope knows how to confine (or that names nothing to confine). An op the
+#: table marks ``none`` reaches the whole store and is refused through a scoped door
+#: rather than passed through unconfined.
+HANDLED = frozenset(op.name for op in ops.OPS.values() if op.scope != "none")
 
 
 class Scope:
@@ -100,7 +95,7 @@ class Scope:
 
         Errors: those of ``Memory.call``; ``not_found`` for a fact outside the base.
         """
-        if not self.base or op not in contract.OPS or not isinstance(request, dict):
+        if not self.base or op not in ops.OPS or not isinstance(request, dict):
             return memory.call(op, request)  # the contract answers (or refuses) as it is
         if op not in HANDLED:
             raise InvalidError(f"{op} is not offered by a door confined to a namespace")

@@ -5,15 +5,18 @@
 - :mod:`.store` — :class:`Store`: the document calls on top of it;
 - :mod:`.view` — :class:`View`: the read handle of one revision, the only way up;
 - :mod:`.replay` and :mod:`.compaction` — building a generation, and rewriting one;
-- :mod:`.types` — the document engine's Structs.
+- :mod:`.types` — the document engine's Structs;
+- :mod:`.holder` — who holds a store's writer lock, for a door to name it.
 
-Imports the log, the events, the projections and :mod:`holomem.api.validate`;
+Imports the log, the events, the projections and :mod:`holomem.api.engine.validate`;
 nothing in the engine imports the memory API or a door.
 """
 
 from holomem.api.engine.core import Engine
+from holomem.api.engine.holder import lock_holder
 from holomem.api.engine.store import Store
 from holomem.api.engine.types import Document, DocumentInput, Hit, StoreStats
 from holomem.api.engine.view import View
 
-__all__ = ["Document", "DocumentInput", "Engine", "Hit", "Store", "StoreStats", "View"]
+__all__ = ["Document", "DocumentInput", "Engine", "Hit", "Store", "StoreStats", "View",
+           "lock_holder"]

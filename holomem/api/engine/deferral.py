@@ -8,7 +8,7 @@ Imports nothing.
 
 Why: a caller that serves many requests on one thread (the HTTP server's event loop)
 can then run a small write there and wait for its fsync without a thread of its own,
-so that the requests of one group commit share one wait (holomem.api.aiowait).
+so that the requests of one group commit share one wait (holomem.api.memory.aiowait).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Owns: the document API — add, replace, get, has, delete, search, similar, ids —
 each validated before anything is written and built only on the engine's public
 ``commit`` and ``read`` (:class:`~holomem.api.engine.core.Engine`). Imports the
-engine's other modules and :mod:`holomem.api.validate`.
+engine's other modules and :mod:`holomem.api.engine.validate`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from holomem.api import validate
+from holomem.api.engine import validate
 from holomem.api.engine.core import Engine
 from holomem.api.engine.types import Document, DocumentInput, Hit
 from holomem.api.engine.view import View

@@ -4,7 +4,7 @@ Owns: :class:`View` — the only way the memory API reads the engine: the
 projections (catalog, fact index, postings, embeddings, entities, HRR), the text
 record of a slot (from the text segment or, failing that, the journal), scored
 search, and the id restrictions of the filtered path. Imports the log (to read a
-transaction back), the projections and :mod:`holomem.api.validate`.
+transaction back), the projections and :mod:`holomem.api.engine.validate`.
 
 A view is handed out by ``Store.reading()`` (readers) and to the ``build`` of
 ``Store.commit`` (under the write lock): it stays valid for that block only.

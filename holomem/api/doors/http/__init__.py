@@ -1,0 +1,1 @@
+"""The HTTP door, ``holomem serve`` (docs/http.md): routes, tenants, guards, OpenAPI."""

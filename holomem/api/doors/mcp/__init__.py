@@ -1,0 +1,1 @@
+"""The MCP door: tools over stdio (``holomem mcp``) and over streamable HTTP (``/mcp``)."""

@@ -1,0 +1,108 @@
+"""How ``Memory`` is put together from the concepts' calls: :class:`Call` and :class:`Derived`.
+
+Owns: the two descriptors a class holding a :class:`~holomem.api.memory.session.Session`
+uses to offer the calls of each concept as its own methods. ``Call(fn)`` turns
+``fn(session, ...)`` (a function of a concept's ``calls`` module) into a method whose
+name, signature (without the session), docstring and types are ``fn``'s: what
+``help(memory.recall)``, an IDE and mypy show is the call itself, written once.
+``Derived(fn)`` does the same for the ``with_*`` calls, which return a copy of the
+holder over the session ``fn`` derives. Read on the class, either gives that method
+as a plain function, as a method defined in the class would. Imports the session.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Callable
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar, overload
+
+from holomem.api.memory.session import Session
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Holder(Protocol):
+    """What a class whose methods are :class:`Call` and :class:`Derived` holds."""
+
+    session: Session
+
+    def _derive(self, session: Session) -> Self:
+        """The same kind of value over ``session`` (what a ``with_*`` call returns)."""
+        ...
+
+
+H = TypeVar("H", bound=Holder)
+
+
+def _method(fn: Callable[..., Any], owner: type[Any], name: str,
+            body: Callable[..., Any]) -> Callable[..., Any]:
+    """``body`` dressed as ``owner.name``: ``fn``'s docstring and signature, with
+    ``self`` in place of the session."""
+    signature = inspect.signature(fn)
+    rest = list(signature.parameters.values())[1:]
+    # ``self`` is positional-only when the call's first parameter is (as in a method
+    # written ``def remember(self, input, /)``), else an ordinary first parameter.
+    kind = (inspect.Parameter.POSITIONAL_ONLY
+            if rest and rest[0].kind is inspect.Parameter.POSITIONAL_ONLY
+            else inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    body.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[inspect.Parameter("self", kind), *rest])
+    body.__doc__ = fn.__doc__
+    body.__module__ = fn.__module__
+    body.__name__ = name
+    body.__qualname__ = f"{owner.__qualname__}.{name}"
+    return body
+
+
+class Call(Generic[P, R]):
+    """A method that runs ``fn(self.session, ...)``."""
+
+    def __init__(self, fn: Callable[Concatenate[Session, P], R]) -> None:
+        self.fn = fn
+        self.method: Callable[..., R] = fn
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        fn = self.fn
+
+        def method(holder: Holder, /, *args: Any, **kwargs: Any) -> R:
+            return fn(holder.session, *args, **kwargs)
+
+        self.method = _method(fn, owner, name, method)
+
+    @overload
+    def __get__(self, holder: None, owner: type[Any]) -> Callable[Concatenate[Any, P], R]: ...
+    @overload
+    def __get__(self, holder: Holder, owner: type[Any]) -> Callable[P, R]: ...
+    def __get__(self, holder: Holder | None, owner: type[Any]
+                ) -> Callable[Concatenate[Any, P], R] | Callable[P, R]:
+        if holder is None:
+            return self.method
+        return types.MethodType(self.method, holder)
+
+
+class Derived(Generic[P]):
+    """A ``with_*`` method: ``self.derive(fn(self.session, ...))``."""
+
+    def __init__(self, fn: Callable[Concatenate[Session, P], Session]) -> None:
+        self.fn = fn
+        self.method: Callable[..., Any] = fn
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        fn = self.fn
+
+        def method(holder: Holder, /, *args: Any, **kwargs: Any) -> Any:
+            return holder._derive(fn(holder.session, *args, **kwargs))
+
+        self.method = _method(fn, owner, name, method)
+
+    @overload
+    def __get__(self, holder: None, owner: type[Any]) -> Callable[..., Any]: ...
+    @overload
+    def __get__(self, holder: H, owner: type[Any]) -> Callable[P, H]: ...
+    def __get__(self, holder: H | None, owner: type[Any]
+                ) -> Callable[..., Any] | Callable[P, H]:
+        if holder is None:
+            return self.method
+        return types.MethodType(self.method, holder)

@@ -1,0 +1,197 @@
+"""A Memory's configuration: :class:`MemoryConfig` and its parts (docs/contract.md §4c).
+
+Owns: the configuration's Structs, the documented range of every number in it (as msgspec
+constraints, so decoding JSON and converting a Struct built in Python check the same
+rules), and its canonical JSON (:func:`config_to_json`, :func:`config_from_json`): what a
+store records and what two configurations are compared by. Imports msgspec and the errors.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+from holomem.errors import InvalidError
+
+# -- configuration ------------------------------------------------------------------------
+# Every number of the configuration carries its documented range (README "Policies"), as
+# msgspec constraints: decoding JSON (config_from_json) and converting a Struct built in
+# Python (checks.memory_config, which Memory uses) check exactly the same rules.
+#: The largest duration or time in milliseconds (times are kept below 2**62).
+MAX_MS = 2**62
+
+
+#: The widest context window (neighbours on each side): a recall does window passes.
+MAX_CONTEXT_WINDOW = 100
+
+
+HalfLifeMs = Annotated[int, msgspec.Meta(gt=0, le=MAX_MS, description="> 0 ms")]
+
+
+DurationMs = Annotated[int, msgspec.Meta(ge=0, le=MAX_MS, description=">= 0 ms")]
+
+
+Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0, description="in [0, 1]")]
+
+
+Window = Annotated[int, msgspec.Meta(ge=1, le=MAX_CONTEXT_WINDOW,
+                                     description=f"1 to {MAX_CONTEXT_WINDOW}")]
+
+
+class _Config(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
+              forbid_unknown_fields=True):
+    pass
+
+
+class Exponential(_Config, frozen=True):
+    """Recency multiplier 0.5 ** (age / half_life_ms); ``half_life_ms`` > 0."""
+
+    half_life_ms: HalfLifeMs
+
+
+class RecencyConfig(_Config, frozen=True):
+    exponential: Exponential
+
+
+class ForgettingConfig(_Config, frozen=True):
+    """Built-in forgetting: facts expired, or superseded, for longer than a duration (>= 0),
+    and (``expired_ttl``) facts whose time to live has run out."""
+
+    expired_for_longer_than_ms: DurationMs | None = None
+    superseded_for_longer_than_ms: DurationMs | None = None
+    #: Facts whose time to live has run out (``remember(ttl_ms=...)``), at once.
+    expired_ttl: bool = False
+
+
+class Duplicates(_Config, frozen=True):
+    """Exact duplicates (same words) always; near ones at this word-set Jaccard or above
+    (``near_threshold`` in [0, 1]; 1 means exact duplicates only)."""
+
+    near_threshold: Fraction = 1.0
+
+
+class ConsolidationConfig(_Config, frozen=True):
+    duplicates: Duplicates
+    #: Remove the sources once their summary is written; only a call that also passes
+    #: ``allow_destructive=True`` does so (the report says when sources were kept).
+    remove_sources: bool = False
+
+
+class FeedbackConfig(_Config, frozen=True):
+    """Usefulness from feedback: multiplier = 1 + weight * (helpful - unhelpful) / (n + 2).
+
+    ``weight`` in [0, 1]: the multiplier stays within (1 - weight, 1 + weight), above
+    zero, so feedback reorders facts but never hides one.
+    """
+
+    weight: Fraction = 0.5
+
+
+class Neighbors(_Config, frozen=True):
+    """Facts written next to each other lend each other ``weight`` (in [0, 1]) times their
+    score, up to ``window`` (1 to :data:`MAX_CONTEXT_WINDOW`) facts on each side."""
+
+    weight: Fraction = 0.3
+    window: Window = 1
+
+
+class ContextConfig(_Config, frozen=True):
+    neighbors: Neighbors
+
+
+#: A policy of the caller's own, named in a stored configuration: ``custom:NAME``. The
+#: callable itself is code, so it is never stored: ``Memory(store, policies={NAME: fn})``
+#: supplies it again, and a door that cannot refuses the store clearly.
+CUSTOM_PREFIX = "custom:"
+
+
+_CUSTOM = r"custom:[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+
+
+#: The forgetting policy's names: the built-in ``expired-ttl`` is
+#: ``ForgettingConfig(expired_ttl=True)`` (facts whose time to live has run out).
+ForgettingName = Annotated[str, msgspec.Meta(
+    pattern=f"^(none|expired-ttl|{_CUSTOM})$",
+    description='"none", "expired-ttl" or "custom:NAME"')]
+
+
+SupersessionName = Annotated[str, msgspec.Meta(
+    pattern=f"^(none|latest-by-subject|{_CUSTOM})$",
+    description='"none", "latest-by-subject" or "custom:NAME"')]
+
+
+ExtractorName = Annotated[str, msgspec.Meta(
+    pattern=f"^(none|regex|{_CUSTOM})$", description='"none", "regex" or "custom:NAME"')]
+
+
+PolicyName = Annotated[str, msgspec.Meta(pattern=f"^(none|{_CUSTOM})$",
+                                         description='"none" or "custom:NAME"')]
+
+
+class FusionConfig(_Config, frozen=True):
+    """How recall combines BM25 with cosine when a query has a vector (docs/contract.md §4e):
+    ``linear`` (w * bm25 / max bm25 + (1 - w) * cosine) or ``rrf`` (reciprocal ranks,
+    w / (rrfK + lexical rank) + (1 - w) / (rrfK + semantic rank)); w is
+    ``lexical_weight``."""
+
+    method: Literal["linear", "rrf"] = "linear"
+    lexical_weight: Fraction = 0.5
+    rrf_k: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 60
+
+
+EmbedderName = Annotated[str, msgspec.Meta(
+    pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$", description='a built-in embedder, e.g. "minilm"')]
+
+
+class MemoryConfig(_Config, frozen=True):
+    """Every policy, with a default that changes nothing (docs/contract.md §4).
+
+    The constructor checks nothing (msgspec Structs never do); ``Memory`` and
+    :func:`holomem.api.engine.checks.memory_config` check every field's type and range.
+    """
+
+    supersession: SupersessionName = "none"
+    recency: PolicyName | RecencyConfig = "none"
+    forgetting: ForgettingName | ForgettingConfig = "none"
+    consolidation: PolicyName | ConsolidationConfig = "none"
+    entity_extractor: ExtractorName = "none"
+    #: Multiplier in [0, 1] for facts that are not current (only matters with
+    #: history="all" or "historical").
+    historical_weight: Fraction = 1.0
+    feedback: Literal["none"] | FeedbackConfig = "none"
+    #: Conversation context: a fact's score borrows from the facts written just
+    #: before and after it (useful when facts are consecutive turns of a dialogue).
+    context: Literal["none"] | ContextConfig = "none"
+    #: The built-in embedder facts and queries without a vector are embedded with
+    #: (docs/contract.md §4e), or None: none (unless the store recorded one, or Memory(embedder=)).
+    embedder: EmbedderName | None = None
+    #: The fusion of the two signals. "default": with an embedder, linear with lexical
+    #: weight 0.4 (chosen on LoCoMo, benchmarks/fusion_study.py); without one, document
+    #: search's own (linear, 0.5), so that a caller's own vectors rank as search does.
+    fusion: Literal["default"] | FusionConfig = "default"
+    #: How a query's vector finds its candidates: "exact" (every vector's cosine) or
+    #: "approximate" (an in-memory HNSW index, the ``ann`` extra, over stores of at least
+    #: 50,000 facts; docs/contract.md §4e "Vector search at scale").
+    vector_search: Literal["exact", "approximate"] = "exact"
+
+
+def config_from_json(data: bytes | str) -> MemoryConfig:
+    """Parse a MemoryConfig from JSON (camelCase); unknown fields are errors, and so is
+    any number outside its documented range (the same checks as ``Memory(...)``).
+
+    Errors: ``invalid_request``, naming the field (e.g. ``$.recency.exponential.halfLifeMs``).
+    """
+    if not isinstance(data, (bytes, str)):
+        raise InvalidError(f"config: expected JSON text, got {type(data).__name__}")
+    try:
+        return msgspec.json.decode(data, type=MemoryConfig)
+    except (msgspec.DecodeError, UnicodeEncodeError, RecursionError) as exc:
+        # DecodeError includes ValidationError (a wrong type or a number out of range).
+        raise InvalidError(f"config: {exc}") from exc
+
+
+def config_to_json(config: MemoryConfig) -> bytes:
+    """The canonical JSON of a configuration (camelCase, sorted keys): what a store
+    records, and what two configurations are compared by."""
+    return msgspec.json.encode(msgspec.to_builtins(config), order="sorted")

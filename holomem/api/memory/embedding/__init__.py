@@ -1,0 +1,1 @@
+"""Embedders in a Memory: which one, the identity the store pins, re-embedding."""

@@ -1,0 +1,285 @@
+"""A Memory's embedder: which one, whether the store agrees, and re-embedding
+(docs/contract.md §4e).
+
+Owns: choosing the embedder (:func:`choose`: the caller's object, else the
+configuration's name, else the built-in the store recorded), pinning its identity in
+the store (:func:`settle`: recorded by the first writer; another identity is a
+``conflict``), embedding what a call did not bring a vector for (:func:`vectors`),
+and the batches of a re-embed (:func:`reembed_step`), resumable after a crash: its
+target is recorded first, each batch rewrites vectors in place, and the last one
+records the new identity in the same transaction. Imports the embedders, the
+engine, the events and the types.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import msgspec
+import numpy as np
+
+from holomem.api.engine import Store, View
+from holomem.api.memory.config import MemoryConfig
+from holomem.api.memory.progress import Progress, offset
+from holomem.api.memory.remember.intake import Checked
+from holomem.embedders import Embedder, EmbedderIdentity, by_name
+from holomem.embedders.registry import NAMES
+from holomem.errors import ConflictError, InvalidError
+from holomem.events import EmbedderRecorded, Event, VectorsSet
+
+log = logging.getLogger("holomem")
+
+#: Facts a re-embed rewrites per transaction (by default), and at most.
+REEMBED_BATCH = 256
+MAX_REEMBED_BATCH = 4096
+#: Texts per call of the embedder, so that a long batch reports its progress as it goes
+#: (a text's vector never depends on the batch it is embedded in).
+EMBED_CHUNK = 128
+
+
+def identity_json(identity: EmbedderIdentity) -> bytes:
+    """An identity's canonical JSON: what the store records and compares."""
+    return msgspec.json.encode(msgspec.to_builtins(identity), order="sorted")
+
+
+def describe(raw: bytes) -> str:
+    ident = msgspec.json.decode(raw)
+    return f"{ident.get('name')!r} ({ident.get('dim')} dimensions, digest " \
+           f"{str(ident.get('digest'))[:12]}…)"
+
+
+def choose(given: object, config: MemoryConfig, recorded: bytes | None) -> Embedder | None:
+    """The embedder a Memory uses. Errors: ``invalid_request`` (not an embedder, an
+    unknown name, a name that disagrees with the object), ``unavailable`` (a built-in
+    whose model is not installed)."""
+    if given is not None:
+        if not isinstance(given, Embedder) or not isinstance(given.identity,
+                                                             EmbedderIdentity):
+            raise InvalidError("embedder must have an identity (EmbedderIdentity) and "
+                               "embed(texts)")
+        if config.embedder is not None and config.embedder != given.identity.name:
+            raise InvalidError(f"the configuration names embedder {config.embedder!r}, "
+                               f"the embedder given is {given.identity.name!r}")
+        return given
+    if config.embedder is not None:
+        return by_name(config.embedder)
+    if recorded is not None:
+        name = msgspec.json.decode(recorded).get("name")
+        if name in NAMES:
+            return by_name(name)
+        log.warning("this store's vectors come from the embedder %s, which is not built "
+                    "in: recall is lexical unless Memory(store, embedder=...) supplies it",
+                    describe(recorded))
+    return None
+
+
+class Pinned(NamedTuple):
+    """The embedder's identity as the store holds it."""
+
+    mine: bytes  # canonical identity JSON of the Memory's embedder
+
+
+def settle(store: Store, embedder: Embedder, reembed: bool, now: int) -> Pinned:
+    """Check (and, on a store that has none, record) the embedder's identity.
+
+    Errors: ``conflict`` when the store holds another embedder's vectors (or vectors
+    of another dimension) and ``reembed`` is False.
+    """
+    mine = identity_json(embedder.identity)
+
+    def decide(view: View) -> list[Event]:
+        state = view.state
+        if state.embedder == mine and state.reembed_target is None:
+            return []
+        dim = view.embedding_dim
+        if dim and dim != embedder.identity.dim:
+            # The projection's matrix has one width per generation: vectors of another
+            # width go into a new store (export, then import with this embedder).
+            raise ConflictError(
+                f"this store holds {dim}-dimensional vectors; the embedder "
+                f"{embedder.identity.name!r} gives {embedder.identity.dim}: a store keeps "
+                "one dimension, so move the facts to a new store (export, then import "
+                "with drop_embeddings=True into a Memory with this embedder)")
+        if state.embedder is None and state.reembed_target is None:
+            return [EmbedderRecorded(identity=mine, time=now)]
+        if not reembed:
+            held = state.embedder or state.reembed_target
+            assert held is not None
+            raise ConflictError(
+                f"this store's vectors come from the embedder {describe(held)}, not "
+                f"{describe(mine)}: pass reembed=True and call reembed() to rewrite "
+                "every vector with this one")
+        return []
+
+    if store.read_only:
+        store.read(decide)
+    else:
+        store.commit(decide)
+    return Pinned(mine)
+
+
+def check_current(view: View, pinned: Pinned) -> None:
+    """Refuse to mix vectors: ``conflict`` unless the store's vectors are this
+    embedder's (or a re-embed to it is under way, whose new facts are its own)."""
+    state = view.state
+    if state.embedder == pinned.mine and state.reembed_target is None:
+        return
+    if state.reembed_target == pinned.mine:
+        return
+    held = state.reembed_target or state.embedder
+    raise ConflictError(
+        f"this store's vectors are not those of {describe(pinned.mine)}"
+        + (f" but of {describe(held)}" if held else "")
+        + ": call reembed() first")
+
+
+def vectors(embedder: Embedder, texts: Sequence[str], progress: Progress | None = None
+            ) -> np.ndarray:
+    """``embedder.embed`` of ``texts``, :data:`EMBED_CHUNK` at a time, checked: float32
+    ``[len(texts), dim]``, finite; ``progress(n)`` after each chunk, n the texts
+    embedded so far. Errors: ``invalid_request`` naming what the embedder got wrong."""
+    parts = []
+    for start in range(0, len(texts), EMBED_CHUNK):
+        parts.append(_checked(embedder, texts[start:start + EMBED_CHUNK]))
+        if progress is not None:
+            progress(start + len(parts[-1]))
+    if not parts:
+        return np.zeros((0, embedder.identity.dim), dtype=np.float32)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    out = np.asarray(embedder.embed(list(texts)))
+    want = (len(texts), embedder.identity.dim)
+    if out.shape != want:
+        raise InvalidError(f"the embedder {embedder.identity.name!r} returned an array of "
+                           f"shape {out.shape}, not {want}")
+    out = out.astype("<f4", copy=False)
+    if not np.isfinite(out).all() or not np.abs(out).sum(axis=1).all():
+        raise InvalidError(f"the embedder {embedder.identity.name!r} returned a vector "
+                           "that is not finite, or all zeros")
+    return out
+
+
+def fill(checked: list[Checked], embedder: Embedder, progress: Progress | None = None
+         ) -> tuple[list[Checked], bool]:
+    """``checked`` with a vector for every input that brought none (a caller's vector
+    wins; ``progress`` as :func:`vectors`'); whether any was embedded. The payload
+    digest is the caller's input's, so a retry of the same input is still recognised."""
+    todo = [i for i, c in enumerate(checked) if c.input.embedding is None]
+    if not todo:
+        return checked, False
+    vecs = vectors(embedder, [checked[i].input.text for i in todo], progress)
+    out = list(checked)
+    for row, i in enumerate(todo):
+        c = checked[i]
+        out[i] = Checked(msgspec.structs.replace(c.input, embedding=vecs[row].tolist()),
+                         c.digest)
+    return out, True
+
+
+def query_vector(embedder: Embedder, query: str) -> list[float]:
+    return vectors(embedder, [query])[0].tolist()  # type: ignore[no-any-return]
+
+
+def recorded(view: View) -> EmbedderIdentity | None:
+    """The identity of the embedder whose vectors the store holds (None: none yet)."""
+    raw = view.state.embedder
+    return msgspec.json.decode(raw, type=EmbedderIdentity) if raw is not None else None
+
+
+class Batch(NamedTuple):
+    """The next documents a re-embed rewrites: (slot, id, text) each, found from slot
+    ``start`` on."""
+
+    items: list[tuple[int, str, str]]
+    start: int
+
+
+def batch_size(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidError("batch_size must be a positive integer")
+    if value > MAX_REEMBED_BATCH:
+        raise InvalidError(f"batch_size is at most {MAX_REEMBED_BATCH}")
+    return value
+
+
+def start(view: View, pinned: Pinned, now: int) -> list[Event]:
+    """The event that begins a re-embed to ``pinned`` (none if it is under way or not
+    needed)."""
+    state = view.state
+    if state.reembed_target == pinned.mine:
+        return []
+    if state.embedder == pinned.mine and state.reembed_target is None:
+        return []
+    return [EmbedderRecorded(identity=pinned.mine, pending=True, time=now)]
+
+
+def next_batch(view: View, size: int, after: int) -> Batch:
+    """At most ``size`` live documents from slot ``after`` on (or from where the
+    recorded re-embed got to, if further: a resumed re-embed skips what it did)."""
+    live = view.live_slots()
+    cursor = max(after, view.state.reembed_cursor)
+    todo = live[np.searchsorted(live, cursor):][:size]
+    return Batch([(int(s), view.id_of(int(s)), view.record(int(s)).text) for s in todo],
+                 cursor)
+
+
+def write(view: View, pinned: Pinned, batch: Batch, vecs: np.ndarray, now: int
+          ) -> tuple[list[Event], bool]:
+    """Events that store ``vecs`` for the documents of ``batch`` still in their slots,
+    and, when no live document is left after them, the new identity; (events, done).
+    Under the write lock. A re-embed another Memory finished meanwhile: nothing to
+    write; one it turned to another embedder: ``conflict``."""
+    if view.state.reembed_target != pinned.mine:
+        if view.state.embedder == pinned.mine:
+            return [], True
+        raise ConflictError("another re-embed, to another embedder, began meanwhile")
+    ids, rows = [], []
+    for i, (slot, doc_id, _text) in enumerate(batch.items):
+        if view.slot(doc_id) == slot:
+            ids.append(doc_id)
+            rows.append(vecs[i])
+    events: list[Event] = []
+    if ids:
+        events.append(VectorsSet(ids=tuple(ids), vectors=np.stack(rows).astype("<f4")
+                                 .tobytes()))
+    end = batch.items[-1][0] + 1 if batch.items else batch.start
+    live = view.live_slots()
+    done = not len(live) or int(live[-1]) < end
+    if done:
+        events.append(EmbedderRecorded(identity=pinned.mine, time=now))
+    return events, done
+
+
+class _Step:
+    """One re-embed transaction: ``build`` runs under the write lock."""
+
+    def __init__(self, pinned: Pinned, batch: Batch, vecs: np.ndarray, now: int) -> None:
+        self.pinned, self.batch, self.vecs, self.now = pinned, batch, vecs, now
+        self.done = False
+
+    def build(self, view: View) -> list[Event]:
+        events, self.done = write(view, self.pinned, self.batch, self.vecs, self.now)
+        return events
+
+
+def reembed(store: Store, embedder: Embedder, pinned: Pinned, size: int,
+            now: Callable[[], int], progress: Progress | None) -> int:
+    """Rewrite every live document's vector (see ``Memory.reembed``); returns how many."""
+    store.commit(lambda view: start(view, pinned, now()))
+    after = done = 0
+    while True:
+        batch = store.read(functools.partial(next_batch, size=size, after=after))
+        vecs = vectors(embedder, [t for _, _, t in batch.items], offset(progress, done))
+        step = _Step(pinned, batch, vecs, now())
+        store.commit(step.build)
+        done += len(batch.items)
+        if progress is not None:
+            progress(done)
+        if step.done:
+            return done
+        after = batch.items[-1][0] + 1 if batch.items else batch.start

@@ -1,0 +1,142 @@
+"""Fact records: what a stored fact looks like to a caller, built once from a view.
+
+Owns: :func:`fact_record` (every RememberInput field as stored, its ingest time,
+status at an evaluation time and the links that hold — everything recall, get,
+history, list and the contract return), the ``history`` filter on a status
+(:func:`wanted`), and ``get``/``history`` over a view. Imports the engine's view
+and the memory API's types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from holomem.api.engine import View, validate
+from holomem.api.memory.types import FactRecord, FeedbackEntry
+from holomem.errors import NotFoundError
+from holomem.projections.temporal import CURRENT, STATUSES, UNSET
+
+
+def wanted(history: str, status: str) -> bool:
+    """Whether a fact of ``status`` passes the ``history`` filter (docs/contract.md §4 Recall)."""
+    if history == "all":
+        return True
+    if history == "current":
+        return status == CURRENT
+    return status != CURRENT  # "historical": superseded, expired or not yet valid
+
+
+def fact_record(view: View, slot: int, at: int, known_at: int | None = None) -> FactRecord:
+    """The record of the document in ``slot``, its status at ``at`` (knowing only what
+    was ingested by ``known_at``). A plain document reads as a current fact."""
+    facts = view.facts
+    fid = view.id_of(slot)
+    rec = view.record(slot)
+    vec = view.embeddings.vector(slot)
+    meta = validate.load_metadata(rec.metadata)
+    emb = [float(v) for v in vec] if vec is not None else None
+    if not facts.is_fact[slot]:
+        return FactRecord(id=fid, text=rec.text, ingest_time=0, status="current",
+                          entities=list(rec.entities), metadata=meta, embedding=emb)
+    t = facts.times(slot)
+    fb = facts.feedback.get(fid, [])
+    return FactRecord(
+        id=fid, text=rec.text, ingest_time=t.ingest_time,
+        status=facts.status(slot, at, known_at),  # type: ignore[arg-type]
+        subject=t.subject, entities=list(rec.entities), metadata=meta, embedding=emb,
+        event_time=t.event_time, valid_from=t.valid_from, valid_to=t.valid_to,
+        supersedes=facts.predecessors(fid, known_at),
+        superseded_by=facts.successors(fid, known_at),
+        confidence=facts.confidence.get(fid, 1.0),
+        helpful=sum(1 for h, _, _ in fb if h), unhelpful=sum(1 for h, _, _ in fb if not h),
+        feedback=[FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb],
+        namespace=list(facts.namespace(slot)), ttl_ms=t.ttl_ms,
+        expires_at=t.ingest_time + t.ttl_ms if t.ttl_ms is not None else None)
+
+
+#: FactRecord's fields in order: :func:`fact_records` passes them by position (no
+#: keyword dict per record), so this fails at import if the order ever changes.
+_FIELDS = ("id", "text", "ingest_time", "status", "subject", "entities", "metadata",
+           "embedding", "event_time", "valid_from", "valid_to", "supersedes",
+           "superseded_by", "confidence", "helpful", "unhelpful", "feedback", "namespace",
+           "ttl_ms", "expires_at")
+assert FactRecord.__struct_fields__ == _FIELDS, FactRecord.__struct_fields__
+
+
+def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None = None,
+                 statuses: Sequence[str] | None = None) -> list[FactRecord]:
+    """:func:`fact_record` of each of ``slots`` (the same records); ``statuses``: their
+    statuses at ``at`` (knowing what was ingested by ``known_at``) when the caller has
+    them. The text records are read together (:meth:`View.records_of`), each column
+    in one gather, and the tables only for the facts that are in them."""
+    facts = view.facts
+    if statuses is None:
+        statuses = [STATUSES[c] for c in facts.status_codes(
+            np.asarray(slots, dtype=np.int64), at, known_at).tolist()]
+    recs = view.records_of(slots)
+    at_slots = np.asarray(slots, dtype=np.intp)
+    is_fact = facts.is_fact.view()[at_slots].tolist()
+    ingest = facts.ingest.view()[at_slots].tolist()
+    events = facts.event.view()[at_slots].tolist()
+    starts = facts.valid_from.view()[at_slots].tolist()
+    ends = facts.valid_to.view()[at_slots].tolist()
+    subjects = facts.subject.view()[at_slots].tolist()
+    spaces = facts.namespaces.of_slot.view()[at_slots].tolist()
+    names, ns_names, ids = facts.subject_names, facts.namespaces.names, view.catalog.ids
+    # The tables few stores fill are looked at only when they hold something.
+    ttl = facts.ttl or None
+    feedback = facts.feedback or None
+    confidence = facts.confidence or None
+    # The link tables, looked at only for the facts they hold.
+    preds = facts.supersedes or None
+    succs = facts.superseded_by or None
+    vectors = view.embeddings if view.embedding_dim else None
+    load = validate.load_metadata
+    out = []
+    for i, (slot, status, rec) in enumerate(zip(slots, statuses, recs, strict=True)):
+        fid = ids[slot] or ""
+        metadata = load(rec.metadata) if rec.metadata else None
+        vec = vectors.vector(slot) if vectors is not None else None
+        embedding = vec.tolist() if vec is not None else None
+        if not is_fact[i]:
+            out.append(FactRecord(fid, rec.text, 0, "current", None, list(rec.entities),
+                                  metadata, embedding, None, None, None, [], [], 1.0, 0, 0,
+                                  [], [], None, None))
+            continue
+        sid, nid, ingested = subjects[i], spaces[i], ingest[i]
+        trust = confidence.get(fid, 1.0) if confidence is not None else 1.0
+        fb = feedback.get(fid) if feedback is not None else None
+        ttl_ms = ttl.get(fid) if ttl is not None else None
+        out.append(FactRecord(
+            fid, rec.text, ingested, status,  # type: ignore[arg-type]
+            names[sid] if sid >= 0 else None, list(rec.entities), metadata, embedding,
+            None if events[i] == UNSET else events[i],
+            None if starts[i] == UNSET else starts[i],
+            None if ends[i] == UNSET else ends[i],
+            facts.predecessors(fid, known_at) if preds is not None and fid in preds else [],
+            facts.successors(fid, known_at) if succs is not None and fid in succs else [],
+            trust,
+            sum(1 for h, _, _ in fb if h) if fb else 0,
+            sum(1 for h, _, _ in fb if not h) if fb else 0,
+            [FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb] if fb else [],
+            list(ns_names[nid]) if nid >= 0 else [],
+            ttl_ms, ingested + ttl_ms if ttl_ms is not None else None))
+    return out
+
+
+def get(view: View, fact_id: str, at: int) -> FactRecord | None:
+    slot = view.slot(fact_id)
+    return None if slot < 0 else fact_record(view, slot, at)
+
+
+def history(view: View, fact_id: str, at: int) -> list[FactRecord]:
+    """Every version of ``fact_id``'s supersession chain, in effect order.
+
+    Errors: ``not_found``.
+    """
+    if view.slot(fact_id) < 0:
+        raise NotFoundError(f"no fact {fact_id!r}")
+    chain = view.facts.chain(fact_id) or [fact_id]
+    return [fact_record(view, view.slot(i), at) for i in chain]

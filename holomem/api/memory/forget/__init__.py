@@ -1,0 +1,2 @@
+"""Forgetting and maintenance: removal with re-linking, purge, the forgetting
+policy, consolidation."""

@@ -1,0 +1,186 @@
+"""Consolidation (docs/contract.md §4): summary facts that supersede what they summarise.
+
+Owns: the built-in duplicate finder (exact, and near duplicates by a
+prefix-filtered set-similarity join, :func:`near_duplicate_pairs`), summary ids,
+and the plan of a run (:func:`plan`). ``Memory.consolidate`` asks the policy for
+groups, remembers the summaries and, only when allowed, removes the sources.
+Imports the engine's view, the forgetting module's fact walk, the types and
+validate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from holomem.api.engine import View, validate
+from holomem.api.memory import filters
+from holomem.api.memory.forget.removal import live_facts
+from holomem.api.memory.types import ConsolidateOptions, ConsolidationGroup, RememberInput
+from holomem.errors import InvalidError
+from holomem.projections.namespaces import Namespace
+from holomem.projections.temporal import CURRENT
+from holomem.projections.tokenize import tokenize
+
+#: (source ids in effect order, the summary's text)
+Group = tuple[list[str], str]
+
+
+def duplicate_groups(view: View, now: int, near_threshold: float, prefix: Namespace = ()
+                     ) -> list[Group]:
+    """Groups of current facts (at or under ``prefix``) that say the same thing: same
+    namespace and subject, and the same words (exact), or word sets at least
+    ``near_threshold`` alike (Jaccard)."""
+    facts = view.facts
+    items: list[tuple[str, tuple[Namespace, str | None], frozenset[str], tuple[str, ...],
+                      str]] = []
+    live = live_facts(view, prefix)
+    shown = filters.unreserved(view)  # holomem's own facts are never merged
+    if shown is not None:
+        live = live[shown[live]]
+    for s in live:
+        slot = int(s)
+        if facts.status(slot, now) != CURRENT:
+            continue
+        text = view.record(slot).text
+        words = tuple(tokenize(text))
+        items.append((view.id_of(slot), (facts.namespace(slot), facts.times(slot).subject),
+                      frozenset(words), words, text))
+    parent = list(range(len(items)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    exact: dict[tuple[tuple[Namespace, str | None], tuple[str, ...]], int] = {}
+    for i, (_, subject, _, words, _) in enumerate(items):
+        j = exact.setdefault((subject, words), i)
+        parent[find(i)] = find(j)
+    if near_threshold < 1.0:
+        for i, j in near_duplicate_pairs([(it[1], it[2]) for it in items], near_threshold):
+            parent[find(i)] = find(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(items)):
+        groups.setdefault(find(i), []).append(i)
+    out = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        ids = sorted((items[i][0] for i in members), key=facts.order_key)
+        out.append((ids, next(items[i][4] for i in members if items[i][0] == ids[-1])))
+    return sorted(out)
+
+
+def near_duplicate_pairs(sets: Sequence[tuple[Hashable, frozenset[str]]], threshold: float
+                         ) -> list[tuple[int, int]]:
+    """Pairs (i, j) of the same group key (a subject) whose non-empty word sets have a Jaccard of at
+    least ``threshold`` — exactly the pairs an all-pairs comparison finds, without
+    comparing every pair (a prefix-filtered set-similarity join).
+
+    Each set's words are ordered rarest first; two sets with a Jaccard of at least t
+    share a word among the first ``|x| - floor(t |x|) + 1`` of each (otherwise more
+    than (1 - t) of one set would lie outside the other). Only pairs that share such
+    a word are compared, exactly.
+    """
+    if threshold <= 0.0:  # every pair of non-empty sets of one subject qualifies
+        firsts: dict[Hashable, int] = {}
+        out = []
+        for i, (subject, words) in enumerate(sets):
+            if words:
+                j = firsts.setdefault(subject, i)
+                if j != i:
+                    out.append((j, i))
+        return out
+    freq: dict[str, int] = {}
+    for _, words in sets:
+        for w in words:
+            freq[w] = freq.get(w, 0) + 1
+    index: dict[tuple[Hashable, str], list[int]] = {}
+    out = []
+    for i, (subject, words) in enumerate(sets):
+        if not words:
+            continue
+        ordered = sorted(words, key=lambda w: (freq[w], w))
+        # floor(t * |x|), nudged down against rounding: a longer prefix is always safe.
+        prefix = min(len(ordered), len(ordered) - math.floor(threshold * len(ordered) - 1e-9)
+                     + 1)
+        seen: set[int] = set()
+        for w in ordered[:prefix]:
+            for j in index.get((subject, w), ()):
+                if j in seen:
+                    continue
+                seen.add(j)
+                other = sets[j][1]
+                if len(words & other) / len(words | other) >= threshold:
+                    out.append((j, i))
+            index.setdefault((subject, w), []).append(i)
+    return out
+
+
+def summary_id(sources: list[str]) -> str:
+    """The id of the summary of ``sources`` (the same for the same sources)."""
+    return "c-" + hashlib.sha256("\n".join(sorted(sources)).encode()).hexdigest()[:32]
+
+
+#: Why a consolidation whose policy asks to remove its sources kept them
+#: (ConsolidationReport.sources_kept).
+KEPT_NOT_ALLOWED = ("removeSources is set, but the call did not pass allow_destructive=True "
+                    "(JSON allowDestructive: true): the sources stay, superseded by their "
+                    "summaries")
+
+
+def split(groups: list[Group]) -> list[Group]:
+    """Groups of at most validate.MAX_IDS sources (the most one fact may supersede)."""
+    out = []
+    for sources, text in groups:
+        for i in range(0, len(sources), validate.MAX_IDS):
+            out.append((sources[i : i + validate.MAX_IDS], text))
+    return out
+
+
+class Planned(NamedTuple):
+    """A consolidation run: the groups it makes, and the summary facts to remember."""
+
+    groups: list[ConsolidationGroup]
+    inputs: list[RememberInput]
+
+
+def plan(view: View, groups: list[Group], prefix: Namespace = ()) -> Planned:
+    """One summary fact per group of sources not consolidated before (its id derives
+    from its sources, so a rerun adds nothing); it supersedes them and lives in their
+    namespace. A group with a source outside ``prefix`` is left out; one whose sources
+    live in different namespaces is refused (``invalid_request``)."""
+    facts = view.facts
+    made: list[ConsolidationGroup] = []
+    inputs: list[RememberInput] = []
+    for sources, text in split(groups):
+        spaces = {facts.namespace(facts.slot(s)) for s in sources if facts.slot(s) >= 0}
+        if len(spaces) > 1:
+            raise InvalidError(f"a consolidation group spans namespaces: {sorted(spaces)}")
+        ns = spaces.pop() if spaces else ()
+        if ns[: len(prefix)] != prefix:
+            continue
+        sid = summary_id(sources)
+        if facts.slot(sid) >= 0 or sid in view.catalog:
+            continue  # made by an earlier run: nothing to add
+        subjects = {facts.times(facts.slot(s)).subject for s in sources if facts.slot(s) >= 0}
+        entities: dict[str, None] = {}
+        for s in sources:
+            slot = view.slot(s)
+            if slot >= 0 and len(entities) < validate.MAX_ENTITIES:
+                entities.update(dict.fromkeys(view.record(slot).entities))
+        made.append(ConsolidationGroup(sources=sources, summary_id=sid, text=text))
+        inputs.append(RememberInput(
+            id=sid, text=text, subject=subjects.pop() if len(subjects) == 1 else None,
+            entities=list(entities)[: validate.MAX_ENTITIES] or None, supersedes=sources,
+            namespace=list(ns) or None))
+    return Planned(made, inputs)
+
+
+def options(value: ConsolidateOptions | Mapping[str, Any] | None,
+            fields: Mapping[str, Any]) -> ConsolidateOptions:
+    return validate.to_struct(ConsolidateOptions, value, fields, "consolidate options")

@@ -1,0 +1,1 @@
+"""Typed links between facts: relations, the evidence walk (why) and graph recall."""

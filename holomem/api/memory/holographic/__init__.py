@@ -1,0 +1,1 @@
+"""Holographic operations: HRR algebra (probe, related, reason) and contradictions."""

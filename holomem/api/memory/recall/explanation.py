@@ -1,0 +1,97 @@
+"""Explain: why a fact does or does not come back for a query (docs/contract.md §4 Explain).
+
+Owns: :func:`explain_many` — lexical and semantic scores, the fusion and its weights,
+matched terms, the multipliers, validity and status, the rank among every candidate
+(history included), the supersession chain, the path graph recall reached it by, and a
+one-line reason — computed on the same :class:`~holomem.api.memory.recall.rank.Ranking` recall
+uses, so the two always agree. Imports the recall module, the types and the
+projections.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from holomem.api.memory.facts.records import wanted
+from holomem.api.memory.graph import reach
+from holomem.api.memory.recall.rank import Ranking
+from holomem.api.memory.types import ChainEntry, Explanation, FusionInfo, MatchedTerm
+from holomem.projections.fusion import W_LEXICAL, W_SEMANTIC
+
+
+def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
+    """The explanation of each fact in ``slots``."""
+    view, o, at = ranking.view, ranking.options, ranking.at
+    facts = view.facts
+    # An explained fact is scored whatever its cosine's rank (docs/contract.md §4e).
+    ranking.include = np.asarray(slots, dtype=np.int64)
+    chosen_ids = {view.id_of(s) for s, _ in ranking.results()}
+    # The rank among every candidate, history included.
+    ranked = ranking.rank(history="all")[1]
+    rank_of = {c.slot: (n, c) for n, c in enumerate(ranked, start=1)}
+    fused = ranking.fused()
+    own: dict[int, float] = {}
+    if ranking.policies.context is not None:  # each fact's score before its neighbours'
+        plain = ranking.plain()
+        own = dict(zip(plain.slots.tolist(), plain.score.tolist(), strict=True))
+    emb = ranking.embedding
+    method, w_lex, w_sem = ("bm25+cosine", W_LEXICAL, W_SEMANTIC) if emb else ("bm25", 1.0, 0.0)
+    # Every explained fact's matched terms at once: each term's postings read once.
+    terms = view.bm25.matched_many(ranking.query, [int(s) for s in slots])
+    cut = reach.bounds(ranking.reached)
+    out = []
+    for slot, matched in zip(slots, terms, strict=True):
+        fid = view.id_of(slot)
+        rank, mine = rank_of.get(slot, (None, None))
+        # fused.slots is ascending: a binary search, not a scan per explained fact.
+        at_pos = int(np.searchsorted(fused.slots, slot))
+        matches = at_pos < len(fused.slots) and fused.slots[at_pos] == slot
+        if mine is None and matches:
+            mine = ranking.evaluate(fused, at_pos, 0)
+        status = facts.status(slot, at, o.known_at)
+        times = facts.times(slot)
+        ttl = times.ttl_ms if facts.is_fact[slot] else None
+        retrieved = fid in chosen_ids
+        # known_at ignores the facts ingested after it, in the chain too.
+        chain = [ChainEntry(id=c, status=facts.status(facts.slot(c), at, o.known_at),  # type: ignore[arg-type]
+                            effective_time=facts.order_key(c)[0])
+                 for c in facts.chain(fid) if facts.known(facts.slot(c), o.known_at)
+                 ] if facts.is_fact[slot] else []
+        out.append(Explanation(
+            id=fid, retrieved=retrieved, rank=rank,
+            lexical_score=mine.lexical if mine else 0.0,
+            semantic_score=mine.semantic if mine else None,
+            fusion=FusionInfo(method=method, lexical_weight=w_lex, semantic_weight=w_sem,
+                              fused_score=mine.fused if mine else 0.0),
+            matched_terms=[MatchedTerm(term=m.term, tf=m.tf, idf=m.idf, score=m.score)
+                           for m in matched],
+            recency_multiplier=mine.recency if mine else 1.0,
+            history_multiplier=mine.history if mine else 1.0,
+            status=status if facts.known(slot, o.known_at) else None,  # type: ignore[arg-type]
+            valid_at=at, chain=chain, score=mine.score if mine else 0.0,
+            usefulness_multiplier=mine.usefulness if mine else 1.0,
+            context_bonus=mine.fused - own.get(slot, 0.0) if mine and own else 0.0,
+            reason=_reason(ranking, slot, status, retrieved, rank, matches),
+            ttl_ms=ttl, expires_at=times.ingest_time + ttl if ttl is not None else None,
+            graph=(reach.explained(view, ranking.reached[slot])
+                   if slot in ranking.reached else None),
+            graph_bounds=cut))
+    return out
+
+
+def _reason(ranking: Ranking, slot: int, status: str, retrieved: bool, rank: int | None,
+            matches: bool) -> str:
+    o = ranking.options
+    if retrieved:
+        return "retrieved"
+    if not ranking.view.facts.known(slot, o.known_at):
+        return "ingested after known_at"
+    if not matches and slot not in ranking.reached:
+        return "not a candidate: no query term (or embedding) matches it"
+    if rank is None:
+        return f"not among the {o.candidate_limit} best candidates (candidate_limit)"
+    if not wanted(o.history, status):
+        return f"its status is {status}, filtered out by history={o.history}"
+    return f"ranked below the k={o.k} results"

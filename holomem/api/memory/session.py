@@ -1,0 +1,221 @@
+"""What every call of one Memory shares: :class:`Session`.
+
+Owns: :class:`Session` — the store, the clock, the configuration in force
+(docs/contract.md §4c: recorded by the first Memory, used by every later one and every
+door, changed only with ``persist``; :func:`settle`), the policies (the caller's own
+named ``custom:NAME`` among them), the embedder and the identity the store pinned for
+it, and the observers. Every concept's ``calls`` module takes a Session as its first
+argument; ``Memory`` holds one and hands it on. The ``with_*`` calls return a copy
+with one policy replaced (in this process only: nothing a ``with_*`` call sets is
+recorded). Imports the engine, the events, the policies, the types and the embedder
+choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Self
+
+from holomem.api.engine import Store, View
+from holomem.api.memory import checks
+from holomem.api.memory.config import MemoryConfig, config_from_json, config_to_json
+from holomem.api.memory.embedding import embedder as embedding
+from holomem.api.memory.policies import (
+    EXTRACTORS,
+    SUPERSESSION,
+    Clock,
+    EntityExtractor,
+    Observation,
+    Observer,
+    Policies,
+    RecencyPolicy,
+    SupersessionPolicy,
+    SystemClock,
+    resolve,
+    supplied_policy,
+)
+from holomem.embedders import Embedder
+from holomem.errors import ConflictError, InvalidError, UnavailableError
+from holomem.events import ConfigRecorded, Event
+from holomem.projections import vectorindex
+from holomem.projections.fusion import EMBEDDER_FUSION
+
+#: A custom forgetting policy: (memory, now in ms) -> ids to forget.
+ForgettingPolicy = Callable[[Any, int], list[str]]
+#: A custom consolidation policy: (memory, now) -> (source ids, summary text) groups.
+ConsolidationPolicy = Callable[[Any, int], list[tuple[list[str], str]]]
+
+
+def settle(store: Store, given: MemoryConfig | None, initial: MemoryConfig | None,
+           persist: bool, now: int) -> MemoryConfig:
+    """The configuration a new Memory applies, recording it when the store needs it.
+
+    Decided again under the write lock, so two Memory values created at once over a
+    new store cannot record two configurations unnoticed.
+    """
+    chosen: list[MemoryConfig] = []
+
+    def decide(recorded: bytes | None) -> tuple[MemoryConfig, bool]:
+        stored = config_from_json(recorded) if recorded is not None else None
+        if given is None:
+            config = stored or initial or MemoryConfig()
+            return config, stored is None
+        if stored is None or config_to_json(stored) == config_to_json(given):
+            return given, stored is None
+        if not persist:
+            raise ConflictError(
+                "this store's configuration differs from the one given: "
+                f"{config_to_json(stored).decode()} is recorded; omit the configuration to "
+                "use it, or record the new one (Memory(..., persist=True); from the shell, "
+                "holomem config STORE --set FILE)")
+        return given, True
+
+    if store.read_only:
+        return decide(store.read(lambda view: view.state.memory_config))[0]
+
+    def build(view: View) -> list[Event]:
+        config, record = decide(view.state.memory_config)
+        chosen[:] = [config]
+        return [ConfigRecorded(config=config_to_json(config), time=now)] if record else []
+
+    store.commit(build)
+    return chosen[0]
+
+
+class Session:
+    """The store, clock, configuration, policies, embedder and observers of one Memory."""
+
+    def __init__(self, store: Store, config: MemoryConfig | Mapping[str, Any] | None = None, *,
+                 clock: Clock | None = None,
+                 policies: Mapping[str, Callable[..., Any]] | None = None,
+                 initial: MemoryConfig | Mapping[str, Any] | None = None,
+                 persist: bool = False, embedder: Embedder | None = None,
+                 reembed: bool = False) -> None:
+        """A session over ``store``, under the store's configuration (docs/contract.md §4c).
+
+        Args:
+            config: the configuration to apply. None: the one the store recorded (or,
+                on a store that has none yet, ``initial``, else the defaults). When the
+                store has none yet, this one is recorded (writer only).
+            policies: the caller's own policies a configuration names ``custom:NAME``,
+                by NAME (code is never stored: a store whose configuration names one
+                needs it supplied again).
+            initial: what a door applies to a store that has recorded nothing yet.
+            persist: record ``config`` even though the store recorded another one.
+            embedder: embeds facts and queries given without a vector (docs/contract.md §4e).
+                None: the configuration's ``embedder`` by name, else the built-in the
+                store recorded, else none. Its identity is recorded by the first
+                writer that uses one.
+            reembed: open even though the store's vectors are another embedder's;
+                ``Memory.reembed`` must then rewrite them before remember or recall
+                embeds anything.
+
+        Errors: ``invalid_request`` (a bad configuration, a missing custom policy),
+        ``conflict`` (``config`` differs from the store's, without ``persist``; the
+        store's vectors are another embedder's, without ``reembed``),
+        ``unavailable`` (a built-in embedder whose model is not installed;
+        ``vector_search="approximate"`` without the ``ann`` extra).
+        """
+        if not isinstance(store, Store):
+            raise InvalidError("Memory needs a holomem.Store")
+        self.store = store
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        given = checks.memory_config(config) if config is not None else None
+        start = checks.memory_config(initial) if initial is not None else None
+        #: The configuration in force, checked whole (types and every number's range).
+        self.config = settle(store, given, start, persist, self.clock.now_ms())
+        custom = checks.custom_policies(policies)
+        self.policies = Policies.from_config(self.config, custom)
+        if self.policies.approximate and not vectorindex.available():
+            raise UnavailableError("vectorSearch \"approximate\" needs the usearch library: "
+                                   f"{vectorindex.INSTALL}")
+        self.observers: list[Observer] = []
+        self.forgetting: ForgettingPolicy | None = supplied_policy(
+            self.config.forgetting, custom, "forgetting policy")
+        self.consolidation: ConsolidationPolicy | None = supplied_policy(
+            self.config.consolidation, custom, "consolidation policy")
+        held = store.read(lambda view: view.state.embedder or view.state.reembed_target)
+        #: The embedder (None: recall is lexical unless a call brings a vector).
+        self.embedder: Embedder | None = embedding.choose(embedder, self.config, held)
+        #: The embedder identity this session checks the store's against before it
+        #: mixes a vector of its own with the store's (None: no embedder).
+        self.pinned = (embedding.settle(store, self.embedder, reembed, self.clock.now_ms())
+                       if self.embedder is not None else None)
+        if self.embedder is not None and self.config.fusion == "default":
+            self.policies = self.policies._replace(fusion=EMBEDDER_FUSION)
+        #: The Memory this session serves: what a custom forgetting or consolidation
+        #: policy is handed (set by the Memory that holds the session).
+        self.owner: Any = None
+
+    def now(self) -> int:
+        return self.clock.now_ms()
+
+    def check_pinned(self, view: View) -> None:
+        """Refuse to mix this session's vectors with another embedder's (§4e): the
+        store must still hold the identity this session pinned."""
+        if self.pinned is None:
+            raise InvalidError("this Memory has no embedder")
+        embedding.check_current(view, self.pinned)
+
+    def notify(self, op: str, ids: list[str], revision: int) -> None:
+        """Tell every observer what a committed change did."""
+        for observer in self.observers:
+            observer(Observation(op, list(ids), revision))
+
+    # -- copies with one thing replaced (in this process only) ----------------------------
+    def _copy(self) -> Self:
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.observers = list(self.observers)
+        return clone
+
+    def with_supersession(self, policy: str | SupersessionPolicy) -> Self:
+        """Another supersession policy: a built-in name or a callable."""
+        clone = self._copy()
+        clone.policies = self.policies._replace(
+            supersession=resolve(policy, SUPERSESSION, "supersession policy"))
+        return clone
+
+    def with_recency(self, policy: RecencyPolicy | None) -> Self:
+        """A recency multiplier (age in ms -> factor), or none."""
+        if policy is not None and not callable(policy):
+            raise InvalidError("recency policy must be a callable or None")
+        clone = self._copy()
+        clone.policies = self.policies._replace(recency=policy)
+        return clone
+
+    def with_entity_extractor(self, extractor: str | EntityExtractor) -> Self:
+        """Another entity extractor: a built-in name or a callable."""
+        clone = self._copy()
+        clone.policies = self.policies._replace(
+            extractor=resolve(extractor, EXTRACTORS, "entity extractor"))
+        return clone
+
+    def with_forgetting(self, policy: ForgettingPolicy | None) -> Self:
+        """``apply_forgetting`` asks ``policy(memory, now_ms)`` for ids."""
+        clone = self._copy()
+        clone.forgetting = policy
+        return clone
+
+    def with_consolidation(self, policy: ConsolidationPolicy | None) -> Self:
+        """``consolidate`` asks ``policy(memory, now_ms)`` for (source ids, summary
+        text) groups."""
+        clone = self._copy()
+        clone.consolidation = policy
+        return clone
+
+    def with_observer(self, observer: Observer) -> Self:
+        """Also call ``observer(Observation)`` after each committed change."""
+        if not callable(observer):
+            raise InvalidError("observer must be callable")
+        clone = self._copy()
+        clone.observers.append(observer)
+        return clone
+
+    def with_clock(self, clock: Clock) -> Self:
+        """Another clock (``now_ms()``)."""
+        if not hasattr(clock, "now_ms"):
+            raise InvalidError("clock must have now_ms()")
+        clone = self._copy()
+        clone.clock = clock
+        return clone

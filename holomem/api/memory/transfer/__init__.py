@@ -1,0 +1,1 @@
+"""Export and import: facts and their typed relations moved between stores."""

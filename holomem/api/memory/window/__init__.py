@@ -1,0 +1,1 @@
+"""An agent's context window: the prompt block, budgets, token counts, working contexts."""

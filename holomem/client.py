@@ -1,137 +1,83 @@
 """The Python client of ``holomem serve``: the methods and types of ``holomem.Memory``.
 
-Owns: turning memory calls into contract requests over HTTP and the answers back
-into the library's types and errors. Code written against ``Memory`` runs against a
-server by changing one line::
-
-    memory = Memory(Store.open("store"))                   # embedded
-    memory = Client("http://127.0.0.1:8080")               # served
-
+Owns: a transport to the server (``_send``: a request, its answer or its error, once
+over httpx's sync client and once over its async one) and the memory calls the op
+table makes of it. Code written against ``Memory`` runs against a server by changing
+one line: ``Memory(Store.open("store"))`` -> ``Client("http://127.0.0.1:8080")``.
 :class:`Client` has every public method of ``Memory``, :class:`AsyncClient` every one
-of ``AsyncMemory`` (coroutines where AsyncMemory has coroutines), with the same
-arguments. ``client.memory`` is the client itself (code written as
-``Client(url).memory.recall(...)`` keeps working). Imports the memory API (its
-checks, types and contract) and httpx, the ``serve`` extra: without it, importing
-this module fails with the command that installs it.
+of ``AsyncMemory`` (coroutines where it has coroutines), with the same arguments;
+``client.memory`` is the client itself. Imports the memory API (the op table, the
+contract, the conversions Memory runs first) and httpx, the ``serve`` extra: without
+it, importing this module fails with the command that installs it.
 
-Arguments are checked and converted exactly as ``Memory`` checks them (same types,
-datetimes accepted, in filters at any depth too; a namespace any sequence of strings)
-before anything is sent, so a bad one raises the same error without a round trip.
+An op's method is a :class:`Remote` of Memory's own method, with its signature and
+docstring. A call binds its arguments to that signature; converts what Memory converts
+before it checks anything (a remember's input, the options of recall, explain, forget
+and the maintenance calls, list's filter, a context's fragments: :data:`_CONVERTED`; a
+namespace; a time, an aware ``datetime`` made milliseconds; a filter) exactly as
+Memory does, so a bad one raises Memory's own error before anything is sent; makes
+the op's request with :func:`holomem.api.memory.ops.asked`, the inverse of the row's
+``args``; sends it; and decodes the answer under the row's key into the row's result
+type. Anything else wrong is refused by the server's Memory, whose error comes back
+as it is (a value of the wrong JSON type, by the contract's decoder: same class and
+code). A row of the table that :class:`_Served` does not name is served all the same.
 
-Errors: what the server answers raises exactly the class the embedded library raises
-for the same code (:func:`holomem.errors.from_code`: ``InvalidError``, ``LimitError``,
-``NotFoundError``, ``ConflictError``, ...), with ``status`` the HTTP status; a code the
-library has no class for (``unauthorized``, a server fault) raises a ``HolomemError``
-carrying it. A server that cannot be reached, that does not answer within
-``timeout`` seconds, or that answers something that is not holomem's JSON raises
-``UnavailableError`` (code ``unavailable``) naming the URL; never an httpx exception.
-A timed-out write may still have been applied: a retried ``remember`` with the same
-payload is a no-op (``created=False``).
+Errors: the server's answer raises the class the library raises for its code
+(:func:`holomem.errors.from_code`), with ``status`` the HTTP status (a code it has no
+class for: a ``HolomemError`` carrying it). A server that cannot be reached, does not
+answer within ``timeout`` seconds, or answers something other than holomem's JSON
+raises ``UnavailableError`` naming the URL, never an httpx exception (a timed-out
+write may have been applied: retrying it is a no-op). A write sent to a server that is
+not the tenant's writer (docs/scale-out.md §8.7) is answered with a 307: the client
+sends it to that http(s) URL with its own headers, at most :data:`MAX_HOPS` times.
 
-Several servers sharing tenants over one ``--journal`` (docs/scale-out.md §8.7): a
-write sent to a server that is not the tenant's writer is answered with a 307 to the
-writer's URL; the client sends the same request there, with its own headers (the API
-key, the tenant), following at most :data:`MAX_HOPS` such redirects and only ones
-naming an http(s) URL; a writer it cannot reach is ``unavailable`` naming it.
-
-What works differently over the wire:
-
-- ``export(namespace)`` reads pages of at most ``page_size`` (<= 1,000) records
-  (the contract's ``export`` op, whose cursor keeps a walk exact under concurrent
-  writes); ``import_(records)`` sends requests of at most 1,000 records and about
-  1 MB (the contract's ``import`` op; the server's body limit is 1 MiB), each one
-  transaction, so a ``batch_size`` above 1,000 writes 1,000 per transaction; a record
-  larger than a request is a ``limit`` error naming its line. Every record is checked
-  here first, and errors name the line of the caller's input. A supersession link
-  needs both of its facts in one import call: a record whose link names a fact not
-  yet sent is held back and sent after that fact (or at the end), so its write order
-  (which orders ``list`` and breaks exact ties in recall) can differ from the source's.
-  Typed relations are taken out of the records and sent once every record is sent
-  (the ``import`` op's ``relations``), in the source's order, so ``links`` and
-  ``why`` answer as on the source.
-- ``remember_many`` sends one request: the HTTP door takes at most 1,000 facts per
-  request (``limit`` beyond; ``Memory`` takes 10,000); its ``progress`` is called once,
-  with all of them, when the server has written them (the server embeds).
-- ``render_context`` runs here (it needs no store).
-- ``with_supersession``, ``with_recency``, ``with_entity_extractor``,
-  ``with_forgetting``, ``with_consolidation``, ``with_observer`` and ``with_clock``
-  raise ``InvalidError``: they change a policy, an observer or the clock of one
-  process, and the server's calls run in its own process under the store's recorded
-  configuration (change that with ``holomem config STORE --set FILE``). ``reembed``
-  and ``notify`` raise ``InvalidError`` too: re-embedding needs the embedder in the
-  process that holds the store, and a client has no observers to notify. The
-  attributes ``store``, ``config`` and ``embedder`` raise an ``InvalidError`` that is
-  also an ``AttributeError`` (so ``hasattr`` says False): ``info()`` gives the server's
-  configuration and embedder identity.
+Over the wire, ``export`` reads pages through ``export_page`` and ``import_`` sends
+bounded requests (:class:`_Import`; ``remember_many``: at most 1,000 facts a request).
+``render_context`` runs here; what needs the process that holds the store — the
+``with_*`` calls, ``reembed``, ``notify``, a ``rerank`` or ``counter`` argument — raises
+``InvalidError``, and ``store``, ``config``, ``embedder``, ``clock``, ``policies`` and
+``session`` an ``InvalidError`` that is also an ``AttributeError`` (``info()`` tells the
+server's configuration; ``holomem config STORE --set FILE`` changes it).
 """
 
 from __future__ import annotations
 
-import builtins
 import copy
+import functools
+import inspect
 import re
+import types
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
     Callable,
+    Coroutine,
     Iterable,
     Iterator,
     Mapping,
     Sequence,
 )
-from typing import Any, NamedTuple, TypeVar
-
-from holomem.errors import missing_extra
+from typing import Any, Concatenate, Generic, NamedTuple, ParamSpec, Self, TypeVar, overload
 
 try:
     import httpx
 except ImportError as _missing:  # the serve extra is not installed
-    raise missing_extra(_missing, "holomem.client", "serve") from _missing
+    raise ModuleNotFoundError(
+        "holomem.client needs httpx, which the serve extra installs: "
+        "pip install 'holomem-db[serve]'", name="httpx") from _missing
 
 import msgspec
 
 from holomem.api.engine import validate
-from holomem.api.memory import contract, filters, requests
+from holomem.api.memory import contract, filters, ops, requests
 from holomem.api.memory.facts import listing
-from holomem.api.memory.forget import removal
-from holomem.api.memory.graph import evidence as why
-from holomem.api.memory.graph import relations
-from holomem.api.memory.graph.types import (
-    LinkList,
-    RelateManyResult,
-    RelateResult,
-    UnrelateResult,
-    WhyResult,
-)
-from holomem.api.memory.progress import Progress, callback
-from holomem.api.memory.recall import rank as recall
+from holomem.api.memory.forget import consolidation, removal
+from holomem.api.memory.memory import Memory
+from holomem.api.memory.recall import rank
 from holomem.api.memory.transfer import exchange, pages
 from holomem.api.memory.transfer.records import ImportReport
-from holomem.api.memory.types import (
-    Capabilities,
-    ConsolidateOptions,
-    ConsolidationReport,
-    ContradictResult,
-    Explanation,
-    FactRecord,
-    FeedbackReport,
-    ForgetOptions,
-    ForgetReport,
-    ListFilter,
-    ListPage,
-    MaintenanceOptions,
-    MemoryInfo,
-    NamespacePage,
-    ProbeResult,
-    ReasonResult,
-    Recalled,
-    RelatedResult,
-    Remembered,
-    RememberInput,
-)
-from holomem.api.memory.window import render
-from holomem.api.memory.window.budget import DEFAULT_K, CompiledContext, ContextDecision
-from holomem.api.memory.window.working import WorkingContext, WorkingContextList
+from holomem.api.memory.types import MaintenanceOptions, RememberInput
+from holomem.api.memory.window import budget, render
 from holomem.errors import (
     HolomemError,
     InvalidError,
@@ -143,355 +89,174 @@ from holomem.errors import (
 
 __all__ = ["AsyncClient", "Client", "REQUEST_BYTES"]
 
-T = TypeVar("T")
-#: What one memory call becomes: the op, its JSON request, and how its answer decodes.
-Spec = tuple[str, dict[str, Any], Callable[[Any], Any]]
+P = ParamSpec("P")
+R = TypeVar("R")
 #: The most bytes of records one import request carries (the server takes 1 MiB bodies).
 REQUEST_BYTES = 1_000_000
+#: Redirects a write follows to reach the tenant's writer (docs/scale-out.md §8.7).
+MAX_HOPS = 2
+#: What httpx raises for a request that got no usable answer.
+_TRANSPORT = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
+#: The row of the op table each method of Memory runs (remember_many: remember of facts).
+_ROWS = {op.method: op for op in (*ops.OPS.values(), ops.REMEMBER_MANY)}
+#: The rows whose method each client writes itself (it cuts an import into requests).
+PYTHON_ONLY = ("import_",)
 
 
-# -- requests: built and checked like Memory's own arguments --------------------------------
-def _as(cls: type[T], value: Any) -> T:
-    out: T = msgspec.convert(value, cls)
-    return out
+# -- a call as its op's request -------------------------------------------------------------
+#: Arguments that are Python code (a served store runs none), a namespace, a time.
+_CODE = ("rerank", "counter")
+_NAMESPACES = ("namespace", "prefix", "within")
+_TIMES = (*validate.TIME_FIELDS, *validate.RECALL_TIME_FIELDS)
+Given = dict[str, Any]
 
 
-def _builtins(struct: Any) -> dict[str, Any]:
-    out: dict[str, Any] = msgspec.to_builtins(struct)
-    return out
+def _remember(a: Given) -> Given:
+    input, fields = a["input"], a["fields"]
+    if isinstance(input, str):
+        input, fields = None, {"text": input, **fields}
+    return {"input": validate.to_struct(RememberInput, input, fields, "remember input",
+                                        validate.TIME_FIELDS)}
 
 
-#: The filter keys that are times (docs/contract.md §4b): a caller may give datetimes.
-_FILTER_TIMES = ("ingestedAfter", "ingestedBefore", "eventAfter", "eventBefore")
+def _remember_many(a: Given) -> Given:
+    inputs = a["inputs"]
+    if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Iterable):
+        raise InvalidError("remember_many takes a list of inputs")
+    return {"inputs": [validate.to_struct(RememberInput, x, {}, f"input {i}",
+                                          validate.TIME_FIELDS) for i, x in enumerate(inputs)]}
 
 
-def _wire_filter(value: Any) -> Any:
-    """A filter as JSON: checked exactly as ``Memory`` checks it, datetimes made ms."""
-    filters.compile_filter(value)
-    return _filter_json(value)
+def _options(a: Given, convert: Callable[[Any, Any], Any], first: Given | None = None) -> Given:
+    """``a`` with its options and keyword fields one options Struct (after ``first``,
+    what Memory converts before them)."""
+    return {**a, **(first or {}), "options": convert(a["options"], a["fields"]), "fields": {}}
 
 
-def _filter_json(value: Any) -> Any:
-    # Only called on a filter compile_filter accepted: its shape and depth are known.
-    if not isinstance(value, Mapping):
-        return value
-    out: dict[str, Any] = {}
-    for key, item in value.items():
-        if key in _FILTER_TIMES:
-            out[key] = validate.to_ms(item, key)
-        elif key in ("$and", "$or"):
-            out[key] = [_filter_json(f) for f in item]
-        elif key == "$not":
-            out[key] = _filter_json(item)
-        else:
-            out[key] = item
-    return out
+def _maintenance(options: Any, fields: Any) -> MaintenanceOptions:
+    return validate.to_struct(MaintenanceOptions, options, fields, "apply_forgetting options")
 
 
-def _no_code(value: Any, name: str) -> None:
-    """A served store runs no code of the caller's: a reranker or counter is refused."""
-    if value is not None:
-        raise InvalidError(f"{name} is Python code, which a served store cannot run: use an "
-                           "embedded Memory for it")
+def _check(ok: bool, message: str, a: Given) -> Given:
+    if not ok:
+        raise InvalidError(message)
+    return a
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(w.title() for w in rest)
+#: What Memory converts (or checks) first in a call's arguments, by method: converted
+#: here the same way, so a bad argument raises Memory's own error before anything is sent.
+_CONVERTED: dict[str, Callable[[Given], Given]] = {
+    "remember": _remember,
+    "remember_many": _remember_many,
+    "recall": lambda a: _options(a, rank.options, {"query": validate.query(a["query"])}),
+    "explain": lambda a: _options(a, rank.options, {"query": validate.query(a["query"])}),
+    "forget": lambda a: _options(a, removal.options, {"scope": removal.scope(a["scope"])}),
+    "apply_forgetting": lambda a: _options(a, _maintenance),
+    "consolidate": lambda a: _options(a, consolidation.options),
+    "list": lambda a: {**a, "filter": listing.request(
+        a["cursor"], a["limit"], a["filter"], a["history"], a["namespace"]).filter},
+    "compile_context": lambda a: {**a, "fragments": budget.fragments(a["fragments"])},
+    "explain_context": lambda a: {**a, "fragments": budget.fragments(a["fragments"])},
+    "reason": lambda a: _check(  # as holographic's reason refuses it
+        not isinstance(a["entities"], str) and isinstance(a["entities"], Sequence)
+        and bool(a["entities"]), "entities must be a non-empty list of strings", a),
+    "feedback": lambda a: _check(isinstance(a["helpful"], bool),
+                                 "helpful must be true or false", a),
+}
 
 
-def _namespace(value: Any, field: str = "namespace") -> builtins.list[str] | None:
-    """A namespace (or prefix) as JSON, checked as ``Memory`` checks it (None: the root)."""
-    return None if value is None else builtins.list(validate.namespace(value, field))
+def _plain(value: Any) -> Any:
+    """What msgspec does not encode itself: a mapping, an array, another iterable."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if hasattr(value, "tolist"):  # a numpy array or number
+        return value.tolist()
+    if isinstance(value, Iterable):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def _recall_request(query: str, options: Any, fields: Mapping[str, Any],
-                    **extra: Any) -> dict[str, Any]:
-    validate.query(query)
-    o = recall.options(options, fields)
-    out = {"query": query, **extra, **_builtins(o)}
-    out["namespace"] = _namespace(o.namespace)
-    if o.filter is not None:
-        out["filter"] = _filter_json(o.filter)
-    return out
+def _encode(op: str, request: dict[str, Any]) -> bytes:
+    try:
+        return msgspec.json.encode(request, enc_hook=_plain)
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        # msgspec.EncodeError is a ValueError: a value that is not JSON (NaN ...).
+        raise InvalidError(f"{op}: an argument cannot be sent as JSON: {exc}") from exc
 
 
-def _list_filter(flt: ListFilter) -> dict[str, Any] | None:
-    """A checked list filter as JSON: its own keys, then the filter of docs/contract.md
-    §4b."""
-    out: dict[str, Any] = {k: v for k, v in (("subject", flt.subject), ("entity", flt.entity),
-                                             ("status", flt.status)) if v is not None}
-    out.update(_filter_json(flt.conditions() or {}))
-    return out or None
+class _Call:
+    """A method of Memory as its op: the row of the table, and Memory's signature."""
+
+    def __init__(self, method: Callable[..., Any]) -> None:
+        self.row = _ROWS[method.__name__]
+        params = list(inspect.signature(method).parameters.values())[1:]  # not self
+        self.signature = inspect.Signature(params)
+        self.names = {f.name: f.encode_name for f in msgspec.structs.fields(self.row.request)}
+
+    def request(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
+        """The JSON request of a call (a TypeError for arguments Memory would not bind)."""
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        given = dict(bound.arguments)
+        for name in _CODE:
+            if given.pop(name, None) is not None:
+                raise InvalidError(f"{name} is Python code, which a served store cannot "
+                                   "run: use an embedded Memory for it")
+        for name in _NAMESPACES:
+            if given.get(name) is not None:
+                given[name] = list(validate.namespace(given[name], name))
+        convert = _CONVERTED.get(self.row.method)
+        fields = ops.asked(self.row, given if convert is None else convert(given))
+        for name in _TIMES:
+            if name in fields:
+                fields[name] = validate.to_ms(fields[name], name)
+        if isinstance(fields.get("filter"), Mapping):  # its datetimes go as ISO strings
+            filters.compile_filter(fields["filter"])
+        return _encode(self.row.name, {self.names.get(k, k): v for k, v in fields.items()})
+
+    def answer(self, payload: Any) -> Any:
+        """The method's result: the answer under the row's key, as the row's type."""
+        key = self.row.key
+        out = msgspec.convert(payload if key is None else payload[key], self.row.result)
+        return out[0] if self.row.method == "remember" else out  # one of a list of one
 
 
-class _ExportPage(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    records: builtins.list[dict[str, Any]]
-    next_cursor: str | None
+class Remote(Generic[P, R]):
+    """Memory's ``method`` as a client's, answered by the server: on a :class:`Client`
+    it returns what ``method`` returns, on an :class:`AsyncClient` a coroutine of it.
+    Its signature and docstring are ``method``'s; read on the class, it is a function."""
+
+    def __init__(self, method: Callable[Concatenate[Any, P], R]) -> None:
+        call = _Call(method)
+
+        def sync(client: Client, /, *args: Any, **kwargs: Any) -> Any:
+            return client._send(call.row.name, call.request(args, kwargs), call.answer)
+
+        async def coroutine(client: AsyncClient, /, *args: Any, **kwargs: Any) -> Any:
+            return await client._send(call.row.name, call.request(args, kwargs), call.answer)
+
+        self.methods = (functools.update_wrapper(sync, method),
+                        functools.update_wrapper(coroutine, method))
+
+    @overload
+    def __get__(self, client: None, owner: type[Any]) -> Callable[..., Any]: ...
+    @overload
+    def __get__(self, client: Client, owner: type[Any]) -> Callable[P, R]: ...
+    @overload
+    def __get__(self, client: AsyncClient, owner: type[Any]
+                ) -> Callable[P, Coroutine[Any, Any, R]]: ...
+    def __get__(self, client: Any, owner: type[Any]) -> Any:
+        method = self.methods[owner.coroutines]
+        return method if client is None else types.MethodType(method, client)
 
 
 def _same(response: Any) -> Any:
     return response
 
 
-class _Ops:
-    """Every memory call as (op, request, decoder); shared by the sync and async clients."""
-
-    @staticmethod
-    def remember(input: Any = None, /, **fields: Any) -> Spec:
-        if isinstance(input, str):
-            input, fields = None, {"text": input, **fields}
-        x = validate.to_struct(RememberInput, input, fields, "remember input",
-                               validate.TIME_FIELDS)
-        return "remember", _builtins(x), lambda r: _as(builtins.list[Remembered],
-                                                       r["remembered"])[0]
-
-    @staticmethod
-    def remember_many(inputs: Iterable[Any]) -> Spec:
-        if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Iterable):
-            raise InvalidError("remember_many takes a list of inputs")
-        facts = [_builtins(validate.to_struct(RememberInput, x, {}, f"input {i}",
-                                                validate.TIME_FIELDS))
-                 for i, x in enumerate(inputs)]
-        if not facts:
-            raise InvalidError("remember_many needs at least one input")
-        return ("remember", {"facts": facts},
-                lambda r: _as(builtins.list[Remembered], r["remembered"]))
-
-    @staticmethod
-    def recall(query: str, options: Any = None, **fields: Any) -> Spec:
-        return ("recall", _recall_request(query, options, fields),
-                lambda r: _as(builtins.list[Recalled], r["results"]))
-
-    @staticmethod
-    def explain(query: str, id: str, options: Any = None, **fields: Any) -> Spec:
-        return ("explain", _recall_request(query, options, fields, id=id),
-                lambda r: _as(Explanation, r["explanation"]))
-
-    @staticmethod
-    def forget(scope: Any, options: Any = None, **fields: Any) -> Spec:
-        sc = removal.scope(scope)
-        o = validate.to_struct(ForgetOptions, options, fields, "forget options")
-        req = {"scope": _builtins(sc), **_builtins(o), "within": _namespace(o.within, "within")}
-        if sc.namespace is not None:
-            req["scope"]["namespace"] = _namespace(sc.namespace, "scope.namespace")
-        return "forget", req, lambda r: _as(ForgetReport, r)
-
-    @staticmethod
-    def get(id: str) -> Spec:
-        return "get", {"id": id}, lambda r: None if r["fact"] is None else _as(FactRecord,
-                                                                               r["fact"])
-
-    @staticmethod
-    def history(id: str) -> Spec:
-        return "history", {"id": id}, lambda r: _as(builtins.list[FactRecord], r["history"])
-
-    @staticmethod
-    def info() -> Spec:
-        return "info", {}, lambda r: _as(MemoryInfo, r)
-
-    @staticmethod
-    def capabilities() -> Spec:
-        return "capabilities", {}, lambda r: _as(Capabilities, r)
-
-    @staticmethod
-    def apply_forgetting(options: Any = None, **fields: Any) -> Spec:
-        o = validate.to_struct(MaintenanceOptions, options, fields, "apply_forgetting options")
-        return ("applyForgetting", {**_builtins(o), "namespace": _namespace(o.namespace)},
-                lambda r: _as(ForgetReport, r))
-
-    @staticmethod
-    def consolidate(options: Any = None, **fields: Any) -> Spec:
-        o = validate.to_struct(ConsolidateOptions, options, fields, "consolidate options")
-        return ("consolidate", {**_builtins(o), "namespace": _namespace(o.namespace)},
-                lambda r: _as(ConsolidationReport, r))
-
-    @staticmethod
-    def probe(entity: str, k: int = 10, namespace: Sequence[str] | None = None) -> Spec:
-        return ("probe", {"entity": entity, "k": k, "namespace": _namespace(namespace)},
-                lambda r: _as(ProbeResult, r))
-
-    @staticmethod
-    def related(entity: str, k: int = 10, namespace: Sequence[str] | None = None) -> Spec:
-        return ("related", {"entity": entity, "k": k, "namespace": _namespace(namespace)},
-                lambda r: _as(RelatedResult, r))
-
-    @staticmethod
-    def reason(entities: Sequence[str], k: int = 10,
-               namespace: Sequence[str] | None = None) -> Spec:
-        # Refused as holographic.reason refuses it (a string is no list of entities).
-        if isinstance(entities, str) or not isinstance(entities, Sequence) or not entities:
-            raise InvalidError("entities must be a non-empty list of strings")
-        return ("reason", {"entities": builtins.list(entities), "k": k,
-                           "namespace": _namespace(namespace)},
-                lambda r: _as(ReasonResult, r))
-
-    @staticmethod
-    def contradict(*, subject: str | None = None, entity: str | None = None, k: int = 10,
-                   max_pairs: int = 100_000, cursor: str | None = None,
-                   namespace: Sequence[str] | None = None,
-                   filter: Mapping[str, Any] | None = None) -> Spec:
-        req = {"subject": subject, "entity": entity, "k": k, "maxPairs": max_pairs,
-               "cursor": cursor, "namespace": _namespace(namespace),
-               "filter": None if filter is None else _wire_filter(filter)}
-        return "contradict", req, lambda r: _as(ContradictResult, r)
-
-    @staticmethod
-    def feedback(id: str, helpful: bool, note: str | None = None) -> Spec:
-        if not isinstance(helpful, bool):  # as Memory.feedback checks it
-            raise InvalidError("helpful must be true or false")
-        return ("feedback", {"id": id, "helpful": helpful, "note": note},
-                lambda r: _as(FeedbackReport, r))
-
-    @staticmethod
-    def compile_context(query: str, budget_tokens: int, namespace: Sequence[str] | None,
-                        fragments: Any, k: int, recall: Mapping[str, Any] | None,
-                        id: str | None = None) -> Spec:
-        req: dict[str, Any] = {
-            "query": query, "budgetTokens": budget_tokens, "namespace": _namespace(namespace),
-            "fragments": None if fragments is None else [
-                _builtins(f) if isinstance(f, msgspec.Struct) else dict(f) for f in fragments],
-            "k": k}
-        for key, value in (recall or {}).items():  # asOf, knownAt, history, filter
-            req[_camel(key)] = value
-        if id is None:
-            return "compileContext", req, lambda r: _as(CompiledContext, r)
-        return ("explainContext", {**req, "id": id},
-                lambda r: _as(ContextDecision, r["decision"]))
-
-    @staticmethod
-    def save_working_context(namespace: Sequence[str] | None, session: str, state: Any
-                             ) -> Spec:
-        return ("saveWorkingContext", {"namespace": _namespace(namespace), "session": session,
-                                       "state": state},
-                lambda r: _as(WorkingContext, r["workingContext"]))
-
-    @staticmethod
-    def load_working_context(namespace: Sequence[str] | None, session: str,
-                             save: int | None = None) -> Spec:
-        return ("loadWorkingContext", {"namespace": _namespace(namespace), "session": session,
-                                       "save": save},
-                lambda r: _as(WorkingContext, r["workingContext"]))
-
-    @staticmethod
-    def list_working_contexts(namespace: Sequence[str] | None = None) -> Spec:
-        return ("listWorkingContexts", {"namespace": _namespace(namespace)},
-                lambda r: _as(WorkingContextList, r))
-
-    @staticmethod
-    def set_confidence(id: str, confidence: float) -> Spec:
-        return ("setConfidence", {"id": id, "confidence": confidence},
-                lambda r: _as(FactRecord, r["fact"]))
-
-    @staticmethod
-    def list(cursor: str | None = None, limit: int = 100, filter: Any = None,
-             history: str = "all", namespace: Sequence[str] | None = None) -> Spec:
-        req = listing.request(cursor, limit, filter, history, namespace)
-        return ("list", {"cursor": req.cursor, "limit": req.limit,
-                         "filter": _list_filter(req.filter), "history": req.history,
-                         "namespace": builtins.list(req.namespace) or None},
-                lambda r: _as(ListPage, r))
-
-    @staticmethod
-    def list_namespaces(prefix: Sequence[str] | None = None, max_depth: int | None = None,
-                        limit: int = 100, cursor: str | None = None) -> Spec:
-        return ("listNamespaces", {"prefix": _namespace(prefix, "prefix"),
-                                   "maxDepth": max_depth, "limit": limit, "cursor": cursor},
-                lambda r: _as(NamespacePage, r))
-
-    @staticmethod
-    def export_page(namespace: builtins.list[str] | None, cursor: str | None,
-                    limit: int) -> Spec:
-        return ("export", {"namespace": namespace, "cursor": cursor, "limit": limit},
-                lambda r: _as(_ExportPage, r))
-
-    @staticmethod
-    def page(namespace: Sequence[str] | None, cursor: str | None, limit: int) -> Spec:
-        return ("export", {"namespace": _namespace(namespace), "cursor": cursor,
-                           "limit": limit}, lambda r: _as(pages.ExportPage, r))
-
-    @staticmethod
-    def import_request(records: builtins.list[dict[str, Any]], batch_size: int,
-                       drop_embeddings: bool,
-                       relations: builtins.list[dict[str, Any]] | None = None) -> Spec:
-        body: dict[str, Any] = {"records": records, "batchSize": batch_size,
-                                "dropEmbeddings": drop_embeddings}
-        if relations:
-            body["relations"] = relations
-        return ("import", body, lambda r: _as(ImportReport, r))
-
-    @staticmethod
-    def relate(from_id: str, to_id: str, relation: str, metadata: Any = None,
-               namespace: Sequence[str] | None = None) -> Spec:
-        relations.request(from_id, to_id, relation, metadata)  # checked as Memory checks
-        return ("relate", {"fromId": from_id, "toId": to_id, "relation": relation,
-                           "metadata": None if metadata is None else dict(metadata),
-                           "namespace": _namespace(namespace)},
-                lambda r: _as(RelateResult, r))
-
-    @staticmethod
-    def relate_many(links: Any, namespace: Sequence[str] | None = None) -> Spec:
-        reqs = relations.requests(links)  # checked as Memory checks
-        body = [{"fromId": r.from_id, "toId": r.to_id, "relation": r.relation,
-                 "metadata": validate.load_metadata(r.metadata)} for r in reqs]
-        return ("relateMany", {"links": body, "namespace": _namespace(namespace)},
-                lambda r: _as(RelateManyResult, r))
-
-    @staticmethod
-    def unrelate(from_id: str, to_id: str, relation: str,
-                 namespace: Sequence[str] | None = None) -> Spec:
-        relations.request(from_id, to_id, relation)
-        return ("unrelate", {"fromId": from_id, "toId": to_id, "relation": relation,
-                             "namespace": _namespace(namespace)},
-                lambda r: _as(UnrelateResult, r))
-
-    @staticmethod
-    def links(id: str, relation: str | None = None, direction: str = "out",
-              as_of: Any = None, known_at: Any = None,
-              namespace: Sequence[str] | None = None) -> Spec:
-        return ("links", {"id": id, "relation": relation, "direction": direction,
-                          "asOf": validate.to_ms(as_of, "as_of"),
-                          "knownAt": validate.to_ms(known_at, "known_at"),
-                          "namespace": _namespace(namespace)},
-                lambda r: _as(LinkList, r))
-
-    @staticmethod
-    def why(query_or_id: str, max_hops: int = 2, relation: Any = None, filter: Any = None,
-            as_of: Any = None, known_at: Any = None,
-            namespace: Sequence[str] | None = None) -> Spec:
-        names = why.relation_names(relation)
-        return ("why", {"query": query_or_id, "maxHops": max_hops,
-                        "relation": None if names is None else builtins.list(names),
-                        "filter": None if filter is None else _wire_filter(filter),
-                        "asOf": validate.to_ms(as_of, "as_of"),
-                        "knownAt": validate.to_ms(known_at, "known_at"),
-                        "namespace": _namespace(namespace)},
-                lambda r: _as(WhyResult, r))
-
-    @staticmethod
-    def call(op: str, request: dict[str, Any]) -> Spec:
-        contract.decode(op, request)  # refused here exactly as Memory.call refuses it
-        return op, request, _same
-
-
-def _encode(op: str, request: dict[str, Any]) -> bytes:
-    try:
-        return msgspec.json.encode(request)
-    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
-        # msgspec.EncodeError is a ValueError: a value that is not JSON (an object, NaN ...).
-        raise InvalidError(f"{op}: an argument cannot be sent as JSON: {exc}") from exc
-
-
 # -- the wire: every failure a holomem error -------------------------------------------------
-#: Redirects a write follows to reach the tenant's writer (docs/scale-out.md §8.7).
-MAX_HOPS = 2
-#: What httpx raises for a request that got no usable answer.
-_TRANSPORT = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
-
-
 class _Wire:
-    """The server's address and the translation of whatever comes back into holomem
-    errors; shared by the sync and async clients."""
+    """The server's address, and whatever comes back made an answer or a holomem error."""
 
     def __init__(self, url: str, timeout: float) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
@@ -499,10 +264,6 @@ class _Wire:
                                f"not {url!r}")
         self.url = url.rstrip("/")
         self.timeout = timeout
-
-    @staticmethod
-    def path(op: str) -> str:
-        return f"/api/v1/memory/{op}"
 
     def unreachable(self, op: str, exc: Exception, where: str = "") -> UnavailableError:
         """``where``: an absolute URL a redirect named (the tenant's writer), else the
@@ -519,10 +280,8 @@ class _Wire:
                                 f"{type(exc).__name__}: {exc}")
 
     def next_hop(self, op: str, response: httpx.Response) -> str | None:
-        """Where to send the same request again: the ``Location`` of a 307/308 (a
-        server that is not the tenant's writer names the one that is), an absolute
-        http(s) URL; None for any other answer. The client's own headers (the API key,
-        the tenant) go with it."""
+        """The ``Location`` of a 307/308 (the tenant's writer), an absolute http(s) URL
+        to send the same request to; None for any other answer."""
         if response.status_code not in (307, 308):
             return None
         location = str(response.headers.get("location", ""))
@@ -583,85 +342,49 @@ class _Entry(NamedTuple):
     size: int
     #: The ids its supersession links name.
     targets: frozenset[str]
-    #: Its typed relations (JSON form), sent after every record.
-    relations: tuple[dict[str, Any], ...] = ()
 
 
-def _entry(item: exchange.Incoming, drop_embeddings: bool) -> _Entry:
-    x = item.record
-    links = tuple(msgspec.to_builtins(r) for r in x.relations)
-    x = msgspec.structs.replace(x, relations=[])
-    if drop_embeddings and x.embedding is not None:
-        x = msgspec.structs.replace(x, embedding=None)
-    record = exchange.as_dict(x)
-    size = len(msgspec.json.encode(record)) + 1
-    if size > REQUEST_BYTES:
-        raise LimitError(f"line {item.line}: the record is {size} bytes as JSON; "
-                                  f"one import request holds at most {REQUEST_BYTES}")
-    return _Entry(item.line, x.id, record, size, frozenset(k.supersedes for k in x.links),
-                  links)
-
-
-class _Relations:
-    """An import's typed relations, kept while its records are sent, then cut into
-    requests in the source's order (``order``; those without one last, as given)."""
-
-    def __init__(self, extra: Iterable[Any]) -> None:
-        # (line of the record that carried it, or None: the call's own relations)
-        self.items: builtins.list[tuple[int | None, dict[str, Any]]] = [
-            (None, msgspec.to_builtins(x.record)) for x in exchange.relation_list(extra)]
-
-    def add(self, entry: _Entry) -> _Entry:
-        self.items += [(entry.line, r) for r in entry.relations]
-        return entry
-
-    def requests(self) -> Iterator[builtins.list[tuple[int | None, dict[str, Any]]]]:
-        ranked = sorted(range(len(self.items)), key=lambda i: (
-            self.items[i][1].get("order") is None, self.items[i][1].get("order") or 0, i))
-        request: builtins.list[tuple[int | None, dict[str, Any]]] = []
-        size = 0
-        for i in ranked:
-            line, r = self.items[i]
-            n = len(msgspec.json.encode(r)) + 1
-            if request and (len(request) >= requests.MAX_IMPORT_RELATIONS
-                            or size + n > REQUEST_BYTES):
-                yield request
-                request, size = [], 0
-            request.append((line, r))
-            size += n
-        if request:
-            yield request
+async def _incoming(records: Iterable[Any] | AsyncIterable[Any]
+                    ) -> AsyncIterator[exchange.Incoming]:
+    """Every record checked as ``Memory.import_`` checks it (errors name its line)."""
+    if not isinstance(records, AsyncIterable):
+        for batch in exchange.batches(records, 1):
+            yield batch[0]
+        return
+    line = 0
+    async for item in records:
+        line += 1
+        if isinstance(item, (str, bytes)) and not item.strip():
+            continue  # a blank line, as Memory.import_ skips it
+        yield exchange.check(exchange.decode(item, line), line)
 
 
 class _ImportPlan:
     """Cuts an import's records into requests of at most ``per_request`` records and
-    :data:`REQUEST_BYTES` bytes.
-
-    One request is one ``Memory.import_`` call on the server, and a call writes a link
-    only when both of its facts are stored by its end: so a record is never sent
-    before the records its links name (when they are in the input). A request is
-    filled in input order; a record whose link names a fact that is neither in the
-    request nor sent before is held back, and sent at the front of the request after
-    the one that carries that fact (or, if it never comes, at the end, still after the
-    held records it names: the fact may be in the target store already, else the link
-    is unresolved, as ``Memory`` reports).
-    """
+    :data:`REQUEST_BYTES` bytes, in input order but for links: one request is one
+    ``Memory.import_`` on the server, which writes a link only when both of its facts
+    are stored by its end. So a record whose link names a fact neither in its request
+    nor sent before is held back, and sent at the front of the request after the one
+    that carries that fact (or at the end, after the held records it names: the fact
+    may be in the target store, else the link is unresolved, as Memory reports); its
+    write order, which orders ``list``, can then differ from the source's."""
 
     def __init__(self, per_request: int) -> None:
         self.per_request = per_request
         self.sent: set[str] = set()
-        self.current: builtins.list[_Entry] = []
-        self.held: builtins.list[_Entry] = []
+        self.current: list[_Entry] = []
+        self.held: list[_Entry] = []
 
-    def add(self, entry: _Entry) -> builtins.list[builtins.list[_Entry]]:
+    def add(self, entry: _Entry) -> list[list[_Entry]]:
         """The requests ready once ``entry`` is taken."""
         self.current.append(entry)
         out = []
-        while self._overfull():
+        while (len(self.current) > self.per_request
+               or sum(e.size for e in self.current) > REQUEST_BYTES):
             out += self._cut(final=False)
         return out
 
-    def finish(self) -> builtins.list[builtins.list[_Entry]]:
+    def finish(self) -> list[list[_Entry]]:
         """The remaining requests, the held records last (each after what it names)."""
         out = []
         while self.current:
@@ -678,29 +401,23 @@ class _ImportPlan:
             out += self._cut(final=True)
         return out
 
-    def _overfull(self) -> bool:
-        return (len(self.current) > self.per_request
-                or sum(e.size for e in self.current) > REQUEST_BYTES)
-
-    def _cut(self, *, final: bool) -> builtins.list[builtins.list[_Entry]]:
+    def _cut(self, *, final: bool) -> list[list[_Entry]]:
         n, size = 0, 0
         for e in self.current[: self.per_request]:
             if size + e.size > REQUEST_BYTES:
                 break
             n, size = n + 1, size + e.size
-        assert n >= 1  # every entry fits a request on its own (_entry checks it)
+        assert n >= 1  # every entry fits a request on its own (_Import._add checks it)
         candidate, self.current = self.current[:n], self.current[n:]
-        if not final:
-            # Whatever names a fact not sent yet waits (and so does what names it).
+        if not final:  # whatever names a fact not sent yet waits (and what names it)
             moved: set[int] = set()
-            changed = True
-            while changed:
-                changed = False
-                here = {e.id for i, e in enumerate(candidate) if i not in moved}
-                for i, e in enumerate(candidate):
-                    if i not in moved and not e.targets <= self.sent | here:
-                        moved.add(i)
-                        changed = True
+            while True:
+                here = self.sent | {e.id for i, e in enumerate(candidate) if i not in moved}
+                more = {i for i, e in enumerate(candidate)
+                        if i not in moved and not e.targets <= here}
+                if not more:
+                    break
+                moved |= more
             self.held += [e for i, e in enumerate(candidate) if i in moved]
             candidate = [e for i, e in enumerate(candidate) if i not in moved]
         if not candidate:
@@ -713,64 +430,104 @@ class _ImportPlan:
         return [candidate]
 
 
-_LINE = re.compile(r"line (\d+): ")
+class _Part(NamedTuple):
+    """One import request, and the input line of each record or relation it carries."""
+
+    request: bytes
+    lines: list[int | None]
+    records: int
 
 
-_RELATION = re.compile(r"relations\[(\d+)\]: ")
+#: The ``import`` op, which each request of ``import_`` runs.
+_IMPORT = _Call(Memory.import_)
+_LINE, _RELATION = re.compile(r"line (\d+): "), re.compile(r"relations\[(\d+)\]: ")
 
 
-def _renumbered(exc: HolomemError,
-                request: builtins.list[_Entry] | builtins.list[int | None]) -> HolomemError:
-    """``exc`` with the line it names (of the request) made the line of the input
-    (``request``: its entries, or the input line of each relation it sent)."""
-    m = _LINE.match(exc.message) or _RELATION.match(exc.message)
-    if m is None or not 0 <= int(m[1]) - (m.re is _LINE) < len(request):
-        return exc
-    at = request[int(m[1]) - (m.re is _LINE)]
-    if at is None:  # one of the call's own relations: its message names it already
-        return exc
-    message = f"line {at if isinstance(at, int) else at.line}: {exc.message[m.end():]}"
-    out = copy.copy(exc)
-    out.message, out.args = message, (message,)
-    return out
+class _Import:
+    """One ``import_`` call: its records cut into requests (:class:`_ImportPlan`), its
+    typed relations sent after them in the source's order (``order``; those without
+    one last, as given), and the reports of the requests added up."""
 
+    def __init__(self, batch_size: int, drop_embeddings: bool, relations: Iterable[Any],
+                 progress: Callable[[int], None] | None) -> None:
+        self.size = exchange.batch_size(batch_size)
+        self.drop, self.progress = drop_embeddings, progress
+        # (the input line of the record that carried it, or None: the call's own)
+        self.links: list[tuple[int | None, dict[str, Any]]] = [
+            (None, msgspec.to_builtins(x.record)) for x in exchange.relation_list(relations)]
+        self.plan = _ImportPlan(min(self.size, requests.MAX_IMPORT_RECORDS))
+        self.report = ImportReport(imported=0, unchanged=0, batches=0)
+        self.done = 0
 
-class _Totals:
-    def __init__(self) -> None:
-        self.imported = self.unchanged = self.batches = self.unresolved = self.done = 0
-        self.relations = self.unresolved_relations = 0
+    def parts(self, records: Iterable[Any]) -> Iterator[_Part]:
+        """The requests: records as they come, then the relations."""
+        for batch in exchange.batches(records, 1):
+            yield from self._add(batch[0])
+        yield from map(self._part, self.plan.finish())
+        yield from self._relations()
 
-    def add(self, report: ImportReport, records: int) -> None:
-        self.imported += report.imported
-        self.unchanged += report.unchanged
-        self.batches += report.batches
-        self.unresolved += report.unresolved_links
-        self.relations += report.relations
-        self.unresolved_relations += report.unresolved_relations
-        self.done += records
+    async def aparts(self, records: Iterable[Any] | AsyncIterable[Any]
+                     ) -> AsyncIterator[_Part]:
+        async for item in _incoming(records):
+            for part in self._add(item):
+                yield part
+        for part in [*map(self._part, self.plan.finish()), *self._relations()]:
+            yield part
 
-    def report(self) -> ImportReport:
-        return ImportReport(imported=self.imported, unchanged=self.unchanged,
-                            batches=self.batches, unresolved_links=self.unresolved,
-                            relations=self.relations,
-                            unresolved_relations=self.unresolved_relations)
+    def _add(self, item: exchange.Incoming) -> Iterator[_Part]:
+        x = item.record
+        self.links += [(item.line, msgspec.to_builtins(r)) for r in x.relations]
+        x = msgspec.structs.replace(x, relations=[])
+        if self.drop and x.embedding is not None:
+            x = msgspec.structs.replace(x, embedding=None)
+        record = exchange.as_dict(x)
+        size = len(msgspec.json.encode(record)) + 1
+        if size > REQUEST_BYTES:
+            raise LimitError(f"line {item.line}: the record is {size} bytes as JSON; "
+                             f"one import request holds at most {REQUEST_BYTES}")
+        targets = frozenset(k.supersedes for k in x.links)
+        return map(self._part, self.plan.add(_Entry(item.line, x.id, record, size, targets)))
 
+    def _part(self, entries: list[_Entry], links: Sequence[tuple[int | None, Any]] = ()
+              ) -> _Part:
+        request = _IMPORT.request(([e.record for e in entries],), {
+            "batch_size": self.size, "drop_embeddings": self.drop,
+            "relations": [r for _, r in links]})
+        return _Part(request, [e.line for e in entries] or [n for n, _ in links], len(entries))
 
-def _checked(records: Iterable[Any], drop_embeddings: bool) -> Iterator[_Entry]:
-    """Every record checked as ``Memory.import_`` checks it (errors name its line)."""
-    for batch in exchange.batches(records, 1):
-        yield _entry(batch[0], drop_embeddings)
+    def _relations(self) -> Iterator[_Part]:
+        ranked = sorted(range(len(self.links)), key=lambda i: (
+            self.links[i][1].get("order") is None, self.links[i][1].get("order") or 0, i))
+        part: list[tuple[int | None, dict[str, Any]]] = []
+        size = 0
+        for i in ranked:
+            n = len(msgspec.json.encode(self.links[i][1])) + 1
+            if part and (len(part) >= requests.MAX_IMPORT_RELATIONS or size + n > REQUEST_BYTES):
+                yield self._part([], part)
+                part, size = [], 0
+            part.append(self.links[i])
+            size += n
+        if part:
+            yield self._part([], part)
 
+    def sent(self, part: _Part, report: ImportReport) -> None:
+        self.report = ImportReport(**{f: getattr(self.report, f) + getattr(report, f)
+                                      for f in ImportReport.__struct_fields__})
+        self.done += part.records
+        if part.records and self.progress is not None:
+            self.progress(self.done)
 
-async def _checked_async(records: AsyncIterable[Any], drop_embeddings: bool
-                         ) -> AsyncIterator[_Entry]:
-    line = 0
-    async for item in records:
-        line += 1
-        if isinstance(item, (str, bytes)) and not item.strip():
-            continue  # a blank line, as Memory.import_ skips it
-        x = exchange.check(exchange.decode(item, line), line)
-        yield _entry(x, drop_embeddings)
+    @staticmethod
+    def renumbered(exc: HolomemError, part: _Part) -> HolomemError:
+        """``exc`` naming the line of the caller's input where it names the request's."""
+        m = _LINE.match(exc.message) or _RELATION.match(exc.message)
+        at = -1 if m is None else int(m[1]) - (m.re is _LINE)
+        if m is None or not 0 <= at < len(part.lines) or part.lines[at] is None:
+            return exc  # one of the call's own relations: its message names it already
+        out = copy.copy(exc)
+        out.message = f"line {part.lines[at]}: {exc.message[m.end():]}"
+        out.args = (out.message,)
+        return out
 
 
 # -- what no server can do for a client ------------------------------------------------------
@@ -778,77 +535,111 @@ class _NotHere(InvalidError, AttributeError):
     """An attribute of ``Memory`` that only the process holding the store has."""
 
 
-def _policy_refused(name: str) -> InvalidError:
-    return InvalidError(
-        f"{name}() changes a policy of one process only; a client's calls run in the "
-        "server's process under the store's recorded configuration, so it cannot apply "
-        "here. Change that configuration instead (holomem config STORE --set FILE, on "
-        "the store the server serves; a custom:NAME policy must be supplied to the "
-        "server's own Memory)")
+def _absent(message: str) -> Any:
+    def absent(self: object) -> Any:
+        raise _NotHere(message)
+
+    return property(absent)
 
 
-class _Local:
-    """The calls a client answers itself, or refuses with a reason (module doc)."""
+def _refused(method: Callable[..., Any], message: str) -> Callable[..., Any]:
+    """``method`` of Memory (its signature), refused with ``message``."""
+    def refused(self: object, /, *args: Any, **kwargs: Any) -> Any:
+        raise InvalidError(message)
+
+    return functools.update_wrapper(refused, method)
+
+
+def _policy(method: Callable[..., Any]) -> Callable[..., Any]:
+    return _refused(method, (
+        f"{method.__name__}() changes a policy of one process only; a client's calls run "
+        "in the server's process under the store's recorded configuration, so it cannot "
+        "apply here. Change that configuration instead (holomem config STORE --set FILE, "
+        "on the store the server serves; a custom:NAME policy must be supplied to the "
+        "server's own Memory)"))
+
+
+_REEMBED = ("reembed() rewrites every vector with an embedder in the process that holds "
+            "the store; run it there: Memory(store, embedder=..., reembed=True).reembed()")
+
+
+class _Served:
+    """What both clients share: every op of the table (each named here for its type),
+    and the calls a client answers itself or refuses with a reason (module doc)."""
+
+    #: Whether the client's methods are coroutines.
+    coroutines = False
+
+    @property
+    def memory(self) -> Self:
+        """The client itself (kept for code written as ``client.memory.recall(...)``)."""
+        return self
+
+    remember = Remote(Memory.remember)
+    remember_many = Remote(Memory.remember_many)
+    recall = Remote(Memory.recall)
+    explain = Remote(Memory.explain)
+    get = Remote(Memory.get)
+    history = Remote(Memory.history)
+    info = Remote(Memory.info)
+    capabilities = Remote(Memory.capabilities)
+    list = Remote(Memory.list)
+    list_namespaces = Remote(Memory.list_namespaces)
+    feedback = Remote(Memory.feedback)
+    set_confidence = Remote(Memory.set_confidence)
+    forget = Remote(Memory.forget)
+    apply_forgetting = Remote(Memory.apply_forgetting)
+    consolidate = Remote(Memory.consolidate)
+    relate = Remote(Memory.relate)
+    relate_many = Remote(Memory.relate_many)
+    unrelate = Remote(Memory.unrelate)
+    links = Remote(Memory.links)
+    why = Remote(Memory.why)
+    probe = Remote(Memory.probe)
+    related = Remote(Memory.related)
+    reason = Remote(Memory.reason)
+    contradict = Remote(Memory.contradict)
+    compile_context = Remote(Memory.compile_context)
+    explain_context = Remote(Memory.explain_context)
+    save_working_context = Remote(Memory.save_working_context)
+    load_working_context = Remote(Memory.load_working_context)
+    list_working_contexts = Remote(Memory.list_working_contexts)
+    export_page = Remote(Memory.export_page)
 
     render_context = staticmethod(render.render_context)
-
-    @property
-    def store(self) -> Any:
-        raise _NotHere("a client has no Store: the server holds it (info() tells its "
-                       "facts, export() reads them)")
-
-    @property
-    def config(self) -> Any:
-        raise _NotHere("a client holds no configuration: info().config is the one the "
-                       "server applies")
-
-    @property
-    def embedder(self) -> Any:
-        raise _NotHere("a client has no embedder: the server embeds, and info().embedder "
+    store = _absent("a client has no Store: the server holds it (info() tells its facts, "
+                    "export() reads them)")
+    config = _absent("a client holds no configuration: info().config is the one the "
+                     "server applies")
+    embedder = _absent("a client has no embedder: the server embeds, and info().embedder "
                        "names the model its store holds vectors of")
+    clock = _absent("a client has no clock: the server's clock stamps every write")
+    policies = _absent("a client applies no policies: the server applies the store's "
+                       "recorded configuration, which info().config gives")
+    session = _absent("a client has no session: the server holds the store (info() tells "
+                      "its facts and configuration)")
+    with_supersession = _policy(Memory.with_supersession)
+    with_recency = _policy(Memory.with_recency)
+    with_entity_extractor = _policy(Memory.with_entity_extractor)
+    with_forgetting = _policy(Memory.with_forgetting)
+    with_consolidation = _policy(Memory.with_consolidation)
+    with_observer = _refused(Memory.with_observer, (
+        "with_observer(): observers are called in the process that commits a change, and "
+        "the server commits in its own; a client can watch with list() or export() instead"))
+    with_clock = _refused(Memory.with_clock, (
+        "with_clock(): the server's clock stamps every write; a client cannot replace it "
+        "(a call's asOf/knownAt options read the past)"))
+    notify = _refused(Memory.notify, (
+        "notify() calls a Memory's observers after a change it committed; a client "
+        "commits nothing itself and has none"))
 
-    @property
-    def clock(self) -> Any:
-        raise _NotHere("a client has no clock: the server's clock times every write")
 
-    @property
-    def policies(self) -> Any:
-        raise _NotHere("a client has no policies: the server's configuration holds them "
-                       "(info().config)")
-
-    def with_supersession(self, policy: Any) -> Any:
-        raise _policy_refused("with_supersession")
-
-    def with_recency(self, policy: Any) -> Any:
-        raise _policy_refused("with_recency")
-
-    def with_entity_extractor(self, extractor: Any) -> Any:
-        raise _policy_refused("with_entity_extractor")
-
-    def with_forgetting(self, policy: Any) -> Any:
-        raise _policy_refused("with_forgetting")
-
-    def with_consolidation(self, policy: Any) -> Any:
-        raise _policy_refused("with_consolidation")
-
-    def with_observer(self, observer: Any) -> Any:
-        raise InvalidError("with_observer(): observers are called in the process that "
-                           "commits a change, and the server commits in its own; a client "
-                           "can watch with list() or export() instead")
-
-    def with_clock(self, clock: Any) -> Any:
-        raise InvalidError("with_clock(): the server's clock stamps every write; a client "
-                           "cannot replace it (a call's asOf/knownAt options read the past)")
-
-    @staticmethod
-    def _reembed_refused() -> InvalidError:
-        return InvalidError("reembed() rewrites every vector with an embedder in the "
-                            "process that holds the store; run it there: Memory(store, "
-                            "embedder=..., reembed=True).reembed()")
+for _method in _ROWS.keys() - vars(_Served).keys() - set(PYTHON_ONLY):  # a row not named
+    setattr(_Served, _method, Remote(getattr(Memory, _method)))
 
 
 # -- the clients ----------------------------------------------------------------------------
-class Client(_Local):
+class Client(_Served):
     """A connection to ``holomem serve`` with every method of ``holomem.Memory``.
 
     ``url``: the server (``http://127.0.0.1:8080``); ``api_key``: sent as a bearer
@@ -863,15 +654,9 @@ class Client(_Local):
         self._http = httpx.Client(base_url=self._wire.url, headers=_headers(api_key, tenant),
                                   timeout=timeout, transport=transport)
 
-    @property
-    def memory(self) -> Client:
-        """The client itself (kept for code written as ``client.memory.recall(...)``)."""
-        return self
-
-    def _do(self, spec: Spec) -> Any:
-        op, request, decode = spec
-        body = _encode(op, request)
-        where = self._wire.path(op)
+    def _send(self, op: str, body: bytes, decode: Callable[[Any], Any]) -> Any:
+        """The server's answer to ``op``, decoded (after redirects to the writer)."""
+        where = f"/api/v1/memory/{op}"
         for _ in range(MAX_HOPS + 1):
             try:
                 response = self._http.post(where, content=body)
@@ -901,271 +686,48 @@ class Client(_Local):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- Memory's methods, answered by the server -----------------------------------------
-    def remember(self, input: str | RememberInput | Mapping[str, Any] | None = None, /,
-                 **fields: Any) -> Remembered:
-        """As ``Memory.remember``."""
-        out: Remembered = self._do(_Ops.remember(input, **fields))
-        return out
+    reembed = _refused(Memory.reembed, _REEMBED)
 
-    def remember_many(self, inputs: Iterable[RememberInput | Mapping[str, Any]], *,
-                      progress: Progress | None = None) -> builtins.list[Remembered]:
-        """As ``Memory.remember_many``, in one request (at most 1,000 facts over HTTP)."""
-        progress = callback(progress)
-        out: builtins.list[Remembered] = self._do(_Ops.remember_many(inputs))
-        if progress is not None:
-            progress(len(out))
-        return out
-
-    def get(self, id: str) -> FactRecord | None:
-        """As ``Memory.get``."""
-        out: FactRecord | None = self._do(_Ops.get(id))
-        return out
-
-    def history(self, id: str) -> builtins.list[FactRecord]:
-        """As ``Memory.history``."""
-        out: builtins.list[FactRecord] = self._do(_Ops.history(id))
-        return out
-
-    def recall(self, query: str, options: Any = None, *, rerank: Any = None, **fields: Any
-               ) -> builtins.list[Recalled]:
-        """As ``Memory.recall`` (a reranker is code: a served store takes none)."""
-        _no_code(rerank, "rerank")
-        out: builtins.list[Recalled] = self._do(_Ops.recall(query, options, **fields))
-        return out
-
-    def explain(self, query: str, id: str, options: Any = None, *, rerank: Any = None,
-                **fields: Any) -> Explanation:
-        """As ``Memory.explain`` (a reranker is code: a served store takes none)."""
-        _no_code(rerank, "rerank")
-        out: Explanation = self._do(_Ops.explain(query, id, options, **fields))
-        return out
-
-    def info(self) -> MemoryInfo:
-        """As ``Memory.info``: the served store's counts, embedder and configuration."""
-        out: MemoryInfo = self._do(_Ops.info())
-        return out
-
-    def capabilities(self) -> Capabilities:
-        """As ``Memory.capabilities``: what the server's build serves."""
-        out: Capabilities = self._do(_Ops.capabilities())
-        return out
-
-    def list(self, cursor: str | None = None, limit: int = 100, filter: Any = None,
-             history: str = "all", namespace: Sequence[str] | None = None) -> ListPage:
-        """As ``Memory.list``."""
-        out: ListPage = self._do(_Ops.list(cursor, limit, filter, history, namespace))
-        return out
-
-    def list_namespaces(self, prefix: Sequence[str] | None = None,
-                        max_depth: int | None = None, limit: int = 100,
-                        cursor: str | None = None) -> NamespacePage:
-        """As ``Memory.list_namespaces``."""
-        out: NamespacePage = self._do(_Ops.list_namespaces(prefix, max_depth, limit, cursor))
-        return out
-
-    def feedback(self, id: str, helpful: bool, note: str | None = None) -> FeedbackReport:
-        """As ``Memory.feedback``."""
-        out: FeedbackReport = self._do(_Ops.feedback(id, helpful, note))
-        return out
-
-    def set_confidence(self, id: str, confidence: float) -> FactRecord:
-        """As ``Memory.set_confidence``."""
-        out: FactRecord = self._do(_Ops.set_confidence(id, confidence))
-        return out
-
-    def compile_context(self, query: str, budget_tokens: int,
-                        namespace: Sequence[str] | None = None, fragments: Any = None, *,
-                        k: int = DEFAULT_K, counter: Any = None,
-                        recall: Mapping[str, Any] | None = None) -> CompiledContext:
-        """As ``Memory.compile_context``, counted with the server's default counter."""
-        _no_code(counter, "counter")
-        out: CompiledContext = self._do(_Ops.compile_context(
-            query, budget_tokens, namespace, fragments, k, recall))
-        return out
-
-    def explain_context(self, query: str, budget_tokens: int, id: str,
-                        namespace: Sequence[str] | None = None, fragments: Any = None, *,
-                        k: int = DEFAULT_K, counter: Any = None,
-                        recall: Mapping[str, Any] | None = None) -> ContextDecision:
-        """As ``Memory.explain_context``, counted with the server's default counter."""
-        _no_code(counter, "counter")
-        out: ContextDecision = self._do(_Ops.compile_context(
-            query, budget_tokens, namespace, fragments, k, recall, id))
-        return out
-
-    def save_working_context(self, namespace: Sequence[str] | None, session: str,
-                             state: Any) -> WorkingContext:
-        """As ``Memory.save_working_context``."""
-        out: WorkingContext = self._do(_Ops.save_working_context(namespace, session, state))
-        return out
-
-    def load_working_context(self, namespace: Sequence[str] | None, session: str,
-                             save: int | None = None) -> WorkingContext:
-        """As ``Memory.load_working_context``."""
-        out: WorkingContext = self._do(_Ops.load_working_context(namespace, session, save))
-        return out
-
-    def list_working_contexts(self, namespace: Sequence[str] | None = None
-                              ) -> WorkingContextList:
-        """As ``Memory.list_working_contexts``."""
-        out: WorkingContextList = self._do(_Ops.list_working_contexts(namespace))
-        return out
-
-    def forget(self, scope: Any, options: Any = None, **fields: Any) -> ForgetReport:
-        """As ``Memory.forget``."""
-        out: ForgetReport = self._do(_Ops.forget(scope, options, **fields))
-        return out
-
-    def apply_forgetting(self, options: Any = None, **fields: Any) -> ForgetReport:
-        """As ``Memory.apply_forgetting``."""
-        out: ForgetReport = self._do(_Ops.apply_forgetting(options, **fields))
-        return out
-
-    def consolidate(self, options: Any = None, **fields: Any) -> ConsolidationReport:
-        """As ``Memory.consolidate``."""
-        out: ConsolidationReport = self._do(_Ops.consolidate(options, **fields))
-        return out
-
-    def probe(self, entity: str, k: int = 10, namespace: Sequence[str] | None = None
-              ) -> ProbeResult:
-        """As ``Memory.probe``."""
-        out: ProbeResult = self._do(_Ops.probe(entity, k, namespace))
-        return out
-
-    def related(self, entity: str, k: int = 10, namespace: Sequence[str] | None = None
-                ) -> RelatedResult:
-        """As ``Memory.related``."""
-        out: RelatedResult = self._do(_Ops.related(entity, k, namespace))
-        return out
-
-    def reason(self, entities: Sequence[str], k: int = 10,
-               namespace: Sequence[str] | None = None) -> ReasonResult:
-        """As ``Memory.reason``."""
-        out: ReasonResult = self._do(_Ops.reason(entities, k, namespace))
-        return out
-
-    def contradict(self, *, subject: str | None = None, entity: str | None = None,
-                   k: int = 10, max_pairs: int = 100_000, cursor: str | None = None,
-                   namespace: Sequence[str] | None = None,
-                   filter: Mapping[str, Any] | None = None) -> ContradictResult:
-        """As ``Memory.contradict``."""
-        out: ContradictResult = self._do(_Ops.contradict(
-            subject=subject, entity=entity, k=k, max_pairs=max_pairs, cursor=cursor,
-            namespace=namespace, filter=filter))
-        return out
-
-    def relate(self, from_id: str, to_id: str, relation: str, metadata: Any = None, *,
-               namespace: Sequence[str] | None = None) -> RelateResult:
-        """As ``Memory.relate``."""
-        out: RelateResult = self._do(_Ops.relate(from_id, to_id, relation, metadata,
-                                                 namespace))
-        return out
-
-    def relate_many(self, links: Any, *, namespace: Sequence[str] | None = None
-                    ) -> RelateManyResult:
-        """As ``Memory.relate_many``: one request, one transaction."""
-        out: RelateManyResult = self._do(_Ops.relate_many(links, namespace))
-        return out
-
-    def unrelate(self, from_id: str, to_id: str, relation: str, *,
-                 namespace: Sequence[str] | None = None) -> UnrelateResult:
-        """As ``Memory.unrelate``."""
-        out: UnrelateResult = self._do(_Ops.unrelate(from_id, to_id, relation, namespace))
-        return out
-
-    def links(self, id: str, relation: str | None = None, direction: str = "out", *,
-              as_of: Any = None, known_at: Any = None,
-              namespace: Sequence[str] | None = None) -> LinkList:
-        """As ``Memory.links``."""
-        out: LinkList = self._do(_Ops.links(id, relation, direction, as_of, known_at,
-                                            namespace))
-        return out
-
-    def why(self, query_or_id: str, max_hops: int = 2, relation: Any = None,
-            filter: Any = None, *, as_of: Any = None, known_at: Any = None,
-            namespace: Sequence[str] | None = None) -> WhyResult:
-        """As ``Memory.why``."""
-        out: WhyResult = self._do(_Ops.why(query_or_id, max_hops, relation, filter, as_of,
-                                           known_at, namespace))
-        return out
-
-    def export(self, namespace: Sequence[str] | None = None, *,
+    def export(self, /, namespace: Sequence[str] | None = None, *,
                page_size: int = pages.MAX_EXPORT_PAGE) -> Iterator[dict[str, Any]]:
         """As ``Memory.export``, read ``page_size`` (<= 1,000) records per request."""
-        ns = _namespace(namespace)
+        ns = validate.namespace(namespace)
         limit = validate.positive_int(page_size, "page_size", pages.MAX_EXPORT_PAGE)
         cursor: str | None = None
         while True:
-            page: _ExportPage = self._do(_Ops.export_page(ns, cursor, limit))
-            yield from page.records
+            page = self.export_page(ns, cursor, limit)
+            yield from map(exchange.as_dict, page.records)
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
 
-    def export_page(self, namespace: Sequence[str] | None = None, cursor: str | None = None,
-                    limit: int = pages.MAX_EXPORT_PAGE) -> pages.ExportPage:
-        """As ``Memory.export_page``: one page of the export and the next page's cursor."""
-        out: pages.ExportPage = self._do(_Ops.page(namespace, cursor, limit))
-        return out
-
-    def import_(self, records: Iterable[Any], *, batch_size: int = exchange.IMPORT_BATCH,
-                progress: Callable[[int], None] | None = None,
-                drop_embeddings: bool = False,
+    def import_(self, /, records: Iterable[Any], *, batch_size: int = exchange.IMPORT_BATCH,
+                progress: Callable[[int], None] | None = None, drop_embeddings: bool = False,
                 relations: Iterable[Any] = ()) -> ImportReport:
         """As ``Memory.import_``, in requests of at most 1,000 records and about 1 MB,
-        each one transaction (see the module doc for the order of held-back links and
-        of relations)."""
-        size = exchange.batch_size(batch_size)
-        progress = callback(progress)
-        links = _Relations(relations)
-        plan = _ImportPlan(min(size, requests.MAX_IMPORT_RECORDS))
-        totals = _Totals()
-
-        def send(request: builtins.list[_Entry]) -> None:
+        each one transaction (see the module doc)."""
+        job = _Import(batch_size, drop_embeddings, relations, progress)
+        for part in job.parts(records):
             try:
-                report: ImportReport = self._do(_Ops.import_request(
-                    [e.record for e in request], size, drop_embeddings))
+                report = self._send("import", part.request, _IMPORT.answer)
             except HolomemError as exc:
-                raise _renumbered(exc, request) from None
-            totals.add(report, len(request))
-            if progress is not None:
-                progress(totals.done)
-
-        for entry in _checked(records, drop_embeddings):
-            for request in plan.add(links.add(entry)):
-                send(request)
-        for request in plan.finish():
-            send(request)
-        for part in links.requests():
-            try:
-                report = self._do(_Ops.import_request(
-                    [], size, drop_embeddings, [r for _, r in part]))
-            except HolomemError as exc:
-                raise _renumbered(exc, [line for line, _ in part]) from None
-            totals.add(report, 0)
-        return totals.report()
+                raise job.renumbered(exc, part) from None
+            job.sent(part, report)
+        return job.report
 
     def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
         """As ``Memory.call``: the server's contract answer to ``op`` (checked here
         first, as ``Memory.call`` checks it)."""
-        out: dict[str, Any] = self._do(_Ops.call(op, request))
+        contract.decode(op, request)
+        out: dict[str, Any] = self._send(op, _encode(op, request), _same)
         return out
 
-    def reembed(self, *, batch_size: int = 0, progress: Callable[[int], None] | None = None
-                ) -> int:
-        """Refused: see the module doc. Errors: ``invalid_request``."""
-        raise self._reembed_refused()
 
-    def notify(self, op: str, ids: builtins.list[str], revision: int) -> None:
-        """Refused: a client has no observers (see the module doc)."""
-        raise InvalidError("notify() calls a Memory's observers after a change it "
-                           "committed; a client commits nothing itself and has none")
-
-
-class AsyncClient(_Local):
+class AsyncClient(_Served):
     """:class:`Client` over asyncio, with every method of ``holomem.AsyncMemory``:
     ``await client.recall(...)``, ``async for record in client.export()``."""
+
+    coroutines = True
 
     def __init__(self, url: str, api_key: str | None = None, tenant: str | None = None, *,
                  timeout: float = 30.0,
@@ -1175,15 +737,9 @@ class AsyncClient(_Local):
                                        headers=_headers(api_key, tenant),
                                        timeout=timeout, transport=transport)
 
-    @property
-    def memory(self) -> AsyncClient:
-        """The client itself (kept for code written as ``client.memory.recall(...)``)."""
-        return self
-
-    async def _do(self, spec: Spec) -> Any:
-        op, request, decode = spec
-        body = _encode(op, request)
-        where = self._wire.path(op)
+    async def _send(self, op: str, body: bytes, decode: Callable[[Any], Any]) -> Any:
+        """:meth:`Client._send`, awaited."""
+        where = f"/api/v1/memory/{op}"
         for _ in range(MAX_HOPS + 1):
             try:
                 response = await self._http.post(where, content=body)
@@ -1213,223 +769,42 @@ class AsyncClient(_Local):
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    # -- AsyncMemory's methods, answered by the server ------------------------------------
-    async def remember(self, input: Any = None, /, **fields: Any) -> Remembered:
-        out: Remembered = await self._do(_Ops.remember(input, **fields))
-        return out
+    async def reembed(self, /, **kwargs: Any) -> int:
+        """Refused: see the module doc. Errors: ``invalid_request``."""
+        raise InvalidError(_REEMBED)
 
-    async def remember_many(self, inputs: Iterable[Any], *, progress: Progress | None = None
-                            ) -> builtins.list[Remembered]:
-        progress = callback(progress)
-        out: builtins.list[Remembered] = await self._do(_Ops.remember_many(inputs))
-        if progress is not None:
-            progress(len(out))
-        return out
-
-    async def get(self, id: str) -> FactRecord | None:
-        out: FactRecord | None = await self._do(_Ops.get(id))
-        return out
-
-    async def history(self, id: str) -> builtins.list[FactRecord]:
-        out: builtins.list[FactRecord] = await self._do(_Ops.history(id))
-        return out
-
-    async def recall(self, query: str, options: Any = None, /, **fields: Any
-                     ) -> builtins.list[Recalled]:
-        out: builtins.list[Recalled] = await self._do(_Ops.recall(query, options, **fields))
-        return out
-
-    async def explain(self, query: str, id: str, options: Any = None, /, **fields: Any
-                      ) -> Explanation:
-        out: Explanation = await self._do(_Ops.explain(query, id, options, **fields))
-        return out
-
-    async def info(self) -> MemoryInfo:
-        out: MemoryInfo = await self._do(_Ops.info())
-        return out
-
-    async def capabilities(self) -> Capabilities:
-        out: Capabilities = await self._do(_Ops.capabilities())
-        return out
-
-    async def list(self, cursor: str | None = None, limit: int = 100, filter: Any = None,
-                   history: str = "all", namespace: Sequence[str] | None = None) -> ListPage:
-        out: ListPage = await self._do(_Ops.list(cursor, limit, filter, history, namespace))
-        return out
-
-    async def list_namespaces(self, prefix: Sequence[str] | None = None,
-                              max_depth: int | None = None, limit: int = 100,
-                              cursor: str | None = None) -> NamespacePage:
-        out: NamespacePage = await self._do(_Ops.list_namespaces(prefix, max_depth, limit,
-                                                                  cursor))
-        return out
-
-    async def feedback(self, id: str, helpful: bool, note: str | None = None
-                       ) -> FeedbackReport:
-        out: FeedbackReport = await self._do(_Ops.feedback(id, helpful, note))
-        return out
-
-    async def set_confidence(self, id: str, confidence: float) -> FactRecord:
-        out: FactRecord = await self._do(_Ops.set_confidence(id, confidence))
-        return out
-
-    async def compile_context(self, query: str, budget_tokens: int,
-                              namespace: Sequence[str] | None = None, fragments: Any = None,
-                              *, k: int = DEFAULT_K, recall: Mapping[str, Any] | None = None
-                              ) -> CompiledContext:
-        out: CompiledContext = await self._do(_Ops.compile_context(
-            query, budget_tokens, namespace, fragments, k, recall))
-        return out
-
-    async def explain_context(self, query: str, budget_tokens: int, id: str,
-                              namespace: Sequence[str] | None = None, fragments: Any = None,
-                              *, k: int = DEFAULT_K, recall: Mapping[str, Any] | None = None
-                              ) -> ContextDecision:
-        out: ContextDecision = await self._do(_Ops.compile_context(
-            query, budget_tokens, namespace, fragments, k, recall, id))
-        return out
-
-    async def save_working_context(self, namespace: Sequence[str] | None, session: str,
-                                   state: Any) -> WorkingContext:
-        out: WorkingContext = await self._do(_Ops.save_working_context(namespace, session,
-                                                                        state))
-        return out
-
-    async def load_working_context(self, namespace: Sequence[str] | None, session: str,
-                                   save: int | None = None) -> WorkingContext:
-        out: WorkingContext = await self._do(_Ops.load_working_context(namespace, session,
-                                                                        save))
-        return out
-
-    async def list_working_contexts(self, namespace: Sequence[str] | None = None
-                                    ) -> WorkingContextList:
-        out: WorkingContextList = await self._do(_Ops.list_working_contexts(namespace))
-        return out
-
-    async def forget(self, scope: Any, options: Any = None, /, **fields: Any) -> ForgetReport:
-        out: ForgetReport = await self._do(_Ops.forget(scope, options, **fields))
-        return out
-
-    async def apply_forgetting(self, options: Any = None, /, **fields: Any) -> ForgetReport:
-        out: ForgetReport = await self._do(_Ops.apply_forgetting(options, **fields))
-        return out
-
-    async def consolidate(self, options: Any = None, /, **fields: Any) -> ConsolidationReport:
-        out: ConsolidationReport = await self._do(_Ops.consolidate(options, **fields))
-        return out
-
-    async def probe(self, entity: str, k: int = 10, namespace: Sequence[str] | None = None
-                    ) -> ProbeResult:
-        out: ProbeResult = await self._do(_Ops.probe(entity, k, namespace))
-        return out
-
-    async def related(self, entity: str, k: int = 10,
-                      namespace: Sequence[str] | None = None) -> RelatedResult:
-        out: RelatedResult = await self._do(_Ops.related(entity, k, namespace))
-        return out
-
-    async def reason(self, entities: Sequence[str], k: int = 10,
-                     namespace: Sequence[str] | None = None) -> ReasonResult:
-        out: ReasonResult = await self._do(_Ops.reason(entities, k, namespace))
-        return out
-
-    async def contradict(self, **kwargs: Any) -> ContradictResult:
-        out: ContradictResult = await self._do(_Ops.contradict(**kwargs))
-        return out
-
-    async def relate(self, from_id: str, to_id: str, relation: str, metadata: Any = None,
-                     **kwargs: Any) -> RelateResult:
-        out: RelateResult = await self._do(_Ops.relate(from_id, to_id, relation, metadata,
-                                                       **kwargs))
-        return out
-
-    async def relate_many(self, links: Any, **kwargs: Any) -> RelateManyResult:
-        out: RelateManyResult = await self._do(_Ops.relate_many(links, **kwargs))
-        return out
-
-    async def unrelate(self, from_id: str, to_id: str, relation: str,
-                       **kwargs: Any) -> UnrelateResult:
-        out: UnrelateResult = await self._do(_Ops.unrelate(from_id, to_id, relation,
-                                                           **kwargs))
-        return out
-
-    async def links(self, id: str, relation: str | None = None, direction: str = "out",
-                    **kwargs: Any) -> LinkList:
-        out: LinkList = await self._do(_Ops.links(id, relation, direction, **kwargs))
-        return out
-
-    async def why(self, query_or_id: str, max_hops: int = 2, relation: Any = None,
-                  filter: Any = None, **kwargs: Any) -> WhyResult:
-        out: WhyResult = await self._do(_Ops.why(query_or_id, max_hops, relation, filter,
-                                                 **kwargs))
-        return out
-
-    async def export_page(self, namespace: Sequence[str] | None = None,
-                          cursor: str | None = None,
-                          limit: int = pages.MAX_EXPORT_PAGE) -> pages.ExportPage:
-        out: pages.ExportPage = await self._do(_Ops.page(namespace, cursor, limit))
-        return out
-
-    async def export(self, namespace: Sequence[str] | None = None, *,
+    async def export(self, /, namespace: Sequence[str] | None = None, *,
                      page_size: int = pages.MAX_EXPORT_PAGE
                      ) -> AsyncIterator[dict[str, Any]]:
         """As ``AsyncMemory.export``, ``page_size`` (<= 1,000) records per request."""
-        ns = _namespace(namespace)
+        ns = validate.namespace(namespace)
         limit = validate.positive_int(page_size, "page_size", pages.MAX_EXPORT_PAGE)
         cursor: str | None = None
         while True:
-            page: _ExportPage = await self._do(_Ops.export_page(ns, cursor, limit))
+            page = await self.export_page(ns, cursor, limit)
             for record in page.records:
-                yield record
+                yield exchange.as_dict(record)
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
 
-    async def import_(self, records: Iterable[Any] | AsyncIterable[Any], *,
+    async def import_(self, /, records: Iterable[Any] | AsyncIterable[Any], *,
                       batch_size: int = exchange.IMPORT_BATCH,
                       progress: Callable[[int], None] | None = None,
                       drop_embeddings: bool = False,
                       relations: Iterable[Any] = ()) -> ImportReport:
         """As ``Client.import_``; ``records`` may be a plain or an async iterable."""
-        size = exchange.batch_size(batch_size)
-        progress = callback(progress)
-        links = _Relations(relations)
-        plan = _ImportPlan(min(size, requests.MAX_IMPORT_RECORDS))
-        totals = _Totals()
-
-        async def send(request: builtins.list[_Entry]) -> None:
+        job = _Import(batch_size, drop_embeddings, relations, progress)
+        async for part in job.aparts(records):
             try:
-                report: ImportReport = await self._do(_Ops.import_request(
-                    [e.record for e in request], size, drop_embeddings))
+                report = await self._send("import", part.request, _IMPORT.answer)
             except HolomemError as exc:
-                raise _renumbered(exc, request) from None
-            totals.add(report, len(request))
-            if progress is not None:
-                progress(totals.done)
-
-        if isinstance(records, AsyncIterable):
-            async for entry in _checked_async(records, drop_embeddings):
-                for request in plan.add(links.add(entry)):
-                    await send(request)
-        else:
-            for entry in _checked(records, drop_embeddings):
-                for request in plan.add(links.add(entry)):
-                    await send(request)
-        for request in plan.finish():
-            await send(request)
-        for part in links.requests():
-            try:
-                report = await self._do(_Ops.import_request(
-                    [], size, drop_embeddings, [r for _, r in part]))
-            except HolomemError as exc:
-                raise _renumbered(exc, [line for line, _ in part]) from None
-            totals.add(report, 0)
-        return totals.report()
+                raise job.renumbered(exc, part) from None
+            job.sent(part, report)
+        return job.report
 
     async def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = await self._do(_Ops.call(op, request))
+        """As ``Memory.call``, awaited."""
+        contract.decode(op, request)
+        out: dict[str, Any] = await self._send(op, _encode(op, request), _same)
         return out
-
-    async def reembed(self, **kwargs: Any) -> int:
-        """Refused: see the module doc. Errors: ``invalid_request``."""
-        raise self._reembed_refused()

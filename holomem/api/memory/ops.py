@@ -8,12 +8,14 @@ summary. Everything that speaks the contract is derived from this table or check
 against it by one test (tests/contract/test_op_table.py): the contract's decoding
 (:mod:`.contract`), the HTTP door's read and write sets and its OpenAPI document, the
 scoping of a confined door, the MCP tools' shapes, the Python client, and the
-``capabilities`` op. Imports the request shapes and the result types.
+``capabilities`` op. A client turns a call's arguments back into its request with
+:func:`asked`, the inverse of a row's ``args``. Imports the request shapes and the
+result types.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, NamedTuple
 
 from holomem.api.memory import requests as rq
@@ -48,6 +50,7 @@ from holomem.api.memory.types import (
 )
 from holomem.api.memory.window.budget import CompiledContext, ContextDecision
 from holomem.api.memory.window.working import WorkingContext, WorkingContextList
+from holomem.errors import InvalidError
 
 #: How a door confined to one namespace confines an op (:mod:`holomem.api.doors.scoping`):
 #: ``place`` — the namespace a fact is written in; ``prefix`` — ``namespace`` is a prefix
@@ -60,6 +63,8 @@ Scoping = Literal["place", "prefix", "forget", "namespaces", "id", "id-write", "
 
 #: A request Struct -> the method's positional and keyword arguments.
 Args = Callable[[Any], tuple[tuple[Any, ...], dict[str, Any]]]
+#: The method's arguments, by parameter name -> the request's fields (see :func:`asked`).
+Inverse = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class Op(NamedTuple):
@@ -75,6 +80,9 @@ class Op(NamedTuple):
     summary: str
     #: The method's arguments from the decoded request; None: every field, by name.
     args: Args | None = None
+    #: Its inverse where renaming is needed: a call's arguments -> the request's fields
+    #: (what a client sends; :func:`asked`).
+    inverse: Inverse | None = None
 
 
 def fields(request: Any) -> dict[str, Any]:
@@ -96,6 +104,10 @@ def _context(req: rq.CompileContextRequest) -> dict[str, Any]:
 def _why(req: rq.WhyRequest) -> tuple[tuple[Any, ...], dict[str, Any]]:
     given = fields(req)
     return (given.pop("query"),), given
+
+
+def _why_asked(given: dict[str, Any]) -> dict[str, Any]:
+    return {"query" if k == "query_or_id" else k: v for k, v in given.items()}
 
 
 _OPS = (
@@ -171,7 +183,7 @@ _OPS = (
     Op("links", "links", rq.LinksRequest, LinkList, None, False, "prefix",
        "The typed links of a fact, out, in or both"),
     Op("why", "why", rq.WhyRequest, WhyResult, None, False, "prefix",
-       "The evidence subgraph around a fact or a query's best match", _why),
+       "The evidence subgraph around a fact or a query's best match", _why, _why_asked),
 )
 
 #: The table, by op name.
@@ -179,7 +191,7 @@ OPS: dict[str, Op] = {op.name: op for op in _OPS}
 #: ``remember`` also takes ``{"facts": [...]}``: several facts in one transaction.
 REMEMBER_MANY = Op("remember", "remember_many", rq.RememberMany, list[Remembered],
                    "remembered", True, "place", OPS["remember"].summary,
-                   lambda req: ((req.facts,), {}))
+                   lambda req: ((req.facts,), {}), lambda given: {"facts": given["inputs"]})
 #: The ops that only read, and those that can write.
 READS = frozenset(op.name for op in _OPS if not op.writes)
 WRITES = frozenset(op.name for op in _OPS if op.writes)
@@ -191,3 +203,29 @@ def row(name: str, request: dict[str, Any]) -> Op:
     if name == "remember" and "facts" in request:
         return REMEMBER_MANY
     return OPS[name]
+
+
+def asked(op: Op, given: dict[str, Any]) -> dict[str, Any]:
+    """The inverse of ``op.args``: the request's fields (by their Python names) that a
+    call of ``op.method`` with ``given`` (its arguments by parameter name) asks for.
+
+    ``op.inverse`` first, if the row has one. Then each argument goes under its own
+    name when the request has that field; any other is a Struct or a mapping whose
+    fields are merged in — ``options``, a remember's input, ``**fields``,
+    compile_context's ``recall`` — or None. Errors: ``invalid_request`` (any other
+    value: a Python-only argument, say).
+    """
+    if op.inverse is not None:
+        given = op.inverse(given)
+    names = op.request.__struct_fields__
+    out: dict[str, Any] = {}
+    for name, value in given.items():
+        if name in names:
+            out[name] = value
+        elif hasattr(value, "__struct_fields__"):
+            out.update(fields(value))
+        elif isinstance(value, Mapping):
+            out.update(value)
+        elif value is not None:
+            raise InvalidError(f"{op.method}: {name} must be a dict of {op.name}'s fields")
+    return out

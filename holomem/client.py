@@ -73,6 +73,7 @@ from holomem.api.memory import contract, filters, ops, requests
 from holomem.api.memory.facts import listing
 from holomem.api.memory.forget import consolidation, removal
 from holomem.api.memory.memory import Memory
+from holomem.api.memory.progress import Progress, callback
 from holomem.api.memory.recall import rank
 from holomem.api.memory.transfer import exchange, pages
 from holomem.api.memory.transfer.records import ImportReport
@@ -193,11 +194,15 @@ class _Call:
         self.signature = inspect.Signature(params)
         self.names = {f.name: f.encode_name for f in msgspec.structs.fields(self.row.request)}
 
-    def request(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
-        """The JSON request of a call (a TypeError for arguments Memory would not bind)."""
+    def request(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+                ) -> tuple[bytes, Progress | None]:
+        """The JSON request of a call (a TypeError for arguments Memory would not bind),
+        and its ``progress`` callable, which stays here: the client calls it once the
+        server has written (checked before anything is sent)."""
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         given = dict(bound.arguments)
+        progress = callback(given.pop("progress", None))
         for name in _CODE:
             if given.pop(name, None) is not None:
                 raise InvalidError(f"{name} is Python code, which a served store cannot "
@@ -212,13 +217,21 @@ class _Call:
                 fields[name] = validate.to_ms(fields[name], name)
         if isinstance(fields.get("filter"), Mapping):  # its datetimes go as ISO strings
             filters.compile_filter(fields["filter"])
-        return _encode(self.row.name, {self.names.get(k, k): v for k, v in fields.items()})
+        return (_encode(self.row.name, {self.names.get(k, k): v for k, v in fields.items()}),
+                progress)
 
     def answer(self, payload: Any) -> Any:
         """The method's result: the answer under the row's key, as the row's type."""
         key = self.row.key
         out = msgspec.convert(payload if key is None else payload[key], self.row.result)
         return out[0] if self.row.method == "remember" else out  # one of a list of one
+
+
+def _done(result: Any, progress: Progress | None) -> Any:
+    """``result``, once ``progress`` (a remember_many's) was told how many were written."""
+    if progress is not None:
+        progress(len(result))
+    return result
 
 
 class Remote(Generic[P, R]):
@@ -230,10 +243,12 @@ class Remote(Generic[P, R]):
         call = _Call(method)
 
         def sync(client: Client, /, *args: Any, **kwargs: Any) -> Any:
-            return client._send(call.row.name, call.request(args, kwargs), call.answer)
+            body, progress = call.request(args, kwargs)
+            return _done(client._send(call.row.name, body, call.answer), progress)
 
         async def coroutine(client: AsyncClient, /, *args: Any, **kwargs: Any) -> Any:
-            return await client._send(call.row.name, call.request(args, kwargs), call.answer)
+            body, progress = call.request(args, kwargs)
+            return _done(await client._send(call.row.name, body, call.answer), progress)
 
         self.methods = (functools.update_wrapper(sync, method),
                         functools.update_wrapper(coroutine, method))
@@ -490,7 +505,7 @@ class _Import:
 
     def _part(self, entries: list[_Entry], links: Sequence[tuple[int | None, Any]] = ()
               ) -> _Part:
-        request = _IMPORT.request(([e.record for e in entries],), {
+        request, _ = _IMPORT.request(([e.record for e in entries],), {
             "batch_size": self.size, "drop_embeddings": self.drop,
             "relations": [r for _, r in links]})
         return _Part(request, [e.line for e in entries] or [n for n, _ in links], len(entries))
@@ -688,7 +703,7 @@ class Client(_Served):
 
     reembed = _refused(Memory.reembed, _REEMBED)
 
-    def export(self, /, namespace: Sequence[str] | None = None, *,
+    def export(self, namespace: Sequence[str] | None = None, *,
                page_size: int = pages.MAX_EXPORT_PAGE) -> Iterator[dict[str, Any]]:
         """As ``Memory.export``, read ``page_size`` (<= 1,000) records per request."""
         ns = validate.namespace(namespace)
@@ -701,12 +716,12 @@ class Client(_Served):
                 return
             cursor = page.next_cursor
 
-    def import_(self, /, records: Iterable[Any], *, batch_size: int = exchange.IMPORT_BATCH,
+    def import_(self, records: Iterable[Any], *, batch_size: int = exchange.IMPORT_BATCH,
                 progress: Callable[[int], None] | None = None, drop_embeddings: bool = False,
                 relations: Iterable[Any] = ()) -> ImportReport:
         """As ``Memory.import_``, in requests of at most 1,000 records and about 1 MB,
         each one transaction (see the module doc)."""
-        job = _Import(batch_size, drop_embeddings, relations, progress)
+        job = _Import(batch_size, drop_embeddings, relations, callback(progress))
         for part in job.parts(records):
             try:
                 report = self._send("import", part.request, _IMPORT.answer)
@@ -773,7 +788,7 @@ class AsyncClient(_Served):
         """Refused: see the module doc. Errors: ``invalid_request``."""
         raise InvalidError(_REEMBED)
 
-    async def export(self, /, namespace: Sequence[str] | None = None, *,
+    async def export(self, namespace: Sequence[str] | None = None, *,
                      page_size: int = pages.MAX_EXPORT_PAGE
                      ) -> AsyncIterator[dict[str, Any]]:
         """As ``AsyncMemory.export``, ``page_size`` (<= 1,000) records per request."""
@@ -788,13 +803,13 @@ class AsyncClient(_Served):
                 return
             cursor = page.next_cursor
 
-    async def import_(self, /, records: Iterable[Any] | AsyncIterable[Any], *,
+    async def import_(self, records: Iterable[Any] | AsyncIterable[Any], *,
                       batch_size: int = exchange.IMPORT_BATCH,
                       progress: Callable[[int], None] | None = None,
                       drop_embeddings: bool = False,
                       relations: Iterable[Any] = ()) -> ImportReport:
         """As ``Client.import_``; ``records`` may be a plain or an async iterable."""
-        job = _Import(batch_size, drop_embeddings, relations, progress)
+        job = _Import(batch_size, drop_embeddings, relations, callback(progress))
         async for part in job.aparts(records):
             try:
                 report = await self._send("import", part.request, _IMPORT.answer)

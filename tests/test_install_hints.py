@@ -124,6 +124,6 @@ def test_the_command_line_names_the_serve_extra_and_writes_nothing(
 
 
 def test_without_tiktoken_context_counts_with_the_built_in_estimate() -> None:
-    code = ("from holomem.api import tokens; "
+    code = ("from holomem.api.memory.window import tokens; "
             "assert tokens.default_counter() is tokens.estimate")
     assert without("tiktoken", code) is None

@@ -25,10 +25,10 @@ import holomem.api.doors.http.tenants as tenants_door
 from holomem import Store
 from holomem.api.doors.http.server import create_app
 from holomem.api.doors.http.tenants import TenantPool
-from holomem.api.doors.http.webguard import decode_body
 from holomem.api.engine.nesting import MAX_REQUEST_DEPTH as MAX_DEPTH
 from holomem.api.engine.nesting import check_depth, nesting_depth
 from holomem.api.memory.config import Exponential, MemoryConfig, RecencyConfig
+from holomem.api.memory.contract import decode_body
 from holomem.errors import InvalidError, StoreLockedError
 
 from .conftest import Server, free_port, headers

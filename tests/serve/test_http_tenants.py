@@ -112,7 +112,7 @@ def test_a_read_of_a_tenant_with_no_store_answers_as_an_empty_store_and_creates_
         assert tree(server.data) == listing  # the reads created nothing, anywhere
         statuses = [status for status, _ in ghost]
         assert statuses == [200, 200, 404, 200, 404, 200, 200, 200, 200, 200, 200, 200,
-                            200, 200, 422, 422, 404, 200]
+                            200, 200, 200, 422, 422, 404, 200]
         assert ghost[3][1] == {"fact": None} and ghost[0][1] == {"results": []}
         assert ghost[-1][1] == {"hits": []}
         # The first write creates the store, and the reads then see what it wrote.

@@ -94,6 +94,25 @@ def decode(op: object, request: object) -> Invocation:
     return Invocation(the.method, args, kwargs, wrap)
 
 
+def decode_body(raw: bytes) -> dict[str, Any]:
+    """The JSON object a request body holds (an empty body is ``{}``).
+
+    Errors: ``invalid_request`` — not JSON, or not an object; ``limit`` — nested
+    deeper than the contract's :data:`~holomem.api.engine.nesting.MAX_REQUEST_DEPTH`,
+    found before decoding (:func:`~holomem.api.engine.nesting.check_nesting`).
+    """
+    if not raw:
+        return {}
+    nesting.check_nesting(raw, "the body")
+    try:
+        data = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise InvalidError(f"the body is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InvalidError("the body must be a JSON object")
+    return data
+
+
 def encode(response: object) -> dict[str, Any]:
     """A response object as plain JSON-ready data (camelCase)."""
     out: dict[str, Any] = msgspec.to_builtins(response)

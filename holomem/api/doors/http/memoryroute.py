@@ -36,11 +36,12 @@ from starlette.types import Receive, Scope, Send
 from holomem.api.doors.http import redirect
 from holomem.api.doors.http.accesslog import AccessLog
 from holomem.api.doors.http.tenants import Tenant, TenantPool, requested_tenant
-from holomem.api.doors.http.webguard import Guard, decode_body, error_response
+from holomem.api.doors.http.webguard import Guard, error_response
 from holomem.api.engine.deferral import WouldBlock
 from holomem.api.memory import ops
 from holomem.api.memory.aio import offload
 from holomem.api.memory.aiowait import DurableWaits
+from holomem.api.memory.contract import decode_body
 from holomem.errors import HolomemError, LimitError, StoreLockedError
 
 PREFIX = "/api/v1/memory/"

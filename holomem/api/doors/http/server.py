@@ -101,7 +101,6 @@ from holomem.api.doors.http.webguard import (
     Guard,
     Hosts,
     bounded_httptools,
-    decode_body,
     error_response,
     read_body,
 )
@@ -110,6 +109,7 @@ from holomem.api.engine import DocumentInput
 from holomem.api.memory import checks, ops
 from holomem.api.memory.aio import offload
 from holomem.api.memory.config import MemoryConfig
+from holomem.api.memory.contract import decode_body
 from holomem.errors import (
     HolomemError,
     InvalidError,

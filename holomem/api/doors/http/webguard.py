@@ -1,7 +1,8 @@
 """What keeps web pages and oversized requests away from the HTTP server.
 
-Owns: request bodies (JSON only, bounded in size and nesting depth — counted
-before decoding), the Host check against DNS rebinding, allowed browser Origins,
+Owns: request bodies (JSON only, bounded in size; decoded by the contract's
+:func:`~holomem.api.memory.contract.decode_body`, its nesting counted first), the
+Host check against DNS rebinding, allowed browser Origins,
 the bound on request heads (:class:`Guard`, and the httptools protocol that
 enforces it while a head arrives), and the JSON error response every refusal uses.
 Imports starlette, uvicorn's protocol (when present) and validate (the contract's
@@ -15,7 +16,6 @@ import ipaddress
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import msgspec
 from starlette.requests import Request
@@ -23,7 +23,6 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from holomem.api.doors.http.heldhead import HeldHead
-from holomem.api.engine import nesting
 from holomem.errors import InvalidError
 
 #: A request's head: at most this many headers, and this many bytes of request line
@@ -42,24 +41,6 @@ def error_response(status: int, code: str, message: str,
 
 
 # -- bodies --------------------------------------------------------------------------------
-def decode_body(raw: bytes) -> dict[str, Any]:
-    """The JSON object a request body holds (an empty body is ``{}``).
-
-    Errors: ``invalid_request`` — not JSON, or not an object; ``limit`` — nested
-    deeper than the contract's :data:`~holomem.api.engine.nesting.MAX_REQUEST_DEPTH`,
-    found before decoding (:func:`~holomem.api.engine.validate.check_nesting`).
-    """
-    if not raw:
-        return {}
-    nesting.check_nesting(raw, "the body")
-    try:
-        data = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise InvalidError(f"the body is not JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise InvalidError("the body must be a JSON object")
-    return data
-
 
 def is_json(request: Request) -> bool:
     media = request.headers.get("content-type", "").split(";", 1)[0]

@@ -49,9 +49,9 @@ from typing import Any
 
 import msgspec
 
-from holomem.api.doors.http.webguard import decode_body
 from holomem.api.engine import Store
 from holomem.api.engine.nesting import check_depth
+from holomem.api.memory.contract import decode_body
 from holomem.api.memory.memory import Memory
 from holomem.errors import HolomemError, InvalidError, LimitError, UnavailableError, from_code
 from holomem.log import fs

@@ -144,8 +144,7 @@ class Appender:
         self.codec = codec
         self.sync_mode = sync
         self.segment_size = segment_size
-        lock = threading.Lock()
-        self._lock = lock
+        self._lock = lock = threading.Lock()
         self._cond = threading.Condition(lock)  # drains (rotation, sync, close) wait here
         cur = segments[-1]
         self._fd = fs.open_rw(cur.path)

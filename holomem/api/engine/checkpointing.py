@@ -2,11 +2,12 @@
 
 Owns: choosing the checkpoint an open restores (only one valid and bound to the
 journal, its journal digest the journal's own; any other is reported, and erased by
-the writer), and the writer's bookkeeping (:class:`Checkpointer`: the journal bytes
-not covered by a checkpoint, the automatic trigger, the statistics of the last one
-written). The engine (:mod:`holomem.api.engine.core`) takes the state's snapshot under
-its lock and calls :func:`write` outside it. Imports the log and the projections
-(docs/guarantees.md §6a says what a checkpoint promises).
+the writer), the checks of a store's checkpoint options, and the writer's checkpoints
+(:class:`Checkpointer`: the journal bytes not covered by a checkpoint, the automatic
+trigger and its background thread, the one written on close, the statistics of the
+last one written). It takes the state's snapshot under the engine's state lock
+(:mod:`holomem.api.engine.core`) and calls :func:`write` outside it. Imports the log
+and the projections (docs/guarantees.md §6a says what a checkpoint promises).
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 import msgspec
 
+from holomem.errors import InvalidError
 from holomem.log import checkpoint as ckfile
 from holomem.log import crashpoints as cp
 from holomem.log.backend import JournalBackend
@@ -39,6 +42,14 @@ DEFAULT_EVERY = 64 * 1024 * 1024
 #: not covered by one (or the automatic mark is passed): below it the tail replays
 #: in milliseconds, and a file per tiny store is not worth its fsyncs.
 DEFAULT_CLOSE_MIN = 256 * 1024
+
+
+def check_options(every: int | None, close_min: int) -> None:
+    """``invalid_request`` unless ``Store.open``'s checkpoint options are byte counts."""
+    if every is not None and (not isinstance(every, int) or every < 1):
+        raise InvalidError("checkpoint_every must be a positive number of bytes or None")
+    if not isinstance(close_min, int) or close_min < 0:
+        raise InvalidError("checkpoint_close_min must be a number of bytes >= 0")
 
 
 class CheckpointStats(msgspec.Struct, frozen=True, kw_only=True):
@@ -124,11 +135,18 @@ def _inconsistent(journal: JournalBackend, seq: int) -> str | None:
 
 
 class Checkpointer:
-    """The writer's checkpoint bookkeeping. ``lock`` is held while one is written, and
-    by a compaction while it replaces the generation (so a checkpoint never lands in
-    a generation being erased)."""
+    """The writer's checkpoints. ``lock`` is held while one is written, and by a
+    compaction while it replaces the generation (so a checkpoint never lands in a
+    generation being erased). ``current()`` answers the engine's state and revision;
+    it is called, and ``tail`` kept, under the engine's ``state_lock``."""
 
-    def __init__(self, *, every: int | None, close_min: int, seq: int, tail: int) -> None:
+    def __init__(self, journal: JournalBackend, state_lock: threading.RLock,
+                 current: Callable[[], tuple[ProjectionState, int]], *, every: int | None,
+                 close_min: int, seq: int, tail: int) -> None:
+        if not journal.durable_local:
+            # This opener's local files go when it closes (a stream store's node):
+            # a checkpoint there would never be read.
+            every, close_min = None, 2**62
         self.every = every
         self.close_min = close_min
         #: the sequence number of the newest checkpoint (0: none)
@@ -137,6 +155,10 @@ class Checkpointer:
         self.tail = tail
         self.lock = threading.Lock()
         self.last: CheckpointStats | None = None
+        self._journal = journal
+        self._state_lock = state_lock
+        self._current = current
+        self._stopped = False
         self._mu = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -146,27 +168,77 @@ class Checkpointer:
     def due(self) -> bool:
         return self.past_every() and self._thread is None
 
-    def start(self, target: object) -> None:
-        """Run ``target()`` in a background thread unless one already runs."""
+    def start(self) -> None:
+        """Write checkpoints in a background thread unless one already runs."""
         with self._mu:
             if self._thread is not None:
                 return
-            self._thread = threading.Thread(target=self._run, args=(target,),
-                                            name="holomem-checkpoint", daemon=True)
+            self._thread = threading.Thread(target=self._run, name="holomem-checkpoint",
+                                            daemon=True)
             self._thread.start()
 
-    def _run(self, target: object) -> None:
+    def _run(self) -> None:
         try:
-            assert callable(target)
-            target()
+            self._background()
         finally:
             with self._mu:
                 self._thread = None
 
-    def join(self) -> None:
+    def stop(self) -> None:
+        """The store is closing: no background checkpoint starts another; wait for it."""
+        self._stopped = True
         thread = self._thread
         if thread is not None:
             thread.join()
+
+    def write(self) -> CheckpointStats | None:
+        """Write a checkpoint of the projections now (docs/guarantees.md §6a); None
+        when the newest one already holds the current revision. ``lock`` held.
+
+        Writers wait only while the state is snapshotted (``pause_seconds``); the
+        encoding and the file's writing and fsyncs run outside the lock. The file
+        is never ahead of the durable journal: it waits for its revision's fsync
+        first.
+        """
+        started = time.perf_counter()
+        with self._state_lock:
+            state, seq = self._current()
+            if seq <= self.seq:
+                return None
+            cpu = time.thread_time()
+            tail = self.tail
+            parts = state.snapshot()
+            cpu = time.thread_time() - cpu
+        pause = time.perf_counter() - started
+        stats = write(self._journal, parts, seq, pause=pause, pause_cpu=cpu, started=started)
+        with self._state_lock:
+            self.seq = seq
+            self.tail -= tail
+        self.last = stats
+        return stats
+
+    def on_close(self) -> None:
+        """Close writes one when enough journal bytes are not covered by one."""
+        if not (self.tail and (self.tail >= self.close_min or self.past_every())):
+            return
+        try:
+            with self.lock:
+                self.write()
+        except Exception as exc:  # every write is durable already; the next open replays
+            log.warning("no checkpoint written on closing %s: %s", self._journal.path, exc)
+
+    def _background(self) -> None:
+        try:
+            # Again while writers kept the tail past the mark meanwhile (their commits
+            # saw this thread running and started none).
+            while self.past_every() and not self._stopped:
+                with self.lock:
+                    if self._stopped or self._journal.failed is not None:
+                        return
+                    if self.write() is None:
+                        return
+        except Exception as exc:  # the journal stays correct; the next attempt retries
+            log.warning("automatic checkpoint of %s failed: %s", self._journal.path, exc)
 
 
 def write(journal: JournalBackend, parts: dict[str, dict[str, object]], seq: int, *,

@@ -1,13 +1,16 @@
 """Compaction: the live state rewritten into a new generation (docs/guarantees.md §6).
 
 Owns: the events that re-create every live document and fact as it is now
-(:func:`live_events`), and the writing of them into a new generation, whose
-projections are the old ones renumbered (:func:`rewrite`). The switch of generations and the
-erasure of the old one are the store's (``Store.compact``): they need its locks.
+(:func:`live_events`), the writing of them into a new generation, whose
+projections are the old ones renumbered (:func:`rewrite`), and the order of a whole
+compaction (:func:`compact`: rewrite, switch, erase the old generation). The switch
+of generations itself is the store's (``Store.compact``): it needs its locks.
 Imports the log, the projections and the engine's view.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -178,3 +181,37 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
         records.close()
         raise
     return state, records
+
+
+def compact(journal: JournalBackend, view: View, text: RecordFile | None,
+            swap: Callable[[RewriteTarget, ProjectionState, RecordFile],
+                           tuple[str, RecordFile | None]]) -> None:
+    """Rewrite the journal into a new generation holding only the live state
+    (docs/guarantees.md §6): ``view`` and ``text`` (its text segment) are the old one's;
+    the engine's ``swap`` switches generations and swaps its state under its state lock,
+    answering the old generation's directory and text segment. The caller holds the
+    write lock and the checkpoint lock.
+
+    Deleted and replaced documents, forgotten facts and their events are left
+    behind. The new generation is written beside the old one, synced, and
+    switched in by one rename; readers keep answering from the old state until
+    that switch. Then the old generation's files are overwritten with zeros,
+    synced and unlinked (every compaction, so that no freed block keeps text a
+    later purge could not reach). A purge is recorded in the journal before it
+    starts — by the removal's own transaction when it follows a forget — so a
+    crash at any point is finished by the next open.
+    """
+    target = journal.begin_rewrite()
+    try:
+        state, new_text = rewrite(journal, target, view, text)
+    except BaseException:
+        target.abandon()
+        raise
+    old_dir, old_text = swap(target, state, new_text)
+    if old_text is not None:
+        old_text.close()
+    # Every replaced generation is overwritten with zeros before it is unlinked,
+    # purge or not: its journal and text segment may hold text that was removed
+    # (or that a later forget removes), and freed blocks would keep it.
+    journal.erase_generation(old_dir, zero=True)
+    cp.hit(P_COMPACT_DONE)

@@ -3,7 +3,12 @@
 Owns: :class:`Engine` — opening a store (replay, finishing an interrupted purge),
 ``commit(build)``, ``reading()`` / ``read(fn)`` (the only way up: a
 :class:`~holomem.api.engine.view.View` of one revision), followers' ``refresh``,
-``compact``, ``stats``, ``sync`` and ``close``. The document calls are
+``compact``, ``stats``, ``sync`` and ``close``: the state that ties its parts (the
+journal, the projections, the revision, the locks) and the two hot paths, commit and
+read. Its collaborators: :mod:`.replay` (building a generation at open),
+:mod:`.checkpointing` (the checkpoints written), :mod:`.deferral` (deferring blocks,
+and who hears of a commit when), :mod:`.following` (a follower's catch-up) and
+:mod:`.compaction` (the new generation). The document calls are
 :class:`~holomem.api.engine.store.Store`'s, built on these. Imports the log, the
 projections and the engine's other modules.
 
@@ -25,16 +30,17 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from holomem import events as ev
-from holomem.api.engine import checkpointing, compaction
+from holomem.api.engine import checkpointing, compaction, following
 from holomem.api.engine.checkpointing import Checkpointer, CheckpointStats
-from holomem.api.engine.deferral import Deferred, WouldBlock
+from holomem.api.engine.deferral import Deferrals, Deferred, WouldBlock
+from holomem.api.engine.following import reading_depths
 from holomem.api.engine.replay import FOLLOW_RETRIES, build
 from holomem.api.engine.types import StoreStats
 from holomem.api.engine.view import DocEvent, View
-from holomem.errors import ClosedError, InvalidError, ReadOnlyError, UnavailableError
+from holomem.errors import ClosedError, ReadOnlyError, UnavailableError
 from holomem.events import Event
 from holomem.log import crashpoints as cp
-from holomem.log.backend import open_journal
+from holomem.log.backend import RewriteTarget, open_journal
 from holomem.log.format import DEFAULT_SEGMENT_SIZE
 from holomem.log.recordfile import RecordFile
 from holomem.projections.state import ProjectionState
@@ -42,17 +48,6 @@ from holomem.projections.state import ProjectionState
 log = logging.getLogger("holomem")
 T = TypeVar("T")
 E = TypeVar("E", bound="Engine")
-
-#: Per thread: how deep in ``reading()`` blocks it is, per store (by id), so that a
-#: follower moves to a new generation only where no block of its holds the old state.
-_READING = threading.local()
-
-
-def _reading_depths() -> dict[int, int]:
-    depths: dict[int, int] | None = getattr(_READING, "depths", None)
-    if depths is None:
-        depths = _READING.depths = {}
-    return depths
 
 
 class Engine:
@@ -71,13 +66,10 @@ class Engine:
         self.read_only = read_only
         self._write_lock = threading.RLock()
         self._state_lock = threading.RLock()
+        self._deferrals = Deferrals(lambda: self._journal.durable_seq)
         #: ``.block``: this thread's :meth:`deferring` block (absent: none)
-        self._deferring = threading.local()
+        self._deferring = self._deferrals.local
         self._closed = False
-        self._listeners: list[Callable[[int, list[Event]], None]] = []
-        #: deferred commits not yet durable, whose listeners have not heard of them
-        self._unheard: list[tuple[int, list[Event]]] = []
-        self._unheard_lock = threading.Lock()
         self._text: RecordFile | None = None
         #: how the last open rebuilt state (see StoreStats.opened_by), and the
         #: checkpoints it did not use, with why (StoreStats.checkpoints_ignored)
@@ -86,16 +78,10 @@ class Engine:
         try:
             built = build(self._journal, read_only=read_only)
             self._state, self._text, self._revision = built.state, built.text_file, built.last
-            if not self._journal.durable_local:
-                # This opener's local files go when it closes (a stream store's node):
-                # a checkpoint there would never be read.
-                checkpoint_every, checkpoint_close_min = None, 2**62
-            self._ckpt = Checkpointer(every=checkpoint_every, close_min=checkpoint_close_min,
+            self._ckpt = Checkpointer(self._journal, self._state_lock, self._current,
+                                      every=checkpoint_every, close_min=checkpoint_close_min,
                                       seq=built.checkpoint, tail=built.tail)
-            self.opened_by = "checkpoint" if built.checkpoint else "replay"
-            if built.reconciled:
-                self.opened_by += "+reconcile"
-            self.checkpoints_ignored = built.ignored
+            self.opened_by, self.checkpoints_ignored = built.opened_by, built.ignored
             if self._state.purge_pending and not read_only:
                 # A purge was acknowledged but its compaction did not finish.
                 log.warning("finishing an interrupted purge of %s", self.path)
@@ -133,11 +119,7 @@ class Engine:
         """
         if sync == "none" and not read_only:
             log.warning("store %s opened with sync='none': writes are NOT durable", path)
-        if checkpoint_every is not None and (not isinstance(checkpoint_every, int)
-                                             or checkpoint_every < 1):
-            raise InvalidError("checkpoint_every must be a positive number of bytes or None")
-        if not isinstance(checkpoint_close_min, int) or checkpoint_close_min < 0:
-            raise InvalidError("checkpoint_close_min must be a number of bytes >= 0")
+        checkpointing.check_options(checkpoint_every, checkpoint_close_min)
         return cls(path, key=key, create=create, sync=sync, read_only=read_only,
                    segment_size=segment_size, checkpoint_every=checkpoint_every,
                    checkpoint_close_min=checkpoint_close_min)
@@ -208,7 +190,7 @@ class Engine:
         same thread, which still holds the old state.)
         """
         self.check()
-        depths = _reading_depths()
+        depths = reading_depths()
         key = id(self)
         if self.read_only and not depths.get(key) and self._journal.replaced():
             self.refresh()
@@ -284,39 +266,21 @@ class Engine:
         # block's caller waits instead.
         if deferred is not None:
             deferred.saw(seq)
-            if self._listeners:
-                with self._unheard_lock:
-                    self._unheard.append((seq, events))
+            if self._deferrals.listeners:
+                self._deferrals.hold(seq, events)
         else:
             self._journal.wait(seq)
-            self._tell(seq, events)
+            self._deferrals.tell(seq, events)
         if self._ckpt.due():
-            self._ckpt.start(self._background_checkpoint)
+            self._ckpt.start()
         return seq, events
 
     @contextlib.contextmanager
     def deferring(self, *, blocking: bool = True) -> Iterator[Deferred]:
-        """A block, on this thread, whose commits and reads do not wait for durability.
-
-        A commit returns once its transaction has its place in the journal and is
-        applied; a read answers without waiting for the writes it saw. The
-        :class:`Deferred` yielded records the newest revision either touched: the caller
-        must not tell anyone of what the block did or saw before
-        :meth:`wait_durable` of it returned (that is how nothing unsynced ever
-        escapes). Listeners of :meth:`subscribe` hear of a deferred commit once a
-        wait (this block's or any later one) has seen it durable. With
-        ``blocking=False`` a commit that would wait for the store's locks (another
-        writer, a reader holding the state) raises
-        :class:`~holomem.api.engine.deferral.WouldBlock` and writes nothing. Blocks do
-        not nest.
-        """
-        if getattr(self._deferring, "block", None) is not None:
-            raise InvalidError("deferring blocks do not nest")
-        block = self._deferring.block = Deferred(blocking=blocking)
-        try:
+        """A block, on this thread, whose commits and reads do not wait for durability
+        (:meth:`Deferrals.block <holomem.api.engine.deferral.Deferrals.block>` says how)."""
+        with self._deferrals.block(blocking=blocking) as block:
             yield block
-        finally:
-            self._deferring.block = None
 
     @property
     def durable_revision(self) -> int:
@@ -328,77 +292,22 @@ class Engine:
         or leading, a group's sync). Errors: ``io.fsync``, ``io.failed``."""
         if revision > self._journal.durable_seq:
             self._journal.wait(revision)
-        if self._unheard:
-            self._tell_durable()
-
-    def _tell(self, seq: int, events: list[Event]) -> None:
-        """Listeners hear of a durable transaction; deferred ones it covers first."""
-        if self._unheard:
-            self._tell_durable()
-        for listener in list(self._listeners):
-            listener(seq, events)
-
-    def _tell_durable(self) -> None:
-        durable = self._journal.durable_seq
-        with self._unheard_lock:
-            ready = [told for told in self._unheard if told[0] <= durable]
-            self._unheard = [told for told in self._unheard if told[0] > durable]
-        for seq, events in ready:
-            for listener in list(self._listeners):
-                listener(seq, events)
+        if self._deferrals.unheard:
+            self._deferrals.tell_durable()
 
     # -- checkpoints --------------------------------------------------------------------
     def checkpoint(self) -> CheckpointStats | None:
         """Write a checkpoint of the projections now (docs/guarantees.md §6a); None
-        when the newest one already holds the current revision.
-
-        Writers wait only while the state is snapshotted (``pause_seconds``); the
-        encoding and the file's writing and fsyncs run outside the lock. The file
-        is never ahead of the durable journal: it waits for its revision's fsync
-        first. Errors: ``closed``, ``read_only``, ``io``.
-        """
+        when the newest one already holds the current revision (see
+        :meth:`Checkpointer.write <holomem.api.engine.checkpointing.Checkpointer.write>`).
+        Errors: ``closed``, ``read_only``, ``io``."""
         self.check(write=True)
         with self._ckpt.lock:
             self.check(write=True)
-            return self._write_checkpoint()
+            return self._ckpt.write()
 
-    def _write_checkpoint(self) -> CheckpointStats | None:
-        started = time.perf_counter()
-        with self._state_lock:
-            if self._revision <= self._ckpt.seq:
-                return None
-            cpu = time.thread_time()
-            state, seq, tail = self._state, self._revision, self._ckpt.tail
-            parts = state.snapshot()
-            cpu = time.thread_time() - cpu
-        pause = time.perf_counter() - started
-        stats = checkpointing.write(self._journal, parts, seq, pause=pause, pause_cpu=cpu,
-                                    started=started)
-        with self._state_lock:
-            self._ckpt.seq = seq
-            self._ckpt.tail -= tail
-        self._ckpt.last = stats
-        return stats
-
-    def _close_checkpoint(self) -> None:
-        try:
-            with self._ckpt.lock:
-                self._write_checkpoint()
-        except Exception as exc:  # every write is durable already; the next open replays
-            log.warning("no checkpoint written on closing %s: %s", self.path, exc)
-
-    def _background_checkpoint(self) -> None:
-        try:
-            # Again while writers kept the tail past the mark meanwhile (their commits
-            # saw this thread running and started none).
-            while self._ckpt.past_every() and not self._closed:
-                with self._ckpt.lock:
-                    if self._closed or self._journal.failed is not None:
-                        return
-                    if self._write_checkpoint() is None:
-                        return
-        except Exception as exc:  # the journal stays correct; the next attempt retries
-            log.warning("automatic checkpoint of %s failed: %s", self.path, exc)
+    def _current(self) -> tuple[ProjectionState, int]:
+        return self._state, self._revision
 
     def sync_text(self) -> None:
         """Sync the live text segment (zeroed records reach the disk).
@@ -416,18 +325,8 @@ class Engine:
 
     def compact(self, *, purge: bool = False) -> None:
         """Rewrite the journal into a new generation holding only the live state
-        (docs/guarantees.md §6).
-
-        Deleted and replaced documents, forgotten facts and their events are left
-        behind. The new generation is written beside the old one, synced, and
-        switched in by one rename; readers keep answering from the old state until
-        that switch. Then the old generation's files are overwritten with zeros,
-        synced and unlinked (every compaction, so that no freed block keeps text a
-        later purge could not reach). A purge is recorded in the journal before it
-        starts — by the removal's own transaction when it follows a forget — so a
-        crash at any point is finished by the next open.
-        Errors: ``closed``, ``read_only``, ``io``.
-        """
+        (docs/guarantees.md §6; :func:`holomem.api.engine.compaction.compact` says how).
+        Errors: ``closed``, ``read_only``, ``io``."""
         self.check(write=True)
         with self._write_lock:
             self.check(write=True)
@@ -440,31 +339,19 @@ class Engine:
         # No checkpoint is written while generations are switched and the old one
         # erased (its checkpoints with it).
         with self._ckpt.lock:
-            self._compact_locked()
+            compaction.compact(self._journal, self._view(self._state), self._text,
+                               self._switch)
 
-    def _compact_locked(self) -> None:
-        target = self._journal.begin_rewrite()
-        try:
-            state, text = compaction.rewrite(self._journal, target, self._view(self._state),
-                                             self._text)
-        except BaseException:
-            target.abandon()
-            raise
+    def _switch(self, target: RewriteTarget, state: ProjectionState, text: RecordFile
+                ) -> tuple[str, RecordFile | None]:
         # The switch and the swap happen together under the state lock: a reader
         # between them would look up the old state's sequence numbers in the new
         # generation's journal. Readers wait for one rename and a few fsyncs.
         with self._state_lock:
             old_dir = self._journal.switch(target)
-            old_text, self._state, self._text = self._text, state, text
-            self._revision = self._journal.last_seq
+            old_text = self._install(state, text, self._journal.last_seq)
             self._ckpt.seq, self._ckpt.tail = 0, self._journal.stats().bytes
-        if old_text is not None:
-            old_text.close()
-        # Every replaced generation is overwritten with zeros before it is unlinked,
-        # purge or not: its journal and text segment may hold text that was removed
-        # (or that a later forget removes), and freed blocks would keep it.
-        self._journal.erase_generation(old_dir, zero=True)
-        cp.hit(compaction.P_COMPACT_DONE)
+        return old_dir, old_text
 
     # -- the journal --------------------------------------------------------------------
     def events(self, from_seq: int = 0) -> Iterator[tuple[int, list[Event]]]:
@@ -478,52 +365,30 @@ class Engine:
 
     def subscribe(self, listener: Callable[[int, list[Event]], None]) -> None:
         """Call ``listener(seq, events)`` after every committed transaction (writer only)."""
-        self._listeners.append(listener)
+        self._deferrals.listeners.append(listener)
 
     def refresh(self) -> int:
-        """Follower only: apply the writer's new transactions; return the new revision.
-
-        If the writer switched to a new generation (compaction, purge), the follower
-        rebuilds from it, and readers keep answering from the old state until the new
-        one is complete. Errors: ``closed``, ``corrupt``, ``io``, ``unavailable`` (the
-        generation kept being replaced while it was read; try again).
-        """
+        """Follower only: apply the writer's new transactions; return the new revision
+        (:func:`holomem.api.engine.following.catch_up` says how). Errors: ``closed``,
+        ``corrupt``, ``io``, ``unavailable`` (try again)."""
         self.check()
         if not self.read_only:
             return self._revision
         with self._write_lock:
             self.check()
-            result = self._journal.refresh()
-            if not result.reset:
-                try:
-                    applied = self._revision
-                    for seq, payloads in self._journal.replay(result.from_seq):
-                        events = ev.decode_all(payloads, seq=seq)
-                        with self._state_lock:
-                            self._state.apply_all(seq, events)
-                            self._revision = seq
-                    if self._revision != applied and self._journal.local_text and \
-                            self._text is not None:
-                        # A follower with its own text segment (a stream store's node)
-                        # zeroed what a forget removed: on its disk too before returning.
-                        self._text.sync()
-                    return self._revision
-                except UnavailableError:
-                    # Replaced while being read: what was applied is a true prefix;
-                    # rebuild from the live generation instead.
-                    if not self._journal.replaced():
-                        raise
-                    self._journal.refresh()
-            built = build(self._journal, read_only=True)
-            with self._state_lock:
-                old_text = self._text
-                self._state, self._text, self._revision = built.state, built.text_file, built.last
-            # No reader holds the old state now (each holds the state lock for its
-            # block): the generations it was read from can go.
-            self._journal.release_retired()
-            if old_text is not None:
-                old_text.close()
-            return built.last
+            return following.catch_up(self._journal, self._revision, self._text,
+                                      self._follow, self._install)
+
+    def _follow(self, seq: int, events: list[Event]) -> None:
+        with self._state_lock:
+            self._state.apply_all(seq, events)
+            self._revision = seq
+
+    def _install(self, state: ProjectionState, text: RecordFile, revision: int
+                 ) -> RecordFile | None:
+        with self._state_lock:
+            old_text, self._state, self._text, self._revision = self._text, state, text, revision
+        return old_text
 
     # -- housekeeping -----------------------------------------------------------------
     def stats(self) -> StoreStats:
@@ -556,15 +421,13 @@ class Engine:
             if self._closed:
                 return
             self._closed = True
-            self._ckpt.join()
+            self._ckpt.stop()
             try:
                 if self._text is not None:
                     if not self.read_only and self._journal.failed is None:
                         self._journal.sync()
                         self._text.seal(self._revision)
-                        if self._ckpt.tail and (self._ckpt.tail >= self._ckpt.close_min
-                                                or self._ckpt.past_every()):
-                            self._close_checkpoint()
+                        self._ckpt.on_close()
                     self._text.close()
             finally:
                 self._journal.close()

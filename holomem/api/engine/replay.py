@@ -45,6 +45,12 @@ class Built(NamedTuple):
     #: each checkpoint found and not used, as ``name: reason``
     ignored: tuple[str, ...] = ()
 
+    @property
+    def opened_by(self) -> str:
+        """How the state was rebuilt (``StoreStats.opened_by``)."""
+        how = "checkpoint" if self.checkpoint else "replay"
+        return how + "+reconcile" if self.reconciled else how
+
 
 def text_file(journal: JournalBackend, directory: str, generation: int, *, read_only: bool,
               salt: int | None = None) -> RecordFile:

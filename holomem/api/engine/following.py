@@ -1,0 +1,78 @@
+"""A follower (``Store.open(read_only=True)``) catching up with the writer.
+
+Owns: :func:`catch_up` — applying the writer's new transactions, or rebuilding from
+the new generation when the writer switched (a compaction or purge) — and
+:func:`reading_depths`, how deep each thread is in ``Engine.reading()`` blocks, so that
+a follower moves to a new generation only where no block of its holds the old state.
+The engine (:mod:`holomem.api.engine.core`) holds the locks and its state; it hands
+over how to apply a transaction and how to install a rebuilt generation. Imports the
+log, the events, the projections' state and :mod:`holomem.api.engine.replay`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from holomem import events as ev
+from holomem.api.engine.replay import build
+from holomem.errors import UnavailableError
+from holomem.events import Event
+from holomem.log.backend import JournalBackend
+from holomem.log.recordfile import RecordFile
+from holomem.projections.state import ProjectionState
+
+#: Per thread: how deep in ``reading()`` blocks it is, per store (by id), so that a
+#: follower moves to a new generation only where no block of its holds the old state.
+_READING = threading.local()
+
+
+def reading_depths() -> dict[int, int]:
+    depths: dict[int, int] | None = getattr(_READING, "depths", None)
+    if depths is None:
+        depths = _READING.depths = {}
+    return depths
+
+
+def catch_up(journal: JournalBackend, revision: int, text: RecordFile | None,
+             apply: Callable[[int, list[Event]], None],
+             install: Callable[[ProjectionState, RecordFile, int], RecordFile | None]
+             ) -> int:
+    """Follower only: apply the writer's new transactions; return the new revision.
+
+    If the writer switched to a new generation (compaction, purge), the follower
+    rebuilds from it, and readers keep answering from the old state until the new
+    one is complete. Errors: ``closed``, ``corrupt``, ``io``, ``unavailable`` (the
+    generation kept being replaced while it was read; try again).
+
+    The engine is at ``revision`` (``text``, its text segment); ``apply(seq, events)``
+    applies one transaction under its state lock, and ``install(state, text, last)``
+    swaps in a rebuilt generation, answering the old text segment. The caller holds
+    the engine's write lock.
+    """
+    result = journal.refresh()
+    if not result.reset:
+        try:
+            applied = revision
+            for seq, payloads in journal.replay(result.from_seq):
+                apply(seq, ev.decode_all(payloads, seq=seq))
+                revision = seq
+            if revision != applied and journal.local_text and text is not None:
+                # A follower with its own text segment (a stream store's node)
+                # zeroed what a forget removed: on its disk too before returning.
+                text.sync()
+            return revision
+        except UnavailableError:
+            # Replaced while being read: what was applied is a true prefix;
+            # rebuild from the live generation instead.
+            if not journal.replaced():
+                raise
+            journal.refresh()
+    built = build(journal, read_only=True)
+    old_text = install(built.state, built.text_file, built.last)
+    # No reader holds the old state now (each holds the state lock for its
+    # block): the generations it was read from can go.
+    journal.release_retired()
+    if old_text is not None:
+        old_text.close()
+    return built.last

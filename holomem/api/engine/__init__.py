@@ -1,7 +1,10 @@
 """The engine tier: the journal wired to the projections (docs/contract.md §2).
 
 - :mod:`.core` — :class:`Engine`: open, ``commit(build)``, ``reading()``/``read()``,
-  followers, compaction's switch, close;
+  followers, compaction's switch, close: the state and locks its collaborators share;
+- :mod:`.checkpointing` — which checkpoint an open trusts, and the writer's checkpoints;
+- :mod:`.deferral` — ``deferring`` blocks, and when listeners hear of a commit;
+- :mod:`.following` — a follower catching up with the writer;
 - :mod:`.store` — :class:`Store`: the document calls on top of it;
 - :mod:`.view` — :class:`View`: the read handle of one revision, the only way up;
 - :mod:`.replay` and :mod:`.compaction` — building a generation, and rewriting one;

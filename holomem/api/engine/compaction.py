@@ -3,18 +3,20 @@
 Owns: the events that re-create every live document and fact as it is now
 (:func:`live_events`), the writing of them into a new generation, whose
 projections are the old ones renumbered (:func:`rewrite`), and the order of a whole
-compaction (:func:`compact`: rewrite, switch, erase the old generation). The switch
-of generations itself is the store's (``Store.compact``): it needs its locks.
+compaction (:func:`compact`: rewrite, switch, erase the old generation), under the
+locks the store hands it (``Store.compact``).
 Imports the log, the projections and the engine's view.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import numpy as np
 
 from holomem import events as ev
+from holomem.api.engine.checkpointing import Checkpointer
 from holomem.api.engine.replay import text_file
 from holomem.api.engine.view import View
 from holomem.events import (
@@ -184,13 +186,13 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
 
 
 def compact(journal: JournalBackend, view: View, text: RecordFile | None,
-            swap: Callable[[RewriteTarget, ProjectionState, RecordFile],
-                           tuple[str, RecordFile | None]]) -> None:
+            ckpt: Checkpointer, state_lock: threading.RLock,
+            install: Callable[[ProjectionState, RecordFile, int], RecordFile | None]
+            ) -> None:
     """Rewrite the journal into a new generation holding only the live state
     (docs/guarantees.md §6): ``view`` and ``text`` (its text segment) are the old one's;
-    the engine's ``swap`` switches generations and swaps its state under its state lock,
-    answering the old generation's directory and text segment. The caller holds the
-    write lock and the checkpoint lock.
+    the engine's ``install`` swaps in the new state, text segment and revision, answering
+    the old text segment. The caller holds the engine's write lock and ``ckpt.lock``.
 
     Deleted and replaced documents, forgotten facts and their events are left
     behind. The new generation is written beside the old one, synced, and
@@ -207,7 +209,13 @@ def compact(journal: JournalBackend, view: View, text: RecordFile | None,
     except BaseException:
         target.abandon()
         raise
-    old_dir, old_text = swap(target, state, new_text)
+    # The switch and the swap happen together under the state lock: a reader
+    # between them would look up the old state's sequence numbers in the new
+    # generation's journal. Readers wait for one rename and a few fsyncs.
+    with state_lock:
+        old_dir = journal.switch(target)
+        old_text = install(state, new_text, journal.last_seq)
+        ckpt.seq, ckpt.tail = 0, journal.stats().bytes
     if old_text is not None:
         old_text.close()
     # Every replaced generation is overwritten with zeros before it is unlinked,

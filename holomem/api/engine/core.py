@@ -5,10 +5,11 @@ Owns: :class:`Engine` — opening a store (replay, finishing an interrupted purg
 :class:`~holomem.api.engine.view.View` of one revision), followers' ``refresh``,
 ``compact``, ``stats``, ``sync`` and ``close``: the state that ties its parts (the
 journal, the projections, the revision, the locks) and the two hot paths, commit and
-read. Its collaborators: :mod:`.replay` (building a generation at open),
-:mod:`.checkpointing` (the checkpoints written), :mod:`.deferral` (deferring blocks,
-and who hears of a commit when), :mod:`.following` (a follower's catch-up) and
-:mod:`.compaction` (the new generation). The document calls are
+read. Its collaborators: :mod:`.replay` (building a generation at open, the journal's
+transactions), :mod:`.checkpointing` (the checkpoints written), :mod:`.deferral`
+(deferring blocks, and who hears of a commit when), :mod:`.view` (what a reader may
+write), :mod:`.following` (a follower's catch-up) and :mod:`.compaction` (the new
+generation and its switch). The document calls are
 :class:`~holomem.api.engine.store.Store`'s, built on these. Imports the log, the
 projections and the engine's other modules.
 
@@ -30,17 +31,17 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from holomem import events as ev
-from holomem.api.engine import checkpointing, compaction, following
+from holomem.api.engine import checkpointing, compaction, following, replay
 from holomem.api.engine.checkpointing import Checkpointer, CheckpointStats
 from holomem.api.engine.deferral import Deferrals, Deferred, WouldBlock
 from holomem.api.engine.following import reading_depths
 from holomem.api.engine.replay import FOLLOW_RETRIES, build
 from holomem.api.engine.types import StoreStats
-from holomem.api.engine.view import DocEvent, View
+from holomem.api.engine.view import Heal, ReaderWrites, View
 from holomem.errors import ClosedError, ReadOnlyError, UnavailableError
 from holomem.events import Event
 from holomem.log import crashpoints as cp
-from holomem.log.backend import RewriteTarget, open_journal
+from holomem.log.backend import open_journal
 from holomem.log.format import DEFAULT_SEGMENT_SIZE
 from holomem.log.recordfile import RecordFile
 from holomem.projections.state import ProjectionState
@@ -66,21 +67,23 @@ class Engine:
         self.read_only = read_only
         self._write_lock = threading.RLock()
         self._state_lock = threading.RLock()
-        self._deferrals = Deferrals(lambda: self._journal.durable_seq)
+        writes = ReaderWrites(self._write_lock, self._state_lock, lambda: self._state)
+        self._heal: Heal | None = None if read_only else writes.heal
+        self._locked = writes.locked
+        self._deferrals = Deferrals(self._journal)
         #: ``.block``: this thread's :meth:`deferring` block (absent: none)
         self._deferring = self._deferrals.local
         self._closed = False
         self._text: RecordFile | None = None
-        #: how the last open rebuilt state (see StoreStats.opened_by), and the
-        #: checkpoints it did not use, with why (StoreStats.checkpoints_ignored)
-        self.opened_by = "replay"
-        self.checkpoints_ignored: tuple[str, ...] = ()
         try:
             built = build(self._journal, read_only=read_only)
             self._state, self._text, self._revision = built.state, built.text_file, built.last
-            self._ckpt = Checkpointer(self._journal, self._state_lock, self._current,
+            self._ckpt = Checkpointer(self._journal, self._state_lock,
+                                      lambda: (self._state, self._revision),
                                       every=checkpoint_every, close_min=checkpoint_close_min,
                                       seq=built.checkpoint, tail=built.tail)
+            #: how the last open rebuilt state (see StoreStats.opened_by), and the
+            #: checkpoints it did not use, with why (StoreStats.checkpoints_ignored)
             self.opened_by, self.checkpoints_ignored = built.opened_by, built.ignored
             if self._state.purge_pending and not read_only:
                 # A purge was acknowledged but its compaction did not finish.
@@ -156,25 +159,7 @@ class Engine:
     # -- the read handle ----------------------------------------------------------------
     def _view(self, state: ProjectionState) -> View:
         return View(state, revision=self._revision, generation=self._journal.generation,
-                    journal=self._journal, heal=None if self.read_only else self._heal,
-                    locked=self._locked)
-
-    def _heal(self, state: ProjectionState, slot: int, seq: int, event: DocEvent) -> None:
-        # Unless a writer is busy: a reader may hold the state lock here, and waiting
-        # for the write lock would invert the writers' lock order.
-        if self._write_lock.acquire(blocking=False):
-            try:
-                with self._state_lock:
-                    if state is self._state and state.catalog.alive.view()[slot]:
-                        state.text.rewrite(slot, seq, event)
-            finally:
-                self._write_lock.release()
-
-    def _locked(self, build: Callable[[], None]) -> None:
-        # A lazily built index (HRR, metadata) is filled in under the state lock, so no
-        # writer applies an event to it halfway.
-        with self._state_lock:
-            build()
+                    journal=self._journal, heal=self._heal, locked=self._locked)
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[View]:
@@ -275,12 +260,11 @@ class Engine:
             self._ckpt.start()
         return seq, events
 
-    @contextlib.contextmanager
-    def deferring(self, *, blocking: bool = True) -> Iterator[Deferred]:
+    def deferring(self, *, blocking: bool = True
+                  ) -> contextlib.AbstractContextManager[Deferred]:
         """A block, on this thread, whose commits and reads do not wait for durability
         (:meth:`Deferrals.block <holomem.api.engine.deferral.Deferrals.block>` says how)."""
-        with self._deferrals.block(blocking=blocking) as block:
-            yield block
+        return self._deferrals.block(blocking=blocking)
 
     @property
     def durable_revision(self) -> int:
@@ -290,10 +274,7 @@ class Engine:
     def wait_durable(self, revision: int) -> None:
         """Return once every write up to ``revision`` is durable (batch mode: sharing,
         or leading, a group's sync). Errors: ``io.fsync``, ``io.failed``."""
-        if revision > self._journal.durable_seq:
-            self._journal.wait(revision)
-        if self._deferrals.unheard:
-            self._deferrals.tell_durable()
+        self._deferrals.wait_durable(revision)
 
     # -- checkpoints --------------------------------------------------------------------
     def checkpoint(self) -> CheckpointStats | None:
@@ -305,9 +286,6 @@ class Engine:
         with self._ckpt.lock:
             self.check(write=True)
             return self._ckpt.write()
-
-    def _current(self) -> tuple[ProjectionState, int]:
-        return self._state, self._revision
 
     def sync_text(self) -> None:
         """Sync the live text segment (zeroed records reach the disk).
@@ -340,28 +318,13 @@ class Engine:
         # erased (its checkpoints with it).
         with self._ckpt.lock:
             compaction.compact(self._journal, self._view(self._state), self._text,
-                               self._switch)
-
-    def _switch(self, target: RewriteTarget, state: ProjectionState, text: RecordFile
-                ) -> tuple[str, RecordFile | None]:
-        # The switch and the swap happen together under the state lock: a reader
-        # between them would look up the old state's sequence numbers in the new
-        # generation's journal. Readers wait for one rename and a few fsyncs.
-        with self._state_lock:
-            old_dir = self._journal.switch(target)
-            old_text = self._install(state, text, self._journal.last_seq)
-            self._ckpt.seq, self._ckpt.tail = 0, self._journal.stats().bytes
-        return old_dir, old_text
+                               self._ckpt, self._state_lock, self._install)
 
     # -- the journal --------------------------------------------------------------------
     def events(self, from_seq: int = 0) -> Iterator[tuple[int, list[Event]]]:
         """Decoded transactions from ``from_seq`` up to the current revision."""
         self.check()
-        last = self._revision
-        for seq, payloads in self._journal.replay(from_seq):
-            if seq > last:
-                break
-            yield seq, ev.decode_all(payloads, seq=seq)
+        yield from replay.transactions(self._journal, from_seq, self._revision)
 
     def subscribe(self, listener: Callable[[int, list[Event]], None]) -> None:
         """Call ``listener(seq, events)`` after every committed transaction (writer only)."""

@@ -7,7 +7,7 @@ tells anyone of the block's results — :class:`WouldBlock`, what a commit of a
 block that may not wait raises when another writer or a reader holds the store — and
 :class:`Deferrals`: each thread's block, and the listeners of ``Engine.subscribe``,
 who hear of a commit once it is durable (of a deferred one, once a wait saw it so).
-Imports the standard library and the events' type.
+Imports the standard library, the events' type and the journal's interface.
 
 Why: a caller that serves many requests on one thread (the HTTP server's event loop)
 can then run a small write there and wait for its fsync without a thread of its own,
@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 
 from holomem.errors import InvalidError
 from holomem.events import Event
+from holomem.log.backend import JournalBackend
 
 
 class WouldBlock(Exception):
@@ -48,17 +49,16 @@ class Deferred:
 
 class Deferrals:
     """One store's ``deferring`` blocks (``local.block``: this thread's, absent: none)
-    and its listeners, with the deferred commits they have not heard of yet.
-    ``durable()`` answers the newest revision known to be durable."""
+    and its listeners, with the deferred commits they have not heard of yet."""
 
-    def __init__(self, durable: Callable[[], int]) -> None:
+    def __init__(self, journal: JournalBackend) -> None:
         #: ``.block``: this thread's :meth:`block` (absent: none)
         self.local = threading.local()
         self.listeners: list[Callable[[int, list[Event]], None]] = []
         #: deferred commits not yet durable, whose listeners have not heard of them
         self.unheard: list[tuple[int, list[Event]]] = []
         self._unheard_lock = threading.Lock()
-        self._durable = durable
+        self._journal = journal
 
     @contextlib.contextmanager
     def block(self, *, blocking: bool) -> Iterator[Deferred]:
@@ -89,6 +89,13 @@ class Deferrals:
         with self._unheard_lock:
             self.unheard.append((seq, events))
 
+    def wait_durable(self, revision: int) -> None:
+        """``Engine.wait_durable``: then listeners hear of the deferred commits it covers."""
+        if revision > self._journal.durable_seq:
+            self._journal.wait(revision)
+        if self.unheard:
+            self.tell_durable()
+
     def tell(self, seq: int, events: list[Event]) -> None:
         """Listeners hear of a durable transaction; deferred ones it covers first."""
         if self.unheard:
@@ -97,7 +104,7 @@ class Deferrals:
             listener(seq, events)
 
     def tell_durable(self) -> None:
-        durable = self._durable()
+        durable = self._journal.durable_seq
         with self._unheard_lock:
             ready = [told for told in self.unheard if told[0] <= durable]
             self.unheard = [told for told in self.unheard if told[0] > durable]

@@ -1,6 +1,7 @@
 """Building a generation's projections from its journal, and trusting its text segment.
 
-Owns: the replay of a whole generation into fresh projections (:func:`build`),
+Owns: the replay of a whole generation into fresh projections (:func:`build`), the
+decoded transactions of a stretch of the journal (:func:`transactions`),
 the reconciliation of the text segment with what the journal says it must hold,
 and the retries of a follower whose generation the writer replaces while it
 replays. Imports the log and the projections; the file of the text segment is a
@@ -13,6 +14,7 @@ import contextlib
 import ctypes
 import logging
 import os
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from holomem import events as ev
@@ -77,6 +79,15 @@ def build(journal: JournalBackend, *, read_only: bool) -> Built:
             journal.refresh()  # resets to the live generation
     raise UnavailableError(f"the store at {journal.path!r} changed generation "
                            f"{FOLLOW_RETRIES} times while a follower rebuilt; try again")
+
+
+def transactions(journal: JournalBackend, from_seq: int, last: int
+                 ) -> Iterator[tuple[int, list[ev.Event]]]:
+    """The journal's transactions from ``from_seq`` up to ``last``, decoded."""
+    for seq, payloads in journal.replay(from_seq):
+        if seq > last:
+            break
+        yield seq, ev.decode_all(payloads, seq=seq)
 
 
 def _build_once(journal: JournalBackend, *, read_only: bool) -> Built:

@@ -3,8 +3,10 @@
 Owns: :class:`View` — the only way the memory API reads the engine: the
 projections (catalog, fact index, postings, embeddings, entities, HRR), the text
 record of a slot (from the text segment or, failing that, the journal), scored
-search, and the id restrictions of the filtered path. Imports the log (to read a
-transaction back), the projections and :mod:`holomem.api.engine.validate`.
+search, and the id restrictions of the filtered path; and :class:`ReaderWrites`, the
+engine's side of what a view may change while it is read (a record healed, an index
+built lazily), under the engine's locks. Imports the log (to read a transaction
+back), the projections and :mod:`holomem.api.engine.validate`.
 
 A view is handed out by ``Store.reading()`` (readers) and to the ``build`` of
 ``Store.commit`` (under the write lock): it stays valid for that block only.
@@ -12,6 +14,7 @@ A view is handed out by ``Store.reading()`` (readers) and to the ``build`` of
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -42,6 +45,35 @@ RECORDS_KEPT = 32
 RECORD_KEPT_BYTES = 16 * 1024
 #: Rewrites a record that did not read back intact (the writer's; None on a follower).
 Heal = Callable[[ProjectionState, int, int, DocEvent], None]
+
+
+class ReaderWrites:
+    """What a reader may write, under the engine's ``write_lock`` and ``state_lock``;
+    ``current()`` answers the engine's state."""
+
+    def __init__(self, write_lock: threading.RLock, state_lock: threading.RLock,
+                 current: Callable[[], ProjectionState]) -> None:
+        self._write_lock = write_lock
+        self._state_lock = state_lock
+        self._current = current
+
+    def heal(self, state: ProjectionState, slot: int, seq: int, event: DocEvent) -> None:
+        """Rewrite a record of ``state`` that did not read back intact (a :data:`Heal`)."""
+        # Unless a writer is busy: a reader may hold the state lock here, and waiting
+        # for the write lock would invert the writers' lock order.
+        if self._write_lock.acquire(blocking=False):
+            try:
+                with self._state_lock:
+                    if state is self._current() and state.catalog.alive.view()[slot]:
+                        state.text.rewrite(slot, seq, event)
+            finally:
+                self._write_lock.release()
+
+    def locked(self, build: Callable[[], None]) -> None:
+        # A lazily built index (HRR, metadata) is filled in under the state lock, so no
+        # writer applies an event to it halfway.
+        with self._state_lock:
+            build()
 
 
 class Transactions:

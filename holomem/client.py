@@ -224,7 +224,7 @@ class _Call:
         """The method's result: the answer under the row's key, as the row's type."""
         key = self.row.key
         out = msgspec.convert(payload if key is None else payload[key], self.row.result)
-        return out[0] if self.row.method == "remember" else out  # one of a list of one
+        return out[0] if self.row.single else out
 
 
 def _done(result: Any, progress: Progress | None) -> Any:

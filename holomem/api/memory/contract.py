@@ -87,10 +87,8 @@ def decode(op: object, request: object) -> Invocation:
     except RecursionError as exc:  # a last guard: check_depth should make this unreachable
         raise InvalidError("the request nests too deeply") from exc
     args, kwargs = the.args(req) if the.args is not None else ((), fields(req))
-    key = the.key
-    wrap = _same if key is None else (lambda result: {key: result})
-    if the.method == "remember":  # one fact, answered as the batch's list of one
-        wrap = lambda result: {"remembered": [result]}  # noqa: E731
+    key, single = the.key, the.single
+    wrap = _same if key is None else (lambda result: {key: [result] if single else result})
     return Invocation(the.method, args, kwargs, wrap)
 
 

@@ -83,6 +83,9 @@ class Op(NamedTuple):
     #: Its inverse where renaming is needed: a call's arguments -> the request's fields
     #: (what a client sends; :func:`asked`).
     inverse: Inverse | None = None
+    #: The method answers one item of ``result`` (a list), which the response holds as
+    #: a list of one: a remember of one fact answers as a batch of one does.
+    single: bool = False
 
 
 def fields(request: Any) -> dict[str, Any]:
@@ -113,7 +116,7 @@ def _why_asked(given: dict[str, Any]) -> dict[str, Any]:
 _OPS = (
     Op("remember", "remember", RememberInput, list[Remembered], "remembered", True, "place",
        "Store one fact, or several ({\"facts\": [...]}) in one transaction",
-       lambda req: ((req,), {})),
+       lambda req: ((req,), {}), single=True),
     Op("recall", "recall", rq.RecallRequest, list[Recalled], "results", False, "prefix",
        "The facts most relevant to a query, best first",
        lambda req: ((req.query, _recall_options(req)), {})),

@@ -147,9 +147,6 @@ class Session:
         #: policy is handed (set by the Memory that holds the session).
         self.owner: Any = None
 
-    def now(self) -> int:
-        return self.clock.now_ms()
-
     def check_pinned(self, view: View) -> None:
         """Refuse to mix this session's vectors with another embedder's (§4e): the
         store must still hold the identity this session pinned."""

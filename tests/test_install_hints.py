@@ -87,6 +87,10 @@ CASES = [
      "UnavailableError", DEPENDENCIES),
     ("safetensors", "from holomem.embedders import MiniLM; MiniLM().embed(['x'])",
      "UnavailableError", DEPENDENCIES),
+    ("onnxruntime", "from holomem.embedders import MiniLM; MiniLM().embed(['x'])",
+     "UnavailableError", DEPENDENCIES),
+    ("onnx", "from holomem.embedders import MiniLM; MiniLM().embed(['x'])",
+     "UnavailableError", DEPENDENCIES),
     ("matplotlib", "import runpy; runpy.run_path('benchmarks/plot.py')",
      "ModuleNotFoundError", install_extra("bench")),
 ]

@@ -64,7 +64,7 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("holomem.events", EVENTS, ("msgspec",)),
     # Embedders (issue 14) stand apart: text in, vectors out, errors from the tree.
     ("holomem.embedders", ("holomem.errors", "holomem.embedders"),
-     ("msgspec", "numpy", "tokenizers", "safetensors")),
+     ("msgspec", "numpy", "tokenizers", "safetensors", "onnxruntime", "onnx")),
     # The approximate vector index (the ann extra) is the only user of usearch.
     ("holomem.projections.vectorindex", PROJECTIONS, ("numpy", "usearch")),
     ("holomem.projections", PROJECTIONS, ("numpy", "msgspec", "Stemmer")),

@@ -1,17 +1,14 @@
-"""A BERT encoder's forward pass in numpy, one sequence length at a time.
+"""A BERT encoder's weights, laid out for inference.
 
-Owns: the weights of a BERT-style encoder laid out for inference (:class:`BertWeights`,
-built from a safetensors state dict by :func:`weights_from_state`) and
-:func:`encode_group`, which runs every layer over a group of sequences of one length.
-Imports numpy only; the tokenizer, the weights' origin and pooling live elsewhere.
+Owns: :class:`BertWeights` and :class:`Layer`, built from a Hugging Face ``BertModel``
+state dict by :func:`weights_from_state`. Imports numpy only; the graph that runs them
+is ``holomem.embedders.graph``, the tokenizer and pooling ``holomem.embedders.minilm``.
 
-Why one length per group: nothing is padded, so no reduction ever runs over a padded
-position and no matrix product's shape depends on which other texts share the call.
-Every product is a stack of per-sequence products (numpy's ``matmul`` runs one
-``gemm`` per leading index), so a sequence gets the same bytes alone or in a batch of
-any composition. The layout follows the original BERT: embeddings (word + position +
-token type 0) and LayerNorm, then per layer self-attention and a GELU feed-forward
-block, each followed by a residual LayerNorm.
+The layout follows the original BERT: embeddings (word + position + token type 0) and
+LayerNorm, then per layer self-attention and a GELU feed-forward block, each followed
+by a residual LayerNorm. What can be folded ahead of time is: the query's weights and
+bias carry the 1/sqrt(head dim) of the attention scores, the three projections are one
+[d, 3d] matrix, and the token-type-0 embedding is added into the position table.
 """
 
 from __future__ import annotations
@@ -24,19 +21,6 @@ import numpy as np
 import numpy.typing as npt
 
 F32 = npt.NDArray[np.float32]
-
-# GELU uses the exact Gaussian CDF: gelu(x) = x * Phi(x) = relu(x) - |x| * Phi(-|x|)
-# (both sides agree for either sign of x). numpy has no erf; Abramowitz & Stegun 7.1.26
-# gives Phi(-a) = 0.5 * erfc(a / sqrt 2) ~ 0.5 * poly(u) * exp(-a^2 / 2) with
-# u = 1 / (1 + P a / sqrt 2), |error| <= 1.5e-7 / 2, below float32 resolution near 1.
-# With v = 1 / (K + a), K = sqrt 2 / P, u = K v, so K^j and the 0.5 fold into the
-# coefficients: one pass fewer, and no sign handling.
-_AS_P = 0.3275911
-_AS_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
-_GELU_K = np.float32(math.sqrt(2.0) / _AS_P)
-_GELU_C = tuple(np.float32(0.5 * a * (math.sqrt(2.0) / _AS_P) ** (j + 1))
-                for j, a in enumerate(_AS_A))
-
 
 @dataclass(frozen=True, slots=True)
 class Layer:
@@ -82,7 +66,7 @@ def _f32(a: npt.NDArray[np.generic]) -> F32:
 def weights_from_state(state: Mapping[str, npt.NDArray[np.generic]], *, heads: int,
                        eps: float, prefix: str = "") -> BertWeights:
     """Lay out a Hugging Face ``BertModel`` state dict (``embeddings.*``,
-    ``encoder.layer.N.*``) for :func:`encode_group`. Raises ``KeyError`` or
+    ``encoder.layer.N.*``) for ``holomem.embedders.graph``. Raises ``KeyError`` or
     ``ValueError`` on a state dict of another shape: callers pass only files whose
     digest they pinned, so that would be a bug, not bad input."""
 
@@ -124,69 +108,3 @@ def weights_from_state(state: Mapping[str, npt.NDArray[np.generic]], *, heads: i
                        ln_b=get("embeddings.LayerNorm.bias"),
                        layers=tuple(layers), heads=heads, eps=eps)
 
-
-def _layer_norm(x: F32, g: F32, b: F32, eps: float) -> F32:
-    mean = x.mean(axis=-1, keepdims=True)
-    x = x - mean
-    var = np.mean(x * x, axis=-1, keepdims=True)
-    var += np.float32(eps)
-    np.sqrt(var, out=var)
-    x /= var
-    x *= g
-    x += b
-    return x
-
-
-def _gelu(x: F32) -> F32:
-    """gelu(x), in place on a fresh array ``x`` (see the constants above)."""
-    a = np.abs(x)
-    v = a + _GELU_K
-    np.reciprocal(v, out=v)
-    c0, c1, c2, c3, c4 = _GELU_C
-    q = v * c4
-    for c in (c3, c2, c1, c0):
-        q += c
-        q *= v
-    e = a * np.float32(-0.5)
-    e *= a
-    np.exp(e, out=e)
-    q *= e  # Phi(-|x|)
-    q *= a
-    np.maximum(x, np.float32(0.0), out=x)
-    x -= q
-    return x
-
-
-def encode_group(w: BertWeights, ids: npt.NDArray[np.int64]) -> F32:
-    """Hidden states [n, length, d] for ``ids`` [n, length], every row one whole
-    sequence (special tokens included, no padding), length <= ``w.max_positions``."""
-    n, length = ids.shape
-    d = w.dim
-    heads = w.heads
-    hd = d // heads
-    x = w.word[ids]
-    x += w.position[:length]
-    x = _layer_norm(x, w.ln_g, w.ln_b, w.eps)
-    for layer in w.layers:
-        qkv = x @ layer.qkv_w
-        qkv += layer.qkv_b
-        # [n, length, 3, heads, hd] -> three [n, heads, length, hd] views
-        qkv5 = qkv.reshape(n, length, 3, heads, hd).transpose(2, 0, 3, 1, 4)
-        q, k, v = qkv5[0], qkv5[1], qkv5[2]
-        scores = q @ k.transpose(0, 1, 3, 2)  # [n, heads, length, length]
-        scores -= scores.max(axis=-1, keepdims=True)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=-1, keepdims=True)
-        ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(n, length, d)
-        attn = ctx @ layer.out_w
-        attn += layer.out_b
-        attn += x
-        x = _layer_norm(attn, layer.ln1_g, layer.ln1_b, w.eps)
-        h = x @ layer.ff1_w
-        h += layer.ff1_b
-        h = _gelu(h)
-        out = h @ layer.ff2_w
-        out += layer.ff2_b
-        out += x
-        x = _layer_norm(out, layer.ln2_g, layer.ln2_b, w.eps)
-    return x

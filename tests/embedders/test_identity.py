@@ -20,7 +20,7 @@ from holomem.embedders.minilm import DIGEST, archive_path, files_digest
 
 PINNED = EmbedderIdentity(
     name="minilm",
-    digest="7724eb53b53eb72106f6a5edb9afd7af5043ae750f5a9cca5de825192b6d0c79",
+    digest="f0021502724893fe953241c06351d80334620d0ed7c59e0d4371fddebe018406",
     dim=384, normalized=True, pooling="mean", max_tokens=256)
 
 

@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 import msgspec
+import numpy as np
+import numpy.typing as npt
 import pytest
 
+from holomem import ConflictError, Memory, Store
 from holomem.embedders import Embedder, EmbedderIdentity, MiniLM, by_name
 from holomem.embedders.minilm import DIGEST, archive_path, files_digest
 
@@ -62,3 +67,34 @@ def test_an_identity_is_a_frozen_keyword_only_struct_that_round_trips() -> None:
         EmbedderIdentity("minilm", DIGEST, 384, True, "mean", 256)  # type: ignore[misc]
     assert msgspec.json.decode(msgspec.json.encode(identity), type=EmbedderIdentity) == identity
     assert hash(identity) == hash(PINNED)
+
+
+#: What minilm's identity was at revision 1 (the float32 model run in numpy).
+REVISION_1 = msgspec.structs.replace(
+    PINNED, digest="7724eb53b53eb72106f6a5edb9afd7af5043ae750f5a9cca5de825192b6d0c79")
+
+
+class _Revision1:
+    """Stands in for holomem before issue 29: revision 1's identity; its vectors are
+    revision 2's, which is all a store can tell apart by."""
+
+    identity = REVISION_1
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return by_name("minilm").embed(texts)
+
+
+def test_a_store_written_by_revision_1_is_a_conflict_until_it_is_reembedded(
+        tmp_path: Path) -> None:
+    texts = ["She works as a nurse", "Alice lives in Paris", "Bob drinks green tea"]
+    with Store.open(tmp_path / "s", sync="none") as store:
+        Memory(store, embedder=_Revision1()).remember_many([{"text": t} for t in texts])
+    with Store.open(tmp_path / "s", sync="none") as store:
+        with pytest.raises(ConflictError, match="reembed") as refused:
+            Memory(store, embedder="minilm")
+        assert "7724eb53b53e" in str(refused.value) and PINNED.digest[:12] in str(refused.value)
+        memory = Memory(store, embedder="minilm", reembed=True)
+        assert memory.reembed() == len(texts)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        hit = Memory(store, embedder="minilm").recall("what is her job", k=1)
+        assert [r.text for r in hit] == ["She works as a nurse"]

@@ -60,7 +60,7 @@ class Memory:
                  clock: Clock | None = None,
                  policies: Mapping[str, Callable[..., Any]] | None = None,
                  initial: MemoryConfig | Mapping[str, Any] | None = None,
-                 persist: bool = False, embedder: Embedder | None = None,
+                 persist: bool = False, embedder: Embedder | str | None = None,
                  reembed: bool = False) -> None:
         self.session = Session(store, config, clock=clock, policies=policies, initial=initial,
                                persist=persist, embedder=embedder, reembed=reembed)

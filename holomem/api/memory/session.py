@@ -89,7 +89,7 @@ class Session:
                  clock: Clock | None = None,
                  policies: Mapping[str, Callable[..., Any]] | None = None,
                  initial: MemoryConfig | Mapping[str, Any] | None = None,
-                 persist: bool = False, embedder: Embedder | None = None,
+                 persist: bool = False, embedder: Embedder | str | None = None,
                  reembed: bool = False) -> None:
         """A session over ``store``, under the store's configuration (docs/contract.md §4c).
 
@@ -102,10 +102,11 @@ class Session:
                 needs it supplied again).
             initial: what a door applies to a store that has recorded nothing yet.
             persist: record ``config`` even though the store recorded another one.
-            embedder: embeds facts and queries given without a vector (docs/contract.md §4e).
-                None: the configuration's ``embedder`` by name, else the built-in the
-                store recorded, else none. Its identity is recorded by the first
-                writer that uses one.
+            embedder: embeds facts and queries given without a vector (docs/contract.md §4e);
+                a built-in's name (``"minilm"``) stands for that built-in. None: the
+                configuration's ``embedder`` by name, else the built-in the store
+                recorded, else none. Its identity is recorded by the first writer
+                that uses one.
             reembed: open even though the store's vectors are another embedder's;
                 ``Memory.reembed`` must then rewrite them before remember or recall
                 embeds anything.

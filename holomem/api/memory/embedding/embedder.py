@@ -54,7 +54,10 @@ def describe(raw: bytes) -> str:
 def choose(given: object, config: MemoryConfig, recorded: bytes | None) -> Embedder | None:
     """The embedder a Memory uses. Errors: ``invalid_request`` (not an embedder, an
     unknown name, a name that disagrees with the object), ``unavailable`` (a built-in
-    whose model is not installed)."""
+    whose model is not installed). A name given in place of the object (``"minilm"``)
+    is the built-in of that name."""
+    if isinstance(given, str):
+        given = by_name(given)
     if given is not None:
         if not isinstance(given, Embedder) or not isinstance(given.identity,
                                                              EmbedderIdentity):

@@ -185,7 +185,9 @@ def _load(path: str) -> _Model:
     return _Model(session=session, tokenizer=tokenizer)
 
 
-_POOL: list[ThreadPoolExecutor] = []
+#: The process's embedding threads and the process they were started in (threads do
+#: not survive a fork: a child starts its own).
+_POOL: dict[int, ThreadPoolExecutor] = {}
 
 
 def _workers() -> int:
@@ -197,13 +199,17 @@ def _workers() -> int:
 
 
 def _pool() -> ThreadPoolExecutor:
-    """The process's embedding threads, started on the first batch that needs them."""
-    if not _POOL:
+    """This process's embedding threads, started on the first batch that needs them."""
+    pid = os.getpid()
+    pool = _POOL.get(pid)
+    if pool is None:
         with _LOCK:
-            if not _POOL:
-                _POOL.append(ThreadPoolExecutor(max_workers=_workers(),
-                                                thread_name_prefix="holomem-embed"))
-    return _POOL[0]
+            pool = _POOL.get(pid)
+            if pool is None:
+                _POOL.clear()
+                pool = _POOL[pid] = ThreadPoolExecutor(max_workers=_workers(),
+                                                       thread_name_prefix="holomem-embed")
+    return pool
 
 
 def _model(path: str) -> _Model:

@@ -1,16 +1,17 @@
 """An embedder is deterministic: the same text gives the same bytes, on repeat and in
 any batch composition (issue 14, item 2).
 
-``minilm`` groups a call's texts by token count and never pads, and every matrix
-product is a stack of per-sequence products, so a text's vector cannot depend on its
-neighbours, their number, their order, or how a large group is split into chunks.
-Hypothesis draws batches mixing arbitrary text with sentences of equal token counts
-(so that groups of several sequences really form) and compares each row's bytes
-with the text embedded alone.
+``minilm`` runs each text alone, as one unpadded sequence on one thread, and spreads
+a batch over a pool of threads, so a text's vector cannot depend on its neighbours,
+their number, their order, which thread ran it, or the process (a forked child
+starts threads of its own). Hypothesis draws batches mixing arbitrary text with
+sentences of equal token counts and compares each row's bytes with the text embedded
+alone.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -83,3 +84,22 @@ def test_threads_embedding_at_once_get_the_same_bytes() -> None:
         t.join()
     assert errors == []
     assert results == [expected] * 4
+
+
+def test_a_forked_child_embeds_a_batch_as_its_parent_does() -> None:
+    texts = [f"turn {i}: we went hiking near the lake" for i in range(6)]
+    mine = by_name("minilm").embed(texts)  # the parent's threads are running now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its own threads, the same bytes
+        try:
+            os.write(write, by_name("minilm").embed(texts).tobytes())
+        finally:
+            os._exit(0)
+    os.close(write)
+    got = b""
+    while chunk := os.read(read, 1 << 16):
+        got += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert got == mine.tobytes()

@@ -282,6 +282,15 @@ class BM25:
         found, _, memo = self._found(query, alive)
         return exhaustive.scored(found, alive, allowed, self._norms(), memo)
 
+    def word_ceiling(self) -> float:
+        """The most one word can add to any document's score: idf * (k1 + 1) of a term
+        a single live document holds (the highest idf there is). A term's contribution
+        idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen)) stays below
+        idf * (k1 + 1), since the length term is positive for a document holding it.
+        0.0 on an empty store."""
+        n = self.catalog.live
+        return self.idf(n, 1) * (self.k1 + 1.0) if n else 0.0
+
     def top(self, query: str, k: int, allowed: np.ndarray | None = None
             ) -> tuple[np.ndarray, np.ndarray]:
         """Every live document that may be among the ``k`` best for ``query``, with its

@@ -16,10 +16,27 @@ has bm25 = 0, and one without an embedding has cosine = 0. W_LEXICAL = W_SEMANTI
 did not help (benchmarks/locomo.py records the measurement).
 
 A memory can choose another fusion (:class:`FusionParams`): the linear one with
-another lexical weight w (score = w * bm25/max + (1 - w) * max(cosine, 0)), or
+another lexical weight w (score = w * bm25/max + (1 - w) * max(cosine, 0)),
 reciprocal-rank fusion, score = w / (k + lexical rank) + (1 - w) / (k + semantic
 rank), ranks counted from 1 among the documents that have that signal (a missing
-signal adds nothing). Document search always uses the default.
+signal adds nothing), or the bounded fusion, where neither signal's part is inflated
+by the other candidates being weak:
+
+    score = w * bm25 / max(max_bm25, word_ceiling)
+          + (1 - w) * exp((c - c_best) / SEMANTIC_TEMPERATURE),   c = max(cosine, 0)
+
+``word_ceiling`` is the most one word can add to a document's score in this store
+(idf * (k1 + 1) of a term one document holds: BM25.word_ceiling), so a match on a
+single word never counts as the full lexical part just because nothing else
+matched; ``c_best`` is the best c among the candidates, and the semantic part (0
+for every candidate when c_best is 0) falls by a factor e for every
+SEMANTIC_TEMPERATURE of cosine below the best, so a clearly better semantic match
+keeps a clear lead over the rest instead of the few hundredths of raw cosine
+MiniLM spreads its answers over. Both parts lie in [0, 1]. Only the best cosine and
+a document's own enter its semantic part, and the semantic part rises with the
+cosine: like the linear fusion's, its top k needs only the k best cosines and every
+lexical match (:meth:`holomem.api.engine.view.View.fused`'s ``depth``).
+Document search always uses the default.
 
 Ranking: score descending, then slot ascending (the order documents were written),
 so equal scores always come back in the same order.
@@ -33,11 +50,16 @@ import numpy as np
 
 W_LEXICAL = 0.5
 W_SEMANTIC = 0.5
+#: The bounded fusion's semantic scale: a candidate this much cosine below the best
+#: gets 1/e of the best's semantic part (a cosine gap of 0.2 separates a related
+#: sentence from an unrelated one for MiniLM-sized sentence encoders).
+SEMANTIC_TEMPERATURE = 0.2
 
 
 class FusionParams(NamedTuple):
-    """How a query's two signals combine: ``method`` "linear" or "rrf"; the lexical
-    signal's weight (the semantic one gets the rest); RRF's rank offset ``rrf_k``."""
+    """How a query's two signals combine: ``method`` "linear", "bounded" or "rrf"; the
+    lexical signal's weight (the semantic one gets the rest); RRF's rank offset
+    ``rrf_k``."""
 
     method: str = "linear"
     lexical_weight: float = W_LEXICAL
@@ -56,15 +78,23 @@ class Fusion(NamedTuple):
     score: np.ndarray  # float64
     lexical: np.ndarray  # float64, raw BM25 (0 where no lexical match)
     semantic: np.ndarray | None  # float64 cosine, or None without a query embedding
+    #: what the fusion divided BM25 by (0.0: nothing, or no lexical match) and the best
+    #: max(cosine, 0) among the candidates (0.0 without a query embedding): with the
+    #: weights, what :func:`parts` needs to take a fused score apart
+    lexical_scale: float = 0.0
+    semantic_best: float = 0.0
 
     def take(self, order: np.ndarray) -> Fusion:
         return Fusion(self.slots[order], self.score[order], self.lexical[order],
-                      None if self.semantic is None else self.semantic[order])
+                      None if self.semantic is None else self.semantic[order],
+                      self.lexical_scale, self.semantic_best)
 
 
 def fuse(lexical: tuple[np.ndarray, np.ndarray],
          semantic: tuple[np.ndarray, np.ndarray] | None,
-         params: FusionParams = DEFAULT_FUSION) -> Fusion:
+         params: FusionParams = DEFAULT_FUSION, word_ceiling: float = 0.0) -> Fusion:
+    """The fused scores of every candidate (see the module docstring); ``word_ceiling``:
+    the bounded fusion's floor under the lexical scale (BM25.word_ceiling)."""
     lex_slots, lex_scores = lexical
     if semantic is None:
         return Fusion(lex_slots, lex_scores, lex_scores, None)
@@ -85,12 +115,44 @@ def fuse(lexical: tuple[np.ndarray, np.ndarray],
             score[at] += weight / (params.rrf_k + ranks)
         return Fusion(slots, score, lex, sem)
     top = lex.max() if len(lex) else 0.0
+    cos = np.maximum(sem, 0.0)
+    best = float(cos.max()) if len(cos) else 0.0
+    if params.method == "bounded":
+        scale = max(float(top), word_ceiling)
+        lex_part = lex / scale if scale > 0 else lex
+        score = w * lex_part + (1.0 - w) * semantic_part(cos, best)
+        return Fusion(slots, score, lex, sem, scale, best)
     lex_part = lex / top if top > 0 else lex
     if params == DEFAULT_FUSION:  # spelled out: the same floating-point steps as ever
-        score = W_LEXICAL * lex_part + W_SEMANTIC * np.maximum(sem, 0.0)
+        score = W_LEXICAL * lex_part + W_SEMANTIC * cos
     else:
-        score = w * lex_part + (1.0 - w) * np.maximum(sem, 0.0)
-    return Fusion(slots, score, lex, sem)
+        score = w * lex_part + (1.0 - w) * cos
+    return Fusion(slots, score, lex, sem, float(top), best)
+
+
+def semantic_part(cos: np.ndarray, best: float) -> np.ndarray:
+    """The bounded fusion's semantic part of ``cos`` (max(cosine, 0)) when the best
+    candidate's is ``best``: 1 at the best, 1/e every SEMANTIC_TEMPERATURE below it;
+    0 when no candidate has a positive cosine."""
+    if best <= 0:
+        return np.zeros(len(cos))
+    out: np.ndarray = np.exp((cos - best) / SEMANTIC_TEMPERATURE)
+    return out
+
+
+def parts(params: FusionParams, fused: Fusion, lexical: float, semantic: float | None
+          ) -> tuple[float, float] | None:
+    """(lexical part, semantic part) of one candidate of ``fused`` (its raw BM25 and
+    cosine) under the linear or bounded fusion: w * the first + (1 - w) * the second is
+    its fused score (before any context share). None for RRF or without a vector."""
+    if semantic is None or params.method == "rrf":
+        return None
+    scale = fused.lexical_scale
+    lex = lexical / scale if scale > 0 else lexical
+    cos = max(semantic, 0.0)
+    if params.method == "bounded":
+        return lex, float(semantic_part(np.array([cos]), fused.semantic_best)[0])
+    return lex, cos
 
 
 _BLOCK = 64

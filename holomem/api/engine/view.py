@@ -324,7 +324,8 @@ class View:
                 include = lex[0] if include is None else np.union1d(lex[0], include)
             sem = self.state.embeddings.cosine(np.frombuffer(embedding, dtype="<f4"), allowed,
                                                depth, approximate, include)
-        return fuse(lex, sem, fusion)
+        ceiling = self.state.bm25.word_ceiling() if fusion.method == "bounded" else 0.0
+        return fuse(lex, sem, fusion, ceiling)
 
     def best(self, query: str, k: int, allowed: np.ndarray | None) -> Fusion:
         """:meth:`fused` without an embedding, for the documents that may be among the
@@ -399,6 +400,8 @@ class View:
 
 def _truncates(fusion: FusionParams) -> bool:
     """Whether a fusion's top ``depth`` depends only on the ``depth`` best cosines (and
-    every lexical match): linear, with some weight on the vector. RRF ranks a lexical
-    match by its cosine's rank among every document, which a cut would lose."""
-    return fusion.method == "linear" and fusion.lexical_weight < 1.0
+    every lexical match): linear or bounded (a document's part rises with its own
+    cosine and depends otherwise only on the best one), with some weight on the
+    vector. RRF ranks a lexical match by its cosine's rank among every document,
+    which a cut would lose."""
+    return fusion.method in ("linear", "bounded") and fusion.lexical_weight < 1.0

@@ -131,11 +131,13 @@ PolicyName = Annotated[str, msgspec.Meta(pattern=f"^(none|{_CUSTOM})$",
 
 class FusionConfig(_Config, frozen=True):
     """How recall combines BM25 with cosine when a query has a vector (docs/contract.md §4e):
-    ``linear`` (w * bm25 / max bm25 + (1 - w) * cosine) or ``rrf`` (reciprocal ranks,
-    w / (rrfK + lexical rank) + (1 - w) / (rrfK + semantic rank)); w is
-    ``lexical_weight``."""
+    ``linear`` (w * bm25 / max bm25 + (1 - w) * cosine), ``bounded`` (each part
+    relative to the best candidate's, BM25's never to less than one word's most, the
+    cosine's through exp(gap / 0.2): a single weak lexical hit does not beat a clearly
+    better semantic match) or ``rrf`` (reciprocal ranks, w / (rrfK + lexical rank) +
+    (1 - w) / (rrfK + semantic rank)); w is ``lexical_weight``."""
 
-    method: Literal["linear", "rrf"] = "linear"
+    method: Literal["linear", "bounded", "rrf"] = "linear"
     lexical_weight: Fraction = 0.5
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 60
 

@@ -136,13 +136,20 @@ class MatchedTerm(Response, frozen=True):
     score: float
 
 
-class FusionInfo(Response, frozen=True):
-    """How the score was fused: ``method`` is "bm25" or "bm25+cosine"."""
+class FusionInfo(Response, frozen=True, omit_defaults=True):
+    """How the score was fused: ``method`` is "bm25", "bm25+cosine" (the linear
+    fusion), "bm25+cosine bounded" or "bm25+cosine rrf". With the linear or bounded
+    fusion, ``lexical_part`` and ``semantic_part`` are the two signals as the fusion
+    normalised them: ``lexical_weight * lexical_part + semantic_weight *
+    semantic_part`` is the fused score before any context share (None, and left out
+    of the JSON, otherwise)."""
 
     method: str
     lexical_weight: float
     semantic_weight: float
     fused_score: float
+    lexical_part: float | None = None
+    semantic_part: float | None = None
 
 
 class ChainEntry(Response, frozen=True):

@@ -18,7 +18,7 @@ from holomem.api.memory.facts.records import wanted
 from holomem.api.memory.graph import reach
 from holomem.api.memory.recall.rank import Ranking
 from holomem.api.memory.types import ChainEntry, Explanation, FusionInfo, MatchedTerm
-from holomem.projections.fusion import W_LEXICAL, W_SEMANTIC
+from holomem.projections.fusion import DEFAULT_FUSION, W_LEXICAL, W_SEMANTIC, parts
 
 
 def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
@@ -36,8 +36,12 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
     if ranking.policies.context is not None:  # each fact's score before its neighbours'
         plain = ranking.plain()
         own = dict(zip(plain.slots.tolist(), plain.score.tolist(), strict=True))
-    emb = ranking.embedding
-    method, w_lex, w_sem = ("bm25+cosine", W_LEXICAL, W_SEMANTIC) if emb else ("bm25", 1.0, 0.0)
+    emb, params = ranking.embedding, ranking.policies.fusion
+    method, w_lex, w_sem = ("bm25", 1.0, 0.0)
+    if emb:  # the weights the fusion used (document search's are W_LEXICAL, W_SEMANTIC)
+        method = "bm25+cosine" + ("" if params.method == "linear" else " " + params.method)
+        w_lex, w_sem = ((W_LEXICAL, W_SEMANTIC) if params == DEFAULT_FUSION
+                        else (params.lexical_weight, 1.0 - params.lexical_weight))
     # Every explained fact's matched terms at once: each term's postings read once.
     terms = view.bm25.matched_many(ranking.query, [int(s) for s in slots])
     cut = reach.bounds(ranking.reached)
@@ -63,8 +67,9 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
             id=fid, retrieved=retrieved, rank=rank,
             lexical_score=mine.lexical if mine else 0.0,
             semantic_score=mine.semantic if mine else None,
-            fusion=FusionInfo(method=method, lexical_weight=w_lex, semantic_weight=w_sem,
-                              fused_score=mine.fused if mine else 0.0),
+            fusion=_fusion(method, w_lex, w_sem, mine.fused if mine else 0.0,
+                           parts(params, fused, mine.lexical, mine.semantic)
+                           if mine and emb else None),
             matched_terms=[MatchedTerm(term=m.term, tf=m.tf, idf=m.idf, score=m.score)
                            for m in matched],
             recency_multiplier=mine.recency if mine else 1.0,
@@ -79,6 +84,15 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
                    if slot in ranking.reached else None),
             graph_bounds=cut))
     return out
+
+
+def _fusion(method: str, w_lex: float, w_sem: float, score: float,
+            split: tuple[float, float] | None) -> FusionInfo:
+    if split is None:
+        return FusionInfo(method=method, lexical_weight=w_lex, semantic_weight=w_sem,
+                          fused_score=score)
+    return FusionInfo(method=method, lexical_weight=w_lex, semantic_weight=w_sem,
+                      fused_score=score, lexical_part=split[0], semantic_part=split[1])
 
 
 def _reason(ranking: Ranking, slot: int, status: str, retrieved: bool, rank: int | None,

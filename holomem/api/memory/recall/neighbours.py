@@ -55,4 +55,5 @@ def with_context(view: View, policies: Policies, fused: Fusion,
         held = allowed[slots]
         keep, slots, total = keep[held], slots[held], total[held]
     semantic = None if fused.semantic is None else at(keep, fused.semantic)
-    return Fusion(slots.astype(np.int64), total, at(keep, fused.lexical), semantic)
+    return Fusion(slots.astype(np.int64), total, at(keep, fused.lexical), semantic,
+                  fused.lexical_scale, fused.semantic_best)

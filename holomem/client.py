@@ -31,8 +31,9 @@ write may have been applied: retrying it is a no-op). A write sent to a server t
 not the tenant's writer (docs/scale-out.md §8.7) is answered with a 307: the client
 sends it to that http(s) URL with its own headers, at most :data:`MAX_HOPS` times.
 
-Over the wire, ``export`` reads pages through ``export_page`` and ``import_`` sends
-bounded requests (:class:`_Import`; ``remember_many``: at most 1,000 facts a request).
+Over the wire, ``export`` reads pages through ``export_page``, and ``import_`` sends the
+bounded requests :class:`~holomem.api.memory.transfer.parts.ImportParts` cuts it into
+(``remember_many``: at most 1,000 facts a request).
 ``render_context`` runs here; what needs the process that holds the store — the
 ``with_*`` calls, ``reembed``, ``notify``, a ``rerank`` or ``counter`` argument — raises
 ``InvalidError``, and ``store``, ``config``, ``embedder``, ``clock``, ``policies`` and
@@ -42,10 +43,8 @@ server's configuration; ``holomem config STORE --set FILE`` changes it).
 
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
-import re
 import types
 from collections.abc import (
     AsyncIterable,
@@ -57,7 +56,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import Any, Concatenate, Generic, NamedTuple, ParamSpec, Self, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 try:
     import httpx
@@ -69,20 +68,20 @@ except ImportError as _missing:  # the serve extra is not installed
 import msgspec
 
 from holomem.api.engine import validate
-from holomem.api.memory import contract, filters, ops, requests
+from holomem.api.memory import contract, filters, ops
 from holomem.api.memory.facts import listing
 from holomem.api.memory.forget import consolidation, removal
 from holomem.api.memory.memory import Memory
 from holomem.api.memory.progress import Progress, callback
 from holomem.api.memory.recall import rank
 from holomem.api.memory.transfer import exchange, pages
+from holomem.api.memory.transfer.parts import REQUEST_BYTES, ImportParts
 from holomem.api.memory.transfer.records import ImportReport
 from holomem.api.memory.types import MaintenanceOptions, RememberInput
 from holomem.api.memory.window import budget, render
 from holomem.errors import (
     HolomemError,
     InvalidError,
-    LimitError,
     StoreLockedError,
     UnavailableError,
     from_code,
@@ -92,8 +91,6 @@ __all__ = ["AsyncClient", "Client", "REQUEST_BYTES"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-#: The most bytes of records one import request carries (the server takes 1 MiB bodies).
-REQUEST_BYTES = 1_000_000
 #: Redirects a write follows to reach the tenant's writer (docs/scale-out.md §8.7).
 MAX_HOPS = 2
 #: What httpx raises for a request that got no usable answer.
@@ -177,7 +174,7 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def _encode(op: str, request: dict[str, Any]) -> bytes:
+def _encode(op: str, request: Any) -> bytes:
     try:
         return msgspec.json.encode(request, enc_hook=_plain)
     except (TypeError, ValueError, OverflowError, RecursionError) as exc:
@@ -269,6 +266,10 @@ def _same(response: Any) -> Any:
     return response
 
 
+#: The ``import`` op, which each request of ``import_`` runs (:class:`ImportParts`).
+_IMPORT = _Call(Memory.import_)
+
+
 # -- the wire: every failure a holomem error -------------------------------------------------
 class _Wire:
     """The server's address, and whatever comes back made an answer or a holomem error."""
@@ -347,202 +348,6 @@ def _headers(api_key: str | None, tenant: str | None) -> dict[str, str]:
     if tenant:
         headers["x-tenant-id"] = tenant
     return headers
-
-
-# -- import: records cut into bounded requests ------------------------------------------------
-class _Entry(NamedTuple):
-    line: int
-    id: str
-    record: dict[str, Any]
-    size: int
-    #: The ids its supersession links name.
-    targets: frozenset[str]
-
-
-async def _incoming(records: Iterable[Any] | AsyncIterable[Any]
-                    ) -> AsyncIterator[exchange.Incoming]:
-    """Every record checked as ``Memory.import_`` checks it (errors name its line)."""
-    if not isinstance(records, AsyncIterable):
-        for batch in exchange.batches(records, 1):
-            yield batch[0]
-        return
-    line = 0
-    async for item in records:
-        line += 1
-        if isinstance(item, (str, bytes)) and not item.strip():
-            continue  # a blank line, as Memory.import_ skips it
-        yield exchange.check(exchange.decode(item, line), line)
-
-
-class _ImportPlan:
-    """Cuts an import's records into requests of at most ``per_request`` records and
-    :data:`REQUEST_BYTES` bytes, in input order but for links: one request is one
-    ``Memory.import_`` on the server, which writes a link only when both of its facts
-    are stored by its end. So a record whose link names a fact neither in its request
-    nor sent before is held back, and sent at the front of the request after the one
-    that carries that fact (or at the end, after the held records it names: the fact
-    may be in the target store, else the link is unresolved, as Memory reports); its
-    write order, which orders ``list``, can then differ from the source's."""
-
-    def __init__(self, per_request: int) -> None:
-        self.per_request = per_request
-        self.sent: set[str] = set()
-        self.current: list[_Entry] = []
-        self.held: list[_Entry] = []
-
-    def add(self, entry: _Entry) -> list[list[_Entry]]:
-        """The requests ready once ``entry`` is taken."""
-        self.current.append(entry)
-        out = []
-        while (len(self.current) > self.per_request
-               or sum(e.size for e in self.current) > REQUEST_BYTES):
-            out += self._cut(final=False)
-        return out
-
-    def finish(self) -> list[list[_Entry]]:
-        """The remaining requests, the held records last (each after what it names)."""
-        out = []
-        while self.current:
-            out += self._cut(final=False)
-        # What a held record names and the input does not hold will not come: it may be
-        # in the target store; if not, its link is unresolved (as Memory reports it).
-        held = {e.id for e in self.held}
-        self.sent |= {t for e in self.held for t in e.targets if t not in held}
-        self.current, self.held = self.held, []
-        while self.current:
-            out += self._cut(final=False)
-        self.current, self.held = self.held, []  # only links in a cycle are left
-        while self.current:
-            out += self._cut(final=True)
-        return out
-
-    def _cut(self, *, final: bool) -> list[list[_Entry]]:
-        n, size = 0, 0
-        for e in self.current[: self.per_request]:
-            if size + e.size > REQUEST_BYTES:
-                break
-            n, size = n + 1, size + e.size
-        assert n >= 1  # every entry fits a request on its own (_Import._add checks it)
-        candidate, self.current = self.current[:n], self.current[n:]
-        if not final:  # whatever names a fact not sent yet waits (and what names it)
-            moved: set[int] = set()
-            while True:
-                here = self.sent | {e.id for i, e in enumerate(candidate) if i not in moved}
-                more = {i for i, e in enumerate(candidate)
-                        if i not in moved and not e.targets <= here}
-                if not more:
-                    break
-                moved |= more
-            self.held += [e for i, e in enumerate(candidate) if i in moved]
-            candidate = [e for i, e in enumerate(candidate) if i not in moved]
-        if not candidate:
-            return []
-        self.sent.update(e.id for e in candidate)
-        ready = [e for e in self.held if e.targets <= self.sent]
-        if ready:
-            self.held = [e for e in self.held if not e.targets <= self.sent]
-            self.current = ready + self.current
-        return [candidate]
-
-
-class _Part(NamedTuple):
-    """One import request, and the input line of each record or relation it carries."""
-
-    request: bytes
-    lines: list[int | None]
-    records: int
-
-
-#: The ``import`` op, which each request of ``import_`` runs.
-_IMPORT = _Call(Memory.import_)
-_LINE, _RELATION = re.compile(r"line (\d+): "), re.compile(r"relations\[(\d+)\]: ")
-
-
-class _Import:
-    """One ``import_`` call: its records cut into requests (:class:`_ImportPlan`), its
-    typed relations sent after them in the source's order (``order``; those without
-    one last, as given), and the reports of the requests added up."""
-
-    def __init__(self, batch_size: int, drop_embeddings: bool, relations: Iterable[Any],
-                 progress: Callable[[int], None] | None) -> None:
-        self.size = exchange.batch_size(batch_size)
-        self.drop, self.progress = drop_embeddings, progress
-        # (the input line of the record that carried it, or None: the call's own)
-        self.links: list[tuple[int | None, dict[str, Any]]] = [
-            (None, msgspec.to_builtins(x.record)) for x in exchange.relation_list(relations)]
-        self.plan = _ImportPlan(min(self.size, requests.MAX_IMPORT_RECORDS))
-        self.report = ImportReport(imported=0, unchanged=0, batches=0)
-        self.done = 0
-
-    def parts(self, records: Iterable[Any]) -> Iterator[_Part]:
-        """The requests: records as they come, then the relations."""
-        for batch in exchange.batches(records, 1):
-            yield from self._add(batch[0])
-        yield from map(self._part, self.plan.finish())
-        yield from self._relations()
-
-    async def aparts(self, records: Iterable[Any] | AsyncIterable[Any]
-                     ) -> AsyncIterator[_Part]:
-        async for item in _incoming(records):
-            for part in self._add(item):
-                yield part
-        for part in [*map(self._part, self.plan.finish()), *self._relations()]:
-            yield part
-
-    def _add(self, item: exchange.Incoming) -> Iterator[_Part]:
-        x = item.record
-        self.links += [(item.line, msgspec.to_builtins(r)) for r in x.relations]
-        x = msgspec.structs.replace(x, relations=[])
-        if self.drop and x.embedding is not None:
-            x = msgspec.structs.replace(x, embedding=None)
-        record = exchange.as_dict(x)
-        size = len(msgspec.json.encode(record)) + 1
-        if size > REQUEST_BYTES:
-            raise LimitError(f"line {item.line}: the record is {size} bytes as JSON; "
-                             f"one import request holds at most {REQUEST_BYTES}")
-        targets = frozenset(k.supersedes for k in x.links)
-        return map(self._part, self.plan.add(_Entry(item.line, x.id, record, size, targets)))
-
-    def _part(self, entries: list[_Entry], links: Sequence[tuple[int | None, Any]] = ()
-              ) -> _Part:
-        request, _ = _IMPORT.request(([e.record for e in entries],), {
-            "batch_size": self.size, "drop_embeddings": self.drop,
-            "relations": [r for _, r in links]})
-        return _Part(request, [e.line for e in entries] or [n for n, _ in links], len(entries))
-
-    def _relations(self) -> Iterator[_Part]:
-        ranked = sorted(range(len(self.links)), key=lambda i: (
-            self.links[i][1].get("order") is None, self.links[i][1].get("order") or 0, i))
-        part: list[tuple[int | None, dict[str, Any]]] = []
-        size = 0
-        for i in ranked:
-            n = len(msgspec.json.encode(self.links[i][1])) + 1
-            if part and (len(part) >= requests.MAX_IMPORT_RELATIONS or size + n > REQUEST_BYTES):
-                yield self._part([], part)
-                part, size = [], 0
-            part.append(self.links[i])
-            size += n
-        if part:
-            yield self._part([], part)
-
-    def sent(self, part: _Part, report: ImportReport) -> None:
-        self.report = ImportReport(**{f: getattr(self.report, f) + getattr(report, f)
-                                      for f in ImportReport.__struct_fields__})
-        self.done += part.records
-        if part.records and self.progress is not None:
-            self.progress(self.done)
-
-    @staticmethod
-    def renumbered(exc: HolomemError, part: _Part) -> HolomemError:
-        """``exc`` naming the line of the caller's input where it names the request's."""
-        m = _LINE.match(exc.message) or _RELATION.match(exc.message)
-        at = -1 if m is None else int(m[1]) - (m.re is _LINE)
-        if m is None or not 0 <= at < len(part.lines) or part.lines[at] is None:
-            return exc  # one of the call's own relations: its message names it already
-        out = copy.copy(exc)
-        out.message = f"line {part.lines[at]}: {exc.message[m.end():]}"
-        out.args = (out.message,)
-        return out
 
 
 # -- what no server can do for a client ------------------------------------------------------
@@ -721,10 +526,10 @@ class Client(_Served):
                 relations: Iterable[Any] = ()) -> ImportReport:
         """As ``Memory.import_``, in requests of at most 1,000 records and about 1 MB,
         each one transaction (see the module doc)."""
-        job = _Import(batch_size, drop_embeddings, relations, callback(progress))
+        job = ImportParts(batch_size, drop_embeddings, relations, progress)
         for part in job.parts(records):
             try:
-                report = self._send("import", part.request, _IMPORT.answer)
+                report = self._send("import", _encode("import", part.request), _IMPORT.answer)
             except HolomemError as exc:
                 raise job.renumbered(exc, part) from None
             job.sent(part, report)
@@ -809,10 +614,11 @@ class AsyncClient(_Served):
                       drop_embeddings: bool = False,
                       relations: Iterable[Any] = ()) -> ImportReport:
         """As ``Client.import_``; ``records`` may be a plain or an async iterable."""
-        job = _Import(batch_size, drop_embeddings, relations, callback(progress))
+        job = ImportParts(batch_size, drop_embeddings, relations, progress)
         async for part in job.aparts(records):
             try:
-                report = await self._send("import", part.request, _IMPORT.answer)
+                report = await self._send("import", _encode("import", part.request),
+                                          _IMPORT.answer)
             except HolomemError as exc:
                 raise job.renumbered(exc, part) from None
             job.sent(part, report)

@@ -92,6 +92,9 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     _concept("forget", "graph", "remember"),
     _concept("graph", "embedding", "recall"),
     _concept("holographic"),
+    # An import cut into the requests a client sends, within the contract's bounds.
+    (f"{MEMORY}.transfer.parts", (*ENGINE, *SHARED, f"{MEMORY}.transfer",
+                                  f"{MEMORY}.requests"), ("msgspec",)),
     _concept("transfer", "embedding", "forget", "graph", "remember"),
     # The token counter of compile_context uses tiktoken when it is installed (issue 19).
     (f"{MEMORY}.window.tokens", (*ENGINE, *SHARED), ("tiktoken",)),

@@ -31,6 +31,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from holomem.api.memory.about import holomem_version
 from holomem.log import fs
 
 PLUGIN_NAME = "holomem"
@@ -92,18 +93,9 @@ def install(home: Path) -> Path:
     """Write (or refresh) ``<home>/plugins/holomem/``; returns the directory."""
     target = home / "plugins" / PLUGIN_NAME
     fs.make_dirs(str(target))
-    fs.write_file_atomic(str(target / "plugin.yaml"), manifest(_version()).encode("utf-8"))
+    fs.write_file_atomic(str(target / "plugin.yaml"), manifest(holomem_version()).encode("utf-8"))
     fs.write_file_atomic(str(target / "__init__.py"), INIT_PY.encode("utf-8"))
     return target
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("holomem-db")
-    except PackageNotFoundError:
-        return "0"
 
 
 def find_hermes() -> tuple[str, bool] | None:

@@ -4,12 +4,13 @@ Owns: :class:`Engine` — opening a store (replay, finishing an interrupted purg
 ``commit(build)``, ``reading()`` / ``read(fn)`` (the only way up: a
 :class:`~holomem.api.engine.view.View` of one revision), followers' ``refresh``,
 ``compact``, ``stats``, ``sync`` and ``close``: the state that ties its parts (the
-journal, the projections, the revision, the locks) and the two hot paths, commit and
-read. Its collaborators: :mod:`.replay` (building a generation at open, the journal's
-transactions), :mod:`.checkpointing` (the checkpoints written), :mod:`.deferral`
-(deferring blocks, and who hears of a commit when), :mod:`.view` (what a reader may
-write), :mod:`.following` (a follower's catch-up) and :mod:`.compaction` (the new
-generation and its switch). The document calls are
+journal, the projections, the revision, the locks, how deep each thread is in
+``reading()`` blocks) and the two hot paths, commit and read. Its collaborators:
+:mod:`.replay` (building a generation at open, the journal's transactions),
+:mod:`.checkpointing` (the checkpoints written), :mod:`.deferral` (deferring blocks,
+and who hears of a commit when), :mod:`.view` (what a reader may write),
+:mod:`.following` (a follower's catch-up) and :mod:`.compaction` (the new generation
+and its switch). The document calls are
 :class:`~holomem.api.engine.store.Store`'s, built on these. Imports the log, the
 projections and the engine's other modules.
 
@@ -34,7 +35,6 @@ from holomem import events as ev
 from holomem.api.engine import checkpointing, compaction, following, replay
 from holomem.api.engine.checkpointing import Checkpointer, CheckpointStats
 from holomem.api.engine.deferral import Deferrals, Deferred, WouldBlock
-from holomem.api.engine.following import reading_depths
 from holomem.api.engine.replay import FOLLOW_RETRIES, build
 from holomem.api.engine.types import StoreStats
 from holomem.api.engine.view import Heal, ReaderWrites, View
@@ -49,6 +49,16 @@ from holomem.projections.state import ProjectionState
 log = logging.getLogger("holomem")
 T = TypeVar("T")
 E = TypeVar("E", bound="Engine")
+#: Per thread: how deep in ``reading()`` blocks it is, per store (by id), so that a
+#: follower moves to a new generation only where no block of its holds the old state.
+_READING = threading.local()
+
+
+def _reading_depths() -> dict[int, int]:
+    depths: dict[int, int] | None = getattr(_READING, "depths", None)
+    if depths is None:
+        depths = _READING.depths = {}
+    return depths
 
 
 class Engine:
@@ -175,7 +185,7 @@ class Engine:
         same thread, which still holds the old state.)
         """
         self.check()
-        depths = reading_depths()
+        depths = _reading_depths()
         key = id(self)
         if self.read_only and not depths.get(key) and self._journal.replaced():
             self.refresh()

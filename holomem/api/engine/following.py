@@ -1,17 +1,16 @@
 """A follower (``Store.open(read_only=True)``) catching up with the writer.
 
 Owns: :func:`catch_up` — applying the writer's new transactions, or rebuilding from
-the new generation when the writer switched (a compaction or purge) — and
-:func:`reading_depths`, how deep each thread is in ``Engine.reading()`` blocks, so that
-a follower moves to a new generation only where no block of its holds the old state.
-The engine (:mod:`holomem.api.engine.core`) holds the locks and its state; it hands
-over how to apply a transaction and how to install a rebuilt generation. Imports the
-log, the events, the projections' state and :mod:`holomem.api.engine.replay`.
+the new generation when the writer switched (a compaction or purge). The engine
+(:mod:`holomem.api.engine.core`) holds the locks and its state, and counts each
+thread's ``reading()`` blocks so that a follower moves to a new generation only where
+none holds the old state; it hands over how to apply a transaction and how to install
+a rebuilt generation. Imports the log, the events, the projections' state and
+:mod:`holomem.api.engine.replay`.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from holomem import events as ev
@@ -21,17 +20,6 @@ from holomem.events import Event
 from holomem.log.backend import JournalBackend
 from holomem.log.recordfile import RecordFile
 from holomem.projections.state import ProjectionState
-
-#: Per thread: how deep in ``reading()`` blocks it is, per store (by id), so that a
-#: follower moves to a new generation only where no block of its holds the old state.
-_READING = threading.local()
-
-
-def reading_depths() -> dict[int, int]:
-    depths: dict[int, int] | None = getattr(_READING, "depths", None)
-    if depths is None:
-        depths = _READING.depths = {}
-    return depths
 
 
 def catch_up(journal: JournalBackend, revision: int, text: RecordFile | None,

@@ -31,7 +31,10 @@ _MODELS = {"minilm": minilm.PACKAGE}
 
 
 def holomem_version() -> str:
-    """The installed distribution's version (``0+unknown`` in a checkout never installed)."""
+    """The installed distribution's version: the one reader of it (``holomem --version``,
+    ``capabilities``, the OpenAPI document, the MCP server, the Hermes plugin's
+    manifest). In a checkout never installed, ``0+unknown``: still a valid version
+    (PEP 440), the lowest of its release, that says it is not known."""
     try:
         return version("holomem-db")  # the distribution's name; the package is holomem
     except PackageNotFoundError:

@@ -131,6 +131,8 @@ class AsyncMemory:
     def embedder(self) -> Any:
         return self.memory.embedder
 
+    # Named one by one, not derived in a loop: holomem ships py.typed, and these lines
+    # are what a type checker reads (tests/memory/test_async.py pins them to Memory).
     remember = Offloaded(Memory.remember)
     remember_many = Offloaded(Memory.remember_many)
     recall = Offloaded(Memory.recall)

@@ -1,9 +1,9 @@
-"""Checks on the memory API's own shapes: a whole configuration, the caller's named
-policies and a forget scope (the values inside them are checked by
-:mod:`holomem.api.engine.validate`).
+"""Checks on the memory API's own shapes: a whole configuration and the caller's named
+policies (the values inside them are checked by :mod:`holomem.api.engine.validate`; a
+forget scope is checked by :mod:`holomem.api.memory.forget.removal`).
 
-Owns: :func:`memory_config`, :func:`custom_policies`, :func:`forget_scope`. Imports the
-memory API's types, the engine's value checks and the errors.
+Owns: :func:`memory_config`, :func:`custom_policies`. Imports the memory API's
+configuration and the errors.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from typing import Any
 
 import msgspec
 
-from holomem.api.engine.validate import doc_id, id_list, metadata, namespace
 from holomem.api.memory.config import MemoryConfig
-from holomem.api.memory.types import ForgetScope
 from holomem.errors import InvalidError
 
 
@@ -49,31 +47,6 @@ def memory_config(value: object) -> MemoryConfig:
     except (msgspec.ValidationError, TypeError, ValueError, OverflowError,
             RecursionError) as exc:
         raise InvalidError(f"config: {exc}") from exc
-
-
-# -- request fields of the memory API ----------------------------------------------------
-_SCOPE_FIELDS = ("ids", "subject", "entity", "ingested_before", "event_before", "metadata",
-                 "namespace")
-
-
-def forget_scope(scope: ForgetScope) -> str:
-    """The one scope field that is set; ``invalid`` unless exactly one is."""
-    given = [f for f in _SCOPE_FIELDS if getattr(scope, f) is not None]
-    if len(given) != 1:
-        raise InvalidError(f"a forget scope needs exactly one of {', '.join(_SCOPE_FIELDS)}; "
-                           f"got {', '.join(given) or 'none'}")
-    field = given[0]
-    if field == "ids":
-        id_list(scope.ids)
-    elif field in ("subject", "entity"):
-        doc_id(getattr(scope, field), field)
-    elif field == "metadata":
-        metadata(scope.metadata)
-        if not scope.metadata:
-            raise InvalidError("a metadata scope needs at least one key")
-    elif field == "namespace":
-        namespace(scope.namespace, "scope.namespace")
-    return field
 
 
 def custom_policies(value: object) -> dict[str, Any]:

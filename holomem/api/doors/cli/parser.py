@@ -21,6 +21,7 @@ from holomem.api.doors.cli.args import (
     seconds,
     when_ms,
 )
+from holomem.api.memory.about import holomem_version
 
 EPILOG = """\
 times (W): milliseconds since the Unix epoch (1735689600000) or ISO 8601:
@@ -33,15 +34,6 @@ exit status: 0 success; 1 not found (an unknown id, get included) or refused
   3 the store cannot be opened (missing, locked by a writer, wrong key, damage,
   I/O). holomem fsck exits as python -m holomem.fsck does (0, 1, 4, 8).
 reference: docs/cli.md"""
-
-def installed_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("holomem-db")  # the distribution's name; the package is holomem
-    except PackageNotFoundError:
-        return "(not installed: pip install -e .)"
-
 
 def _store_options(p: argparse.ArgumentParser, *, created: bool = False) -> None:
     p.add_argument("store", metavar="STORE",
@@ -80,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="holomem",
                                      description="holomem: agent memory you can trust",
                                      **shape)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}",
+    parser.add_argument("--version", action="version", version=f"%(prog)s {holomem_version()}",
                         help="print the installed version (holomem-db) and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 help="what to do (holomem COMMAND --help lists its options)")

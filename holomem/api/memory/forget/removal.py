@@ -24,11 +24,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from holomem.api.engine import View, validate
-from holomem.api.memory import checks, filters
+from holomem.api.memory import filters
 from holomem.api.memory.config import ForgettingConfig
 from holomem.api.memory.graph import relations
 from holomem.api.memory.types import ForgetOptions, ForgetScope, Relink
-from holomem.errors import LimitError
+from holomem.errors import InvalidError, LimitError
 from holomem.events import DocumentDeleted, Event, FactsForgotten
 from holomem.projections.facts import FactIndex
 from holomem.projections.namespaces import Namespace
@@ -39,6 +39,11 @@ BATCH = 4096
 MAX_IDS = validate.MAX_IDS
 
 
+#: The fields of a forget scope, exactly one of which a scope sets.
+_SCOPE_FIELDS = ("ids", "subject", "entity", "ingested_before", "event_before", "metadata",
+                 "namespace")
+
+
 def scope(value: ForgetScope | Mapping[str, Any]) -> ForgetScope:
     """A checked forget scope from a ForgetScope or a dict."""
     ids = (value.ids if isinstance(value, ForgetScope)
@@ -47,8 +52,29 @@ def scope(value: ForgetScope | Mapping[str, Any]) -> ForgetScope:
         raise LimitError(f"a forget scope names at most {MAX_IDS} ids; got {len(ids)}")
     sc = validate.to_struct(ForgetScope, value, {}, "forget scope",
                             ("ingested_before", "event_before"))
-    checks.forget_scope(sc)
+    scope_field(sc)
     return sc
+
+
+def scope_field(scope: ForgetScope) -> str:
+    """The one field of ``scope`` that is set, its value checked; ``invalid`` unless
+    exactly one is."""
+    given = [f for f in _SCOPE_FIELDS if getattr(scope, f) is not None]
+    if len(given) != 1:
+        raise InvalidError(f"a forget scope needs exactly one of {', '.join(_SCOPE_FIELDS)}; "
+                           f"got {', '.join(given) or 'none'}")
+    field = given[0]
+    if field == "ids":
+        validate.id_list(scope.ids)
+    elif field in ("subject", "entity"):
+        validate.doc_id(getattr(scope, field), field)
+    elif field == "metadata":
+        validate.metadata(scope.metadata)
+        if not scope.metadata:
+            raise InvalidError("a metadata scope needs at least one key")
+    elif field == "namespace":
+        validate.namespace(scope.namespace, "scope.namespace")
+    return field
 
 
 def options(value: ForgetOptions | Mapping[str, Any] | None,
@@ -66,7 +92,7 @@ def live_facts(view: View, prefix: Namespace = ()) -> np.ndarray:
 def select(view: View, scope: ForgetScope, within: Namespace = ()) -> list[str]:
     """Ids of live documents the scope matches, in write order; with ``within``, only
     facts at or under that namespace prefix."""
-    field = checks.forget_scope(scope)
+    field = scope_field(scope)
     facts, cat = view.facts, view.catalog
     if field == "namespace":
         slots = [int(s) for s in live_facts(view, validate.namespace(scope.namespace))]

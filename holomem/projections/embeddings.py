@@ -37,6 +37,18 @@ def unit(vector: np.ndarray) -> np.ndarray:
     return v / np.float32(np.linalg.norm(v.astype(np.float64)))
 
 
+def units(rows: np.ndarray) -> np.ndarray:
+    """:func:`unit` of each row of a float32 matrix, bit for bit: each row's norm is
+    taken as ``numpy.linalg.norm`` takes a vector's (the square root of a float64 dot
+    product of a fresh copy), only the division is done for all rows at once."""
+    norms = np.sqrt(np.array([v.dot(v) for v in map(_f64, rows)], dtype=np.float64))
+    return np.asarray(rows, dtype=np.float32) / norms.astype(np.float32)[:, None]
+
+
+def _f64(row: np.ndarray) -> np.ndarray:
+    return row.astype(np.float64)
+
+
 class Embeddings:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
@@ -53,14 +65,48 @@ class Embeddings:
 
     def add_run(self, seq: int, events: list[DocumentAdded], first: int) -> None:
         """New documents in slots ``first``.. (as ``apply`` of each would)."""
-        if any(e.embedding for e in events):
-            for k, e in enumerate(events):
-                self.apply(seq, e, Change(first + k, -1))
+        embs = [e.embedding for e in events]
+        if any(embs):
+            if not self._add_vectors(embs, first):
+                for k, e in enumerate(events):
+                    self.apply(seq, e, Change(first + k, -1))
             return
         assert self.has.n == first
         self.has.extend(np.zeros(len(events), dtype=np.bool_))
         if self._mat is not None:
             self._mat.extend(np.zeros((len(events), self.dim), dtype=np.float32))
+
+    def _add_vectors(self, embs: list[bytes], first: int) -> bool:
+        """:meth:`add_run` of documents some of which have a vector, all at once, when
+        every vector has the store's dimension (or, on a store without one yet, one
+        dimension, a whole number of float32s); False, nothing done, otherwise: one at
+        a time, the first odd one is then reported. Each row is normalised exactly as
+        :func:`unit` does it."""
+        sizes = set(map(len, embs))
+        sizes.discard(0)
+        if len(sizes) != 1:
+            return False
+        size = sizes.pop()
+        if size % 4 or (self.dim and size != 4 * self.dim):
+            return False
+        assert self.has.n == first
+        if not self.dim:  # the first vector fixes the dimension (as apply's would)
+            self._fix_dim(size // 4, first)
+        dim = self.dim
+        assert self._mat is not None
+        has = np.fromiter(map(bool, embs), dtype=np.bool_, count=len(embs))
+        given = np.frombuffer(b"".join(embs), dtype="<f4").reshape(-1, dim)
+        rows = units(given)
+        if has.all():
+            mat = rows
+        else:
+            mat = np.zeros((len(embs), dim), dtype=np.float32)
+            mat[has] = rows
+        self._mat.extend(mat)
+        self.has.extend(has)
+        if self.index is not None:
+            self.index.add(first + np.flatnonzero(has), rows)
+        return True
 
     def apply(self, seq: int, event: Event, change: Change) -> None:
         if isinstance(event, StoreSettings):

@@ -1,7 +1,10 @@
 """A fact's content id is the SHA-256 of its canonical payload, and that payload is
 always the bytes of Python's ``json.dumps(sort_keys=True, separators=(",", ":"),
 ensure_ascii=False)`` — whichever encoder remember uses for it (the fast one when
-nothing in it is a float), so an id never changes between versions or inputs.
+nothing in it is a float), so an id never changes between versions or inputs. The one
+change, once: a payload with a vector has digest 2 (the JSON without the vector, then
+its float32 bytes), and its id with it; the digest 1 of such an input is still computed
+(``legacy_digest``) so that a retry of a fact stored before is recognised.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 
 import hypothesis.strategies as st
 import msgspec
+import numpy as np
 from hypothesis import given, settings
 
 from holomem.api.memory.remember import intake
@@ -47,7 +51,19 @@ def test_the_canonical_payload_is_json_dumps_bytes_for_every_input(
                       event_time=times[0], valid_from=times[1], valid_to=times[2],
                       confidence=confidence, embedding=embedding, namespace=namespace)
     assert intake.canonical_payload(x) == _reference(x)
-    assert intake.digest(x) == hashlib.sha256(_reference(x)).digest()
+    if embedding is None:  # digest 1
+        assert intake.digest(x) == hashlib.sha256(_reference(x)).digest()
+        assert intake.legacy_digest(x) is None
+        return
+    # digest 2: the payload without the vector, then the vector's float32 bytes; the
+    # digest the versions before it gave is still computed, for their facts' retries.
+    assert intake.legacy_digest(x) == hashlib.sha256(_reference(x)).digest()
+    with np.errstate(over="ignore"):
+        f32 = np.array(embedding, dtype="<f4")
+    if np.isfinite(f32).all() and f32.any():
+        rest = msgspec.structs.replace(x, embedding=None)
+        assert intake.digest(x) == hashlib.sha256(
+            intake.DIGEST_2 + _reference(rest) + b"\n" + f32.tobytes()).digest()
 
 
 def test_a_known_input_keeps_its_content_id() -> None:

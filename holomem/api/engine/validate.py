@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import msgspec
 import numpy as np
 
-from holomem.api.engine import nspath
+from holomem.api.engine import nspath, vectors
 from holomem.errors import InvalidError, LimitError
 from holomem.projections.subjects import RESERVED_PREFIX
 from holomem.projections.tokenize import tokenize
@@ -45,7 +45,7 @@ MAX_METADATA_DEPTH = 32
 MAX_ID_CHARS = 512
 MAX_ENTITIES = 256
 MAX_ENTITY_CHARS = 256
-MAX_EMBEDDING_DIM = 8192
+MAX_EMBEDDING_DIM = vectors.MAX_DIM
 MAX_K = 10_000
 MAX_QUERY_BYTES = 64 * 1024
 #: Distinct words in one query: each costs a posting-list scan.
@@ -227,35 +227,13 @@ def entities(value: object, field: str = "entities") -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def embedding(value: object, dim: int = 0, field: str = "embedding") -> bytes:
-    """float32 little-endian bytes of a caller embedding (empty for None)."""
+def embedding(value: object, dim: int = 0, field: str = "embedding", *,
+              decoded: bool = False) -> bytes:
+    """float32 little-endian bytes of a caller embedding (empty for None), checked by
+    :func:`holomem.api.engine.vectors.vector` (``decoded`` as there)."""
     if value is None:
         return b""
-    if isinstance(value, (str, bytes, Mapping, set, frozenset)):
-        raise InvalidError(f"{field} must be a sequence of numbers")
-    try:
-        if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":
-            arr = value.astype(np.float64)
-        else:
-            # Other arrays (bool, complex, str, object) are checked item by item, like
-            # lists: complex would lose its imaginary part, strings would be parsed.
-            items = list(value)  # type: ignore[call-overload]
-            if any(isinstance(x, bool)
-                   or not isinstance(x, (int, float, np.integer, np.floating))
-                   for x in items):
-                raise InvalidError(f"{field} must hold only numbers")
-            arr = np.array(items, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise InvalidError(f"{field} must be a sequence of numbers") from exc
-    if arr.ndim != 1 or not 1 <= len(arr) <= MAX_EMBEDDING_DIM:
-        raise InvalidError(f"{field} must be a flat list of 1 to {MAX_EMBEDDING_DIM} numbers")
-    if not np.all(np.isfinite(arr)) or np.any(np.abs(arr) > 3.0e38):
-        raise InvalidError(f"{field} must hold finite float32 numbers")
-    if not np.any(arr):
-        raise InvalidError(f"{field} must not be all zeros (its direction is undefined)")
-    if dim and len(arr) != dim:
-        raise InvalidError(f"{field} has dimension {len(arr)}; this store's is {dim}")
-    return arr.astype("<f4").tobytes()
+    return vectors.vector(value, dim, field, decoded=decoded).tobytes()
 
 
 def positive_int(value: object, field: str, maximum: int) -> int:
@@ -338,9 +316,11 @@ def to_struct(cls: type[S], value: object, fields: Mapping[str, Any], what: str,
     """A checked request Struct from a Struct, a dict or keyword fields (a dict's keys
     may be the Python names or the JSON ones).
 
-    ``times`` name the fields that also take an aware datetime. A numpy array becomes
-    a list (an embedding), a set a sorted list (a set has no order; sorting gives the
-    same payload, and content id, in every process).
+    ``times`` name the fields that also take an aware datetime. An embedding given as
+    an array or a buffer is kept as it is (checked where it is used, by
+    :func:`vectors.vector`, as a list is); another numpy array becomes a list; a set a
+    sorted list (a set has no order; sorting gives the same payload, and content id, in
+    every process).
     """
     if type(value) is dict and not fields:
         plain = _plain_names(cls, times)
@@ -363,8 +343,13 @@ def to_struct(cls: type[S], value: object, fields: Mapping[str, Any], what: str,
         raw = {**value, **fields}
     else:
         raise InvalidError(f"{what} must be a {cls.__name__}, a dict or keyword fields")
+    arrays: dict[str, object] = {}
     for name, item in raw.items():
-        if isinstance(item, np.ndarray):
+        if name in VECTOR_FIELDS and item is not None and type(item) not in (list, tuple):
+            # An array or a buffer is kept as given: it is checked once, where the field
+            # is used (vectors.vector), as a list is.
+            arrays[name] = item
+        elif isinstance(item, np.ndarray):
             raw[name] = item.tolist()
         elif isinstance(item, (set, frozenset)):
             try:
@@ -390,12 +375,16 @@ def to_struct(cls: type[S], value: object, fields: Mapping[str, Any], what: str,
     try:
         # Struct constructors do not check types; converting the fields under their
         # encoded (camelCase) names does, exactly as a JSON request is checked.
-        return msgspec.convert({names[k]: v for k, v in raw.items()}, cls)
+        out = msgspec.convert({names[k]: None if k in arrays else v for k, v in raw.items()},
+                              cls)
     except (msgspec.ValidationError, TypeError, ValueError, OverflowError,
             RecursionError) as exc:
         raise InvalidError(f"{what}: {exc}") from exc
+    return msgspec.structs.replace(out, **arrays) if arrays else out
 
 
+#: The fields that hold a vector, in every request Struct that has one.
+VECTOR_FIELDS = frozenset({"embedding"})
 _NAMES: dict[type[Any], dict[str, str]] = {}
 _PLAIN_NAMES: dict[tuple[type[Any], tuple[str, ...]], frozenset[str]] = {}
 #: Values :func:`to_struct` hands msgspec unchanged (no array, no set).

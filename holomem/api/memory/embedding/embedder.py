@@ -172,15 +172,15 @@ def fill(checked: list[Checked], embedder: Embedder, progress: Progress | None =
     """``checked`` with a vector for every input that brought none (a caller's vector
     wins; ``progress`` as :func:`vectors`'); whether any was embedded. The payload
     digest is the caller's input's, so a retry of the same input is still recognised."""
-    todo = [i for i, c in enumerate(checked) if c.input.embedding is None]
+    todo = [i for i, c in enumerate(checked) if c.vector is None]
     if not todo:
         return checked, False
     vecs = vectors(embedder, [checked[i].input.text for i in todo], progress)
     out = list(checked)
     for row, i in enumerate(todo):
-        c = checked[i]
-        out[i] = Checked(msgspec.structs.replace(c.input, embedding=vecs[row].tolist()),
-                         c.digest)
+        # The embedder's vector, checked by vectors(): carried as it is (the input
+        # itself still brings none, so the digest stays the caller's input's).
+        out[i] = checked[i]._replace(vector=vecs[row])
     return out, True
 
 

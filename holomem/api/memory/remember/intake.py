@@ -4,9 +4,22 @@ derives from the input alone (docs/contract.md §3, §4).
 Owns: :class:`Checked` and the checks (:func:`check`, :func:`check_all`, a column at a
 time for plain inputs: :func:`convert_all`, :func:`plain_digests`), the canonical
 payload and its digest (:func:`digest`: what an identical retry is recognised by, and
-what an import computes for a record that brings none), and the id derived from it
-(:func:`content_id`). The planner (:mod:`.planner`) takes what these give. Imports the
-engine's value checks and the types.
+what an import computes for a record that brings none; :func:`legacy_digest`, the
+digest the versions before digest 2 gave an input with a vector), and the id derived
+from it (:func:`content_id`). A vector is checked here once (the engine's
+:func:`~holomem.api.engine.vectors.vector`, or :func:`~holomem.api.engine.vectors.matrix`
+for a batch) and carried on in :class:`Checked` as the float32 array stored. The
+planner (:mod:`.planner`) takes what these give. Imports the engine's value checks and
+the types.
+
+The payload digest (docs/contract.md §3, "Payload digests"): SHA-256 of the canonical
+JSON payload (:func:`canonical_payload`) for an input without a vector (digest 1, as
+ever); for one with a vector, digest 2: SHA-256 of :data:`DIGEST_2`, the canonical JSON
+of the payload without the vector, a newline, and the vector's float32 little-endian
+bytes — so the numbers are hashed as the bytes stored, whatever form they came in
+(a list, a numpy array of any float or integer type, a buffer), and no float is ever
+spelled out in JSON. (The JSON holds no raw newline, and a digest 1 preimage begins
+with ``{``: the two never meet.)
 """
 
 from __future__ import annotations
@@ -19,17 +32,20 @@ from typing import NamedTuple
 
 import msgspec
 import msgspec.structs
+import numpy as np
 
-from holomem.api.engine import validate
+from holomem.api.engine import validate, vectors
 from holomem.api.memory.types import RememberInput
 from holomem.errors import InvalidError
 
 
 class Checked(NamedTuple):
-    """An input checked as far as it can be without the store, and its payload digest."""
+    """An input checked as far as it can be without the store, its payload digest, and
+    its vector: the caller's, checked (or the embedder's), as float32."""
 
     input: RememberInput
-    digest: bytes  # SHA-256 of the canonical payload (everything but the id)
+    digest: bytes  # the payload digest (everything but the id; see the module docstring)
+    vector: np.ndarray | None = None
 
 
 def convert_all(items: Sequence[object]) -> list[RememberInput] | None:
@@ -39,33 +55,58 @@ def convert_all(items: Sequence[object]) -> list[RememberInput] | None:
     (converted one at a time, the first bad one is then named)."""
     if not items or set(map(type, items)) != {dict}:
         return None
+    # A vector given as an array or a buffer (msgspec takes lists only) is set aside and
+    # put back as it is: check_all checks the batch's vectors together.
+    arrays = {i: e for i, e in enumerate(map(_EMBEDDING_OF, items))
+              if e is not None and type(e) is not list}
+    given: Sequence[object] = items if not arrays else [
+        {**d, "embedding": None} if i in arrays else d for i, d in enumerate(items)]  # type: ignore[dict-item]
     try:
-        return msgspec.convert(items, list[RememberInput])
+        out = msgspec.convert(given, list[RememberInput])
     except (msgspec.ValidationError, TypeError, ValueError, OverflowError, RecursionError):
         return None
+    for i, e in arrays.items():
+        out[i] = msgspec.structs.replace(out[i], embedding=e)
+    return out
 
 
-def check(x: RememberInput, i: int) -> Checked:
-    """Validate everything about one input that does not depend on the store."""
-    validated(x, i)
-    return Checked(x, digest(x))
+def check(x: RememberInput, i: int, vec: np.ndarray | None = None) -> Checked:
+    """Validate everything about one input that does not depend on the store (``vec``:
+    its vector, when already checked)."""
+    _, vec = _validated(x, i, vec)
+    return Checked(x, digest(x, vec), vec)
 
 
 def check_all(items: Sequence[RememberInput]) -> list[Checked]:
     """:func:`check` of each input: the same digests, and the same first error (a batch
-    that is not plain, or may fail a check, is checked one input at a time)."""
-    digests = plain_digests(items)
+    that is not plain, or may fail a check, is checked one input at a time). The
+    vectors of a batch are checked together when they can be (:func:`vectors.matrix`)."""
+    given: list[object] = list(map(EMBEDDING, items))
+    rows: list[np.ndarray | None] | None = None
+    if any(g is not None for g in given):  # (an array's == is elementwise: no count)
+        m = vectors.matrix([g for g in given if g is not None])
+        if m is None:  # one at a time: the first bad vector is named
+            return [check(x, i) for i, x in enumerate(items)]
+        it = iter(m)
+        rows = [None if g is None else next(it) for g in given]
+    digests = plain_digests(items, rows)
     if digests is None:
-        return [check(x, i) for i, x in enumerate(items)]
-    return list(map(Checked, items, digests))
+        if rows is None:
+            return [check(x, i) for i, x in enumerate(items)]
+        return [check(x, i, v) for i, (x, v) in enumerate(zip(items, rows, strict=True))]
+    return list(map(Checked, items, digests, rows if rows is not None else [None] * len(items)))
 
 
-def plain_digests(items: Sequence[RememberInput]) -> list[bytes] | None:
+def plain_digests(items: Sequence[RememberInput],
+                  rows: Sequence[np.ndarray | None] | None = None) -> list[bytes] | None:
     """The digests of a batch of plain inputs — each an ASCII text holding something
-    other than whitespace, no longer than either text limit, and maybe an id and a
-    subject, nothing else — checked a column at a time; None unless every input is
-    plain and passes."""
-    if not items or list(map(OTHERS, items)).count(NO_OTHERS) != len(items):
+    other than whitespace, no longer than either text limit, and maybe an id, a
+    subject and a vector (``rows``: each input's, checked; None: no input has one),
+    nothing else — checked a column at a time; None unless every input is plain and
+    passes."""
+    if not items or list(map(OTHERS_BUT_VECTOR, items)).count(NO_OTHERS_BUT_VECTOR) != len(items):
+        return None
+    if rows is None and any(e is not None for e in map(EMBEDDING, items)):
         return None
     texts: list[str] = list(map(TEXT, items))
     if set(map(type, texts)) != {str}:
@@ -84,13 +125,25 @@ def plain_digests(items: Sequence[RememberInput]) -> list[bytes] | None:
     # "subject" before "text"), its strings as _SORTED spells them.
     enc, sha = _SORTED.encode, hashlib.sha256
     if subjects.count(None) == len(subjects):
-        return [sha(b'{"text":' + t + b"}").digest() for t in map(enc, texts)]
-    return [sha((b'{"text":' if s is None else b'{"subject":' + enc(s) + b',"text":')
-                + enc(t) + b"}").digest() for s, t in zip(subjects, texts, strict=True)]
+        payloads = [b'{"text":' + t + b"}" for t in map(enc, texts)]
+    else:
+        payloads = [(b'{"text":' if s is None else b'{"subject":' + enc(s) + b',"text":')
+                    + enc(t) + b"}" for s, t in zip(subjects, texts, strict=True)]
+    if rows is None:
+        return [sha(p).digest() for p in payloads]
+    return [sha(p).digest() if v is None else _digest_2(p, v)
+            for p, v in zip(payloads, rows, strict=True)]
 
 
 def validated(x: RememberInput, i: int) -> bytes:
     """Check one input as :func:`check` does; returns its canonical metadata bytes."""
+    return _validated(x, i)[0]
+
+
+def _validated(x: RememberInput, i: int, vec: np.ndarray | None = None
+               ) -> tuple[bytes, np.ndarray | None]:
+    """:func:`validated`, and the input's vector checked (``vec``, when given: already
+    checked)."""
     where = f"input {i}" if i else "remember"
     if x.id is not None:
         validate.doc_id(x.id, f"{where}: id")
@@ -105,8 +158,10 @@ def validated(x: RememberInput, i: int) -> bytes:
     if x.entities is not None:
         validate.entities(x.entities, f"{where}: entities")
     meta = validate.metadata(x.metadata) if x.metadata is not None else b""
-    if x.embedding is not None:
-        validate.embedding(x.embedding, 0, f"{where}: embedding")
+    if vec is None and x.embedding is not None:
+        # A list here was decoded as list[float] (a RememberInput is always converted
+        # by msgspec): its items are numbers. An array or a buffer is as given.
+        vec = vectors.vector(x.embedding, 0, f"{where}: embedding", decoded=True)
     for name in validate.TIME_FIELDS:
         value = getattr(x, name)
         if value is not None:
@@ -121,18 +176,50 @@ def validated(x: RememberInput, i: int) -> bytes:
         validate.namespace(x.namespace, f"{where}: namespace")
     if x.ttl_ms is not None:
         validate.positive_int(x.ttl_ms, f"{where}: ttl_ms", validate.TIME_LIMIT)
-    return meta
+    return meta, vec
 
 
-def digest(x: RememberInput) -> bytes:
-    """The SHA-256 of an input's canonical payload (everything but its id)."""
+#: What a digest 2 hashes first (see the module docstring).
+DIGEST_2 = b"holomem payload digest 2\n"
+
+
+def digest(x: RememberInput, vec: np.ndarray | None = None) -> bytes:
+    """An input's payload digest (everything but its id): digest 1 without a vector,
+    digest 2 with one (the module docstring). ``vec``: its vector, already checked."""
+    if x.embedding is None and vec is None:
+        return hashlib.sha256(canonical_payload(x)).digest()
+    if vec is None:
+        vec = vectors.vector(x.embedding, 0, decoded=True)
+    rest = x if x.embedding is None else msgspec.structs.replace(x, embedding=None)
+    return _digest_2(canonical_payload(rest), vec)
+
+
+def _digest_2(payload: bytes, vec: np.ndarray) -> bytes:
+    h = hashlib.sha256(DIGEST_2 + payload + b"\n")
+    h.update(vec.data)  # the float32 little-endian bytes, as stored (C-contiguous)
+    return h.digest()
+
+
+def legacy_digest(x: RememberInput) -> bytes | None:
+    """The digest the versions before digest 2 gave an input with a vector (SHA-256 of
+    its canonical JSON, the vector's numbers spelled as given); None for an input
+    without one (its digest never changed). A fact such a version stored keeps its
+    digest: a retry of it is recognised by this one."""
+    given: object = x.embedding
+    if given is None:
+        return None
+    if isinstance(given, np.ndarray):  # those versions made a list of an array
+        x = msgspec.structs.replace(x, embedding=given.tolist())
+    elif type(given) is not list:
+        return None  # (a buffer or an iterator: those versions refused it)
     return hashlib.sha256(canonical_payload(x)).digest()
 
 
 def canonical_payload(x: RememberInput) -> bytes:
     """The canonical JSON of an input's payload: keys sorted, no spaces, non-ASCII
     as is — the bytes Python's ``json.dumps(sort_keys=True, separators=(",", ":"),
-    ensure_ascii=False)`` gives, which define every content id."""
+    ensure_ascii=False)`` gives, which define every digest 1 (and every content id of
+    a fact without a vector)."""
     # The root namespace is no namespace: [] and None give the same payload (and the
     # same content id as a fact written before namespaces existed).
     if x.confidence is None and x.embedding is None and (x.metadata is None
@@ -160,15 +247,22 @@ _PAYLOAD_VALUES = operator.itemgetter(*(RememberInput.__struct_fields__.index(f)
 _NAMESPACE_AT = _PAYLOAD_FIELDS.index("namespace")
 _SORTED = msgspec.json.Encoder(order="sorted")
 
-#: What makes an input plain for check_all: every field but these three unset; and
-#: simple for the planner (Planner._simple_run): every field but the text and the id.
-TEXT, ID, SUBJECT = (operator.attrgetter(f) for f in ("text", "id", "subject"))
+#: What makes an input plain for check_all: every field but these three unset (and
+#: plain_digests: but these four); and simple for the planner (Planner._plan_new):
+#: every field but the text, the id and the vector.
+TEXT, ID, SUBJECT, EMBEDDING = (operator.attrgetter(f)
+                                for f in ("text", "id", "subject", "embedding"))
 OTHERS = operator.attrgetter(*(f for f in RememberInput.__struct_fields__
                                 if f not in ("text", "id", "subject")))
 NO_OTHERS = (None,) * (len(RememberInput.__struct_fields__) - 3)
+OTHERS_BUT_VECTOR = operator.attrgetter(*(f for f in RememberInput.__struct_fields__
+                                           if f not in ("text", "id", "subject", "embedding")))
+#: A dict input's vector, as given.
+_EMBEDDING_OF = operator.methodcaller("get", "embedding")
+NO_OTHERS_BUT_VECTOR = (None,) * (len(RememberInput.__struct_fields__) - 4)
 REST = operator.attrgetter(*(f for f in RememberInput.__struct_fields__
-                              if f not in ("text", "id")))
-NO_REST = (None,) * (len(RememberInput.__struct_fields__) - 2)
+                              if f not in ("text", "id", "embedding")))
+NO_REST = (None,) * (len(RememberInput.__struct_fields__) - 3)
 
 
 def _plain(value: object) -> bool:

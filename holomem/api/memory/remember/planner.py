@@ -16,7 +16,9 @@ import itertools
 from collections.abc import Sequence
 from typing import NamedTuple, cast
 
-from holomem.api.engine import View, validate
+import numpy as np
+
+from holomem.api.engine import View, validate, vectors
 from holomem.api.memory.policies import (
     Links,
     NewFact,
@@ -82,9 +84,15 @@ class Planner:
         events = self._plan_new(batch)
         if events is None:
             events = []
-            for x, digest in batch:
-                events.extend(self._one(x, digest))
+            for c in batch:
+                events.extend(self._one(c.input, c.digest, vec=c.vector))
         return events
+
+    def _dims_agree(self, vecs: list[np.ndarray | None]) -> bool:
+        """Whether every vector of the batch has the store's dimension (or, on a store
+        without one yet, the first vector's)."""
+        dims = {len(v) for v in vecs if v is not None}
+        return not dims or (len(dims) == 1 and (not self._dim or dims == {self._dim}))
 
     def _plan_new(self, batch: list[intake.Checked]) -> list[Event] | None:
         """:meth:`_one` of each input, in order, when no two inputs share an id and
@@ -96,6 +104,9 @@ class Planner:
         n = len(batch)
         inputs = [c.input for c in batch]
         digests = [c.digest for c in batch]
+        vecs = [c.vector for c in batch]
+        if not self._dims_agree(vecs):
+            return None  # one at a time: the first vector of another dimension is named
         given: list[str | None] = list(map(intake.ID, inputs))
         fids: list[str] = (list(map(intake.content_id, digests)) if given.count(None) == n
                            else [f if f is not None else intake.content_id(d)
@@ -103,11 +114,15 @@ class Planner:
         if (len(set(fids)) != n or not self._pending.keys().isdisjoint(fids)
                 or not self.view.catalog.none_live(fids)):
             return None
+        # Simple: a text, maybe an id and a vector (checked, of the right dimension).
         simple = list(map(intake.NO_REST.__eq__, map(intake.REST, inputs)))
+        embs = ([b""] * n if all(v is None for v in vecs)
+                else [b"" if v is None else v.tobytes() for v in vecs])
         if (simple.count(False) and self.policies.supersession is latest_by_subject
                 and self.policies.extractor is no_entities):
-            latest = self._plan_latest(inputs, fids, digests, simple)
+            latest = self._plan_latest(inputs, fids, digests, simple, embs)
             if latest is not None:
+                self._fix_dim(vecs)
                 return latest
         now, seq, first = self.now, self._seq, self._next_slot
         at = [p for p in range(n) if simple[p]]  # the simple inputs' places
@@ -115,6 +130,7 @@ class Planner:
         shorts = [digests[p][:8] for p in at]
         made = [Remembered(id=f, created=True, ingest_time=now) for f in ids]
         texts = [inputs[p].text for p in at]
+        at_embs = [embs[p] for p in at]
         extractor = self.policies.extractor
         facts = [FactAdded(id=f, ingest_time=now, digest=short)
                  for f, short in zip(ids, shorts, strict=True)]
@@ -122,7 +138,8 @@ class Planner:
         # Each simple input's two events, back to back; with an entity extractor, the
         # documents are made as it runs, in order (below).
         pairs: list[Event] | None = (_paired(
-            [DocumentAdded(id=f, text=t) for f, t in zip(ids, texts, strict=True)], facts)
+            [DocumentAdded(id=f, text=t, embedding=e)
+             for f, t, e in zip(ids, texts, at_embs, strict=True)], facts)
             if extractor is no_entities else None)
         # Only a supersedes list (or an extractor's error) makes an input look at the
         # simple ones before it (latest-by-subject and a custom policy see the facts
@@ -140,8 +157,10 @@ class Planner:
                 events.extend(pairs[2 * k : 2 * stop])
             else:
                 events.extend(_paired(
-                    [DocumentAdded(id=f, text=t, entities=_found_entities(extractor(t)))
-                     for f, t in zip(ids[k:stop], texts[k:stop], strict=True)],
+                    [DocumentAdded(id=f, text=t, embedding=e,
+                                   entities=_found_entities(extractor(t)))
+                     for f, t, e in zip(ids[k:stop], texts[k:stop], at_embs[k:stop],
+                                        strict=True)],
                     facts[k:stop]))
             if not at_once:
                 self._pending.update(pending[k:stop])
@@ -153,13 +172,21 @@ class Planner:
                 simple_ones(k, p - i)
                 k = p - i
             self._next_slot = first + p
-            events.extend(self._one(inputs[p], digests[p], fids[p]))
+            events.extend(self._one(inputs[p], digests[p], fids[p], vecs[p]))
         simple_ones(k, len(at))
         self._next_slot = first + n
+        self._fix_dim(vecs)
         return events
 
+    def _fix_dim(self, vecs: list[np.ndarray | None]) -> None:
+        """The batch's first vector fixes the dimension of a store without one."""
+        if not self._dim:
+            first = next((v for v in vecs if v is not None), None)
+            if first is not None:
+                self._dim = len(first)
+
     def _plan_latest(self, inputs: list[RememberInput], fids: list[str], digests: list[bytes],
-                     simple: list[bool]) -> list[Event] | None:
+                     simple: list[bool], embs: list[bytes]) -> list[Event] | None:
         """:meth:`_plan_new`'s answer under latest-by-subject with no entity extractor,
         when every input that is not simple adds only a subject (a text, a subject and
         maybe an id: the root namespace, no time, no supersedes list), and every stored
@@ -206,13 +233,15 @@ class Planner:
         self.results.extend(made)
         self._next_slot = first + len(inputs)
         return _paired(
-            [DocumentAdded(id=f, text=t)
-             for f, t in zip(fids, map(intake.TEXT, inputs), strict=True)],
+            [DocumentAdded(id=f, text=t, embedding=e)
+             for f, t, e in zip(fids, map(intake.TEXT, inputs), embs, strict=True)],
             added)
 
-    def _one(self, x: RememberInput, digest: bytes, new: str | None = None) -> list[Event]:
+    def _one(self, x: RememberInput, digest: bytes, new: str | None = None,
+             vec: np.ndarray | None = None) -> list[Event]:
         """The events of one input (``new``: its id, when the caller knows that no
-        stored fact and no earlier input of the batch has it)."""
+        stored fact and no earlier input of the batch has it; ``vec``: its vector,
+        checked by :mod:`.intake`)."""
         view, facts = self.view, self.view.facts
         fid = new if new is not None else x.id if x.id is not None else intake.content_id(digest)
         slot = view.catalog.slot(fid) if new is None else -1
@@ -222,6 +251,10 @@ class Planner:
             first_ingest, same = (
                 (facts.ingest.item(slot), facts.times(slot).digest == digest[:8]) if slot >= 0
                 else (self._pending[fid].ingest, self._pending[fid].digest == digest[:8]))
+            if not same and slot >= 0:
+                # A fact a version before digest 2 stored keeps the digest it gave.
+                legacy = intake.legacy_digest(x)
+                same = legacy is not None and facts.times(slot).digest == legacy[:8]
             if not same:
                 raise ConflictError(f"fact {fid!r} already exists with a different payload")
             self.results.append(Remembered(id=fid, created=False, ingest_time=first_ingest))
@@ -238,10 +271,15 @@ class Planner:
                     raise InvalidError(f"supersedes names {target!r}, which lives in another "
                                        "namespace (supersession never crosses namespaces)")
         emb = b""
-        if x.embedding is not None:
-            emb = validate.embedding(x.embedding, self._dim, "embedding")
-            if emb and not self._dim:
-                self._dim = len(emb) // 4
+        if vec is None and x.embedding is not None:  # (intake gives it; kept as a guard)
+            vec = vectors.vector(x.embedding, 0, "embedding", decoded=True)
+        if vec is not None:
+            if self._dim and len(vec) != self._dim:
+                raise InvalidError(f"embedding has dimension {len(vec)}; this store's is "
+                                   f"{self._dim}")
+            emb = vec.tobytes()
+            if not self._dim:
+                self._dim = len(vec)
         if x.entities is not None:
             entities = tuple(x.entities)
         else:

@@ -1,0 +1,174 @@
+"""Caller vectors: what an embedding may be given as, and the one check it passes
+(docs/contract.md §2, "Embeddings").
+
+Owns: :func:`vector`, the check every path runs on a caller's vector — remember and
+remember_many (a Python call, the JSON contract, HTTP, MCP), import, the document
+engine and a query's vector — and :func:`matrix`, the same check over a batch at once.
+Both return little-endian float32 arrays (what the events store, byte for byte),
+copies that the caller's later writes cannot reach, so what is checked is carried on
+and never checked again. Imports numpy and the errors.
+
+What a vector may be, one rule for every form: a list or tuple of numbers (booleans,
+strings and nested lists are not numbers), a 1-d numpy array of integers or floats,
+or any other 1-d buffer of float32 or float64 items (``array.array("f")`` or
+``("d")``, a ``memoryview`` of one); 1 to :data:`MAX_DIM` of them, each finite once
+rounded to float32, not all zero, and as many as the store's dimension once it has
+one. ``bytes`` and ``bytearray`` are refused: their items are bytes, and nothing says
+whether they hold float32, float64 or 8-bit numbers (``numpy.frombuffer(raw, "<f4")``
+says it). Every form of the same numbers gives the same float32 bytes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from typing import cast
+
+import numpy as np
+
+from holomem.errors import InvalidError
+
+#: The most numbers in one vector (docs/contract.md §5d).
+MAX_DIM = 8192
+#: The item formats a buffer may have (float32, float64; native, little or big endian).
+_FLOAT_FORMATS = frozenset({"f", "d", "<f", "<d", ">f", ">d", "=f", "=d", "@f", "@d", "!f",
+                            "!d"})
+_F32 = np.dtype("<f4")
+
+
+def vector(value: object, dim: int = 0, field: str = "embedding", *,
+           decoded: bool = False) -> np.ndarray:
+    """``value`` checked as a vector (see the module docstring): a new 1-d ``<f4`` array.
+
+    ``dim`` is the store's dimension (0: none yet). ``decoded``: ``value``, when a list,
+    was decoded as JSON numbers (msgspec's ``list[float]``), so its items' types need
+    no look; it changes no answer, only the work. Errors: ``invalid_request`` naming
+    ``field``.
+    """
+    if isinstance(value, np.ndarray):
+        arr = _numeric(value, field)
+    elif type(value) is list or type(value) is tuple:
+        arr = _from_list(value, field, decoded)
+    elif isinstance(value, (bytes, bytearray)):
+        raise InvalidError(f"{field} must be a sequence of numbers, not {type(value).__name__}"
+                           " (raw bytes could hold float32, float64 or 8-bit numbers: give"
+                           " numpy.frombuffer(raw, '<f4') for float32)")
+    elif isinstance(value, (str, Mapping, set, frozenset)):
+        raise InvalidError(f"{field} must be a sequence of numbers")
+    else:
+        arr = _from_other(value, field)
+    return _checked(arr, dim, field)
+
+
+def matrix(values: Sequence[object], field: str = "embedding") -> np.ndarray | None:
+    """:func:`vector` of each of ``values`` at once, as the rows of one ``<f4`` matrix,
+    when they are all lists decoded as JSON numbers (``decoded``) or all numeric 1-d
+    numpy arrays, of one length; None when they are not, or when any fails a check (the
+    caller then checks them one at a time, and the first bad one is named)."""
+    if not values:
+        return None
+    kinds = set(map(type, values))
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            if kinds == {list}:
+                lengths = set(map(len, values))  # type: ignore[arg-type]
+                if len(lengths) != 1 or not 1 <= lengths.pop() <= MAX_DIM:
+                    return None
+                m = np.array(values, dtype=_F32)
+            elif kinds == {np.ndarray}:
+                shapes = {v.shape for v in values}  # type: ignore[attr-defined]
+                kinds_of = {v.dtype.kind for v in values}  # type: ignore[attr-defined]
+                if (len(shapes) != 1 or not kinds_of <= set("iuf")
+                        or len(shape := shapes.pop()) != 1 or not 1 <= shape[0] <= MAX_DIM):
+                    return None
+                m = np.stack(cast("Sequence[np.ndarray]", values)).astype(_F32, copy=False)
+            else:
+                return None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if m.ndim != 2 or not np.isfinite(m).all() or not m.any(axis=1).all():
+        return None
+    return m
+
+
+def _numeric(arr: np.ndarray, field: str) -> np.ndarray:
+    """A numpy array of numbers, its shape checked before anything is converted."""
+    if arr.dtype.kind == "O":  # Python objects: each must be a number
+        if arr.ndim != 1:
+            raise _not_flat(field)
+        return _from_items(arr.tolist(), field)
+    if arr.dtype.kind not in "iuf":  # booleans, complex, strings, bytes, dates
+        raise InvalidError(f"{field} must hold only numbers")
+    if arr.ndim != 1 or not 1 <= arr.shape[0] <= MAX_DIM:
+        raise _not_flat(field)
+    return arr
+
+
+def _from_list(items: list[object] | tuple[object, ...], field: str,
+               decoded: bool) -> np.ndarray:
+    if not 1 <= len(items) <= MAX_DIM:
+        raise _not_flat(field)
+    if not decoded:
+        return _from_items(items, field)
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.array(items, dtype=_F32)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidError(f"{field} must be a sequence of numbers") from exc
+
+
+def _from_items(items: Sequence[object], field: str) -> np.ndarray:
+    """Numbers given one by one (a list not decoded as JSON, an object array, another
+    iterable), each looked at: a bool or a str is not a number, though numpy would
+    take it for one."""
+    if not 1 <= len(items) <= MAX_DIM:
+        raise _not_flat(field)
+    if any(isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating))
+           for x in items):
+        raise InvalidError(f"{field} must hold only numbers")
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.array(items, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidError(f"{field} must hold finite float32 numbers") from exc
+
+
+def _from_other(value: object, field: str) -> np.ndarray:
+    """A buffer of float32 or float64 items, else any other iterable of numbers."""
+    try:
+        view = memoryview(value)  # type: ignore[arg-type]
+    except TypeError:
+        view = None
+    if view is not None:
+        with view:
+            if view.format not in _FLOAT_FORMATS:
+                raise InvalidError(f"{field}: a buffer must hold float32 or float64 items "
+                                   f"(format 'f' or 'd'), not format {view.format!r}")
+            if view.ndim != 1 or not 1 <= view.shape[0] <= MAX_DIM:  # type: ignore[index]
+                raise _not_flat(field)
+            return np.array(view, copy=True)
+    if not isinstance(value, Iterable):
+        raise InvalidError(f"{field} must be a sequence of numbers")
+    # At most one number past the limit is read: an endless iterator stops here.
+    try:
+        items = list(itertools.islice(value, MAX_DIM + 1))
+    except Exception as exc:  # the caller's iterator failed: its error, named
+        raise InvalidError(f"{field} could not be read: {exc!r}") from exc
+    return _from_items(items, field)
+
+
+def _checked(arr: np.ndarray, dim: int, field: str) -> np.ndarray:
+    """The shared checks on a 1-d numeric array; a new ``<f4`` array."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = arr.astype(_F32)  # a copy, always: nothing the caller holds
+    if not np.isfinite(out).all():
+        raise InvalidError(f"{field} must hold finite float32 numbers")
+    if not out.any():
+        raise InvalidError(f"{field} must not be all zeros (its direction is undefined)")
+    if dim and out.shape[0] != dim:
+        raise InvalidError(f"{field} has dimension {out.shape[0]}; this store's is {dim}")
+    return out
+
+
+def _not_flat(field: str) -> InvalidError:
+    return InvalidError(f"{field} must be a flat list of 1 to {MAX_DIM} numbers")

@@ -1,0 +1,194 @@
+"""A caller's vector is checked once, the same way on every path, and hashed as the bytes
+stored (issue 29, "vectors that cost what they should").
+
+- every bad vector — not finite, the wrong dimension, not numbers (complex, objects,
+  strings, booleans), hostile (past the limit, nested, 2-d, raw bytes, an endless
+  iterator) — is ``invalid_request`` and writes nothing, in remember, remember_many,
+  the JSON contract and the document engine;
+- the same numbers as a list, a float32 or float64 numpy array, an ``array.array``
+  or a memoryview give the same stored bytes, the same digest and the same content id;
+- a fact stored with digest 1 (the versions before digest 2 hashed the vector's JSON)
+  is still recognised by a retry with the same id;
+- a batch checked together (``vectors.matrix``) gives what one at a time gives.
+"""
+
+from __future__ import annotations
+
+import array
+import hashlib
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import hypothesis.strategies as st
+import msgspec
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from holomem import Memory, Store
+from holomem.api.engine import vectors
+from holomem.api.memory.remember import intake
+from holomem.api.memory.types import RememberInput
+from holomem.errors import ConflictError, InvalidError
+from holomem.events import DocumentAdded, FactAdded
+
+DIM = 8
+NAN, INF = float("nan"), float("inf")
+
+good = st.lists(st.floats(-1.0, 1.0, allow_subnormal=False, width=32), min_size=DIM,
+                max_size=DIM).filter(lambda v: any(v))
+
+
+def _endless() -> Iterator[float]:
+    return itertools.repeat(0.5)
+
+
+def _bad_values() -> list[Any]:
+    """Made afresh for each example: a buffer is not hashable, an iterator is used up."""
+    return [
+        b"\0" * 4 * DIM, bytearray(4 * DIM), memoryview(b"\0" * 4 * DIM), "0.5" * DIM,
+        {"a": 1.0}, {1.0, 2.0}, 5, 1.5, object(),
+        [True] * DIM, [0.5] * (DIM - 1) + [True], ["0.5"] * DIM, [0.5] * (DIM - 1) + ["1"],
+        [None] * DIM, [[0.5] * DIM], [[0.5]] * DIM, [0.5, [0.5] * (DIM - 1)],
+        np.array(["1"] * DIM), np.array([True] * DIM), np.array([1 + 1j] * DIM),
+        np.array([0.5] * DIM, dtype=object).astype(str), [np.complex128(1 + 1j)] * DIM,
+        np.ones((2, DIM)), np.ones((1, DIM)), np.array(0.5), np.zeros(0),
+        np.array([{"a": 1}] * DIM, dtype=object), array.array("i", [1] * DIM),
+        array.array("b", [1] * DIM), memoryview(np.ones((2, DIM))),
+        [1e39] + [0.5] * (DIM - 1), [10**400] * DIM, [], [0.0] * DIM, np.zeros(DIM),
+        [-0.0] * DIM, [0] * DIM, [1e-46] * DIM,  # rounds to float32 zeros
+        [0.5] * (vectors.MAX_DIM + 1), np.ones(vectors.MAX_DIM + 1),
+        np.ones(10**6, dtype=np.float32), _endless(),
+    ]
+
+
+bad = st.one_of(
+    st.integers(0, len(_bad_values()) - 1).map(lambda i: _bad_values()[i]),
+    # NaN or an infinity somewhere, as a list or a float32 array
+    st.tuples(good, st.integers(0, DIM - 1), st.sampled_from([NAN, INF, -INF]),
+              st.booleans()).map(
+        lambda t: (np.array if t[3] else list)([*t[0][: t[1]], t[2], *t[0][t[1] + 1:]])),
+    # the wrong dimension (the store's is DIM)
+    st.lists(st.floats(0.5, 1.0), min_size=1, max_size=2 * DIM).filter(lambda v: len(v) != DIM),
+)
+
+
+def _forms(v: list[float]) -> list[Any]:
+    """The same numbers in every form a vector may be given in."""
+    f32 = np.array(v, dtype=np.float32)
+    return [v, tuple(v), f32, f32.astype(np.float64), array.array("f", f32.tobytes()),
+            array.array("d", f32.astype(np.float64).tobytes()), memoryview(f32),
+            f32.astype(">f4"), f32.astype(np.float64).tolist()]
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    with Store.open(str(tmp_path / "s"), sync="none") as store:
+        m = Memory(store)
+        m.remember("the dimension", id="first", embedding=[1.0] + [0.0] * (DIM - 1))
+        yield m
+
+
+def _state(m: Memory) -> tuple[int, int]:
+    return m.store.revision, len(m.store)
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(vec=bad, where=st.integers(0, 3))
+def test_a_bad_vector_is_invalid_and_writes_nothing_on_every_path(
+        memory: Memory, vec: Any, where: int) -> None:
+    before = _state(memory)
+    calls = [
+        lambda: memory.remember("x", embedding=vec),
+        lambda: memory.remember_many([{"text": "fine"}, {"text": "x", "embedding": vec}]),
+        lambda: memory.remember(RememberInput(text="x", embedding=vec)),
+        lambda: memory.store.add_document("d", "x", embedding=vec),
+    ]
+    with pytest.raises(InvalidError):
+        calls[where]()
+    assert _state(memory) == before
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(vec=bad.filter(lambda v: isinstance(v, list) and len(v) <= vectors.MAX_DIM
+                      and all(type(x) in (int, float) for x in v)))
+def test_a_bad_vector_in_a_json_request_is_invalid_and_writes_nothing(
+        memory: Memory, vec: list[float]) -> None:
+    before = _state(memory)
+    with pytest.raises(InvalidError):
+        memory.call("remember", {"facts": [{"text": "fine"}, {"text": "x", "embedding": vec}]})
+    assert _state(memory) == before
+
+
+def test_bytes_are_refused_with_a_hint_to_say_what_they_hold() -> None:
+    with pytest.raises(InvalidError, match=r"numpy\.frombuffer"):
+        vectors.vector(b"\0\0\x80?" * DIM)
+
+
+def _fact_digest(m: Memory, fid: str) -> bytes:
+    return m.store.read(lambda view: view.facts.times(view.facts.slot(fid)).digest)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(v=good)
+def test_every_form_of_the_same_numbers_stores_the_same_bytes_and_digest(
+        memory: Memory, v: list[float]) -> None:
+    forms = _forms(v)
+    checked = [vectors.vector(f, DIM) for f in forms]
+    assert {c.tobytes() for c in checked} == {np.array(v, dtype="<f4").tobytes()}
+    digests = {intake.check(RememberInput(text="same", embedding=f), 0).digest  # type: ignore[arg-type]
+               for f in forms}
+    assert len(digests) == 1
+    first = memory.remember("same numbers", embedding=forms[0])
+    for f in forms[1:]:
+        again = memory.remember("same numbers", embedding=f)
+        assert (again.id, again.created) == (first.id, False)
+        again = memory.remember_many([{"text": "same numbers", "embedding": f}])[0]
+        assert (again.id, again.created) == (first.id, False)
+    assert _fact_digest(memory, first.id) == intake.digest(
+        RememberInput(text="same numbers", embedding=v))[:8]
+    # The JSON contract's list gives the same fact as well.
+    answer = memory.call("remember", {"text": "same numbers", "embedding": v})
+    assert answer["remembered"][0]["created"] is False
+
+
+def test_a_batch_checked_together_equals_one_at_a_time() -> None:
+    rng = np.random.default_rng(29)
+    rows = rng.standard_normal((50, DIM)).astype(np.float32)
+    for given_rows in (rows.tolist(), list(rows), list(rows.astype(np.float64))):
+        items = [RememberInput(text=f"t{i}", embedding=r)  # type: ignore[arg-type]
+                 for i, r in enumerate(given_rows)]
+        together = intake.check_all(items)
+        alone = [intake.check(x, i) for i, x in enumerate(items)]
+        assert [c.digest for c in together] == [c.digest for c in alone]
+        assert [c.vector.tobytes() for c in together] == \
+            [c.vector.tobytes() for c in alone]  # type: ignore[union-attr]
+
+
+def test_a_fact_stored_with_digest_1_is_recognised_by_a_retry(tmp_path: Path) -> None:
+    """A fact written by a version before digest 2 holds the digest of its JSON: a
+    retry with the same id is created=False, one with other numbers a conflict."""
+    vec = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+    x = RememberInput(text="old fact", id="old", embedding=vec)
+    legacy = intake.legacy_digest(x)
+    assert legacy == hashlib.sha256(intake.canonical_payload(x)).digest()
+    assert legacy != intake.digest(x)
+    with Store.open(str(tmp_path / "s"), sync="none") as store:
+        m = Memory(store)
+
+        # A fact as the old version wrote it: its events, with digest 1.
+        store.commit(lambda view: [
+            DocumentAdded(id="old1", text="old fact", embedding=np.array(
+                vec, dtype="<f4").tobytes()),
+            FactAdded(id="old1", ingest_time=1, digest=legacy[:8])])
+        again = m.remember(msgspec.structs.replace(x, id="old1"))
+        assert again.created is False
+        again = m.remember(text="old fact", id="old1", embedding=np.array(vec))
+        assert again.created is False
+        with pytest.raises(ConflictError):
+            m.remember(text="old fact", id="old1", embedding=[0.9, *vec[1:]])

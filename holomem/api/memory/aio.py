@@ -133,6 +133,7 @@ class AsyncMemory:
 
     remember = Offloaded(Memory.remember)
     remember_many = Offloaded(Memory.remember_many)
+    remember_conversation = Offloaded(Memory.remember_conversation)
     recall = Offloaded(Memory.recall)
     explain = Offloaded(Memory.explain)
     get = Offloaded(Memory.get)

@@ -103,7 +103,7 @@ PYTHON_ONLY = ("import_",)
 
 # -- a call as its op's request -------------------------------------------------------------
 #: Arguments that are Python code (a served store runs none), a namespace, a time.
-_CODE = ("rerank", "counter")
+_CODE = ("rerank", "counter", "extractor")
 _NAMESPACES = ("namespace", "prefix", "within")
 _TIMES = (*validate.TIME_FIELDS, *validate.RECALL_TIME_FIELDS)
 Given = dict[str, Any]
@@ -397,6 +397,7 @@ class _Served:
 
     remember = Remote(Memory.remember)
     remember_many = Remote(Memory.remember_many)
+    remember_conversation = Remote(Memory.remember_conversation)
     recall = Remote(Memory.recall)
     explain = Remote(Memory.explain)
     get = Remote(Memory.get)

@@ -80,6 +80,10 @@ class FactAdded(_Event, tag="fact.added", frozen=True, kw_only=True):
     namespace: tuple[str, ...] = ()
     #: Time to live: the fact expires at ``ingest_time + ttl_ms`` (None: never by itself).
     ttl_ms: int | None = None
+    #: A conversation turn (docs/contract.md §4g): (speaker, session, position), any of
+    #: them None when not given; None when the fact has none of the three. One field,
+    #: not three: every fact event pays for the key of an absent field.
+    turn: tuple[str | None, str | None, int | None] | None = None
 
 
 class FactsForgotten(_Event, tag="fact.forgotten", frozen=True, kw_only=True):

@@ -6,8 +6,8 @@ functions, and under ``TYPE_CHECKING`` alike (a hidden import is still an edge):
 - each package imports only what its tier may: log -> errors; events -> errors;
   projections -> events; the engine -> log, events and projections; the memory tier ->
   the engine, one rule per package: the shared shapes and checks, and each concept
-  package (remember, recall, facts, forget, graph, holographic, window, transfer,
-  embedding) the concepts it builds on, named in :data:`RULES`; doors -> the memory
+  package (remember, conversation, recall, facts, forget, graph, holographic, window,
+  transfer, embedding) the concepts it builds on, named in :data:`RULES`; doors -> the memory
   tier and the engine's public face, never the log (but its file seam, ``log.fs``).
   Nothing imports upward;
 - the memory tier's modules never import ``holomem.api.memory.memory``: ``Memory``
@@ -87,6 +87,9 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
      ("msgspec",)),
     _concept("embedding", "remember"),
     _concept("remember", "embedding"),
+    # A conversation's shapes are the contract's too (the op table, the requests).
+    (f"{MEMORY}.conversation.types", (f"{MEMORY}.shapes", f"{MEMORY}.types"), ("msgspec",)),
+    _concept("conversation", "graph", "remember"),
     _concept("recall", "embedding", "facts", "graph"),
     _concept("facts", "forget"),
     _concept("forget", "graph", "remember"),
@@ -100,10 +103,12 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     (f"{MEMORY}.window.tokens", (*ENGINE, *SHARED), ("tiktoken",)),
     _concept("window", "forget", "graph", "recall", "remember"),
     # The contract: request shapes, the op table, decoding; and what a build can do.
-    (f"{MEMORY}.requests", (*ENGINE, *SHARED, f"{MEMORY}.transfer.exchange",
+    (f"{MEMORY}.requests", (*ENGINE, *SHARED, f"{MEMORY}.conversation.types",
+                            f"{MEMORY}.transfer.exchange",
                             f"{MEMORY}.transfer.pages",
                             f"{MEMORY}.window.budget"), ("msgspec",)),
-    (f"{MEMORY}.ops", (*ENGINE, *SHARED, f"{MEMORY}.requests", f"{MEMORY}.transfer.exchange",
+    (f"{MEMORY}.ops", (*ENGINE, *SHARED, f"{MEMORY}.requests", f"{MEMORY}.conversation.types",
+                       f"{MEMORY}.transfer.exchange",
                        f"{MEMORY}.transfer.records", f"{MEMORY}.transfer.pages",
                        f"{MEMORY}.window.budget", f"{MEMORY}.window.working"), ()),
     (f"{MEMORY}.contract", (*ENGINE, f"{MEMORY}.ops"), ("msgspec",)),

@@ -33,8 +33,12 @@ this module. ``holomem hermes install`` writes the plugin directory that loads i
   of that entry is gone (an older version never comes back as current). Entries are
   found the way Hermes finds them: the current entry of the target whose text
   contains ``old_text`` (passed by Hermes in the hook's metadata).
-- **Turns**: ``sync_turn`` remembers each completed turn (entity ``hermes:turn``,
-  no subject), only for the primary agent context, as Hermes asks.
+- **Turns**: ``sync_turn`` stores each completed exchange as a conversation
+  (``remember_conversation``, docs/contract.md §4g): the user's message and the
+  assistant's answer are two turns of the Hermes session (speakers ``user`` and
+  ``assistant``, the answer linked ``replies_to`` the question), at the positions
+  after the session's last stored turn (read from the store once per session and
+  process). Only for the primary agent context, as Hermes asks.
 - **Recall** (``prefetch`` and the recall tool) returns current facts fenced by
   :func:`~holomem.api.memory.window.render.render_context` as untrusted data; Hermes' own
   ``<memory-context>`` tags inside stored text are neutralised as well, so its
@@ -86,7 +90,6 @@ log = logging.getLogger("holomem.hermes")
 CONFIG = MemoryConfig(supersession="latest-by-subject")
 PREFETCH_K = 5
 MAX_QUERY_CHARS = 2000
-TURN_ENTITY = "hermes:turn"
 #: The namespace of a session Hermes gives no user id (the home's owner).
 LOCAL = ("hermes", "local")
 #: ``memory.holomem.scope`` in Hermes' config: one namespace per user, or per session.
@@ -171,6 +174,9 @@ class HolomemMemoryProvider(MemoryProvider):  # type: ignore[misc]
         self._scope = Scope(LOCAL)
         self._write_turns = True
         self._mirror_lock = threading.Lock()
+        #: the next position of each (namespace, session) this provider writes turns in
+        self._turn_lock = threading.Lock()
+        self._positions: dict[tuple[tuple[str, ...], str], int] = {}
         self._prefetched: tuple[str, int, str] | None = None  # query, revision, block
 
     # -- identity and lifecycle -------------------------------------------------------
@@ -303,19 +309,44 @@ class HolomemMemoryProvider(MemoryProvider):  # type: ignore[misc]
         user, assistant = (user_content or "").strip(), (assistant_content or "").strip()
         if memory is None or not (user or assistant):
             return
-        meta = {"source": "hermes.turn", "session": session_id or self._session_id}
+        session = _part(session_id or self._session_id or "none")
         budget = 16_000
-        while budget >= 64:
-            text = f"user: {user[:budget]}\nassistant: {assistant[:budget]}"
+        with self._turn_lock:
             try:
-                memory.remember(text=text, entities=[TURN_ENTITY], metadata=meta,
-                                namespace=self.namespace)
-                return
-            except LimitError:
-                budget //= 2
+                start = self._next_position(memory, session)
             except HolomemError as exc:
                 log.warning("holomem sync_turn failed: %s", exc)
                 return
+            while budget >= 64:
+                said = [{"role": "user", "content": user[:budget]},
+                        {"role": "assistant", "content": assistant[:budget]}]
+                try:
+                    memory.remember_conversation(said, session=session, start=start,
+                                                 namespace=self.namespace)
+                    self._positions[(self._scope.base, session)] = start + len(said)
+                    return
+                except LimitError:
+                    budget //= 2
+                except HolomemError as exc:
+                    log.warning("holomem sync_turn failed: %s", exc)
+                    return
+
+    def _next_position(self, memory: Memory, session: str) -> int:
+        """The position after the last stored turn of ``session`` here: read once per
+        session and process (a page of the session's turns at a time), then counted."""
+        key = (self._scope.base, session)
+        known = self._positions.get(key)
+        if known is None:
+            known, cursor = 0, None
+            while True:
+                page = memory.list(cursor, 1000, {"session": session}, "all", self.namespace)
+                known = max([known, *(f.position + 1 for f in page.facts
+                                      if f.position is not None)])
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            self._positions[key] = known
+        return known
 
     def on_memory_write(self, action: str, target: str, content: str,
                         metadata: dict[str, Any] | None = None) -> None:

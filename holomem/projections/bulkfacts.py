@@ -28,8 +28,8 @@ _NAMESPACE = attrgetter("namespace")
 _DIGEST = attrgetter("digest")
 #: What a fact may hold beyond its columns and namespace, and a fact that holds none.
 _SIDE = attrgetter("subject", "ttl_ms", "confidence", "requested", "supersedes",
-                   "superseded_by")
-_NO_SIDE = (None, None, None, (), (), ())
+                   "superseded_by", "turn")
+_NO_SIDE = (None, None, None, (), (), (), None)
 
 
 def add_run(index: FactIndex, first: int, count: int, ks: Sequence[int],
@@ -84,7 +84,7 @@ def add_run(index: FactIndex, first: int, count: int, ks: Sequence[int],
         index.max_eff = max(index.max_eff, int(times[4, at].max()))
     ids, slot_of = index.catalog.ids, index.catalog.slot
     seq = index.catalog.seq.item(first) if count else 0  # (one transaction's run)
-    # Only facts with a subject, a time to live, a confidence or links need more
+    # Only facts with a subject, a time to live, a confidence, links or a turn need more
     # than the namespace and the columns.
     for j in [j for j, side in enumerate(map(_SIDE, es)) if side != _NO_SIDE]:
         k, e, nid = ks[j], es[j], nids[j]

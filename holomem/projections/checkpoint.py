@@ -34,7 +34,7 @@ from holomem.projections.state import ProjectionState
 
 #: The version of what the payload holds; a build reads only its own (an older
 #: checkpoint is ignored and the journal replayed: the checkpoint is derived).
-SCHEMA = 5
+SCHEMA = 6
 
 KIND_VALUE = 0
 KIND_ARRAY = 1

@@ -8,13 +8,13 @@ Imports numpy and the fact index (whose parts renumber their own tables).
 
 What the replay does, and so what this must give: the compaction writes each kept
 fact once, in slot order — its times, subject, namespace, request, confidence and
-time to live on its FactAdded (no link), then its feedback — and then every link in
+time to live and turn on its FactAdded (no link), then its feedback — and then every link in
 the order of the old index's ``all_links()``. So:
 
 - the per-slot columns are the old rows of the kept slots (a document that is not a
   fact has a new slot's values);
 - a namespace or a subject is numbered when its first kept fact is met;
-- the tables keyed by fact (request, feedback, confidence, time to live) are in the
+- the tables keyed by fact (request, feedback, confidence, time to live, turn) are in the
   new slot order, whatever order the old history put them in (a confidence set on an
   older fact later, a fact whose document moved to a new slot);
 - the successor table (``supersedes``) keeps the old order, which ``all_links()``
@@ -67,6 +67,7 @@ def compacted(new: FactIndex, old: FactIndex, kept: Kept) -> None:
             members[sid].append(fid)
     new.subject_index.compacted(old.subject_index, sids, nids, members)
     new.notes.compacted(old.notes, fact_ids)
+    new.turns.compacted(old.turns, fact_ids)
     new.ttl = {f: old.ttl[f] for f in fact_ids if f in old.ttl}
     # A link joins two stored facts (a removal takes its links along), so every link
     # is kept.

@@ -8,7 +8,8 @@ the rest: :mod:`~holomem.projections.namespaces` (the namespace of every fact),
 :mod:`~holomem.projections.supersession` (the links, and the walks along them),
 :mod:`~holomem.projections.statuses` (the status of a fact at an evaluation time
 under the temporal model of docs/contract.md §3) and
-:mod:`~holomem.projections.factnotes` (a fact's request, feedback and confidence);
+:mod:`~holomem.projections.factnotes` (a fact's request, feedback and confidence),
+:mod:`~holomem.projections.turns` (a conversation turn's speaker, session and position);
 the queries of those parts are answered through this index, which callers hold. A run of new facts
 is applied a column at a time by :mod:`~holomem.projections.bulkfacts`, a compacted
 generation's index renumbered by :mod:`~holomem.projections.compactfacts`. Imports
@@ -56,6 +57,12 @@ from holomem.projections.temporal import (
     opt,
     unset_if_none,
 )
+from holomem.projections.turns import Turn, Turns
+
+
+def _turn_of(turn: Turn | None) -> tuple[str | None, str | None, int | None] | None:
+    """A FactAdded's ``turn`` from the turn table's entry."""
+    return None if turn is None else (turn.speaker, turn.session, turn.position)
 
 
 class FactIndex:
@@ -85,6 +92,8 @@ class FactIndex:
                                           self.statuses_at.current_in)
         #: each fact's request, feedback and confidence
         self.notes = FactNotes(catalog)
+        #: each conversation turn's speaker, session and position
+        self.turns = Turns(catalog)
         #: the time to live of the facts remembered with one (ms)
         self.ttl: dict[str, int] = {}
         self.windows = 0  # live facts with valid_from, valid_to or a time to live
@@ -176,6 +185,8 @@ class FactIndex:
         if e.subject is not None:
             sid = self.subject[slot] = self.subject_index.add(fid, nid, e.subject)
         self.notes.added(fid, e)
+        if e.turn is not None:
+            self.turns.added(fid, e)
         return sid
 
     @property
@@ -207,6 +218,7 @@ class FactIndex:
         if sid >= 0:
             self.subject_index.remove(sid, fact_id)
         self.notes.remove(fact_id)
+        self.turns.remove(fact_id)
         for pred in self.supersession.remove(fact_id):
             sid = self.subject.item(self.catalog.slot(pred))
             if sid >= 0:  # without this successor, it may be current again
@@ -220,7 +232,7 @@ class FactIndex:
     #: The tables' shapes, for a typed decode (msgspec builds the tuples and links).
     SNAPSHOT_TYPES: ClassVar[dict[str, object]] = {
         **Supersession.SNAPSHOT_TYPES, **FactNotes.SNAPSHOT_TYPES,
-        "ttl": list[tuple[str, int]], **SubjectIndex.SNAPSHOT_TYPES,
+        "ttl": list[tuple[str, int]], **SubjectIndex.SNAPSHOT_TYPES, **Turns.SNAPSHOT_TYPES,
     }
 
     def snapshot(self) -> Snapshot:
@@ -236,6 +248,7 @@ class FactIndex:
         snap.update(self.subject_index.snapshot())
         snap.update(self.supersession.snapshot())
         snap.update(self.notes.snapshot())
+        snap.update(self.turns.snapshot())
         snap["ttl"] = list(self.ttl.items())
         snap["counts"] = [self.windows, self.links, self.facts, self.max_eff]
         return snap
@@ -257,6 +270,7 @@ class FactIndex:
         self.windows, links, self.facts, self.max_eff = snap["counts"]
         self.supersession.restore(snap, links)
         self.notes.restore(snap)
+        self.turns.restore(snap)
         self.ttl = dict(snap["ttl"])
 
     # -- queries ----------------------------------------------------------------------
@@ -295,6 +309,7 @@ class FactIndex:
         names, spaces = self.subject_names, self.namespaces.names
         ttl, ids = self.ttl, self.catalog.ids
         requested, confidence = self.notes.requested, self.notes.confidence
+        turns = self.turns.of
         out: list[FactAdded] = []
         for slot, ing, evt, vf, vt, sid, dig, nid in zip(slots.tolist(), *cols, strict=True):
             fid = ids[slot]
@@ -305,7 +320,7 @@ class FactIndex:
                 valid_from=None if vf == UNSET else vf, valid_to=None if vt == UNSET else vt,
                 requested=requested.get(fid, ()), digest=dig.to_bytes(8, "little"),
                 confidence=confidence.get(fid), namespace=spaces[nid] if nid >= 0 else ROOT,
-                ttl_ms=ttl.get(fid)))
+                ttl_ms=ttl.get(fid), turn=_turn_of(turns.get(fid))))
         return out
 
     def subject_members(self, subject: str, namespace: Namespace = ROOT) -> list[str]:

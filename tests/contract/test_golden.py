@@ -55,6 +55,8 @@ def fact(id: str, text: str, ingest_time: int, status: str, **fields: Any) -> di
         "eventTime": None, "validFrom": None, "validTo": None, "supersedes": [],
         "supersededBy": [], "confidence": 1.0, "helpful": 0, "unhelpful": 0, "feedback": [],
         "namespace": [], "ttlMs": None, "expiresAt": None,
+        # A conversation turn's fields (§4g): absent (null) on any other fact.
+        "speaker": None, "session": None, "position": None,
     }
     unknown = set(fields) - set(out)
     assert not unknown, unknown
@@ -207,6 +209,7 @@ def test_explain(memory: Memory) -> None:
         "reason": "its status is superseded, filtered out by history=current",
         "ttlMs": None, "expiresAt": None, "rerankedRank": None,
         "graph": None, "graphBounds": None,
+        "speaker": None, "session": None, "position": None,
     }}
     e = response["explanation"]
     hit = memory.store.search_documents("tea")[0]

@@ -34,6 +34,7 @@ from holomem.api.memory.config import (
     FeedbackConfig,
     ForgettingConfig,
 )
+from holomem.api.memory.conversation import calls as conversation
 from holomem.api.memory.facts import listing
 from holomem.api.memory.forget import removal as forgetting
 from holomem.api.memory.graph import evidence, reach, relations
@@ -110,6 +111,12 @@ def largest(op: str) -> dict[str, Any]:
                                 "subject": f"s{i % 500}", "entities": NAMES[: i % 8],
                                 "metadata": {"i": i}, "embedding": [0.25] * 8}
                                for i in range(memory_module.MAX_FACTS)]},
+        # A new session each time: every turn and reply link is written.
+        "rememberConversation": {
+            "session": f"conversation-{next(_IMPORTS)}", "time": 1000,
+            "messages": [{"role": ("user", "assistant")[i % 2], "time": 1000 + i,
+                          "content": f"turn {i} " + " ".join(VOCABULARY[i % 50:][:20])}
+                         for i in range(conversation.MAX_MESSAGES)]},
         "recall": recall,
         "explain": {**recall, "id": "f0"},
         "forget": {"scope": {"ids": [f"f{i}" for i in range(forgetting.MAX_IDS)]},

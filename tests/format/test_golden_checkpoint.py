@@ -71,7 +71,7 @@ def test_the_golden_checkpoint_decodes_by_the_documented_layout() -> None:
     fields, payload = _by_hand(_raw())
     magic, wver, rver, flags, schema, store_id, generation, seq, salt, length, digest, _ = fields
     assert (magic, wver, rver, flags) == (b"HOLOCKP\x00", 2, 2, 0)
-    assert (schema, store_id, generation, seq, salt) == (5, STORE_ID, 1, 3, SALT)
+    assert (schema, store_id, generation, seq, salt) == (6, STORE_ID, 1, 3, SALT)
     assert digest == CHECKPOINT_DIGEST
     assert length == len(payload)
     n = int.from_bytes(payload[:4], "little")

@@ -183,14 +183,26 @@ def test_a_full_cycle_of_hooks(home: Path) -> None:
     # sync_turn: through Hermes' background worker; primary context only.
     manager.sync_all("My dog is called Rex", "Nice to meet Rex!", session_id="s1")
     assert manager.flush_pending(timeout=30)
-    (line,) = fenced(call(manager, "holomem_recall", {"query": "Rex dog"})["memory"])
-    assert line.endswith("user: My dog is called Rex assistant: Nice to meet Rex!")
+    # Stored as a conversation (§4g): two turns of the session, the answer linked to the
+    # question, at the positions after the session's last turn.
+    lines = fenced(call(manager, "holomem_recall", {"query": "Rex dog"})["memory"])
+    assert sorted(x.split(") ", 1)[1] for x in lines) == ["My dog is called Rex",
+                                                          "Nice to meet Rex!"]
+    turns = provider.memory.list(None, 10, {"session": "s1"}, "all", provider.namespace).facts
+    assert sorted((f.position, f.speaker) for f in turns) == [(0, "user"), (1, "assistant")]
+    answer = next(f for f in turns if f.speaker == "assistant")
+    assert [(x.relation, x.to_id) for x in provider.memory.links(answer.id).links] == [
+        ("replies_to", next(f.id for f in turns if f.speaker == "user"))]
+    manager.sync_all("And my cat?", "Tell me her name.", session_id="s1")
+    assert manager.flush_pending(timeout=30)
+    turns = provider.memory.list(None, 10, {"session": "s1"}, "all", provider.namespace).facts
+    assert sorted(f.position for f in turns) == [0, 1, 2, 3]
     cron = start(load_provider(), home, session="cron-1", context="cron")  # shares the store
     cron.sync_all("cron prompt about Zanzibar", "done", session_id="cron-1")
     assert cron.flush_pending(timeout=30)
     cron.shutdown_all()
     assert call(manager, "holomem_recall", {"query": "Zanzibar"})["count"] == 0
-    assert call(manager, "holomem_recall", {"query": "Rex"})["count"] == 1  # still open
+    assert call(manager, "holomem_recall", {"query": "Rex"})["count"] == 2  # still open
 
     # on_memory_write: Hermes' real built-in memory tool, mirrored the way the agent loop
     # does it (notify_memory_tool_write forwards old_text in the metadata).
@@ -284,7 +296,7 @@ def test_a_full_cycle_of_hooks(home: Path) -> None:
     assert texts == ["User prefers green tea", "User prefers oolong"]
     assert "oolong" in reopened.prefetch_all("what tea does the user drink")
     assert "User lives" not in reopened.prefetch_all("where does the user live")
-    assert call(reopened, "holomem_recall", {"query": "Rex"})["count"] == 1
+    assert call(reopened, "holomem_recall", {"query": "Rex"})["count"] == 2
     assert call(reopened, "holomem_history", {"id": "p"})["versions"][0]["status"] == "current"
     reopened.shutdown_all()
 
@@ -367,10 +379,10 @@ def test_two_users_of_one_gateway_store_never_see_each_other(home: Path) -> None
             assert marker[who] in view and marker[other] not in view, (who, view)
         own = {f.id for f in providers[who].memory.list(
             namespace=providers[who].namespace).facts}
-        assert len(own) == 4 and f"{who}-tool" in own
+        assert len(own) == 6 and f"{who}-tool" in own  # 4 turns, the mirror, the tool
         dry = call(m, "holomem_forget", {"scope": {"namespace": []}, "dryRun": True})
         assert set(dry["removed"]) == own
-        assert sum("green tea" in line for line in fenced(views[2])) == 1  # their own turn
+        assert sum("green tea" in line for line in fenced(views[2])) == 2  # their own turns
         assert call(m, "holomem_history", {"id": f"{other}-tool"})["code"] == "not_found"
         forgot = call(m, "holomem_forget", {"scope": {"ids": [f"{other}-tool"]},
                                             "dryRun": False})
@@ -392,7 +404,7 @@ def test_two_users_of_one_gateway_store_never_see_each_other(home: Path) -> None
     # Bob leaves: one call deletes him, bytes included; Alice keeps everything.
     gone = call(managers["bob"], "holomem_forget", {"scope": {"namespace": []}, "purge": True,
                                                     "dryRun": False})
-    assert gone["purged"] is True and len(gone["removed"]) == 4
+    assert gone["purged"] is True and len(gone["removed"]) == 6
     assert marker["bob"].encode() not in disk(home / "holomem")
     assert marker["alice"].encode() in disk(home / "holomem")
     assert marker["alice"] in managers["alice"].prefetch_all(query)

@@ -40,6 +40,7 @@ from holomem.api.memory.requests import (
     LoadWorkingContextRequest,
     RecallRequest,
     RelateRequest,
+    RememberConversationRequest,
     SaveWorkingContextRequest,
     WhyRequest,
 )
@@ -49,7 +50,8 @@ from holomem.errors import KeyRequiredError
 from ._readme import ROOT, blocks
 
 REQUESTS: dict[str, type[Any]] = {
-    "remember": RememberInput, "recall": RecallRequest, "explain": ExplainRequest,
+    "remember": RememberInput, "remember_conversation": RememberConversationRequest,
+    "recall": RecallRequest, "explain": ExplainRequest,
     "forget": ForgetRequest, "history": IdRequest, "get": IdRequest, "list": ListRequest,
     "list_namespaces": ListNamespacesRequest, "compile_context": CompileContextRequest,
     "save_working_context": SaveWorkingContextRequest,

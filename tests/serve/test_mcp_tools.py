@@ -1,13 +1,13 @@
 """Every MCP tool offers exactly what its op uses, driven by the MCP SDK's own stdio client.
 
-What the tests prove: the tools are remember, recall, explain, forget, history, get, list,
-list_namespaces, relate and why; each schema's properties are the audited list below (a field the
-op does not use — the explain tool's ``explain`` flag — is neither offered nor taken),
-and every property a schema offers is taken by its tool (a walk over every property
-of every tool, each value checked against the schema first); ``forget`` is a dry run
-unless ``dryRun`` is false, and says so in its schema and description; ``remember``
-takes a batch as ``facts``; ``list`` pages with a cursor and fences what it returns;
-``list_namespaces`` counts the facts of each namespace.
+What the tests prove: the tools are remember, remember_conversation, recall, explain,
+forget, history, get, list, list_namespaces, relate and why; each schema's properties are
+the audited list below (a field the op does not use — the explain tool's ``explain``
+flag — is neither offered nor taken), and every property a schema offers is taken by
+its tool (a walk over every property of every tool, each value checked against the
+schema first); ``forget`` is a dry run unless ``dryRun`` is false, and says so in its
+schema and description; ``remember`` takes a batch as ``facts``; ``list`` pages with a
+cursor and fences what it returns; ``list_namespaces`` counts the facts of each namespace.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from .test_mcp import Session, error_code, fenced, ok, serving
 OFFERED: dict[str, set[str]] = {
     "remember": {"text", "id", "subject", "entities", "metadata", "embedding", "eventTime",
                  "validFrom", "validTo", "supersedes", "confidence", "namespace", "facts",
-                 "ttlMs"},
+                 "ttlMs", "speaker", "session", "position"},
+    "remember_conversation": {"messages", "session", "time", "namespace", "start"},
     "recall": {"query", "k", "asOf", "knownAt", "history", "subject", "entities", "embedding",
                "explain", "candidateLimit", "namespace", "filter", "graph"},
     # explain ranks as recall does (k, candidateLimit, history ... say where the fact
@@ -89,9 +90,17 @@ def samples(session: Session) -> dict[str, tuple[dict[str, Any], dict[str, Any]]
             "entities": ["Dora"], "metadata": {"kind": "art"}, "embedding": VECTOR,
             "eventTime": 1000, "validFrom": 1000, "validTo": 4_000_000_000_000,
             "supersedes": ["seed"], "confidence": 0.5, "namespace": ["walk"],
-            "ttlMs": 60_000,
+            "ttlMs": 60_000, "speaker": "dora", "session": "walk-s", "position": 3,
             "facts": [{"text": "Dora rows"}, {"text": "Dora sails", "namespace": ["walk"]}],
         }),
+        # (The least call's message has its own time: the call's time leaves it as it is.)
+        "remember_conversation": (
+            {"messages": [{"role": "user", "text": "hi", "time": 1000}], "session": "mcp-s"},
+            {"messages": [{"speaker": "dora", "role": "user", "name": "d", "id": "conv-m1",
+                           "content": [{"type": "text", "text": "hi there"}], "time": 5,
+                           "tool_calls": [], "tool_call_id": "c", "function_call": None,
+                           "refusal": None, "audio": None}],
+             "session": "mcp-t", "time": 2000, "namespace": ["walk"], "start": 4}),
         "recall": ({"query": "bees"}, {**recall, "query": "Dora bees", "explain": True}),
         "explain": ({"query": "bees", "id": "seed"},
                     {**recall, "query": "Dora bees", "id": "seed"}),

@@ -9,9 +9,10 @@ The rules, written down once:
 
 - A namespace in a request is **relative** to the base: under ``["users", "u-1"]``,
   ``["notes"]`` means ``["users", "u-1", "notes"]``; none (or ``[]``) means the base
-  itself. That covers ``namespace`` (remember, and the prefix of every reading and
-  maintenance op), the forget scope ``{"namespace": [...]}``, forget's ``within``
-  (always set: the other scopes only ever reach facts under the base) and the
+  itself. That covers ``namespace`` (remember and rememberConversation, and the prefix
+  of every reading and maintenance op), the forget scope ``{"namespace": [...]}``,
+  forget's ``within`` (always set: the other scopes only ever reach facts under the
+  base) and the
   ``prefix`` of ``listNamespaces``, and the context-window ops: ``compileContext`` and
   ``explainContext`` (a prefix: only facts under it are candidates) and the working
   contexts (``saveWorkingContext``, ``loadWorkingContext``, ``listWorkingContexts``:
@@ -51,6 +52,8 @@ from holomem.errors import InvalidError, LimitError, NotFoundError
 #: ``id`` (checked before the call), as the op table says (:data:`~.ops.Op.scope`).
 _PREFIX_OPS = frozenset(op.name for op in ops.OPS.values() if op.scope == "prefix")
 _ID_WRITES = frozenset(op.name for op in ops.OPS.values() if op.scope == "id-write")
+#: Ops whose ``namespace`` is the one place they write in (``remember``'s batch apart).
+_PLACE_OPS = frozenset(op.name for op in ops.OPS.values() if op.scope == "place")
 #: Every op a scope knows how to confine (or that names nothing to confine). An op the
 #: table marks ``none`` reaches the whole store and is refused through a scoped door
 #: rather than passed through unconfined.
@@ -137,7 +140,7 @@ class Scope:
                 return {**request, "facts": [self._placed(f, f"facts[{i}].namespace")
                                              for i, f in enumerate(facts)]}
             return {**request, "namespace": self.under(request.get("namespace"))}
-        if op in _PREFIX_OPS:
+        if op in _PREFIX_OPS or op in _PLACE_OPS:
             return {**request, "namespace": self.under(request.get("namespace"))}
         if op == "forget":
             out = {**request, "within": self.under(request.get("within"), "within")}

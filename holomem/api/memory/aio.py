@@ -135,6 +135,7 @@ class AsyncMemory:
     # are what a type checker reads (tests/memory/test_async.py pins them to Memory).
     remember = Offloaded(Memory.remember)
     remember_many = Offloaded(Memory.remember_many)
+    remember_conversation = Offloaded(Memory.remember_conversation)
     recall = Offloaded(Memory.recall)
     explain = Offloaded(Memory.explain)
     get = Offloaded(Memory.get)

@@ -43,7 +43,7 @@ def _same(result: Any) -> Any:
 #: converted first (:func:`holomem.api.engine.validate.to_ms`), only where a time can be.
 _TIMES = frozenset({"eventTime", "validFrom", "validTo", "asOf", "knownAt", "ingestedAfter",
                     "ingestedBefore", "eventAfter", "eventBefore", "time"})
-_HOLDING_TIMES = ("facts", "fragments", "scope", "filter")
+_HOLDING_TIMES = ("facts", "fragments", "messages", "scope", "filter")
 
 
 def _times(obj: dict[str, Any], where: str) -> dict[str, Any]:
@@ -53,7 +53,7 @@ def _times(obj: dict[str, Any], where: str) -> dict[str, Any]:
         held = out.get(key)
         if isinstance(held, dict):
             out[key] = _times(held, f"{where}{key}.")
-        elif key in ("facts", "fragments") and isinstance(held, list):
+        elif key in ("facts", "fragments", "messages") and isinstance(held, list):
             out[key] = [_times(x, f"{where}{key}[{i}].") if isinstance(x, dict) else x
                         for i, x in enumerate(held)]
     return out

@@ -10,6 +10,9 @@ The grammar, as JSON::
     filter     := { clause, ... }                     every clause must hold
     clause     := "metadata": { key: condition, ... }  top-level metadata keys
                 | "ingestedAfter" | "ingestedBefore" | "eventAfter" | "eventBefore": ms
+                | "speaker" | "session": condition    a turn's fields (§4g):
+                | "position": condition               $eq $ne $in $nin $exists; position
+                                                      also $gt $gte $lt $lte
                 | "$and": [filter, ...] | "$or": [filter, ...] | "$not": filter
     condition  := value                               the same as {"$eq": value}
                 | { op: value, ... }                  every op must hold
@@ -22,11 +25,16 @@ complements, so they also hold for a fact that lacks the key; ``$gt``, ``$gte``,
 of another type never matches; an operand that is neither is refused); ``$exists``
 takes true or false. "After" and "before" are strict. A plain document (not a
 fact) has no ingest or event time, so a time clause never holds for it; a fact
-without an event time matches no event clause.
+without an event time matches no event clause. A turn clause reads the fact's own
+field, as ``$eq`` on a metadata key reads the key: a fact that is not a turn has
+none (``{"$exists": false}`` holds for it, ``$ne`` too). The turn clauses are answered
+from the fact index's turn table (:mod:`holomem.projections.turns`): a speaker's or
+a session's facts are a look-up, a position range a pass over the turns only.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -45,7 +53,11 @@ MAX_IN = 1000
 
 _OPS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists")
 _TIMES = ("ingestedAfter", "ingestedBefore", "eventAfter", "eventBefore")
-_KEYS = ("metadata", *_TIMES, "$and", "$or", "$not")
+#: A turn's fields, and the operators each takes.
+_TURN = {"speaker": ("$eq", "$ne", "$in", "$nin", "$exists"),
+         "session": ("$eq", "$ne", "$in", "$nin", "$exists"),
+         "position": _OPS}
+_KEYS = ("metadata", *_TIMES, *_TURN, "$and", "$or", "$not")
 
 
 class Condition(NamedTuple):
@@ -62,6 +74,8 @@ class Filter(NamedTuple):
     all_of: tuple[Filter, ...]
     any_of: tuple[tuple[Filter, ...], ...]
     none_of: tuple[Filter, ...]
+    #: conditions on a turn's fields (``Condition.key`` is the field's name)
+    turn: tuple[Condition, ...] = ()
 
 
 def unreserved(view: View) -> np.ndarray | None:
@@ -109,9 +123,12 @@ def _compile(value: object, where: str, depth: int, count: list[int]) -> Filter:
     all_of: list[Filter] = []
     any_of: list[tuple[Filter, ...]] = []
     none_of: list[Filter] = []
+    turn: list[Condition] = []
     for key, item in value.items():
         if key == "metadata":
             conditions.extend(_metadata(item, f"{where}.metadata", count))
+        elif key in _TURN:
+            turn.extend(_turn(key, item, f"{where}.{key}", count))
         elif key in _TIMES:
             _node(count, where)
             ms = validate.to_ms(item, f"{where}.{key}")
@@ -131,7 +148,27 @@ def _compile(value: object, where: str, depth: int, count: list[int]) -> Filter:
             else:
                 any_of.append(parts)
     return Filter(tuple(conditions), tuple(times), tuple(all_of), tuple(any_of),
-                  tuple(none_of))
+                  tuple(none_of), tuple(turn))
+
+
+def _turn(key: str, value: object, where: str, count: list[int]) -> list[Condition]:
+    ops = value if isinstance(value, Mapping) else {"$eq": value}
+    out = []
+    for op, operand in ops.items():
+        _node(count, where)
+        if op not in _TURN[key]:
+            raise InvalidError(f"{where}: {key} takes the operators "
+                               f"{', '.join(_TURN[key])}; got {op!r}")
+        checked = _operand(op, operand, where)
+        wanted = (int,) if key == "position" else (str,)
+        items = checked if op in ("$in", "$nin") else [] if op == "$exists" else [checked]
+        for item in items:
+            if isinstance(item, bool) or not isinstance(item, wanted):
+                raise InvalidError(f"{where}: {key} values are "
+                                   f"{'integers' if key == 'position' else 'strings'}; "
+                                   f"got {item!r}")
+        out.append(Condition(key, op, checked))
+    return out
 
 
 def _metadata(value: object, where: str, count: list[int]) -> list[Condition]:
@@ -184,6 +221,8 @@ def _mask(view: View, flt: Filter, live: np.ndarray) -> np.ndarray:
         out &= _condition(view, cond, live)
     for key, ms in flt.times:
         out &= _time(view, key, ms, len(live))
+    for cond in flt.turn:
+        out &= _turn_mask(view, cond, live)
     for part in flt.all_of:
         out &= _mask(view, part, live)
     for parts in flt.any_of:
@@ -216,6 +255,34 @@ def _condition(view: View, cond: Condition, live: np.ndarray) -> np.ndarray:
             mask[column.equal(item)] = True
     else:
         mask[column.compare(op, value)] = True
+    return mask
+
+
+_COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
+
+
+def _turn_mask(view: View, cond: Condition, live: np.ndarray) -> np.ndarray:
+    key, op, value = cond
+    if op in ("$ne", "$nin") or (op == "$exists" and value is False):
+        positive = Condition(key, {"$ne": "$eq", "$nin": "$in"}.get(op, "$exists"),
+                             True if op == "$exists" else value)
+        held: np.ndarray = live & ~_turn_mask(view, positive, live)
+        return held
+    turns = view.facts.turns
+    if key == "speaker" and op in ("$eq", "$in"):
+        ids = [f for v in (value if op == "$in" else [value]) for f in turns.speaker_facts(v)]
+    elif key == "session" and op in ("$eq", "$in"):
+        ids = [f for v in (value if op == "$in" else [value]) for f in turns.session_facts(v)]
+    else:  # $exists, or a position: a pass over the turns
+        index = ("speaker", "session", "position").index(key)
+        test = ((lambda v: v is not None) if op == "$exists"
+                else (lambda v: v is not None and v == value) if op == "$eq"
+                else (lambda v: v is not None and v in value) if op == "$in"
+                else (lambda v: v is not None and _COMPARE[op](v, value)))
+        ids = [f for f, t in turns.of.items() if test(t[index])]
+    mask = np.zeros(len(live), dtype=bool)
+    slot = view.catalog.slot
+    mask[[s for s in map(slot, ids) if 0 <= s < len(live)]] = True
     return mask
 
 

@@ -5,6 +5,7 @@ and offers each concept's calls as its methods (:mod:`.binding`); what a call do
 written once, in its concept's ``calls`` module:
 
 - ``remember/`` — remember and remember_many (planning: ``remember/planner.py``);
+- ``conversation/`` — remember_conversation: turns, their reply links, an extractor;
 - ``recall/`` — recall and explain (ranking, explanations, neighbours, rerankers);
 - ``facts/`` — one fact, its history, listing, namespaces, feedback and confidence;
 - ``forget/`` — forget, apply_forgetting and consolidate;
@@ -29,6 +30,7 @@ from holomem.api.engine import Store
 from holomem.api.memory import about, contract
 from holomem.api.memory.binding import Call, Derived
 from holomem.api.memory.config import MemoryConfig
+from holomem.api.memory.conversation import calls as conversation_calls
 from holomem.api.memory.embedding import calls as embedding_calls
 from holomem.api.memory.facts import calls as facts_calls
 from holomem.api.memory.forget import calls as forget_calls
@@ -98,6 +100,7 @@ class Memory:
     # -- remember (remember/) ----------------------------------------------------------------
     remember = Call(remember_calls.remember)
     remember_many = Call(remember_calls.remember_many)
+    remember_conversation = Call(conversation_calls.remember_conversation)
 
     # -- recall and explain (recall/) --------------------------------------------------------
     recall = Call(recall_calls.recall)

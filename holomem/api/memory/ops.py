@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, NamedTuple
 
 from holomem.api.memory import requests as rq
+from holomem.api.memory.conversation.types import RememberedConversation
 from holomem.api.memory.graph.types import (
     LinkList,
     RelateManyResult,
@@ -117,6 +118,12 @@ _OPS = (
     Op("remember", "remember", RememberInput, list[Remembered], "remembered", True, "place",
        "Store one fact, or several ({\"facts\": [...]}) in one transaction",
        lambda req: ((req,), {}), single=True),
+    Op("rememberConversation", "remember_conversation", rq.RememberConversationRequest,
+       RememberedConversation, None, True, "place",
+       "Store a conversation: each message a turn (speaker, session, position), each "
+       "linked to the turn it answers, in one transaction",
+       lambda req: ((req.messages,), {k: v for k, v in fields(req).items()
+                                      if k != "messages"})),
     Op("recall", "recall", rq.RecallRequest, list[Recalled], "results", False, "prefix",
        "The facts most relevant to a query, best first",
        lambda req: ((req.query, _recall_options(req)), {})),

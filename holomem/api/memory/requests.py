@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from holomem.api.memory.conversation.types import Message
 from holomem.api.memory.shapes import Request
 from holomem.api.memory.transfer import exchange
 from holomem.api.memory.transfer.pages import MAX_EXPORT_PAGE
@@ -36,6 +37,17 @@ MAX_IMPORT_RELATIONS = 1000
 
 class RememberMany(Request, frozen=True, kw_only=True):
     facts: list[RememberInput]
+
+
+class RememberConversationRequest(Request, frozen=True, kw_only=True):
+    """``rememberConversation``: the messages of one session (docs/contract.md §4g);
+    the extractor is Python code, which a request cannot carry."""
+
+    messages: list[Message]
+    session: str
+    time: int | None = None
+    namespace: NamespaceArg = None
+    start: int = 0
 
 
 class RecallRequest(RecallOptions, frozen=True, kw_only=True):

@@ -52,6 +52,12 @@ class RememberInput(Request, frozen=True):
     #: Time to live in ms (1 to 2**62): the fact expires at its ingest time + ttl_ms
     #: (status ``expired`` from then, as with ``valid_to``); None: it never does by itself.
     ttl_ms: int | None = None
+    #: A conversation turn (docs/contract.md §4g): who said it (an id-like string), the
+    #: session it belongs to and its position there (0 to 2**62). Each may be given on
+    #: its own; ``remember_conversation`` sets all three.
+    speaker: str | None = None
+    session: str | None = None
+    position: int | None = None
 
     def __post_init__(self) -> None:
         # A namespace given as one string becomes its list here, so the payload, and the
@@ -107,6 +113,10 @@ class FactRecord(Response, frozen=True):
     #: The time to live it was remembered with, and when that ends (ingest + ttl).
     ttl_ms: int | None = None
     expires_at: int | None = None
+    #: Its conversation turn, when it is one (docs/contract.md §4g).
+    speaker: str | None = None
+    session: str | None = None
+    position: int | None = None
 
 
 class RecallOptions(Request, frozen=True):
@@ -185,6 +195,10 @@ class Explanation(Response, frozen=True):
     graph: GraphReach | None = None
     #: What a bound of graph recall cut from the walk (None: nothing, or no graph).
     graph_bounds: GraphBounds | None = None
+    #: The fact's conversation turn, when it is one (docs/contract.md §4g).
+    speaker: str | None = None
+    session: str | None = None
+    position: int | None = None
 
 
 class Recalled(Response, frozen=True, omit_defaults=True):
@@ -374,13 +388,18 @@ class ListFilter(Request, frozen=True):
     all_of: list[dict[str, Any]] | None = msgspec.field(default=None, name="$and")
     any_of: list[dict[str, Any]] | None = msgspec.field(default=None, name="$or")
     none_of: dict[str, Any] | None = msgspec.field(default=None, name="$not")
+    #: A turn's fields (docs/contract.md §4g): a value, or a condition of operators.
+    speaker: Any = None
+    session: Any = None
+    position: Any = None
 
     def conditions(self) -> dict[str, Any] | None:
         """The docs/contract.md §4b part, in its JSON form (None when it has none)."""
         names = {"metadata": "metadata", "ingested_after": "ingestedAfter",
                  "ingested_before": "ingestedBefore", "event_after": "eventAfter",
                  "event_before": "eventBefore", "all_of": "$and", "any_of": "$or",
-                 "none_of": "$not"}
+                 "none_of": "$not", "speaker": "speaker", "session": "session",
+                 "position": "position"}
         out = {json: getattr(self, f) for f, json in names.items()
                if getattr(self, f) is not None}
         return out or None

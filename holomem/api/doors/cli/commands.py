@@ -9,6 +9,7 @@ commands :mod:`.store`'s, the servers and integrations :mod:`.servers`'s, and ho
 answers are printed :mod:`.printing`'s.
 
     holomem remember STORE --text T [--namespace NS] [--id I] [--subject S] ...
+    holomem remember-conversation STORE [FILE | -] --session S [--namespace NS] ...
     holomem recall STORE QUERY [--namespace NS] [--filter JSON] [--k N] [--as-of W] ...
     holomem explain STORE QUERY ID        holomem get | history STORE ID
     holomem forget STORE (--id I... | --subject S | --entity E | --ingested-before W |
@@ -37,7 +38,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from holomem.api.doors.cli import graph, printing, servers, store
+from holomem.api.doors.cli import conversation, graph, printing, servers, store
 from holomem.api.doors.cli.opening import (
     EXIT_NOT_FOUND,
     EXIT_OK,
@@ -236,6 +237,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "get": _memory_command, "history": _memory_command, "forget": _forget, "list": _list,
     "list-namespaces": _list_namespaces, "links": graph.run, "why": graph.run,
     "relate": graph.run, "unrelate": graph.run,
+    "remember-conversation": conversation.run,
     "info": store.info, "config": store.config,
     "export": store.export, "import": store.import_,
     "fsck": lambda args: servers.fsck(args.args), "serve": servers.serve,

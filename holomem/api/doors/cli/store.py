@@ -70,7 +70,7 @@ def export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _file_lines(path: str, size: int = 1 << 20) -> Iterator[bytes]:
+def file_lines(path: str, size: int = 1 << 20) -> Iterator[bytes]:
     """The lines of a file, read ``size`` bytes at a time (opened now, so a missing file
     is an error before anything else happens)."""
     try:
@@ -96,7 +96,7 @@ def _file_lines(path: str, size: int = 1 << 20) -> Iterator[bytes]:
 def import_(args: argparse.Namespace) -> int:
     """JSON Lines from FILE (or - for stdin) into the store, in atomic batches."""
     config = config_file(args.config)
-    lines = iter(sys.stdin.buffer) if args.file == "-" else _file_lines(args.file)
+    lines = iter(sys.stdin.buffer) if args.file == "-" else file_lines(args.file)
     with (memory_of(args, write=True, create=True, config=config) as memory,
           ProgressLines("import", every=args.progress_every) as progress):
         report = memory.import_(lines, batch_size=args.batch_size, progress=progress)

@@ -5,7 +5,8 @@ Owns: the MCP server (the official ``mcp`` SDK, low-level ``Server``), its tools
 and how their results are shown to a model. Needs the ``serve`` extra; nothing
 else in holomem imports this module but :mod:`.streamable`.
 
-Tools: ``remember``, ``recall``, ``explain``, ``forget``, ``history``, ``get``, ``list``,
+Tools: ``remember``, ``remember_conversation``, ``recall``, ``explain``, ``forget``,
+``history``, ``get``, ``list``,
 ``list_namespaces``, ``compile_context``, ``save_working_context``,
 ``load_working_context``, ``list_working_contexts``, ``relate``, ``why`` (one per entry of
 :data:`~.toolschema.TOOLS`; ``forget`` is a dry run by default). Their

@@ -81,6 +81,18 @@ TOOLS: dict[str, ToolSpec] = {
             "facts": ("Several facts at once instead of one: each an object with the "
                       "fields above (`text` required), stored together, all or none. "
                       "Give no other field beside `facts`.")}),
+    "remember_conversation": ToolSpec("rememberConversation", (
+        "Store a conversation in long-term memory: `messages` in order, each "
+        "{speaker or role or name, text or content, time?, id?} (chat messages as they "
+        "are), all of one `session`. Each message becomes a fact holding its words, with "
+        "its speaker, session and position, linked to the turn it answers; sending the "
+        "same messages again stores nothing twice. `start` is the position of the first "
+        "message when you send only the newer ones."), describe={
+            "session": "The conversation's id: 1 to 512 characters.",
+            "namespace": ("The namespace the turns live in (under this memory's own "
+                          "namespace, if it has one). Left out: the root."),
+            "start": ("The position of the first message (default 0: the messages are "
+                      "the conversation from its beginning).")}),
     "recall": ToolSpec("recall", (
         "Recall the facts most relevant to `query`, best first (current facts by default; "
         "`asOf` for an earlier moment, `history` 'all' to include replaced ones; "

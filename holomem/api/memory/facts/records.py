@@ -17,6 +17,10 @@ from holomem.api.engine import View, validate
 from holomem.api.memory.types import FactRecord, FeedbackEntry
 from holomem.errors import NotFoundError
 from holomem.projections.temporal import CURRENT, STATUSES, UNSET
+from holomem.projections.turns import Turn
+
+#: The turn of a fact that is not a conversation turn.
+NO_TURN = Turn(None, None, None)
 
 
 def wanted(history: str, status: str) -> bool:
@@ -42,6 +46,7 @@ def fact_record(view: View, slot: int, at: int, known_at: int | None = None) -> 
                           entities=list(rec.entities), metadata=meta, embedding=emb)
     t = facts.times(slot)
     fb = facts.feedback.get(fid, [])
+    turn = facts.turns.get(fid) or NO_TURN
     return FactRecord(
         id=fid, text=rec.text, ingest_time=t.ingest_time,
         status=facts.status(slot, at, known_at),  # type: ignore[arg-type]
@@ -53,7 +58,8 @@ def fact_record(view: View, slot: int, at: int, known_at: int | None = None) -> 
         helpful=sum(1 for h, _, _ in fb if h), unhelpful=sum(1 for h, _, _ in fb if not h),
         feedback=[FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb],
         namespace=list(facts.namespace(slot)), ttl_ms=t.ttl_ms,
-        expires_at=t.ingest_time + t.ttl_ms if t.ttl_ms is not None else None)
+        expires_at=t.ingest_time + t.ttl_ms if t.ttl_ms is not None else None,
+        speaker=turn.speaker, session=turn.session, position=turn.position)
 
 
 #: FactRecord's fields in order: :func:`fact_records` passes them by position (no
@@ -61,7 +67,7 @@ def fact_record(view: View, slot: int, at: int, known_at: int | None = None) -> 
 _FIELDS = ("id", "text", "ingest_time", "status", "subject", "entities", "metadata",
            "embedding", "event_time", "valid_from", "valid_to", "supersedes",
            "superseded_by", "confidence", "helpful", "unhelpful", "feedback", "namespace",
-           "ttl_ms", "expires_at")
+           "ttl_ms", "expires_at", "speaker", "session", "position")
 assert FactRecord.__struct_fields__ == _FIELDS, FactRecord.__struct_fields__
 
 
@@ -89,6 +95,7 @@ def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None
     ttl = facts.ttl or None
     feedback = facts.feedback or None
     confidence = facts.confidence or None
+    turns = facts.turns.of or None
     # The link tables, looked at only for the facts they hold.
     preds = facts.supersedes or None
     succs = facts.superseded_by or None
@@ -103,12 +110,13 @@ def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None
         if not is_fact[i]:
             out.append(FactRecord(fid, rec.text, 0, "current", None, list(rec.entities),
                                   metadata, embedding, None, None, None, [], [], 1.0, 0, 0,
-                                  [], [], None, None))
+                                  [], [], None, None, None, None, None))
             continue
         sid, nid, ingested = subjects[i], spaces[i], ingest[i]
         trust = confidence.get(fid, 1.0) if confidence is not None else 1.0
         fb = feedback.get(fid) if feedback is not None else None
         ttl_ms = ttl.get(fid) if ttl is not None else None
+        turn = (turns.get(fid) or NO_TURN) if turns is not None else NO_TURN
         out.append(FactRecord(
             fid, rec.text, ingested, status,  # type: ignore[arg-type]
             names[sid] if sid >= 0 else None, list(rec.entities), metadata, embedding,
@@ -122,7 +130,7 @@ def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None
             sum(1 for h, _, _ in fb if not h) if fb else 0,
             [FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb] if fb else [],
             list(ns_names[nid]) if nid >= 0 else [],
-            ttl_ms, ingested + ttl_ms if ttl_ms is not None else None))
+            ttl_ms, ingested + ttl_ms if ttl_ms is not None else None, *turn))
     return out
 
 

@@ -58,6 +58,7 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
         times = facts.times(slot)
         ttl = times.ttl_ms if facts.is_fact[slot] else None
         retrieved = fid in chosen_ids
+        turn = facts.turns.get(fid)
         # known_at ignores the facts ingested after it, in the chain too.
         chain = [ChainEntry(id=c, status=facts.status(facts.slot(c), at, o.known_at),  # type: ignore[arg-type]
                             effective_time=facts.order_key(c)[0])
@@ -82,7 +83,9 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
             ttl_ms=ttl, expires_at=times.ingest_time + ttl if ttl is not None else None,
             graph=(reach.explained(view, ranking.reached[slot])
                    if slot in ranking.reached else None),
-            graph_bounds=cut))
+            graph_bounds=cut,
+            speaker=turn.speaker if turn else None, session=turn.session if turn else None,
+            position=turn.position if turn else None))
     return out
 
 

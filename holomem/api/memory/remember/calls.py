@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from holomem.api.engine import View, validate
@@ -22,7 +22,7 @@ from holomem.api.memory.remember.intake import Checked
 from holomem.api.memory.session import Session
 from holomem.api.memory.types import Remembered, RememberInput
 from holomem.errors import InvalidError, LimitError
-from holomem.events import Event
+from holomem.events import Event, RelationAdded
 from holomem.projections.base import gc_paused
 
 #: Facts in one remember_many call (one transaction; the plan is linear in it).
@@ -45,7 +45,7 @@ def remember(s: Session, input: str | RememberInput | Mapping[str, Any] | None =
         input, fields = None, {"text": input, **fields}
     x = validate.to_struct(RememberInput, input, fields, "remember input",
                            validate.TIME_FIELDS)
-    return _remember_checked(s, [intake.check(x, 0)])[0]
+    return remember_checked(s, [intake.check(x, 0)])[0]
 
 
 def remember_many(s: Session, /, inputs: Iterable[RememberInput | Mapping[str, Any]], *,
@@ -84,12 +84,20 @@ def _remember_many(s: Session, /, inputs: Iterable[RememberInput | Mapping[str, 
             checked.append(intake.check(item, i))
     if not checked:
         raise InvalidError("remember_many needs at least one input")
-    return _remember_checked(s, checked, progress)
+    return remember_checked(s, checked, progress)
 
 
-def _remember_checked(s: Session, /, checked: builtins.list[Checked],
-                      progress: Progress | None = None) -> builtins.list[Remembered]:
-    """remember_many of inputs already checked (``intake.check``), one transaction."""
+#: Events a caller adds to a remember's transaction, planned under the same lock from
+#: the view and the remember's results (in the order of its inputs).
+More = Callable[[View, builtins.list[Remembered]], builtins.list[Event]]
+
+
+def remember_checked(s: Session, /, checked: builtins.list[Checked],
+                     progress: Progress | None = None, *, more: More | None = None
+                     ) -> builtins.list[Remembered]:
+    """remember_many of inputs already checked (``intake.check``), one transaction;
+    ``more``: events added after the facts' in the same transaction (the links
+    ``remember_conversation`` makes), and their ids notified as ``relate``'s."""
     embedded = False
     if s.embedder is not None:  # outside the write lock: a model takes time
         checked, embedded = embedder.fill(checked, s.embedder, progress)
@@ -99,13 +107,22 @@ def _remember_checked(s: Session, /, checked: builtins.list[Checked],
         if embedded:
             s.check_pinned(view)
         planners[:] = [planner.Planner(view, s.policies, s.clock.now_ms())]
-        return planners[0].plan(checked)
+        events = planners[0].plan(checked)
+        if more is not None:
+            added = more(view, planners[0].results)
+            linked[:] = [i for e in added if isinstance(e, RelationAdded)
+                         for i in (e.from_id, e.to_id)]
+            events.extend(added)
+        return events
 
+    linked: builtins.list[str] = []
     seq, _ = s.store.commit(build)
     results = planners[0].results
     created = [r.id for r in results if r.created]
     if created:
         s.notify("remember", created, seq)
+    if linked:
+        s.notify("relate", builtins.list(dict.fromkeys(linked)), seq)
     if progress is not None:
         progress(len(results))
     return list(results)

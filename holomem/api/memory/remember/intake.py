@@ -176,7 +176,27 @@ def _validated(x: RememberInput, i: int, vec: np.ndarray | None = None
         validate.namespace(x.namespace, f"{where}: namespace")
     if x.ttl_ms is not None:
         validate.positive_int(x.ttl_ms, f"{where}: ttl_ms", validate.TIME_LIMIT)
+    if x.speaker is not None:
+        validate.doc_id(x.speaker, f"{where}: speaker")
+    if x.session is not None:
+        validate.doc_id(x.session, f"{where}: session")
+    if x.position is not None:
+        position(x.position, f"{where}: position")
     return meta, vec
+
+
+#: The greatest position a conversation turn may have.
+MAX_POSITION = 2**62
+
+
+def position(value: object, field: str) -> int:
+    """A turn's position: an integer from 0 to :data:`MAX_POSITION`. Errors:
+    ``invalid_request``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidError(f"{field} must be an integer")
+    if not 0 <= value <= MAX_POSITION:
+        raise InvalidError(f"{field} must be between 0 and {MAX_POSITION}")
+    return value
 
 
 #: What a digest 2 hashes first (see the module docstring).

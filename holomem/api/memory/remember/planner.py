@@ -45,6 +45,13 @@ def _found_entities(found: object) -> tuple[str, ...]:
     """What an entity extractor found, checked (its empty list, at once)."""
     return () if type(found) is list and not found else validate.entities(found)
 
+def _turn(x: RememberInput) -> tuple[str | None, str | None, int | None] | None:
+    """The FactAdded ``turn`` of an input (None: it gives none of the three fields)."""
+    if x.speaker is None and x.session is None and x.position is None:
+        return None
+    return (x.speaker, x.session, x.position)
+
+
 class _Pending(NamedTuple):
     """A fact written earlier in the same batch (later inputs see it)."""
 
@@ -325,7 +332,8 @@ class Planner:
             FactAdded(id=fid, ingest_time=now, subject=subject, event_time=x.event_time,
                       valid_from=x.valid_from, valid_to=x.valid_to, supersedes=supersedes,
                       superseded_by=superseded_by, requested=requested, digest=short,
-                      confidence=x.confidence, namespace=ns, ttl_ms=x.ttl_ms),
+                      confidence=x.confidence, namespace=ns, ttl_ms=x.ttl_ms,
+                      turn=_turn(x)),
         ]
 
     def _namespace(self, fid: str) -> Namespace:

@@ -57,6 +57,7 @@ def export_record(view: View, slot: int, relations: bool = True,
     rec = view.record(slot)
     t = facts.times(slot)
     raw = view.vector_as_written(slot)
+    turn = facts.turns.get(fid)
     return FactExport(
         id=fid, text=rec.text, ingest_time=t.ingest_time,
         namespace=list(facts.namespace(slot)), subject=t.subject,
@@ -70,7 +71,9 @@ def export_record(view: View, slot: int, relations: bool = True,
         feedback=[FeedbackRecord(helpful=h, time=tm, note=n)
                   for h, tm, n in facts.feedback.get(fid, ())],
         digest=t.digest.hex(), ttl_ms=t.ttl_ms,
-        relations=transferlinks.records_of(view, slot, ranks) if relations else [])
+        relations=transferlinks.records_of(view, slot, ranks) if relations else [],
+        speaker=turn.speaker if turn else None, session=turn.session if turn else None,
+        position=turn.position if turn else None)
 
 
 def export_blocks(store: Store, prefix: Namespace, block: int = EXPORT_BLOCK
@@ -148,7 +151,7 @@ def check(x: FactExport, line: int) -> Incoming:
         metadata=x.metadata, embedding=x.embedding, event_time=x.event_time,
         valid_from=x.valid_from, valid_to=x.valid_to, supersedes=x.requested or None,
         confidence=None if x.confidence == 1.0 else x.confidence, namespace=x.namespace,
-        ttl_ms=x.ttl_ms)
+        ttl_ms=x.ttl_ms, speaker=x.speaker, session=x.session, position=x.position)
     try:
         meta = intake.validated(as_input, 0)
     except (InvalidError, LimitError) as exc:
@@ -241,7 +244,9 @@ class Importer:
                 event_time=x.event_time, valid_from=x.valid_from, valid_to=x.valid_to,
                 requested=tuple(x.requested), digest=item.digest,
                 confidence=None if x.confidence == 1.0 else x.confidence,
-                namespace=tuple(x.namespace), ttl_ms=x.ttl_ms))
+                namespace=tuple(x.namespace), ttl_ms=x.ttl_ms,
+                turn=None if x.speaker is None and x.session is None and x.position is None
+                else (x.speaker, x.session, x.position)))
             events.extend(FeedbackGiven(id=x.id, helpful=fb.helpful, time=fb.time,
                                         note=fb.note) for fb in x.feedback)
             waiting.extend((x.id, link.supersedes, link.known_at, item.line)

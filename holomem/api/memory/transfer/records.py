@@ -82,6 +82,10 @@ class FactExport(Request, frozen=True):
     format: int = EXPORT_FORMAT
     ttl_ms: int | None = None
     relations: list[RelationRecord] = msgspec.field(default_factory=list)
+    #: Its conversation turn, when it is one (docs/contract.md §4g).
+    speaker: str | None = None
+    session: str | None = None
+    position: int | None = None
 
 
 class ImportReport(Response, frozen=True):

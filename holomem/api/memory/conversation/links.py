@@ -1,0 +1,105 @@
+"""The typed links a conversation call writes: which turn answers which, and which
+turns an extracted fact came from (docs/contract.md §4g).
+
+Owns: the reply rule and its window (:data:`REPLY_WINDOW`), the relation names
+(:data:`REPLIES_TO`, :data:`DERIVED_FROM`), and the plan of the links, run under the
+write lock with the view and the results of the facts planned in the same
+transaction. Imports the engine's view, the graph's limits, the types and the events.
+
+The reply rule, written down once: a turn answers the nearest earlier turn of its
+session (same namespace) said by *another* speaker, looking back at most
+:data:`REPLY_WINDOW` positions — so two messages in a row by one speaker both answer
+the question before them, and a turn gets at most that many replies. A turn with no
+such turn in the window (the first one, or a long run by one speaker) answers none.
+The turns before the call's first position are the stored ones; from it on, the
+call's own. ``from_id -[replies_to]-> to_id`` goes from the answer to what it answers;
+``fact -[derived_from]-> turn`` from an extracted fact to each of its source turns.
+
+A link already stored is not written again, so a retried call writes no event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from holomem.api.engine import View
+from holomem.api.memory.graph.relations import MAX_LINKS_PER_FACT
+from holomem.api.memory.types import Remembered
+from holomem.errors import LimitError
+from holomem.events import Event, RelationAdded
+
+REPLIES_TO = "replies_to"
+DERIVED_FROM = "derived_from"
+#: How many positions back a turn looks for the turn it answers.
+REPLY_WINDOW = 8
+
+
+class PlannedTurn(NamedTuple):
+    """A turn of the call: its position and speaker (its id comes with the results)."""
+
+    position: int
+    speaker: str
+
+
+def plan(view: View, results: list[Remembered], turns: Sequence[PlannedTurn],
+         sources: Sequence[Sequence[int]], namespace: tuple[str, ...], session: str,
+         now: int) -> list[Event]:
+    """The links of one call. ``results``: the turns' then the extracted facts'
+    (in that order); ``sources[k]``: the indexes in ``turns`` extracted fact k came
+    from. Errors: ``limit`` (a fact would pass ``MAX_LINKS_PER_FACT`` links one way)."""
+    ids = [r.id for r in results[:len(turns)]]
+    wanted: list[tuple[str, str, str]] = []
+    said = {t.position: (t.speaker, fid) for t, fid in zip(turns, ids, strict=True)}
+    first = min(said) if said else 0
+    stored = _stored_before(view, namespace, session, first)
+    for t, fid in zip(turns, ids, strict=True):
+        for q in range(t.position - 1, max(-1, t.position - 1 - REPLY_WINDOW), -1):
+            earlier = said.get(q) if q >= first else stored.get(q)
+            if earlier is not None and earlier[0] != t.speaker:
+                wanted.append((fid, earlier[1], REPLIES_TO))
+                break
+    for r, of in zip(results[len(turns):], sources, strict=True):
+        wanted.extend((r.id, ids[k], DERIVED_FROM) for k in of)
+    return _new_links(view, wanted, now)
+
+
+def _stored_before(view: View, namespace: tuple[str, ...], session: str, first: int
+                   ) -> dict[int, tuple[str, str]]:
+    """The stored turns of ``session`` in ``namespace`` in the window before
+    ``first``: position -> (speaker, id)."""
+    facts, turns = view.facts, view.facts.turns
+    out: dict[int, tuple[str, str]] = {}
+    for fid in turns.before(session, first, REPLY_WINDOW * 4):
+        turn = turns.get(fid)
+        slot = facts.slot(fid)
+        if (turn is None or turn.position is None or turn.speaker is None or slot < 0
+                or first - turn.position > REPLY_WINDOW or turn.position in out
+                or facts.namespace(slot) != namespace):
+            continue
+        out[turn.position] = (turn.speaker, fid)
+    return out
+
+
+def _new_links(view: View, wanted: list[tuple[str, str, str]], now: int) -> list[Event]:
+    """The events of the links in ``wanted`` that are not stored (nor asked twice)."""
+    rel, catalog = view.relations, view.catalog
+    seen: set[tuple[str, str, str]] = set()
+    extra_out: dict[str, int] = {}
+    extra_in: dict[str, int] = {}
+    out: list[Event] = []
+    for a, b, name in wanted:
+        if a == b or (a, b, name) in seen:
+            continue
+        seen.add((a, b, name))
+        s, d = catalog.slot(a), catalog.slot(b)
+        if s >= 0 and d >= 0 and rel.find(s, d, name) >= 0:
+            continue  # (stored already: a retry)
+        extra_out[a] = extra_out.get(a, 0) + 1
+        extra_in[b] = extra_in.get(b, 0) + 1
+        if ((rel.degree(s, "out") if s >= 0 else 0) + extra_out[a] > MAX_LINKS_PER_FACT
+                or (rel.degree(d, "in") if d >= 0 else 0) + extra_in[b] > MAX_LINKS_PER_FACT):
+            raise LimitError(f"the call gives a fact more than {MAX_LINKS_PER_FACT} links "
+                             "one way (the limit)")
+        out.append(RelationAdded(from_id=a, to_id=b, relation=name, time=now))
+    return out

@@ -1,0 +1,138 @@
+"""Conversation turns: who said a fact, in which session, at which position.
+
+Owns: :class:`Turns` — per fact id, the speaker, session and position it was
+remembered with (docs/contract.md §4g; any of the three may be absent), and the
+look-ups a filter and ``remember_conversation`` need: the facts of a speaker, the
+facts of a session in position order, and the fact at a session's position. Part of
+the fact index (:mod:`holomem.projections.facts`), which tells it of every fact added
+and removed and carries it through checkpoints and compactions. Imports
+:mod:`holomem.events` and the catalog.
+
+Only facts that carry a turn field occupy a row, so a store without conversations
+pays nothing. The tables are keyed by fact id (the catalog's own string), never by
+slot: a fact whose document is replaced moves to another slot and keeps its turn.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import ClassVar, NamedTuple
+
+from holomem.events import FactAdded
+from holomem.projections.base import Snapshot
+from holomem.projections.catalog import Catalog
+
+
+class Turn(NamedTuple):
+    """A fact's turn fields (None: not given)."""
+
+    speaker: str | None
+    session: str | None
+    position: int | None
+
+
+class Turns:
+    #: The table's shape, for a typed decode (msgspec builds the tuples).
+    SNAPSHOT_TYPES: ClassVar[dict[str, object]] = {
+        "turns": list[tuple[str, str | None, str | None, int | None]],
+    }
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        #: fact id -> its turn fields (only facts that have one)
+        self.of: dict[str, Turn] = {}
+        #: speaker -> the facts it said (an ordered set: dict keys)
+        self.by_speaker: dict[str, dict[str, None]] = {}
+        #: session -> (position, fact id) of its facts, sorted; a fact of the session
+        #: without a position sorts first, as position -1
+        self.by_session: dict[str, list[tuple[int, str]]] = {}
+
+    # -- changes ------------------------------------------------------------------------
+    def added(self, fid: str, e: FactAdded) -> None:
+        """The turn of the new fact ``fid`` (the catalog's string), remembered by ``e``."""
+        if e.turn is not None and e.turn != (None, None, None):
+            self._add(fid, Turn(*e.turn))
+
+    def _add(self, fid: str, turn: Turn) -> None:
+        self.of[fid] = turn
+        if turn.speaker is not None:
+            self.by_speaker.setdefault(turn.speaker, {})[fid] = None
+        if turn.session is not None:
+            row = self.by_session.setdefault(turn.session, [])
+            entry = (-1 if turn.position is None else turn.position, fid)
+            if not row or row[-1] <= entry:
+                row.append(entry)  # (turns mostly arrive in order)
+            else:
+                bisect.insort(row, entry)
+
+    def remove(self, fid: str) -> None:
+        turn = self.of.pop(fid, None)
+        if turn is None:
+            return
+        if turn.speaker is not None:
+            said = self.by_speaker[turn.speaker]
+            del said[fid]
+            if not said:
+                del self.by_speaker[turn.speaker]
+        if turn.session is not None:
+            row = self.by_session[turn.session]
+            row.remove((-1 if turn.position is None else turn.position, fid))
+            if not row:
+                del self.by_session[turn.session]
+
+    # -- queries ------------------------------------------------------------------------
+    def get(self, fid: str) -> Turn | None:
+        return self.of.get(fid)
+
+    def speaker_facts(self, speaker: str) -> list[str]:
+        """The facts ``speaker`` said, in the order they were stored."""
+        return list(self.by_speaker.get(speaker, ()))
+
+    def session_facts(self, session: str) -> list[str]:
+        """The facts of ``session``, by position."""
+        return [fid for _, fid in self.by_session.get(session, ())]
+
+    def before(self, session: str, position: int, limit: int) -> list[str]:
+        """Up to ``limit`` facts of ``session`` with a position below ``position``,
+        the nearest first."""
+        row = self.by_session.get(session)
+        if not row:
+            return []
+        end = bisect.bisect_left(row, (position, ""))
+        return [fid for p, fid in reversed(row[max(0, end - limit):end]) if p >= 0]
+
+    def at(self, session: str, position: int) -> list[str]:
+        """The facts of ``session`` at ``position`` (one per namespace at most, unless
+        callers gave ids of their own)."""
+        row = self.by_session.get(session)
+        if not row:
+            return []
+        i = bisect.bisect_left(row, (position, ""))
+        out = []
+        while i < len(row) and row[i][0] == position:
+            out.append(row[i][1])
+            i += 1
+        return out
+
+    # -- checkpoints and compaction -----------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """The table, copied at the top (its entries are tuples)."""
+        return {"turns": [(f, *t) for f, t in self.of.items()]}
+
+    def restore(self, snap: Snapshot) -> None:
+        for fid, speaker, session, position in snap["turns"]:
+            self._add(self._own(fid), Turn(speaker, session, position))
+
+    def compacted(self, old: Turns, fact_ids: list[str]) -> None:
+        """Fill this fresh table with the turns of ``fact_ids`` in ``old``, in that
+        order (a compaction writes the kept facts again in slot order)."""
+        for fid in fact_ids:
+            turn = old.of.get(fid)
+            if turn is not None:
+                self._add(fid, turn)
+
+    def _own(self, fid: str) -> str:
+        """The catalog's own string for ``fid`` (so the tables do not copy ids)."""
+        slot = self.catalog.slot(fid)
+        own = self.catalog.ids[slot] if slot >= 0 else None
+        return own if own is not None else fid

@@ -72,7 +72,7 @@ class Embeddings:
         self.build: Build | None = None
         #: Why the last build ended without an index ("failed: ..." keeps search exact).
         self.build_failure = ""
-        self._starting = threading.Lock()
+        self._mu = threading.Lock()
 
     def add_run(self, seq: int, events: list[DocumentAdded], first: int) -> None:
         """New documents in slots ``first``.. (as ``apply`` of each would)."""
@@ -325,7 +325,7 @@ class Embeddings:
 
     def _start(self) -> Build | None:
         """Start building the index unless a build is under way (or ended)."""
-        with self._starting:
+        with self._mu:
             if self.index is not None or self.build is not None or self._mat is None:
                 return self.build
             rows = np.flatnonzero(self.has.view() & self.catalog.alive.view())

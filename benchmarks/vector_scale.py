@@ -174,6 +174,7 @@ def _overlap(approx: list[list[str]], exact: list[list[str]]) -> float:
 
 
 def measure_holomem(n: int, nq: int, workdir: str) -> dict[str, Any]:
+    rss_before = current_rss_mib()  # (the process before any store: as for Chroma)
     texts = corpus(n)
     path = os.path.join(workdir, f"v{n}")
     t0 = time.perf_counter()
@@ -190,7 +191,6 @@ def measure_holomem(n: int, nq: int, workdir: str) -> dict[str, Any]:
     qv = query_vectors(nq, n)
     items = list(zip(qs, qv.tolist(), strict=True))
     alone = [("zzzz", v) for v in qv.tolist()]
-    rss_before = current_rss_mib()
     with Store.open(path, sync="none") as store:
         exact = Memory(store, MemoryConfig(vector_search="exact"))
         auto = Memory(store)  # the default: "auto"

@@ -320,6 +320,20 @@ class BM25:
         return (exhaustive.scored(found, alive, allowed, self._norms(), memo)
                 if got is None else got)
 
+    def top_bounded(self, query: str, k: int, allowed: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, float]:
+        """:meth:`top`'s answer, and a score no matching document it leaves out reaches
+        or passes: 0 when it holds every match (few postings: the exhaustive sum keeps
+        them all), else its ``k``-th best score."""
+        slots, scores = self.top(query, k, allowed)
+        if len(slots) < k:
+            return slots, scores, 0.0
+        alive = None if self.catalog.live == self.catalog.slots else self.catalog.alive.view()
+        total = self._found(query, alive)[1]  # (memoised: the terms were just found)
+        if total * 8 < self.catalog.slots:  # exhaustive.scored's sparse sum: every match
+            return slots, scores, 0.0
+        return slots, scores, float(np.partition(scores, len(scores) - k)[len(scores) - k])
+
     def matched(self, query: str, slot: int) -> list[MatchedTerm]:
         """The query terms document ``slot`` contains, with their BM25 contributions.
 

@@ -1,9 +1,10 @@
 """Caller embeddings: one unit vector per document that has one, and cosine search.
 
-Owns: the embedding matrix and its dimension, exact cosine search, and the choice of
-the candidates a query's vector proposes (every vector, the best ``depth`` of them, or
-those the approximate index of :mod:`holomem.projections.vectorindex` finds). Imports
-numpy, :mod:`holomem.events` and the other projections.
+Owns: the embedding matrix and its dimension, exact cosine search, the choice of the
+candidates a query's vector proposes (every vector, the best ``depth`` of them, or those
+the approximate index of :mod:`holomem.projections.vectorindex` finds), and when that
+index is built (in the background, never while a writer waits) and kept in step.
+Imports numpy, :mod:`holomem.events` and the other projections.
 
 The dimension is fixed by the first embedding the generation holds; a document
 with another dimension is refused before it is written (``invalid``). Vectors are
@@ -12,24 +13,43 @@ stored as float32, normalised to unit length, so cosine is one matrix product.
 
 from __future__ import annotations
 
+import threading
+from typing import Literal
+
 import numpy as np
 
-from holomem.errors import CorruptError
+from holomem.errors import CorruptError, UnavailableError
 from holomem.events import DocumentAdded, DocumentReplaced, Event, StoreSettings, VectorsSet
 from holomem.projections.base import Change, GrowArray, Kept, Snapshot
 from holomem.projections.catalog import Catalog
 from holomem.projections.fusion import threshold
-from holomem.projections.vectorindex import VectorIndex
+from holomem.projections.vectorindex import Build, VectorIndex
 
-#: Approximate search is used only over at least this many live documents: below it,
-#: the exact product takes about a millisecond (docs/contract.md §4e).
-APPROXIMATE_MIN = 50_000
+#: How a query's vector finds its candidates (MemoryConfig.vector_search).
+VectorSearch = Literal["exact", "approximate", "auto"]
+#: With "auto", the approximate index is used from this many live documents: below
+#: it the exact product is about as fast (benchmarks/vector_scale.py measures both;
+#: docs/contract.md §4e). "approximate" uses it at any size.
+AUTO_MIN = 10_000
 #: An approximate search asks the index for this many times the candidates wanted
 #: (the index may miss a few; the exact cosine then ranks them).
 OVERSAMPLE = 2
 #: A restriction (namespace, subject, entities, filter) allowing at most this many
 #: documents is searched exactly over those rows instead (a gather and a small product).
 EXACT_RESTRICTED = 20_000
+#: Rows of a gathered product multiplied at once (see :func:`gathered_cosine`).
+GATHER_BLOCK = 1_024
+
+
+def gathered_cosine(matrix: np.ndarray, slots: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``matrix[slots] @ q`` (float64), a block of rows at a time: a product of a few
+    thousand gathered rows is where BLAS starts its threads, which on a busy machine
+    wait on each other (12 ms instead of 0.3 ms for 2,000 rows on two loaded cores)."""
+    if len(slots) <= GATHER_BLOCK:
+        out: np.ndarray = (matrix[slots] @ q).astype(np.float64)
+        return out
+    return np.concatenate([(matrix[slots[i:i + GATHER_BLOCK]] @ q).astype(np.float64)
+                           for i in range(0, len(slots), GATHER_BLOCK)])
 
 
 def unit(vector: np.ndarray) -> np.ndarray:
@@ -58,10 +78,13 @@ class Embeddings:
         #: Slots whose vector a VectorsSet replaced: slot -> that event's sequence
         #: number (where the vector as written is read back from).
         self.replaced: dict[int, int] = {}
-        #: How many times a vector already in the matrix was overwritten (VectorsSet):
-        #: a checkpoint shares the matrix and checks this did not move while it wrote.
-        #: The approximate index (built at the first approximate search; None: not yet).
+        #: The approximate index, once built (None: not yet, or being built).
         self.index: VectorIndex | None = None
+        #: The build under way (None: none).
+        self.build: Build | None = None
+        #: Why the last build ended without an index ("failed: ..." keeps search exact).
+        self.build_failure = ""
+        self._mu = threading.Lock()
 
     def add_run(self, seq: int, events: list[DocumentAdded], first: int) -> None:
         """New documents in slots ``first``.. (as ``apply`` of each would)."""
@@ -118,8 +141,7 @@ class Embeddings:
             return
         if change.old >= 0:
             self.replaced.pop(change.old, None)
-            if self.index is not None:
-                self.index.remove(change.old)
+            self._indexed(change.old, None)
         if change.new < 0 or not isinstance(event, (DocumentAdded, DocumentReplaced)):
             return
         assert self.has.n == change.new
@@ -142,8 +164,7 @@ class Embeddings:
         row = unit(vec)
         self._mat.append(row)
         self.has.append(True)
-        if self.index is not None:
-            self.index.add(np.array([change.new]), row[None, :])
+        self._indexed(change.new, row)
 
     def _set(self, seq: int, event: VectorsSet) -> None:
         n = len(event.ids)
@@ -167,9 +188,17 @@ class Embeddings:
             self._mat[slot] = row
             self.has[slot] = True
             self.replaced[slot] = seq
-            if self.index is not None:
-                self.index.remove(slot)
-                self.index.add(np.array([slot]), row[None, :])
+            self._indexed(slot, row)
+
+    def _indexed(self, slot: int, row: np.ndarray | None) -> None:
+        """Keep the approximate index in step: ``slot`` now holds ``row`` (None: no
+        vector). Called after the matrix changed; a build under way queues it."""
+        build = self.build
+        if build is not None and build.note(slot, row):
+            return
+        index = self.index  # (read after the build's hand-over, which sets it first)
+        if index is not None:
+            index.put(slot, row)
 
     def compacted(self, old: Embeddings, kept: Kept) -> None:
         """Fill this fresh projection with the vectors of the documents ``kept`` of
@@ -206,6 +235,7 @@ class Embeddings:
         self.has = GrowArray.of(snap["has"], np.bool_)
         self.replaced = dict(zip(snap["replaced_slots"].tolist(),
                                  snap["replaced_seqs"].tolist(), strict=True))
+        self.stop_index()
         self.index = None  # built again from the restored matrix when first asked for
         if self._mat is not None and (len(self._mat) != len(self.has)
                                       or self._mat.view().shape[1] != self.dim):
@@ -230,16 +260,17 @@ class Embeddings:
         ``allowed`` (a slot mask; None: all) lets through: every one of them, or with
         ``depth`` only those whose ``max(cosine, 0)`` is among the ``depth`` best, ties
         included (so that a linear fusion's top ``depth`` is the same as over all); with
-        ``approximate`` (and enough documents: :data:`APPROXIMATE_MIN`) the ones the
+        ``approximate`` (and the index built: :meth:`approximate`) the ones the
         approximate index finds instead. ``include`` (slots) are added whatever their
         rank (the facts an explanation is about)."""
         if self._mat is None:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         q = unit(query)
-        if approximate and depth is not None and self.catalog.live >= APPROXIMATE_MIN:
-            found = self._approximate(q, allowed, depth)
-            if found is not None:
-                return self._exact(q, found, include)
+        index = self.index
+        if approximate and depth is not None and index is not None:
+            searched = self._approximate(index, q, allowed, depth)
+            if searched is not None:
+                return self._exact(q, searched[0], include)
         mask = self.has.view() & self.catalog.alive.view()
         if allowed is not None:
             mask = mask & allowed
@@ -265,11 +296,34 @@ class Embeddings:
             keep |= extra[slots]
         return slots[keep], cos[keep]
 
-    def _approximate(self, q: np.ndarray, allowed: np.ndarray | None, depth: int
-                     ) -> np.ndarray | None:
+    def nearest(self, query: np.ndarray, allowed: np.ndarray | None, count: int,
+                include: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """Through the approximate index (built: :meth:`approximate`): (slots ascending,
+        exact cosine, floor) of about the ``count`` live vectors nearest ``query`` that
+        ``allowed`` lets through, and of ``include``; ``floor`` bounds the cosine of any
+        other (as far as the index can tell: the worst of those it proposed, or -1 when it
+        proposed every vector). None: search exactly (no index, or a restriction that
+        allows few documents)."""
+        index = self.index
+        if self._mat is None or index is None:
+            return None
+        q = unit(query)
+        searched = self._approximate(index, q, allowed, max(1, count // OVERSAMPLE))
+        if searched is None:
+            return None
+        found, everything = searched
+        floor = -1.0
+        if len(found) and not everything:
+            floor = float(np.min(self._mat.view()[found] @ q))
+        slots, cos = self._exact(q, found, include)
+        return slots, cos, floor
+
+    def _approximate(self, index: VectorIndex, q: np.ndarray, allowed: np.ndarray | None,
+                     depth: int) -> tuple[np.ndarray, bool] | None:
         """The slots the approximate index proposes (at least ``depth`` of them that
-        ``allowed`` lets through, when there are that many), or None: search exactly
-        (a restriction that allows few documents)."""
+        ``allowed`` lets through, when there are that many) and whether it was asked for
+        every vector it holds, or None: search exactly (a restriction that allows few
+        documents)."""
         live = self.catalog.live
         share = 1.0
         if allowed is not None:
@@ -277,37 +331,86 @@ class Embeddings:
             if allowed_n <= EXACT_RESTRICTED:
                 return None
             share = allowed_n / live
-        index = self.ensure_index()
         count = int(depth * OVERSAMPLE / share) + 1
         while True:
             found = index.nearest(q, count)
             if allowed is not None:
                 found = found[allowed[found]]
             if len(found) >= depth * OVERSAMPLE or count >= len(index):
-                return found
+                return found, count >= len(index)
             count *= 4  # the restriction is rarer near this query: look further
 
     def _exact(self, q: np.ndarray, slots: np.ndarray, include: np.ndarray | None
                ) -> tuple[np.ndarray, np.ndarray]:
-        """(slots ascending, exact cosine) of ``slots`` and ``include``."""
+        """(slots ascending, exact cosine) of ``slots`` and ``include``: those of them
+        that are live and hold a vector (whatever the index held, a forgotten fact is
+        never a candidate)."""
         if include is not None and len(include):
-            extra = include[(include < self.has.n)]
-            extra = extra[self.has.view()[extra] & self.catalog.alive.view()[extra]]
-            slots = np.concatenate([slots, extra])
+            slots = np.concatenate([slots, include])
         slots = np.unique(slots)
+        slots = slots[(slots >= 0) & (slots < self.has.n)]
+        slots = slots[self.has.view()[slots] & self.catalog.alive.view()[slots]]
         assert self._mat is not None
-        return slots, (self._mat.view()[slots] @ q).astype(np.float64)
+        return slots, gathered_cosine(self._mat.view(), slots, q)
 
-    def ensure_index(self) -> VectorIndex:
-        """The approximate index, built now from every live vector if it is not yet
-        (``unavailable`` without the ``ann`` extra)."""
-        if self.index is None:
-            assert self._mat is not None
-            index = VectorIndex(self.dim)
-            index.build(self._mat.view(),
-                        np.flatnonzero(self.has.view() & self.catalog.alive.view()))
+    # -- the approximate index ----------------------------------------------------------
+    def approximate(self, mode: VectorSearch) -> bool:
+        """Whether a query's vector takes its candidates from the approximate index
+        under ``mode`` now: the index is wanted (``"approximate"``; ``"auto"`` from
+        :data:`AUTO_MIN` live documents) and built. When it is wanted and not built,
+        a build starts in the background and this query searches exactly. The caller
+        holds writers off (the store's state or write lock)."""
+        if mode == "exact" or self._mat is None or self.build_failure.startswith("failed"):
+            return False
+        if mode == "auto" and self.catalog.live < AUTO_MIN:
+            return False
+        if self.index is not None:
+            return True
+        self._start()
+        return False
+
+    def _start(self) -> Build | None:
+        """Start building the index unless a build is under way (or ended)."""
+        with self._mu:
+            if self.index is not None or self.build is not None or self._mat is None:
+                return self.build
+            rows = np.flatnonzero(self.has.view() & self.catalog.alive.view())
+            build = Build(self.dim, self._mat.view(), rows, self._ready)
+            self.build = build
+            build.start()
+            return build
+
+    def _ready(self, index: VectorIndex | None, why: str) -> None:
+        # (the build's thread, under the build's lock: the hand-over of one build)
+        if index is not None:
             self.index = index
+        self.build_failure = why
+        self.build = None
+
+    def ensure_index(self, timeout: float | None = None) -> VectorIndex:
+        """The approximate index, waiting for its build (started now if none is under
+        way) to finish. Needs no lock a writer takes, so it may be called inside a read.
+        Errors: ``unavailable`` (the build failed, was stopped or did not finish within
+        ``timeout`` seconds; without the usearch library)."""
+        while self.index is None:
+            build = self._start()
+            if build is None:
+                break  # (no vectors)
+            if not build.finished.wait(timeout):
+                raise UnavailableError("the approximate vector index is still being built")
+            if build.failure:
+                raise UnavailableError(f"the approximate vector index: {build.failure}")
+        if self.index is None:
+            raise UnavailableError("no vectors to index")
         return self.index
+
+    def stop_index(self, timeout: float | None = 5.0) -> None:
+        """Stop a build under way (the store closes, or these projections are replaced),
+        waiting up to ``timeout`` seconds for its thread to end."""
+        build = self.build
+        if build is not None:
+            build.stop()
+            build.join(timeout)
 
     def memory_bytes(self) -> int:
         return ((self._mat.nbytes if self._mat is not None else 0) + self.has.nbytes

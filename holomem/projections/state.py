@@ -275,6 +275,11 @@ class ProjectionState:
         self.memory_config, self.embedder = st["memory_config"], st["embedder"]
         self.reembed_target, self.reembed_cursor = st["reembed_target"], int(st["reembed_cursor"])
 
+    def stop_background(self) -> None:
+        """Stop the work these projections run on threads of their own (a build of the
+        approximate vector index): the store closes, or a new generation replaces them."""
+        self.embeddings.stop_index()
+
     def index_bytes(self) -> int:
         """Resident bytes of the in-memory indexes (an estimate for ``stats()``)."""
         return (self.bm25.memory_bytes() + self.embeddings.memory_bytes()

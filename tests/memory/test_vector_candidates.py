@@ -124,23 +124,25 @@ def test_the_context_policy_adds_what_a_pass_over_every_fact_adds(tmp_path: Path
             assert got == ref  # the same additions in the same order: equal, not close
 
 
-@pytest.fixture
-def small_index(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Approximate search over small stores (its floor is 50,000 facts otherwise)."""
-    monkeypatch.setattr(embeddings, "APPROXIMATE_MIN", 0)
-
-
 APPROX = {"vectorSearch": "approximate"}
 
 
+def built(store: Store) -> int:
+    """Wait for the approximate index (its build starts now if none is under way);
+    its size."""
+    return store.read(lambda v: len(v.embeddings.ensure_index(timeout=60)))
+
+
 def test_approximate_search_keeps_every_restriction_and_agrees_with_exact(
-        tmp_path: Path, small_index: None, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = ManualClock(1_000_000)
     with Store.open(tmp_path / "s", sync="none") as store:
         exact = Memory(store, clock=clock)
         vecs = fill(exact, clock, 2_000, seed=5)
         approx = Memory(store, APPROX, clock=clock, persist=True)
         assert store.read(lambda v: v.embeddings.index) is None  # built at first use
+        approx.recall("", embedding=vecs[0].tolist(), k=1)  # exact; starts the build
+        built(store)
         known_at = 1_000_000 + 60_000 * 2  # the first two batches of 500
         cases: list[dict[str, object]] = [
             {}, {"namespace": ["team", "t1"]}, {"namespace": ["team"]},
@@ -170,16 +172,16 @@ def test_approximate_search_keeps_every_restriction_and_agrees_with_exact(
 
 
 def test_a_forgotten_facts_vector_leaves_the_index_at_once_and_a_reopen_rebuilds_it(
-        tmp_path: Path, small_index: None) -> None:
+        tmp_path: Path) -> None:
     clock = ManualClock(1_000_000)
     path = tmp_path / "s"
     with Store.open(path, sync="none") as store:
         memory = Memory(store, APPROX, clock=clock)
         vecs = fill(memory, clock, 1_000, seed=7)
         assert memory.recall("", embedding=vecs[42].tolist(), k=1)[0].id == "f42"
-        size = store.read(lambda v: len(v.embeddings.ensure_index()))
+        size = built(store)
         memory.forget({"ids": ["f42", "f43"]}, dry_run=False)
-        assert store.read(lambda v: len(v.embeddings.ensure_index())) == size - 2
+        assert built(store) == size - 2
         assert "f42" not in {r.id for r in memory.recall("", embedding=vecs[42].tolist(),
                                                           k=50)}
         memory.remember(text="a new one", id="new", embedding=vecs[42].tolist())
@@ -189,7 +191,7 @@ def test_a_forgotten_facts_vector_leaves_the_index_at_once_and_a_reopen_rebuilds
         assert memory.config.vector_search == "approximate"
         assert store.read(lambda v: v.embeddings.index) is None  # nothing read from a file
         assert memory.recall("", embedding=vecs[42].tolist(), k=1)[0].id == "new"
-        assert store.read(lambda v: len(v.embeddings.ensure_index())) == size - 1
+        assert built(store) == size - 1
     assert not [p for p in path.rglob("*") if "usearch" in p.name or "hnsw" in p.name]
 
 

@@ -360,7 +360,9 @@ class Engine:
     def _install(self, state: ProjectionState, text: RecordFile, revision: int
                  ) -> RecordFile | None:
         with self._state_lock:
+            old_state = self._state
             old_text, self._state, self._text, self._revision = self._text, state, text, revision
+        old_state.stop_background()
         return old_text
 
     # -- housekeeping -----------------------------------------------------------------
@@ -395,6 +397,7 @@ class Engine:
                 return
             self._closed = True
             self._ckpt.stop()
+            self._state.stop_background()
             try:
                 if self._text is not None:
                     if not self.read_only and self._journal.failed is None:

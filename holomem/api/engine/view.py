@@ -27,7 +27,7 @@ from holomem.log.backend import JournalBackend
 from holomem.projections.bm25 import BM25
 from holomem.projections.candidates import Candidates, Scorer
 from holomem.projections.catalog import Catalog
-from holomem.projections.embeddings import Embeddings
+from holomem.projections.embeddings import OVERSAMPLE, Embeddings
 from holomem.projections.entities import Entities
 from holomem.projections.facts import FactIndex
 from holomem.projections.fusion import DEFAULT_FUSION, Fusion, FusionParams, fuse, top_k
@@ -43,6 +43,10 @@ DocEvent = DocumentAdded | DocumentReplaced
 #: the largest it keeps (text and metadata bytes): at most ~0.5 MiB held.
 RECORDS_KEPT = 32
 RECORD_KEPT_BYTES = 16 * 1024
+#: The approximate path's first lexical depth: BM25's best this many (or every match)
+#: are candidates, so that the bound on a document outside them is usually low enough
+#: at once (their cosines are one small gather).
+LEXICAL_FIRST = 256
 #: Rewrites a record that did not read back intact (the writer's; None on a follower).
 Heal = Callable[[ProjectionState, int, int, DocEvent], None]
 
@@ -313,8 +317,17 @@ class View:
         only the documents whose cosine is among its ``depth`` best (every lexical match
         stays a candidate): the fused top ``depth`` is the same as over every document,
         and the fusion and ranking after it never touch the whole store. With
-        ``approximate`` too, the approximate index proposes them (docs/contract.md §4e).
-        ``include``: slots that are candidates whatever their cosine's rank."""
+        ``approximate`` too, the approximate index proposes them, and the lexical
+        candidates are BM25's best ``depth`` instead of every match (docs/contract.md
+        §4e): the fused top ``depth`` is then approximate, each candidate's score still
+        exact. ``include``: slots that are candidates whatever their cosine's rank (with
+        it, every lexical match stays a candidate, so theirs are scored whole)."""
+        if embedding and depth is not None and _truncates(fusion) and approximate \
+                and include is None:
+            found = self._nearest(query, np.frombuffer(embedding, dtype="<f4"), allowed,
+                                  fusion, depth)
+            if found is not None:
+                return found
         lex = self.state.bm25.score(query, allowed)
         sem = None
         if embedding:
@@ -326,6 +339,46 @@ class View:
                                                depth, approximate, include)
         ceiling = self.state.bm25.word_ceiling() if fusion.method == "bounded" else 0.0
         return fuse(lex, sem, fusion, ceiling)
+
+    def _nearest(self, query: str, vector: np.ndarray, allowed: np.ndarray | None,
+                 fusion: FusionParams, depth: int) -> Fusion | None:
+        """:meth:`fused`'s approximate path: BM25's ``n`` best and the approximate index's
+        ``n`` nearest (each scored by both signals), for ``n`` from ``depth`` up, until no
+        document outside both lists could enter the fused top ``depth`` — a document
+        scoring the worst of each list on both signals (fused with the candidates, so
+        whatever the fusion's normalisation) ranks below that top. None: search exactly
+        (a restriction that allows few documents)."""
+        bm25, embeddings = self.state.bm25, self.state.embeddings
+        phantoms = self.state.catalog.slots  # (slots no document holds)
+        lex_n, sem_n = max(depth, LEXICAL_FIRST), depth
+        while True:
+            # Every document BM25 says may be among its lex_n best (often every match:
+            # cheap to score, and the more lexical candidates the lower the bound).
+            lex_slots, lex_scores, lex_floor = bm25.top_bounded(query, lex_n, allowed)
+            lex = (lex_slots, lex_scores)
+            found = embeddings.nearest(vector, allowed, sem_n * OVERSAMPLE, lex[0])
+            if found is None:
+                return None
+            slots, cos, sem_floor = found
+            fused = fuse(lex, (slots, cos), fusion)
+            if len(fused.slots) <= depth and lex_floor == 0.0 and sem_floor < 0.0:
+                return fused  # every candidate there is
+            kth = (np.partition(fused.score, len(fused.score) - depth)[len(fused.score) - depth]
+                   if len(fused.score) >= depth else -np.inf)
+            # Three phantoms, fused with the candidates: the worst of the lexical list
+            # alone, of the vector's alone, and of both.
+            floors = np.array([[lex_floor, 0.0, lex_floor], [-1.0, sem_floor, sem_floor]])
+            ghosts = phantoms + np.arange(3)
+            bound = fuse((np.concatenate([lex[0], ghosts]), np.concatenate([lex[1], floors[0]])),
+                         (np.concatenate([slots, ghosts]), np.concatenate([cos, floors[1]])),
+                         fusion).score[-3:]  # (the phantoms' slots are the largest)
+            more_lex = lex_floor > 0.0 and bound[0] >= kth
+            more_sem = sem_floor > 0.0 and bound[1] >= kth
+            if not (more_lex or more_sem):
+                if bound[2] < kth or (lex_floor == 0.0 and sem_floor <= 0.0):
+                    return fused
+                more_lex, more_sem = lex_floor > 0.0, sem_floor > 0.0
+            lex_n, sem_n = lex_n * (4 if more_lex else 1), sem_n * (4 if more_sem else 1)
 
     def best(self, query: str, k: int, allowed: np.ndarray | None) -> Fusion:
         """:meth:`fused` without an embedding, for the documents that may be among the

@@ -172,10 +172,11 @@ class MemoryConfig(_Config, frozen=True):
     #: weight 0.4 (chosen on LoCoMo, benchmarks/fusion_study.py); without one, document
     #: search's own (linear, 0.5), so that a caller's own vectors rank as search does.
     fusion: Literal["default"] | FusionConfig = "default"
-    #: How a query's vector finds its candidates: "exact" (every vector's cosine) or
-    #: "approximate" (an in-memory HNSW index, the ``ann`` extra, over stores of at least
-    #: 50,000 facts; docs/contract.md §4e "Vector search at scale").
-    vector_search: Literal["exact", "approximate"] = "exact"
+    #: How a query's vector finds its candidates: "exact" (every vector's cosine),
+    #: "approximate" (an in-memory HNSW index, built in the background, at any size) or
+    #: "auto" (the index from 10,000 live facts, exact below; docs/contract.md §4e
+    #: "Vector search at scale").
+    vector_search: Literal["exact", "approximate", "auto"] = "auto"
 
 
 def config_from_json(data: bytes | str) -> MemoryConfig:

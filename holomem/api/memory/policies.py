@@ -27,6 +27,7 @@ from holomem.api.memory.config import (
     RecencyConfig,
 )
 from holomem.errors import InvalidError
+from holomem.projections.embeddings import VectorSearch
 from holomem.projections.fusion import DEFAULT_FUSION, FusionParams
 
 # -- clock -------------------------------------------------------------------------------
@@ -291,8 +292,9 @@ class Policies(NamedTuple):
     historical_weight: float
     #: how BM25 and cosine combine when the query has a vector
     fusion: FusionParams = DEFAULT_FUSION
-    #: a query's vector proposes candidates through the approximate index
-    approximate: bool = False
+    #: how a query's vector finds its candidates: "exact", "approximate" (through the
+    #: approximate index once it is built) or "auto" (so, from a size on)
+    vector_search: VectorSearch = "auto"
 
     @classmethod
     def from_config(cls, config: MemoryConfig,
@@ -323,7 +325,7 @@ class Policies(NamedTuple):
             fusion=(FusionParams(config.fusion.method, config.fusion.lexical_weight,
                                  config.fusion.rrf_k)
                     if isinstance(config.fusion, FusionConfig) else DEFAULT_FUSION),
-            approximate=config.vector_search == "approximate")
+            vector_search=config.vector_search)
 
     def usefulness(self, feedback: Sequence[tuple[bool, int, str | None]]) -> float:
         """The usefulness multiplier of a fact with these feedback entries."""

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Self
 
+import msgspec
+
 from holomem.api.engine import Store, View
 from holomem.api.memory import checks
 from holomem.api.memory.config import MemoryConfig, config_from_json, config_to_json
@@ -46,6 +48,15 @@ ForgettingPolicy = Callable[[Any, int], list[str]]
 ConsolidationPolicy = Callable[[Any, int], list[tuple[list[str], str]]]
 
 
+def same_policies(a: MemoryConfig, b: MemoryConfig) -> bool:
+    """Whether two configurations agree on everything a store holds them to. How a
+    query's vector finds its candidates (``vector_search``) is each Memory's own choice:
+    a configuration that differs from the recorded one only there applies without a
+    conflict (stores recorded before "auto" became the default hold "exact")."""
+    return (config_to_json(msgspec.structs.replace(a, vector_search="auto"))
+            == config_to_json(msgspec.structs.replace(b, vector_search="auto")))
+
+
 def settle(store: Store, given: MemoryConfig | None, initial: MemoryConfig | None,
            persist: bool, now: int) -> MemoryConfig:
     """The configuration a new Memory applies, recording it when the store needs it.
@@ -60,7 +71,7 @@ def settle(store: Store, given: MemoryConfig | None, initial: MemoryConfig | Non
         if given is None:
             config = stored or initial or MemoryConfig()
             return config, stored is None
-        if stored is None or config_to_json(stored) == config_to_json(given):
+        if stored is None or same_policies(stored, given):
             return given, stored is None
         if not persist:
             raise ConflictError(
@@ -127,7 +138,7 @@ class Session:
         self.config = settle(store, given, start, persist, self.clock.now_ms())
         custom = checks.custom_policies(policies)
         self.policies = Policies.from_config(self.config, custom)
-        if self.policies.approximate and not vectorindex.available():
+        if self.policies.vector_search == "approximate" and not vectorindex.available():
             raise UnavailableError("vectorSearch \"approximate\" needs the usearch library: "
                                    f"{vectorindex.INSTALL}")
         self.observers: list[Observer] = []

@@ -135,6 +135,13 @@ class Ranking:
         self.namespace = validate.namespace(o.namespace)
         self.filter = where
         self.embedding = self._embedding()
+        #: the query's vector takes its candidates from the approximate index (it is
+        #: wanted and built; while it is built in the background, search is exact).
+        #: A look into the past (as_of, known_at, history) is always answered exactly:
+        #: its answers are the exact path's, whatever the index holds.
+        self.approximate = (bool(self.embedding) and o.as_of is None and o.known_at is None
+                            and o.history == "current"
+                            and view.embeddings.approximate(policies.vector_search))
         #: the slot mask of the filtered path (None: every document)
         self.allowed = self._restriction()
         #: slots that are candidates whatever their cosine's rank (explain sets them)
@@ -202,21 +209,21 @@ class Ranking:
         """How many of the best cosines propose candidates (docs/contract.md §4e): the
         candidates examined; None (every vector) under the context policy with exact
         search, where every fact's own score feeds its neighbours'."""
-        if self.policies.context is not None and not self.policies.approximate:
+        if self.policies.context is not None and not self.approximate:
             return None
         return max(self.options.candidate_limit, self.options.k)
 
     def plain(self) -> Fusion:
         """Document search's fused scores, no context policy, no id filter."""
         return self.view.fused(self.query, self.embedding, None, self.policies.fusion,
-                               self.depth(), self.policies.approximate, self.include)
+                               self.depth(), self.approximate, self.include)
 
     def fused(self) -> Fusion:
         """Every matching document's fused score, with the context policy's share."""
         if self.policies.context is None:
             return self.view.fused(self.query, self.embedding, self.allowed,
                                    self.policies.fusion, self.depth(),
-                                   self.policies.approximate, self.include)
+                                   self.approximate, self.include)
         return neighbours.with_context(self.view, self.policies, self.plain(), self.allowed)
 
     def evaluate(self, fused: Fusion, i: int, rank: int, status: str | None = None
@@ -420,7 +427,7 @@ class Ranking:
         o = self.options
         if self.identity():  # (every fact current)
             fused, best = self.view.top(self.query, o.k, self.embedding, self.allowed,
-                                        self.policies.approximate)
+                                        self.approximate)
             return (list(zip(fused.slots[best].tolist(), fused.score[best].tolist(),
                              strict=True)), [CURRENT] * len(best))
         if self.graph is not None:

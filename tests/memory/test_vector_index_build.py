@@ -1,0 +1,191 @@
+"""The approximate vector index built in the background (docs/contract.md §4e "Vector
+search at scale").
+
+Guarantees: its top 10 agrees with exact search on a fixed clustered corpus; a look into
+the past (as_of, known_at, history) and a namespace restriction answer exactly what exact
+search answers; a writer never waits for a build (a build held still on purpose while a
+remember completes), recall is exact until the build is done, and what was written,
+forgotten or purged meanwhile is caught up — a forgotten fact never comes back from it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from holomem import ManualClock, Memory, Store
+from holomem.projections import embeddings, vectorindex
+
+DIM = 24
+APPROX = {"vectorSearch": "approximate"}
+EXACT = {"vectorSearch": "exact"}
+WORDS = ["apple", "river", "stone", "cloud", "lamp", "tiger", "piano", "window", "bread",
+         "forest", "amber", "delta"]
+
+
+def corpus(n: int, seed: int) -> tuple[np.ndarray, list[str]]:
+    """Seeded clustered unit vectors (40 topics plus noise) and 4-word texts."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((40, DIM))
+    v = centres[rng.integers(0, 40, n)] + 0.7 * rng.standard_normal((n, DIM))
+    vecs = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    return vecs, [" ".join(rng.choice(WORDS, size=4)) for _ in range(n)]
+
+
+def fill(memory: Memory, clock: ManualClock, vecs: np.ndarray, texts: list[str]) -> None:
+    for start in range(0, len(vecs), 500):
+        memory.remember_many(
+            {"id": f"f{i}", "text": texts[i], "embedding": vecs[i].tolist(),
+             "namespace": ["team", f"t{i % 4}"]}
+            for i in range(start, min(len(vecs), start + 500)))
+        clock.advance(60_000)
+
+
+def built(store: Store) -> int:
+    """Wait for the index (started now if no build is under way); its size."""
+    return store.read(lambda v: len(v.embeddings.ensure_index(timeout=120)))
+
+
+def ids(results: list[object]) -> list[str]:
+    return [r.id for r in results]  # type: ignore[attr-defined]
+
+
+def test_approximate_top_10_agrees_with_exact_on_a_clustered_corpus(tmp_path: Path) -> None:
+    clock = ManualClock(1_000_000)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        exact = Memory(store, EXACT, clock=clock, persist=True)
+        vecs, texts = corpus(4_000, seed=11)
+        fill(exact, clock, vecs, texts)
+        approx = Memory(store, APPROX, clock=clock)
+        built(store)
+        rng = np.random.default_rng(12)
+        fused = alone = total = 0
+        for _ in range(60):
+            q = vecs[rng.integers(0, len(vecs))] + 0.3 * rng.standard_normal(DIM)
+            words = " ".join(rng.choice(WORDS, size=2))
+            e = ids(exact.recall(words, embedding=q.tolist(), k=10))
+            a = ids(approx.recall(words, embedding=q.tolist(), k=10))
+            fused += len(set(a) & set(e))
+            e = ids(exact.recall("zzzz", embedding=q.tolist(), k=10))
+            a = ids(approx.recall("zzzz", embedding=q.tolist(), k=10))
+            alone += len(set(a) & set(e))
+            total += len(e)
+        assert store.read(lambda v: v.embeddings.index) is not None
+        assert fused / total >= 0.95, fused / total
+        assert alone / total >= 0.95, alone / total
+
+
+@pytest.mark.parametrize("restriction", [
+    {"as_of": 1_000_000 + 60_000 * 3}, {"known_at": 1_000_000 + 60_000 * 2},
+    {"history": "all"}, {"history": "historical"}, {"namespace": ["team", "t1"]},
+    {"namespace": ["team"]}], ids=lambda r: "-".join(map(str, r)))
+def test_a_look_into_the_past_or_a_namespace_answers_exactly_as_exact_search(
+        tmp_path: Path, restriction: dict[str, object]) -> None:
+    clock = ManualClock(1_000_000)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        exact = Memory(store, EXACT, clock=clock, persist=True)
+        vecs, texts = corpus(3_000, seed=13)
+        fill(exact, clock, vecs, texts)
+        # Facts that supersede others, so that history has something to show.
+        for i in range(0, 300, 3):
+            exact.remember(text=texts[i] + " again", id=f"g{i}", supersedes=[f"f{i}"],
+                           embedding=vecs[i].tolist(), namespace=["team", f"t{i % 4}"])
+        approx = Memory(store, APPROX, clock=clock)
+        built(store)
+        rng = np.random.default_rng(14)
+        for _ in range(25):
+            q = vecs[rng.integers(0, len(vecs))] + 0.3 * rng.standard_normal(DIM)
+            words = " ".join(rng.choice(WORDS, size=2))
+            e = exact.recall(words, embedding=q.tolist(), k=10, **restriction)
+            a = approx.recall(words, embedding=q.tolist(), k=10, **restriction)
+            assert [(r.id, r.score) for r in a] == [(r.id, r.score) for r in e]
+
+
+@pytest.fixture
+def held_build(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, threading.Event]]:
+    """A build that, once it has started adding vectors, waits for ``release``: the
+    build's thread alone is held (a writer's add to an installed index is not)."""
+    events = {"adding": threading.Event(), "release": threading.Event()}
+    add = vectorindex.VectorIndex.add
+
+    def slow_add(self: vectorindex.VectorIndex, slots: np.ndarray, vectors: np.ndarray
+                 ) -> None:
+        if threading.current_thread().name == "holomem-vector-index":
+            events["adding"].set()
+            assert events["release"].wait(60), "the test never released the build"
+        add(self, slots, vectors)
+
+    monkeypatch.setattr(vectorindex.VectorIndex, "add", slow_add)
+    yield events
+    events["release"].set()  # (a failing test must not leave the build's thread waiting)
+
+
+def test_a_remember_completes_while_a_build_is_held_and_is_caught_up(
+        tmp_path: Path, held_build: dict[str, threading.Event]) -> None:
+    clock = ManualClock(1_000_000)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        exact = Memory(store, EXACT, clock=clock, persist=True)
+        vecs, texts = corpus(2_000, seed=15)
+        fill(exact, clock, vecs, texts)
+        approx = Memory(store, APPROX, clock=clock)
+        probe = vecs[7].tolist()
+        approx.recall("", embedding=probe, k=5)  # starts the build; exact
+        assert held_build["adding"].wait(60)
+        order: list[str] = []
+        # A writer while the build is held: it is acknowledged, the build still runs.
+        new = (-vecs[7]).tolist()
+        exact.remember(text="written during the build", id="during", embedding=new)
+        order.append("remembered")
+        exact.forget({"ids": ["f7"]}, dry_run=False)
+        order.append("forgotten")
+        assert store.read(lambda v: (v.embeddings.build is not None, v.embeddings.index)) \
+            == (True, None)
+        order.append("build still running")
+        # Until the index is built, recall is the exact path's.
+        for q in (probe, new, vecs[100].tolist()):
+            assert ids(approx.recall("apple", embedding=q, k=10)) == \
+                ids(exact.recall("apple", embedding=q, k=10))
+        held_build["release"].set()
+        assert built(store) == 2_000  # 2,000 - f7 + during
+        order.append("built")
+        assert order == ["remembered", "forgotten", "build still running", "built"]
+        with store.reading() as view:
+            index = view.embeddings.index
+            assert index is not None
+            assert view.catalog.slot("during") in index
+            assert view.catalog.slot("f7") < 0  # (forgotten: its slot is vacated)
+        assert approx.recall("", embedding=new, k=1)[0].id == "during"
+        assert "f7" not in ids(approx.recall("", embedding=probe, k=50))
+
+
+def test_a_purge_during_a_build_never_brings_the_fact_back(
+        tmp_path: Path, held_build: dict[str, threading.Event]) -> None:
+    clock = ManualClock(1_000_000)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store, APPROX, clock=clock, persist=True)
+        vecs, texts = corpus(1_500, seed=16)
+        fill(memory, clock, vecs, texts)
+        probe = vecs[42].tolist()
+        memory.recall("", embedding=probe, k=1)  # starts the build (of this generation)
+        assert held_build["adding"].wait(60)
+        memory.forget({"ids": ["f42"]}, {"purge": True, "dry_run": False})
+        held_build["release"].set()
+        assert built(store) == 1_499  # the new generation's own index
+        assert "f42" not in ids(memory.recall("", embedding=probe, k=50))
+        assert store.read(lambda v: v.catalog.slot("f42")) < 0
+
+
+def test_auto_searches_exactly_below_its_floor_and_never_builds(tmp_path: Path) -> None:
+    clock = ManualClock(1_000_000)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store, clock=clock)
+        assert memory.config.vector_search == "auto"
+        vecs, texts = corpus(300, seed=17)
+        fill(memory, clock, vecs, texts)
+        assert store.read(lambda v: v.catalog.live) < embeddings.AUTO_MIN
+        memory.recall("apple", embedding=vecs[0].tolist(), k=5)
+        assert store.read(lambda v: (v.embeddings.build, v.embeddings.index)) == (None, None)

@@ -420,6 +420,7 @@ class _Served:
     related = Remote(Memory.related)
     reason = Remote(Memory.reason)
     contradict = Remote(Memory.contradict)
+    entity_profile = Remote(Memory.entity_profile)
     compile_context = Remote(Memory.compile_context)
     explain_context = Remote(Memory.explain_context)
     save_working_context = Remote(Memory.save_working_context)

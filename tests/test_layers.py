@@ -6,9 +6,9 @@ functions, and under ``TYPE_CHECKING`` alike (a hidden import is still an edge):
 - each package imports only what its tier may: log -> errors; events -> errors;
   projections -> events; the engine -> log, events and projections; the memory tier ->
   the engine, one rule per package: the shared shapes and checks, and each concept
-  package (remember, conversation, recall, facts, forget, graph, holographic, window,
-  transfer, embedding) the concepts it builds on, named in :data:`RULES`; doors -> the memory
-  tier and the engine's public face, never the log (but its file seam, ``log.fs``).
+  package (remember, conversation, recall, facts, forget, graph, holographic, entities,
+  window, transfer, embedding) the concepts it builds on, named in :data:`RULES`; doors ->
+  the memory tier and the engine's public face, never the log (but its file seam, ``log.fs``).
   Nothing imports upward;
 - the memory tier's modules never import ``holomem.api.memory.memory``: ``Memory``
   composes them, not the other way round (``holomem.api.memory.aio``, AsyncMemory, wraps
@@ -95,6 +95,10 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     _concept("forget", "graph", "remember"),
     _concept("graph", "embedding", "recall"),
     _concept("holographic"),
+    # An entity profile's shapes are the contract's too (the op table).
+    (f"{MEMORY}.entities.types", (f"{MEMORY}.shapes", f"{MEMORY}.types",
+                                  f"{MEMORY}.graph.types"), ("msgspec",)),
+    _concept("entities", "facts", "forget", "graph"),
     # An import cut into the requests a client sends, within the contract's bounds.
     (f"{MEMORY}.transfer.parts", (*ENGINE, *SHARED, f"{MEMORY}.transfer",
                                   f"{MEMORY}.requests"), ("msgspec",)),
@@ -104,10 +108,12 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     _concept("window", "forget", "graph", "recall", "remember"),
     # The contract: request shapes, the op table, decoding; and what a build can do.
     (f"{MEMORY}.requests", (*ENGINE, *SHARED, f"{MEMORY}.conversation.types",
+                            f"{MEMORY}.entities.profile",
                             f"{MEMORY}.transfer.exchange",
                             f"{MEMORY}.transfer.pages",
                             f"{MEMORY}.window.budget"), ("msgspec",)),
     (f"{MEMORY}.ops", (*ENGINE, *SHARED, f"{MEMORY}.requests", f"{MEMORY}.conversation.types",
+                       f"{MEMORY}.entities.types",
                        f"{MEMORY}.transfer.exchange",
                        f"{MEMORY}.transfer.records", f"{MEMORY}.transfer.pages",
                        f"{MEMORY}.window.budget", f"{MEMORY}.window.working"), ()),

@@ -27,10 +27,19 @@ either — as long as no link goes away. Links are only ever taken away with a f
 The heads are a function of the stored facts, worked out lazily and kept while
 they hold; no checkpoint holds them (an opened store works each one out on first
 use). Only the writer asks for them, under its write lock.
+
+Names. A subject is a slash path whose first segment usually names what it is about
+(``alice/city``); :func:`name_key` is the one rule that says which name a segment
+is — its case folded, every run of spaces, underscores and hyphens one ``_``, none
+at either end — so ``Alice/city``, ``alice/city`` and the name ``"alice"`` agree, and
+``mary_ann/job`` is a subject of ``"Mary Ann"``. :meth:`SubjectIndex.named` finds the
+subjects of a name through a table of first-segment keys, made on first use and
+extended as subjects are added (subject names are only ever appended).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -44,6 +53,14 @@ RESERVED_PREFIX = "holomem:"
 
 #: (effective time, ingest time, transaction, slot): a fact's place in effect order.
 OrderKey = tuple[int, int, int, int]
+
+_SEPARATORS = re.compile(r"[\s_\-]+")
+
+
+def name_key(name: str) -> str:
+    """The key of a name, or of a subject's first segment (the module doc's rule):
+    ``"Mary  Ann"``, ``"mary_ann"`` and ``"MARY-ANN"`` are all ``"mary_ann"``."""
+    return _SEPARATORS.sub("_", name.casefold()).strip("_")
 
 
 class SubjectIndex:
@@ -77,6 +94,22 @@ class SubjectIndex:
         #: and that drops its subject's heads)
         self._heads: dict[int, tuple[OrderKey, list[tuple[OrderKey, str]]]] = {}
         self._reserved_mask: tuple[tuple[int, int], np.ndarray] | None = None
+        #: first-segment key -> the ids of the subjects under it, and how many of
+        #: :attr:`names` it covers (made on first use: see :meth:`named`)
+        self._by_name: dict[str, list[int]] = {}
+        self._by_name_upto = 0
+
+    def named(self, key: str) -> list[int]:
+        """The ids of every subject (of any namespace) whose first segment has the key
+        ``key`` (:func:`name_key`), in the order they were made. The table covers the
+        subjects made since the last call first (readers hold the state lock, so one
+        extends it at a time; names are only ever appended)."""
+        names, table = self.names, self._by_name
+        for sid in range(self._by_name_upto, len(names)):
+            head = names[sid].split("/", 1)[0]
+            table.setdefault(name_key(head), []).append(sid)
+        self._by_name_upto = len(names)
+        return list(table.get(key, ()))
 
     def id_of(self, nid: int, subject: str) -> int | None:
         """The id of ``subject`` in namespace ``nid``, or None."""
@@ -270,6 +303,7 @@ class SubjectIndex:
             self.members[sid] = _entry(ids)
         self._heads = {}
         self._reserved_mask = None
+        self._by_name, self._by_name_upto = {}, 0
 
 
 def _entry(ids: list[str]) -> str | list[str]:

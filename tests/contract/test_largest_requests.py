@@ -35,6 +35,7 @@ from holomem.api.memory.config import (
     ForgettingConfig,
 )
 from holomem.api.memory.conversation import calls as conversation
+from holomem.api.memory.entities import profile
 from holomem.api.memory.facts import listing
 from holomem.api.memory.forget import removal as forgetting
 from holomem.api.memory.graph import evidence, reach, relations
@@ -130,6 +131,8 @@ def largest(op: str) -> dict[str, Any]:
         "reason": {"entities": ["User"] * algebra.MAX_REASON_ENTITIES,
                    "k": algebra.MAX_K},
         "contradict": {"k": algebra.MAX_K, "maxPairs": contradiction.MAX_PAIRS_LIMIT},
+        # "User" is carried by half the store's facts, and s* subjects key "s0".."s49".
+        "entityProfile": {"name": "User", "limit": profile.MAX_LIMIT, "asOf": 2_000_000},
         "feedback": {"id": "f1", "helpful": False, "note": "n" * validate.MAX_TEXT_BYTES},
         "setConfidence": {"id": "f1", "confidence": 0.5},
         "list": {"limit": listing.MAX_LIMIT, "history": "all"},
@@ -233,6 +236,8 @@ def test_the_largest_request_just_over_each_limit_is_refused_without_work(
         ("probe", {"entity": "User", "k": algebra.MAX_K + 1}),
         ("contradict", {"maxPairs": contradiction.MAX_PAIRS_LIMIT + 1}),
         ("list", {"limit": listing.MAX_LIMIT + 1}),
+        ("entityProfile", {"name": "User", "limit": profile.MAX_LIMIT + 1}),
+        ("entityProfile", {"name": "U" * (validate.MAX_ENTITY_CHARS + 1)}),
         ("recall", {"query": "w1", "metadata": None,
                     "subject": {"k": _nested(nesting.MAX_REQUEST_DEPTH)}}),
     ]

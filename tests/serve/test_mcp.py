@@ -31,6 +31,7 @@ from mcp.types import CallToolResult
 from holomem import Store
 from holomem.api.memory.requests import (
     CompileContextRequest,
+    EntityProfileRequest,
     ExplainRequest,
     ForgetRequest,
     IdRequest,
@@ -57,7 +58,7 @@ REQUESTS: dict[str, type[Any]] = {
     "save_working_context": SaveWorkingContextRequest,
     "load_working_context": LoadWorkingContextRequest,
     "list_working_contexts": ListWorkingContextsRequest,
-    "relate": RelateRequest, "why": WhyRequest,
+    "relate": RelateRequest, "entity_profile": EntityProfileRequest, "why": WhyRequest,
 }
 #: What a tool's schema adds to its request's fields, and leaves out of them (the
 #: audit of each against what its op uses is tests/serve/test_mcp_tools.py's).

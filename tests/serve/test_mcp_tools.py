@@ -1,13 +1,14 @@
 """Every MCP tool offers exactly what its op uses, driven by the MCP SDK's own stdio client.
 
 What the tests prove: the tools are remember, remember_conversation, recall, explain,
-forget, history, get, list, list_namespaces, relate and why; each schema's properties are
-the audited list below (a field the op does not use — the explain tool's ``explain``
-flag — is neither offered nor taken), and every property a schema offers is taken by
-its tool (a walk over every property of every tool, each value checked against the
-schema first); ``forget`` is a dry run unless ``dryRun`` is false, and says so in its
-schema and description; ``remember`` takes a batch as ``facts``; ``list`` pages with a
-cursor and fences what it returns; ``list_namespaces`` counts the facts of each namespace.
+forget, history, get, list, list_namespaces, relate, entity_profile and why; each
+schema's properties are the audited list below (a field the op does not use — the
+explain tool's ``explain`` flag — is neither offered nor taken), and every property a
+schema offers is taken by its tool (a walk over every property of every tool, each value
+checked against the schema first); ``forget`` is a dry run unless ``dryRun`` is false,
+and says so in its schema and description; ``remember`` takes a batch as ``facts``;
+``list`` pages with a cursor and fences what it returns; ``list_namespaces`` counts the
+facts of each namespace.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ OFFERED: dict[str, set[str]] = {
     "load_working_context": {"namespace", "session", "save"},
     "list_working_contexts": {"namespace"},
     "relate": {"fromId", "toId", "relation", "metadata", "namespace"},
+    "entity_profile": {"name", "asOf", "knownAt", "namespace", "limit", "cursor"},
     "why": {"query", "maxHops", "relation", "filter", "asOf", "knownAt", "namespace"},
 }
 VECTOR = [0.1, 0.2, 0.3, 0.4]
@@ -129,11 +131,24 @@ def samples(session: Session) -> dict[str, tuple[dict[str, Any], dict[str, Any]]
         "relate": ({"fromId": "seed", "toId": "seed-2", "relation": "about"}, {
             "fromId": "seed-3", "toId": "seed-3", "relation": "cites",
             "metadata": {"kind": "walk"}, "namespace": []}),
+        "entity_profile": ({"name": "Dora"}, {
+            "name": "Dora", "asOf": 4_000_000_000_000, "knownAt": 4_000_000_000_000,
+            "namespace": [], "limit": 1,
+            "cursor": profile_cursor(session)}),
         "why": ({"query": "seed"}, {
             "query": "Dora bees", "maxHops": 1, "relation": ["about"],
             "filter": {"metadata": {"kind": {"$eq": "hobby"}}}, "asOf": 4_000_000_000_000,
             "knownAt": 4_000_000_000_000, "namespace": []}),
     }
+
+
+def profile_cursor(session: Session) -> str:
+    """The cursor of a one-fact first page of the least entity profile call (a cursor
+    goes with its name, namespace and times: the walk adds it to the least call)."""
+    (_, body) = ok(session.call("entity_profile", {"name": "Dora", "limit": 1}))
+    value: str = json.loads(body)["nextCursor"]
+    assert value
+    return value
 
 
 def nested_objects(schema: Any) -> Iterator[dict[str, Any]]:

@@ -159,6 +159,7 @@ class AsyncMemory:
     related = Offloaded(Memory.related)
     reason = Offloaded(Memory.reason)
     contradict = Offloaded(Memory.contradict)
+    entity_profile = Offloaded(Memory.entity_profile)
     compile_context = Offloaded(Memory.compile_context)
     explain_context = Offloaded(Memory.explain_context)
     save_working_context = Offloaded(Memory.save_working_context)

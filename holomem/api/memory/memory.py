@@ -11,6 +11,7 @@ written once, in its concept's ``calls`` module:
 - ``forget/`` — forget, apply_forgetting and consolidate;
 - ``graph/`` — typed links: relate, unrelate, links and why;
 - ``holographic/`` — probe, related, reason and contradict;
+- ``entities/`` — entity_profile: what is known about a name;
 - ``window/`` — the agent's context window: a block under a token budget, working contexts;
 - ``transfer/`` — export and import; ``embedding/`` — the embedder and reembed.
 
@@ -32,6 +33,7 @@ from holomem.api.memory.binding import Call, Derived
 from holomem.api.memory.config import MemoryConfig
 from holomem.api.memory.conversation import calls as conversation_calls
 from holomem.api.memory.embedding import calls as embedding_calls
+from holomem.api.memory.entities import calls as entities_calls
 from holomem.api.memory.facts import calls as facts_calls
 from holomem.api.memory.forget import calls as forget_calls
 from holomem.api.memory.graph import calls as graph_calls
@@ -133,6 +135,9 @@ class Memory:
     related = Call(holographic_calls.related)
     reason = Call(holographic_calls.reason)
     contradict = Call(holographic_calls.contradict)
+
+    # -- what is known about a name (entities/) ----------------------------------------------
+    entity_profile = Call(entities_calls.entity_profile)
 
     # -- the context window (window/) --------------------------------------------------------
     compile_context = Call(window_calls.compile_context)

@@ -20,6 +20,7 @@ from typing import Any, Literal, NamedTuple
 
 from holomem.api.memory import requests as rq
 from holomem.api.memory.conversation.types import RememberedConversation
+from holomem.api.memory.entities.types import EntityProfile
 from holomem.api.memory.graph.types import (
     LinkList,
     RelateManyResult,
@@ -147,6 +148,9 @@ _OPS = (
        "Facts that bind an entity"),
     Op("related", "related", rq.EntityRequest, RelatedResult, None, False, "prefix",
        "Entities that occur with an entity"),
+    Op("entityProfile", "entity_profile", rq.EntityProfileRequest, EntityProfile, None,
+       False, "prefix", "What is known about a name: the facts that mention it (current "
+       "first), its subjects' current values, speakers, sessions and links; paged"),
     Op("reason", "reason", rq.ReasonRequest, ReasonResult, None, False, "prefix",
        "Facts that bind every one of several entities"),
     Op("contradict", "contradict", rq.ContradictRequest, ContradictResult, None, False,

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from holomem.api.memory.conversation.types import Message
+from holomem.api.memory.entities.profile import DEFAULT_LIMIT as PROFILE_LIMIT
 from holomem.api.memory.shapes import Request
 from holomem.api.memory.transfer import exchange
 from holomem.api.memory.transfer.pages import MAX_EXPORT_PAGE
@@ -77,6 +78,17 @@ class EntityRequest(Request, frozen=True, kw_only=True):
     entity: str
     k: int = 10
     namespace: NamespaceArg = None
+
+
+class EntityProfileRequest(Request, frozen=True, kw_only=True):
+    """``entityProfile``: what is known about ``name``, a page at a time (§4h)."""
+
+    name: str
+    as_of: int | None = None
+    known_at: int | None = None
+    namespace: NamespaceArg = None
+    limit: int = PROFILE_LIMIT
+    cursor: str | None = None
 
 
 class ReasonRequest(Request, frozen=True, kw_only=True):

@@ -21,6 +21,7 @@ answers are printed :mod:`.printing`'s.
     holomem unrelate STORE FROM TO RELATION [--namespace NS]
     holomem links STORE ID [--relation R] [--direction out|in|both]
     holomem why STORE QUERY_OR_ID [--max-hops N] [--relation R ...] [--filter JSON]
+    holomem profile STORE NAME [--as-of W] [--namespace NS] [--cursor C | --all]
     holomem info | config | export | import STORE ...    holomem fsck STORE [...]
     holomem serve | mcp | demo | hermes install
 
@@ -38,7 +39,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from holomem.api.doors.cli import conversation, graph, printing, servers, store
+from holomem.api.doors.cli import conversation, graph, printing, profile, servers, store
 from holomem.api.doors.cli.opening import (
     EXIT_NOT_FOUND,
     EXIT_OK,
@@ -237,7 +238,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "get": _memory_command, "history": _memory_command, "forget": _forget, "list": _list,
     "list-namespaces": _list_namespaces, "links": graph.run, "why": graph.run,
     "relate": graph.run, "unrelate": graph.run,
-    "remember-conversation": conversation.run,
+    "remember-conversation": conversation.run, "profile": profile.run,
     "info": store.info, "config": store.config,
     "export": store.export, "import": store.import_,
     "fsck": lambda args: servers.fsck(args.args), "serve": servers.serve,

@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from holomem.api.doors.cli import conversation, graph
+from holomem.api.doors.cli import conversation, graph, profile
 from holomem.api.doors.cli.args import (
     NS_HELP,
     TIME_HELP,
@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     _fact_commands(command)
     graph.add_commands(command, _store_options, _output_options)
     conversation.add_command(command, _store_options, _output_options)
+    profile.add_command(command, _store_options, _output_options)
     _store_commands(command)
     _server_commands(command)
     return parser

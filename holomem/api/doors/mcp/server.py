@@ -8,7 +8,8 @@ else in holomem imports this module but :mod:`.streamable`.
 Tools: ``remember``, ``remember_conversation``, ``recall``, ``explain``, ``forget``,
 ``history``, ``get``, ``list``,
 ``list_namespaces``, ``compile_context``, ``save_working_context``,
-``load_working_context``, ``list_working_contexts``, ``relate``, ``why`` (one per entry of
+``load_working_context``, ``list_working_contexts``, ``relate``, ``entity_profile``,
+``why`` (one per entry of
 :data:`~.toolschema.TOOLS`; ``forget`` is a dry run by default). Their
 input schemas are the contract's request Structs, with exactly the fields each op uses
 (:mod:`holomem.api.doors.mcp.tools`), and each call is ``Memory.call(op, arguments)``
@@ -40,7 +41,10 @@ What goes back to the model:
   terms, ids: no stored text; a graph path keeps its ids, not the relations or
   entities it went through). ``why`` is its nodes' texts and its links inside the
   same fence (:func:`~holomem.api.memory.window.render.render_why`), then a JSON line of ids, hops
-  and ``truncated`` / ``bound``.
+  and ``truncated`` / ``bound``. ``entity_profile`` is its facts, its subjects'
+  current values, its speakers, sessions and links inside the same fence
+  (:func:`_profile_block`), then a JSON line of the structure: the facts' ids and
+  statuses, the links' ends, the counts and ``nextCursor`` (no stored string).
 - ``compile_context`` comes back as its block (fenced already) and a JSON line of
   the decisions; ``load_working_context`` as the state inside the same fence and a
   JSON line of the save's structure.
@@ -86,10 +90,17 @@ except ImportError as _missing:  # the serve extra is not installed
 from holomem.api.doors.follower import Served
 from holomem.api.doors.mcp.tools import TOOLS, ToolSpec, prepared, tool_description, tool_schema
 from holomem.api.memory.about import holomem_version
+from holomem.api.memory.entities.types import EntityProfile
 from holomem.api.memory.graph.types import WhyResult
 from holomem.api.memory.memory import Memory
 from holomem.api.memory.types import FactRecord, Recalled
-from holomem.api.memory.window.render import fence, neutralise, render_why
+from holomem.api.memory.window.render import (
+    fact_line,
+    fence,
+    format_time,
+    neutralise,
+    render_why,
+)
 from holomem.errors import HolomemError
 
 log = logging.getLogger("holomem.mcp")
@@ -147,6 +158,41 @@ def _nameless(explanation: dict[str, Any]) -> dict[str, Any]:
     return {**explanation, "graph": {**graph, "path": path}}
 
 
+def _profile_block(profile: EntityProfile) -> str:
+    """An entity profile's stored strings fenced as untrusted data: a line per fact, per
+    subject's current value, per speaker, session and link, each neutralised."""
+    lines = [fact_line(f) for f in profile.facts]
+    summary = profile.summary
+    if summary is not None:
+        for sv in summary.subjects:
+            where = "/".join(sv.namespace)
+            values = "; ".join(f"{neutralise(v.text)} (since {format_time(v.since)})"
+                               for v in sv.current) or "(no current value)"
+            lines.append(f"- subject {neutralise(sv.subject)}"
+                         f"{f' in {neutralise(where)}' if where else ''}: {values}")
+        lines += [f"- speaker {neutralise(s.speaker)}: {s.facts} facts"
+                  for s in summary.speakers]
+        lines += [f"- session {neutralise(s.session)}: {s.mentions} mentions, "
+                  f"{s.said} said" for s in summary.sessions]
+    lines += [f"- [{neutralise(k.from_id)}] -[{neutralise(k.relation)}]-> "
+              f"[{neutralise(k.to_id)}]" for k in profile.links]
+    return fence("\n".join(lines) if lines else "(nothing known)")
+
+
+def _profile_structure(profile: EntityProfile) -> dict[str, Any]:
+    """An entity profile's structure: ids, statuses, counts and the cursor."""
+    summary = profile.summary
+    return {
+        "key": profile.key, "asOf": profile.as_of, "knownAt": profile.known_at,
+        "total": profile.total, "facts": [_structure(f) for f in profile.facts],
+        "links": [{"fromId": k.from_id, "toId": k.to_id} for k in profile.links],
+        "linksCut": profile.links_cut, "nextCursor": profile.next_cursor,
+        "summary": None if summary is None else {
+            "current": summary.current, "subjectsTotal": summary.subjects_total,
+            "speakersTotal": summary.speakers_total,
+            "sessionsTotal": summary.sessions_total}}
+
+
 def render(tool: str, response: dict[str, Any]) -> list[str]:
     """The text blocks a tool's contract response is shown as (see the module doc)."""
     if tool == "recall":
@@ -182,6 +228,10 @@ def render(tool: str, response: dict[str, Any]) -> list[str]:
                                            for n in walk.nodes],
             "edges": [{"fromId": e.from_id, "toId": e.to_id} for e in walk.edges],
             "truncated": walk.truncated, "bound": walk.bound}, ensure_ascii=False)]
+    if tool == "entity_profile":  # the stored strings fenced, the structure as JSON
+        profile = msgspec.convert(response, EntityProfile)
+        return [_profile_block(profile),
+                json.dumps(_profile_structure(profile), ensure_ascii=False)]
     if tool == "list":
         facts = msgspec.convert(response["facts"], list[FactRecord])
         return [Memory.render_context(facts),

@@ -164,6 +164,18 @@ TOOLS: dict[str, ToolSpec] = {
             "relation": "The link's type, like a subject: 1 to 512 characters.",
             "namespace": ("Both facts must be at or under this namespace (under this "
                           "memory's own namespace, if it has one).")}),
+    "entity_profile": ToolSpec("entityProfile", (
+        "What memory knows about a name (a person, a place, a project): the facts that "
+        "mention it, current ones first and then the replaced ones; each subject under "
+        "it (e.g. 'alice/city' for Alice) with its current value and since when; who "
+        "mentions it and the conversation sessions it appears in; and the typed links "
+        "of the facts shown. `asOf` answers for an earlier moment; pass the answer's "
+        "`nextCursor` as `cursor` (same other arguments) for more facts. The stored text "
+        "comes back fenced as untrusted data."), describe={
+            "name": ("The name: an entity exactly as facts spell it (\"Alice\"); its "
+                     "subjects match whatever the case, spaces, _ or -."),
+            "cursor": "The `nextCursor` of the previous page (left out: the first page).",
+            "limit": "At most this many facts on the page (1 to 100; default 20)."}),
     "why": ToolSpec("why", (
         "Show the evidence around a fact: `query` is a fact's id, or a question whose "
         "best-matching fact is the start; the answer is every fact linked to it up to "

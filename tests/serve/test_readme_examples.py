@@ -11,8 +11,8 @@ from ._readme import blocks
 from .conftest import start
 
 
-def test_the_quick_start_example_runs(tmp_path: Path) -> None:
-    (code,) = blocks("Quick start", "python")
+def test_the_quick_start_examples_run_in_order(tmp_path: Path) -> None:
+    code = "\n".join(blocks("Quick start", "python"))  # read in order, as one script
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                          text=True, check=False)
     assert out.returncode == 0, out.stderr

@@ -201,7 +201,10 @@ class _Call:
         given = dict(bound.arguments)
         progress = callback(given.pop("progress", None))
         for name in _CODE:
-            if given.pop(name, None) is not None:
+            value = given.pop(name, None)
+            if isinstance(value, str) and name in self.names:
+                given[name] = value  # the name of a built-in (an extractor: "rules")
+            elif value is not None:
                 raise InvalidError(f"{name} is Python code, which a served store cannot "
                                    "run: use an embedded Memory for it")
         for name in _NAMESPACES:

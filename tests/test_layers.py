@@ -65,6 +65,9 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     # Embedders (issue 14) stand apart: text in, vectors out, errors from the tree.
     ("holomem.embedders", ("holomem.errors", "holomem.embedders"),
      ("msgspec", "numpy", "tokenizers", "safetensors", "onnxruntime", "onnx")),
+    # Extractors (issue 30) stand apart too: conversation turns in, fact inputs out; the
+    # chat adapter's transport is the standard library's.
+    ("holomem.extractors", ("holomem.errors", "holomem.extractors"), ("msgspec",)),
     # The approximate vector index (the ann extra) is the only user of usearch.
     ("holomem.projections.vectorindex", PROJECTIONS, ("numpy", "usearch")),
     ("holomem.projections", PROJECTIONS, ("numpy", "msgspec", "Stemmer")),
@@ -89,6 +92,10 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     _concept("remember", "embedding"),
     # A conversation's shapes are the contract's too (the op table, the requests).
     (f"{MEMORY}.conversation.types", (f"{MEMORY}.shapes", f"{MEMORY}.types"), ("msgspec",)),
+    # The call resolves a built-in extractor's name (a request carries names, not code).
+    (f"{MEMORY}.conversation.calls",
+     (*_concept("conversation", "graph", "remember")[1], "holomem.extractors"),
+     ("msgspec", "numpy")),
     _concept("conversation", "graph", "remember"),
     _concept("recall", "embedding", "facts", "graph"),
     _concept("facts", "forget"),

@@ -41,14 +41,16 @@ class RememberMany(Request, frozen=True, kw_only=True):
 
 
 class RememberConversationRequest(Request, frozen=True, kw_only=True):
-    """``rememberConversation``: the messages of one session (docs/contract.md §4g);
-    the extractor is Python code, which a request cannot carry."""
+    """``rememberConversation``: the messages of one session (docs/contract.md §4g).
+    An extractor of one's own is Python code, which a request cannot carry;
+    ``extractor`` may name a built-in one (``"rules"``)."""
 
     messages: list[Message]
     session: str
     time: int | None = None
     namespace: NamespaceArg = None
     start: int = 0
+    extractor: str | None = None
 
 
 class RecallRequest(RecallOptions, frozen=True, kw_only=True):

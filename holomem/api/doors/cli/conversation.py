@@ -7,7 +7,7 @@ skipped) and its contract request (``rememberConversation``: the CLI answers wha
 and the store commands' line reader.
 
     holomem remember-conversation STORE [FILE | -] --session S [--namespace NS]
-                                  [--time W] [--start N] [--json]
+                                  [--time W] [--start N] [--extractor rules] [--json]
 """
 
 from __future__ import annotations
@@ -46,6 +46,10 @@ def add_command(command: Callable[..., argparse.ArgumentParser],
     p.add_argument("--start", type=int, default=0, metavar="N",
                    help="the position of the first message (default 0: the file is the "
                    "conversation from its beginning)")
+    p.add_argument("--extractor", metavar="NAME",
+                   help="a built-in extractor that also stores the facts the turns state, "
+                   "each linked to its turns: 'rules' (offline rules: where someone lives "
+                   "or works, likes and dislikes, decisions)")
     output_options(p, jsonl=False)
 
 
@@ -72,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         request["namespace"] = args.namespace
     if args.time is not None:
         request["time"] = args.time
+    if args.extractor is not None:
+        request["extractor"] = args.extractor
     with memory_of(args, write=True, create=True, config=None) as memory:
         response = memory.call("rememberConversation", request)
     if args.json:
@@ -81,5 +87,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{'stored' if turn['created'] else 'already stored'} {turn['id']}")
     for position in response["skipped"]:
         print(f"skipped message at position {position} (no words)")
+    for fact in response["derived"]:
+        print(f"{'extracted' if fact['created'] else 'already extracted'} {fact['id']}")
     print(f"{response['linked']} links written")
     return EXIT_OK

@@ -92,7 +92,11 @@ TOOLS: dict[str, ToolSpec] = {
             "namespace": ("The namespace the turns live in (under this memory's own "
                           "namespace, if it has one). Left out: the root."),
             "start": ("The position of the first message (default 0: the messages are "
-                      "the conversation from its beginning).")}),
+                      "the conversation from its beginning)."),
+            "extractor": ("'rules' to also store the facts the turns state, found by "
+                          "built-in rules (where someone lives or works, likes and "
+                          "dislikes, decisions), each linked to its turn. Left out: "
+                          "the turns only.")}),
     "recall": ToolSpec("recall", (
         "Recall the facts most relevant to `query`, best first (current facts by default; "
         "`asOf` for an earlier moment, `history` 'all' to include replaced ones; "

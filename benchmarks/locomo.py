@@ -21,8 +21,9 @@ recall_all@5, recall_any@10 and MRR, for:
 - ``recall+context{w}`` (and ``…w2``: window 2): the context policy;
 - ``conversation``: ``MemoryConfig.conversation()`` (the context policy, reply
   links, speaker matching and the date prior), and each of its signals turned off
-  one at a time (``conversation-replies``, ``-speaker``, ``-mute``, ``-dates``,
-  ``-context``): the ablation;
+  one at a time (``conversation-replies``, ``-speaker``, ``-dates``, ``-context``)
+  and the ones it leaves off turned on (``+mute``: speaker names out of BM25's
+  words; ``+replies`` with the embedder): the ablation;
 - with ``--embedder minilm``: ``minilm`` (its default fusion), ``minilm+context0.4w2``
   (the best configuration before issue 30) and ``minilm conversation`` with the
   same ablations. Vectors come from the cache ``benchmarks/fusion_study.py`` keeps
@@ -88,12 +89,18 @@ def ablations(base: MemoryConfig, prefix: str) -> dict[str, MemoryConfig]:
     off = {
         "replies": msgspec.structs.replace(d, replies=Replies()),
         "speaker": msgspec.structs.replace(d, speaker=0.0),
-        "mute": msgspec.structs.replace(d, mute_speakers=False),
         "dates": msgspec.structs.replace(d, dates=0.0),
     }
     out = {prefix: base}
     for name, dialogue in off.items():
-        out[f"{prefix}-{name}"] = msgspec.structs.replace(base, dialogue=dialogue)
+        if dialogue != d:
+            out[f"{prefix}-{name}"] = msgspec.structs.replace(base, dialogue=dialogue)
+    if d.replies == Replies():  # (off in base: measured on)
+        out[f"{prefix}+replies"] = msgspec.structs.replace(
+            base, dialogue=msgspec.structs.replace(d, replies=Replies(answer=0.2)))
+    if not d.mute_speakers:
+        out[f"{prefix}+mute"] = msgspec.structs.replace(
+            base, dialogue=msgspec.structs.replace(d, mute_speakers=True))
     out[f"{prefix}-context"] = msgspec.structs.replace(base, context="none")
     return out
 
@@ -112,7 +119,9 @@ def configurations(embedder: bool) -> dict[str, tuple[MemoryConfig, bool]]:
         # (the embedder's name stays out: the store's vectors come from the cache)
         embedded = {"minilm": MemoryConfig(), "minilm+context0.4w2": MemoryConfig(
             context=ContextConfig(neighbors=Neighbors(weight=0.4, window=2)))}
-        embedded.update(ablations(MemoryConfig.conversation(), "minilm conversation"))
+        # (the same dialogue signals as MemoryConfig.conversation("minilm"))
+        embedded.update(ablations(msgspec.structs.replace(
+            MemoryConfig.conversation("minilm"), embedder=None), "minilm conversation"))
         out.update({name: (cfg, True) for name, cfg in embedded.items()})
     return out
 

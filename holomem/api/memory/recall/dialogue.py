@@ -35,8 +35,10 @@ MAX_NAME_WORDS = 3
 #: The least number of candidates the signals look at (:func:`pool`).
 MIN_POOL = 400
 
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
-_POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
+#: An apostrophe, straight or typographic (U+2019).
+_APOSTROPHE = "'\u2019"
+_WORD = re.compile(rf"[^\W_]+(?:[{_APOSTROPHE}][^\W_]+)*", re.UNICODE)
+_POSSESSIVE = re.compile(rf"[{_APOSTROPHE}]s$", re.IGNORECASE)
 
 
 class Reading(NamedTuple):
@@ -85,7 +87,7 @@ def _cut(text: str, spans: list[tuple[int, int]]) -> str:
             continue
         out.append(text[last:start])
         last = end
-        m = re.match(r"['’]s\b", text[last:], re.IGNORECASE)
+        m = re.match(rf"[{_APOSTROPHE}]s\b", text[last:], re.IGNORECASE)
         if m:
             last += m.end()
     out.append(text[last:])

@@ -4,7 +4,8 @@ Owns: recall options and their limits, the filtered path (subject and entity
 restrictions), the identity rule, the multipliers (recency, history, usefulness),
 the ranking of candidates (:class:`Ranking`) with graph recall folded in, and the
 Recalled results (:func:`recalled`). The context policy's neighbour scores are
-:mod:`.neighbours`, the dialogue signals (reply links, speakers, dates) :mod:`.dialogue`; graph recall's walk is :mod:`holomem.api.memory.graph.walk`. Explanations are
+:mod:`.neighbours`, the dialogue signals (reply links, speakers, dates)
+:mod:`.dialogue`; graph recall's walk is :mod:`holomem.api.memory.graph.walk`. Explanations are
 built on the same ranking in :mod:`.explanation`. Imports the engine's view,
 the policies, the fact records, the types and validate.
 """
@@ -360,7 +361,8 @@ class Ranking:
         o, p = self.options, self.policies
         n = max(o.candidate_limit, o.k)
         if (p.recency is not None or p.feedback_weight is not None or p.context is not None
-                or p.dialogue is not None or self.embedding or (o.history == "all" and p.historical_weight != 1.0)
+                or p.dialogue is not None or self.embedding
+                or (o.history == "all" and p.historical_weight != 1.0)
                 or 3 * o.k >= n):
             return None
         return 3 * o.k

@@ -4,8 +4,8 @@ Owns: :func:`explain_many` — lexical and semantic scores, the fusion and its w
 matched terms, the multipliers, validity and status, the dialogue signals' shares and
 multipliers, the rank among every candidate (history included), the supersession
 chain, the path graph recall reached it by, and a one-line reason — computed on the
-same :class:`~holomem.api.memory.recall.rank.Ranking` recall uses, so the two always agree. Imports the recall module, the types and the
-projections.
+same :class:`~holomem.api.memory.recall.rank.Ranking` recall uses, so the two always
+agree. Imports the recall modules, the types and the projections.
 """
 
 from __future__ import annotations

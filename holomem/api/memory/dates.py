@@ -163,11 +163,11 @@ def windows(text: str, at_ms: int) -> list[tuple[int, int]]:
         for m in pattern.finditer(text):
             if any(s < m.end() and m.start() < e for s, e in taken):
                 continue
+            taken.append(m.span())  # (read or not: no later pattern reads a part)
             try:
                 window = _read(kind, m, today)
             except (ValueError, OverflowError):
                 continue
-            taken.append(m.span())
             if window is not None and window not in (w for _, w in found):
                 found.append((m.start(), window))
     found.sort()

@@ -56,6 +56,8 @@ class Turn:
     speaker: str
     session: int
     event_time_ms: int
+    #: the turn's words alone (``text`` without the "speaker: " prefix)
+    words: str = ""
 
 
 @dataclass
@@ -105,10 +107,11 @@ def load(path: str = DEFAULT, *, captions: bool = False) -> list[Conversation]:
             if f"session_{n}" in c:
                 when = _parse_date(c[f"session_{n}_date_time"])
                 for turn in c[f"session_{n}"]:
-                    text = f"{turn['speaker']}: {turn['text']}"
+                    words = turn["text"]
                     if captions and turn.get("blip_caption"):
-                        text += f" [shares an image: {turn['blip_caption']}]"
-                    conv.turns.append(Turn(turn["dia_id"], text, turn["speaker"], n, when))
+                        words += f" [shares an image: {turn['blip_caption']}]"
+                    conv.turns.append(Turn(turn["dia_id"], f"{turn['speaker']}: {words}",
+                                           turn["speaker"], n, when, words))
             n += 1
         known = {t.id for t in conv.turns}
         for qa in rec["qa"]:

@@ -78,6 +78,8 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     (f"{MEMORY}.shapes", (), ("msgspec",)),
     (f"{MEMORY}.graph.types", (f"{MEMORY}.shapes",), ("msgspec",)),
     (f"{MEMORY}.config", ("holomem.errors",), ("msgspec",)),
+    # Reading dates in text: the standard library only.
+    (f"{MEMORY}.dates", (), ()),
     # A namespace's one-string form is the engine's (its checks read it).
     ("holomem.api.engine.nspath", ("holomem.errors",), ()),
     (f"{MEMORY}.types", ("holomem.errors", f"{MEMORY}.shapes", f"{MEMORY}.graph.types",
@@ -97,7 +99,9 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
      (*_concept("conversation", "graph", "remember")[1], "holomem.extractors"),
      ("msgspec", "numpy")),
     _concept("conversation", "graph", "remember"),
-    _concept("recall", "embedding", "facts", "graph"),
+    # Recall reads the reply links a conversation writes (their relation's name) and
+    # the dates in a question (issue 30).
+    _concept("recall", "embedding", "facts", "graph", "conversation.links", "dates"),
     _concept("facts", "forget"),
     _concept("forget", "graph", "remember"),
     _concept("graph", "embedding", "recall"),

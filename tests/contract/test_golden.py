@@ -209,7 +209,7 @@ def test_explain(memory: Memory) -> None:
         "reason": "its status is superseded, filtered out by history=current",
         "ttlMs": None, "expiresAt": None, "rerankedRank": None,
         "graph": None, "graphBounds": None,
-        "speaker": None, "session": None, "position": None,
+        "speaker": None, "session": None, "position": None, "dialogue": None,
     }}
     e = response["explanation"]
     hit = memory.store.search_documents("tea")[0]

@@ -100,6 +100,41 @@ class ContextConfig(_Config, frozen=True):
     neighbors: Neighbors
 
 
+#: The largest boost a dialogue multiplier may add (a multiplier is 1 + boost).
+MAX_BOOST = 10.0
+
+
+Boost = Annotated[float, msgspec.Meta(ge=0.0, le=MAX_BOOST,
+                                      description=f"0 to {MAX_BOOST:g}")]
+
+
+class Replies(_Config, frozen=True):
+    """The reply links of a conversation (``replies_to``, docs/contract.md §4g) in
+    recall: an answer borrows ``answer`` (in [0, 1]) times the score of the turn it
+    answers; a turn borrows ``question`` (in [0, 1]) times its best answer's score."""
+
+    answer: Fraction = 0.0
+    question: Fraction = 0.0
+
+
+class DialogueConfig(_Config, frozen=True):
+    """Conversation-aware recall (docs/contract.md §4g): the reply links, the speakers
+    and the dates a question names. Every part at its default changes nothing.
+
+    ``speaker``: a turn whose speaker the question names scores ``1 + speaker`` times
+    its score; ``mute_speakers``: a speaker's name in the question is left out of the
+    words BM25 matches (it is matched against the speaker field instead).
+    ``dates``: a fact whose event time falls in a window the question names (an
+    absolute date, a month or a year, or one relative to ``as_of``, else now:
+    "yesterday", "last week", "last month", ...) scores ``1 + dates`` times its score.
+    """
+
+    replies: Replies = Replies()
+    speaker: Boost = 0.0
+    mute_speakers: bool = False
+    dates: Boost = 0.0
+
+
 #: A policy of the caller's own, named in a stored configuration: ``custom:NAME``. The
 #: callable itself is code, so it is never stored: ``Memory(store, policies={NAME: fn})``
 #: supplies it again, and a door that cannot refuses the store clearly.
@@ -177,6 +212,34 @@ class MemoryConfig(_Config, frozen=True):
     #: "auto" (the index from 10,000 live facts, exact below; docs/contract.md §4e
     #: "Vector search at scale").
     vector_search: Literal["exact", "approximate", "auto"] = "auto"
+    #: Conversation-aware recall (reply links, speakers and dates in questions;
+    #: docs/contract.md §4g), or "none". :meth:`conversation` gives the recommended one.
+    dialogue: Literal["none"] | DialogueConfig = "none"
+
+    @classmethod
+    def conversation(cls, embedder: str | None = None) -> MemoryConfig:
+        """The configuration recommended for stores of conversations (turns stored by
+        ``remember_conversation``; docs/contract.md §4g), measured on the LoCoMo
+        development set (benchmarks/locomo.py): the context policy (weight 0.4, window
+        2), speaker matching and the date prior (each a multiplier of 2), the reply
+        share without an embedder (0.2), with the built-in ``embedder`` named (or
+        none). Plain data: print it, store it, change a part with
+        ``msgspec.structs.replace``."""
+        weight, window = CONVERSATION_CONTEXT
+        return cls(context=ContextConfig(neighbors=Neighbors(weight=weight, window=window)),
+                   dialogue=(CONVERSATION_DIALOGUE if embedder is None
+                             else CONVERSATION_DIALOGUE_EMBEDDED),
+                   embedder=embedder)
+
+
+#: The recommended conversation configuration's parts (:meth:`MemoryConfig.conversation`):
+#: the context policy's (weight, window), and the dialogue signals.
+#: A turn by a speaker the question names, and a fact of a date it names, count double;
+#: without an embedder an answer borrows a fifth of its question's score (with MiniLM
+#: the reply share lowered recall on the LoCoMo development set, so it is off).
+CONVERSATION_CONTEXT = (0.4, 2)
+CONVERSATION_DIALOGUE = DialogueConfig(replies=Replies(answer=0.2), speaker=1.0, dates=1.0)
+CONVERSATION_DIALOGUE_EMBEDDED = DialogueConfig(speaker=1.0, dates=1.0)
 
 
 def config_from_json(data: bytes | str) -> MemoryConfig:

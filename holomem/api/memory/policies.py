@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 from holomem.api.memory.config import (
     CUSTOM_PREFIX,
     ContextConfig,
+    DialogueConfig,
     FeedbackConfig,
     FusionConfig,
     MemoryConfig,
@@ -295,6 +296,8 @@ class Policies(NamedTuple):
     #: how a query's vector finds its candidates: "exact", "approximate" (through the
     #: approximate index once it is built) or "auto" (so, from a size on)
     vector_search: VectorSearch = "auto"
+    #: conversation-aware recall's signals (None: off)
+    dialogue: DialogueConfig | None = None
 
     @classmethod
     def from_config(cls, config: MemoryConfig,
@@ -325,7 +328,9 @@ class Policies(NamedTuple):
             fusion=(FusionParams(config.fusion.method, config.fusion.lexical_weight,
                                  config.fusion.rrf_k)
                     if isinstance(config.fusion, FusionConfig) else DEFAULT_FUSION),
-            vector_search=config.vector_search)
+            vector_search=config.vector_search,
+            dialogue=(config.dialogue if isinstance(config.dialogue, DialogueConfig)
+                      else None))
 
     def usefulness(self, feedback: Sequence[tuple[bool, int, str | None]]) -> float:
         """The usefulness multiplier of a fact with these feedback entries."""

@@ -168,6 +168,22 @@ class ChainEntry(Response, frozen=True):
     effective_time: int
 
 
+class DialogueExplained(Response, frozen=True):
+    """The dialogue signals' part of a fact's score (docs/contract.md §4g): its score
+    is (its score with the context policy's share + ``reply_bonus``) times
+    ``speaker_multiplier`` times ``date_multiplier``."""
+
+    #: what it borrowed through reply links (from the turn it answers, its best answer)
+    reply_bonus: float = 0.0
+    #: 1 + the speaker boost when the question names the turn's speaker, else 1
+    speaker_multiplier: float = 1.0
+    #: 1 + the date boost when its event time falls in a window the question names
+    date_multiplier: float = 1.0
+    #: the speakers the question names, and the windows [start, end) ms of its dates
+    speakers_named: list[str] = []
+    date_windows: list[list[int]] = []
+
+
 class Explanation(Response, frozen=True):
     id: str
     retrieved: bool
@@ -199,6 +215,9 @@ class Explanation(Response, frozen=True):
     speaker: str | None = None
     session: str | None = None
     position: int | None = None
+    #: What the dialogue signals did to its score (None: they are off;
+    #: docs/contract.md §4g).
+    dialogue: DialogueExplained | None = None
 
 
 class Recalled(Response, frozen=True, omit_defaults=True):

@@ -1,11 +1,11 @@
 """Explain: why a fact does or does not come back for a query (docs/contract.md §4 Explain).
 
 Owns: :func:`explain_many` — lexical and semantic scores, the fusion and its weights,
-matched terms, the multipliers, validity and status, the rank among every candidate
-(history included), the supersession chain, the path graph recall reached it by, and a
-one-line reason — computed on the same :class:`~holomem.api.memory.recall.rank.Ranking` recall
-uses, so the two always agree. Imports the recall module, the types and the
-projections.
+matched terms, the multipliers, validity and status, the dialogue signals' shares and
+multipliers, the rank among every candidate (history included), the supersession
+chain, the path graph recall reached it by, and a one-line reason — computed on the
+same :class:`~holomem.api.memory.recall.rank.Ranking` recall uses, so the two always
+agree. Imports the recall modules, the types and the projections.
 """
 
 from __future__ import annotations
@@ -16,8 +16,15 @@ import numpy as np
 
 from holomem.api.memory.facts.records import wanted
 from holomem.api.memory.graph import reach
+from holomem.api.memory.recall import dialogue
 from holomem.api.memory.recall.rank import Ranking
-from holomem.api.memory.types import ChainEntry, Explanation, FusionInfo, MatchedTerm
+from holomem.api.memory.types import (
+    ChainEntry,
+    DialogueExplained,
+    Explanation,
+    FusionInfo,
+    MatchedTerm,
+)
 from holomem.projections.fusion import DEFAULT_FUSION, W_LEXICAL, W_SEMANTIC, parts
 
 
@@ -33,7 +40,8 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
     rank_of = {c.slot: (n, c) for n, c in enumerate(ranked, start=1)}
     fused = ranking.fused()
     own: dict[int, float] = {}
-    if ranking.policies.context is not None:  # each fact's score before its neighbours'
+    if ranking.policies.context is not None or ranking.reading is not None:
+        # each fact's score before its neighbours' (and the dialogue signals)
         plain = ranking.plain()
         own = dict(zip(plain.slots.tolist(), plain.score.tolist(), strict=True))
     emb, params = ranking.embedding, ranking.policies.fusion
@@ -43,7 +51,8 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
         w_lex, w_sem = ((W_LEXICAL, W_SEMANTIC) if params == DEFAULT_FUSION
                         else (params.lexical_weight, 1.0 - params.lexical_weight))
     # Every explained fact's matched terms at once: each term's postings read once.
-    terms = view.bm25.matched_many(ranking.query, [int(s) for s in slots])
+    query = ranking.query if ranking.reading is None else ranking.reading.lexical
+    terms = view.bm25.matched_many(query, [int(s) for s in slots])
     cut = reach.bounds(ranking.reached)
     out = []
     for slot, matched in zip(slots, terms, strict=True):
@@ -58,6 +67,7 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
         times = facts.times(slot)
         ttl = times.ttl_ms if facts.is_fact[slot] else None
         retrieved = fid in chosen_ids
+        said = _dialogue(ranking, slot)
         turn = facts.turns.get(fid)
         # known_at ignores the facts ingested after it, in the chain too.
         chain = [ChainEntry(id=c, status=facts.status(facts.slot(c), at, o.known_at),  # type: ignore[arg-type]
@@ -78,15 +88,38 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
             status=status if facts.known(slot, o.known_at) else None,  # type: ignore[arg-type]
             valid_at=at, chain=chain, score=mine.score if mine else 0.0,
             usefulness_multiplier=mine.usefulness if mine else 1.0,
-            context_bonus=mine.fused - own.get(slot, 0.0) if mine and own else 0.0,
+            context_bonus=(_context_bonus(ranking, mine.fused, own.get(slot, 0.0), said)
+                           if mine and own else 0.0),
             reason=_reason(ranking, slot, status, retrieved, rank, matches),
             ttl_ms=ttl, expires_at=times.ingest_time + ttl if ttl is not None else None,
             graph=(reach.explained(view, ranking.reached[slot])
                    if slot in ranking.reached else None),
             graph_bounds=cut,
             speaker=turn.speaker if turn else None, session=turn.session if turn else None,
-            position=turn.position if turn else None))
+            position=turn.position if turn else None, dialogue=said))
     return out
+
+
+def _dialogue(ranking: Ranking, slot: int) -> DialogueExplained | None:
+    """The dialogue signals' part of ``slot``'s score (None: they are off)."""
+    if ranking.reading is None:
+        return None
+    reply, speaker, date = ((0.0, 1.0, 1.0) if ranking.shares is None else
+                            dialogue.parts(ranking.shares[1], ranking.shares[0], slot))
+    return DialogueExplained(reply_bonus=reply, speaker_multiplier=speaker,
+                             date_multiplier=date,
+                             speakers_named=sorted(ranking.reading.speakers),
+                             date_windows=[list(w) for w in ranking.reading.windows])
+
+
+def _context_bonus(ranking: Ranking, fused: float, own: float,
+                   said: DialogueExplained | None) -> float:
+    """The context policy's share of a fused score (the dialogue signals taken out)."""
+    if ranking.policies.context is None:
+        return 0.0
+    if said is not None:
+        fused = fused / (said.speaker_multiplier * said.date_multiplier) - said.reply_bonus
+    return fused - own
 
 
 def _fusion(method: str, w_lex: float, w_sem: float, score: float,

@@ -4,7 +4,8 @@ Owns: recall options and their limits, the filtered path (subject and entity
 restrictions), the identity rule, the multipliers (recency, history, usefulness),
 the ranking of candidates (:class:`Ranking`) with graph recall folded in, and the
 Recalled results (:func:`recalled`). The context policy's neighbour scores are
-:mod:`.neighbours`; graph recall's walk is :mod:`holomem.api.memory.graph.walk`. Explanations are
+:mod:`.neighbours`, the dialogue signals (reply links, speakers, dates)
+:mod:`.dialogue`; graph recall's walk is :mod:`holomem.api.memory.graph.walk`. Explanations are
 built on the same ranking in :mod:`.explanation`. Imports the engine's view,
 the policies, the fact records, the types and validate.
 """
@@ -23,7 +24,7 @@ from holomem.api.memory.facts.records import fact_records, wanted
 from holomem.api.memory.graph import reach as graphrecall
 from holomem.api.memory.graph import walk
 from holomem.api.memory.policies import Policies
-from holomem.api.memory.recall import neighbours
+from holomem.api.memory.recall import dialogue, neighbours
 from holomem.api.memory.types import Explanation, Recalled, RecallOptions
 from holomem.projections.fusion import DEFAULT_FUSION, Fusion, top_k
 from holomem.projections.temporal import CURRENT, STATUSES
@@ -150,6 +151,11 @@ class Ranking:
         self.reached = graphrecall.Reach.empty()
         #: the graph option, checked (None: off)
         self.graph = graphrecall.checked(o.graph)
+        #: what the question says to the dialogue signals (None: they are off), and
+        #: what they added to the last fused scores (for explain)
+        self.reading = (None if policies.dialogue is None else
+                        dialogue.read(view, policies.dialogue, query, at))
+        self.shares: tuple[np.ndarray, dialogue.Shares] | None = None
         facts, p = view.facts, policies
         #: every fact is current at ``at`` with every multiplier 1 (what the identity
         #: rule asks of the store), so a candidate's status needs no look-up
@@ -202,29 +208,44 @@ class Ranking:
         return (facts.windows == 0 and facts.links == 0 and p.recency is None
                 and p.feedback_weight is None and p.context is None
                 and o.known_at is None and o.history == "current" and facts.max_eff <= self.at
-                and o.graph is None
+                and o.graph is None and p.dialogue is None
                 and (not self.embedding or p.fusion == DEFAULT_FUSION))
 
     def depth(self) -> int | None:
         """How many of the best cosines propose candidates (docs/contract.md §4e): the
         candidates examined; None (every vector) under the context policy with exact
         search, where every fact's own score feeds its neighbours'."""
-        if self.policies.context is not None and not self.approximate:
+        if ((self.policies.context is not None or self.policies.dialogue is not None)
+                and not self.approximate):
             return None
         return max(self.options.candidate_limit, self.options.k)
 
     def plain(self) -> Fusion:
-        """Document search's fused scores, no context policy, no id filter."""
-        return self.view.fused(self.query, self.embedding, None, self.policies.fusion,
+        """Document search's fused scores, no context policy, no id filter (BM25
+        matching the dialogue reading's words when the dialogue signals are on)."""
+        query = self.query if self.reading is None else self.reading.lexical
+        return self.view.fused(query, self.embedding, None, self.policies.fusion,
                                self.depth(), self.approximate, self.include)
 
     def fused(self) -> Fusion:
-        """Every matching document's fused score, with the context policy's share."""
-        if self.policies.context is None:
+        """Every matching document's fused score, with the context policy's share and
+        the dialogue signals."""
+        p = self.policies
+        if p.context is None and p.dialogue is None:
             return self.view.fused(self.query, self.embedding, self.allowed,
                                    self.policies.fusion, self.depth(),
                                    self.approximate, self.include)
-        return neighbours.with_context(self.view, self.policies, self.plain(), self.allowed)
+        plain = self.plain()
+        if p.dialogue is None:
+            return neighbours.with_context(self.view, p, plain, self.allowed)
+        near = plain if p.context is None else neighbours.with_context(self.view, p, plain,
+                                                                        None)
+        assert self.reading is not None
+        o = self.options
+        out, shares = dialogue.apply(self.view, p.dialogue, self.reading, plain, near,
+                                     self.allowed, dialogue.pool(o.candidate_limit, o.k))
+        self.shares = (out.slots, shares)
+        return out
 
     def evaluate(self, fused: Fusion, i: int, rank: int, status: str | None = None
                  ) -> Candidate | None:
@@ -264,8 +285,9 @@ class Ranking:
         # Never examine fewer candidates than results asked for.
         n = max(o.candidate_limit, o.k) if depth is None else depth
         # Lexical only and no context policy: BM25's pruned top n (the same n).
-        fused = (self.fused() if self.policies.context is not None or self.embedding
-                 else self.view.best(self.query, n, self.allowed))
+        p = self.policies
+        fused = (self.fused() if p.context is not None or p.dialogue is not None
+                 or self.embedding else self.view.best(self.query, n, self.allowed))
         return fused, top_k(fused.slots, fused.score, n)
 
     def ranked(self, depth: int | None = None) -> Ranked:
@@ -339,7 +361,8 @@ class Ranking:
         o, p = self.options, self.policies
         n = max(o.candidate_limit, o.k)
         if (p.recency is not None or p.feedback_weight is not None or p.context is not None
-                or self.embedding or (o.history == "all" and p.historical_weight != 1.0)
+                or p.dialogue is not None or self.embedding
+                or (o.history == "all" and p.historical_weight != 1.0)
                 or 3 * o.k >= n):
             return None
         return 3 * o.k

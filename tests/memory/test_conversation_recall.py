@@ -1,0 +1,198 @@
+"""Conversation-aware recall (docs/contract.md §4g): each guarantee of the dialogue
+signals a test — the reply shares, one way and the other, the speaker field, the date
+prior, what explain shows, and that a store ranks as before without them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from holomem import ManualClock, Memory, MemoryConfig, Store
+from holomem.api.memory import dates
+from holomem.api.memory.config import (
+    DialogueConfig,
+    Replies,
+    config_from_json,
+    config_to_json,
+)
+from holomem.errors import InvalidError
+
+
+def ms(y: int, m: int, d: int) -> int:
+    return int(dt.datetime(y, m, d, tzinfo=dt.UTC).timestamp() * 1000)
+
+
+def day(w: tuple[int, int]) -> tuple[str, str]:
+    return tuple(dt.datetime.fromtimestamp(x / 1000, dt.UTC).date().isoformat()  # type: ignore[return-value]
+                 for x in w)
+
+
+NOW = ms(2023, 11, 20)
+WORKOUT = [
+    {"speaker": "Joanna", "text": "How often do you work out together with Nate?"},
+    {"speaker": "Nate", "text": "Three times a week."},
+    {"speaker": "Joanna", "text": "I paint landscapes on weekends."},
+    {"speaker": "Nate", "text": "My turtles sleep a lot."},
+]
+
+
+def memory_with(store: Store, dialogue: DialogueConfig | None, **config: Any) -> Memory:
+    cfg = MemoryConfig(dialogue=dialogue if dialogue is not None else "none", **config)
+    return Memory(store, cfg, clock=ManualClock(NOW), persist=True)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Any:
+    with Store.open(tmp_path / "s", sync="none") as s:
+        Memory(s, clock=ManualClock(NOW)).remember_conversation(WORKOUT, session="gym",
+                                                                time=ms(2023, 5, 8))
+        yield s
+
+
+def ids(memory: Memory, query: str, **kw: Any) -> list[str]:
+    return [r.text for r in memory.recall(query, **kw)]
+
+
+def test_an_answer_borrows_from_the_turn_it_answers(store: Store) -> None:
+    q = "how often do you work out together"
+    assert "Three times a week." not in ids(memory_with(store, None), q)
+    m = memory_with(store, DialogueConfig(replies=Replies(answer=0.5)))
+    got = m.recall(q)
+    assert [r.text for r in got[:2]] == [WORKOUT[0]["text"], "Three times a week."]
+    asked, answer = got[0], got[1]
+    assert answer.score == pytest.approx(0.5 * asked.score)
+    why = m.explain(q, answer.id)
+    assert why.dialogue is not None
+    assert why.dialogue.reply_bonus == pytest.approx(0.5 * asked.score)
+    assert why.score == pytest.approx(answer.score)
+
+
+def test_a_turn_borrows_from_its_best_answer_with_its_own_weight(store: Store) -> None:
+    q = "three times a week"
+    plain = memory_with(store, DialogueConfig())
+    answer = plain.recall(q)[0]
+    assert answer.text == "Three times a week."
+    assert [r.text for r in plain.recall(q)] == ["Three times a week."]
+    m = memory_with(store, DialogueConfig(replies=Replies(question=0.25)))
+    got = m.recall(q)
+    assert [r.text for r in got] == ["Three times a week.", WORKOUT[0]["text"]]
+    assert got[1].score == pytest.approx(0.25 * answer.score)
+    # The answer itself borrows nothing the other way (answer weight 0).
+    assert got[0].score == pytest.approx(answer.score)
+
+
+def test_a_named_speaker_is_matched_against_the_speaker_field(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as s:
+        Memory(s, clock=ManualClock(NOW)).remember_conversation([
+            {"speaker": "Melanie", "text": "I love camping by the lake."},
+            {"speaker": "Caroline", "text": "I love camping in the mountains."},
+            {"speaker": "Melanie", "text": "Caroline, the lake is closer to home."},
+        ], session="s")
+        q = "Where does Caroline love camping?"
+        m = memory_with(s, DialogueConfig(speaker=1.0))
+        got = m.recall(q)
+        assert got[0].text == "I love camping in the mountains."
+        why = m.explain(q, got[0].id)
+        assert why.dialogue is not None
+        assert (why.dialogue.speaker_multiplier, why.dialogue.speakers_named) == (
+            2.0, ["Caroline"])
+        # Muted, the name is no word BM25 matches: the turn naming her gains nothing.
+        muted = memory_with(s, DialogueConfig(mute_speakers=True))
+        said = {r.text: r.score for r in muted.recall(q)}
+        plain = {r.text: r.score for r in memory_with(s, None).recall("Where does love camping?")}
+        assert said == plain
+        assert muted.explain(q, got[0].id).matched_terms == m.explain(
+            "Where does love camping?", got[0].id).matched_terms
+
+
+def test_a_date_in_the_question_favours_facts_of_that_window(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as s:
+        m0 = Memory(s, clock=ManualClock(NOW))
+        for n, when in enumerate((ms(2023, 5, 8), ms(2023, 6, 20), ms(2023, 10, 25))):
+            m0.remember_conversation([{"speaker": "Tim", "text": "I went to the museum."}],
+                                     session=f"s{n}", time=when)
+        m = memory_with(s, DialogueConfig(dates=1.0))
+        for q, expected in (("Which museum did Tim visit on 20 June 2023?", "s1"),
+                            ("Did Tim go to the museum in May 2023?", "s0"),
+                            ("Did Tim go to a museum last month?", "s2")):
+            got = m.recall(q)
+            assert got[0].fact.session == expected, q
+            assert got[0].score == pytest.approx(2 * got[1].score)  # a multiplier
+            assert len(got) == 3  # not a filter
+            why = m.explain(q, got[0].id)
+            assert why.dialogue is not None and why.dialogue.date_multiplier == 2.0
+        # Relative dates are read against as_of when it is given.
+        got = m.recall("Did Tim go to a museum last month?", as_of=ms(2023, 7, 3))
+        assert got[0].fact.session == "s1"
+
+
+def test_dates_are_read_as_windows() -> None:
+    cases = {
+        "on 16 November 2023": ("2023-11-16", "2023-11-17"),
+        "on November 16th, 2023": ("2023-11-16", "2023-11-17"),
+        "on 2023-11-16": ("2023-11-16", "2023-11-17"),
+        "in May 2023": ("2023-05-01", "2023-06-01"),
+        "in June": ("2023-06-01", "2023-07-01"),
+        "in December": ("2022-12-01", "2023-01-01"),  # the latest December begun
+        "in 2022": ("2022-01-01", "2023-01-01"),
+        "yesterday": ("2023-11-19", "2023-11-20"),
+        "last week": ("2023-11-13", "2023-11-20"),  # (20 November 2023 is a Monday)
+        "last month": ("2023-10-01", "2023-11-01"),
+        "last year": ("2022-01-01", "2023-01-01"),
+        "three days ago": ("2023-11-17", "2023-11-18"),
+        "last Friday": ("2023-11-17", "2023-11-18"),
+    }
+    for text, want in cases.items():
+        assert [day(w) for w in dates.windows(f"What happened {text}?", NOW)] == [want], text
+    assert dates.windows("You may go now.", NOW) == []  # "may" the verb
+    assert dates.windows("on 31 February 2023", NOW) == []  # no such day
+    assert len(dates.windows("in May 2023 " * 10_000, NOW)) == 1  # bounded, no repeats
+
+
+def test_a_store_without_conversations_ranks_as_before(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as s:
+        m = Memory(s, clock=ManualClock(NOW))
+        m.remember_many([{"text": t} for t in (
+            "Caroline went camping in May 2023", "Melanie paints", "camping gear list",
+            "Caroline likes tea")])
+        hits = [(h.id, h.score) for h in s.search_documents("Caroline camping in May 2023")]
+        assert [(r.id, r.score) for r in m.recall("Caroline camping in May 2023")] == hits
+        # The dialogue signals find no turn, no speaker and no event time: the same.
+        d = memory_with(s, MemoryConfig.conversation().dialogue)  # type: ignore[arg-type]
+        assert [(r.id, r.score) for r in d.recall("Caroline camping in May 2023")] == hits
+
+
+def test_a_store_of_conversations_with_the_default_configuration_is_document_search(
+        store: Store) -> None:
+    m = Memory(store, clock=ManualClock(NOW))
+    for q in ("how often do you work out", "Nate turtles", "Joanna paint in May 2023"):
+        assert [(r.id, r.score) for r in m.recall(q)] == [
+            (h.id, h.score) for h in store.search_documents(q)]
+        assert m.explain(q, m.recall(q)[0].id).dialogue is None
+
+
+def test_the_filter_and_namespace_still_hold_under_the_dialogue_signals(
+        store: Store) -> None:
+    m = memory_with(store, DialogueConfig(replies=Replies(answer=1.0), speaker=1.0))
+    q = "how often do you work out together"
+    got = m.recall(q, filter={"speaker": "Joanna"})
+    assert {r.fact.speaker for r in got} == {"Joanna"}
+    assert m.recall(q, namespace=["elsewhere"]) == []
+
+
+def test_the_conversation_configuration_is_plain_data() -> None:
+    for embedder in (None, "minilm"):
+        c = MemoryConfig.conversation(embedder)
+        assert c.embedder == embedder and isinstance(c.dialogue, DialogueConfig)
+        assert config_from_json(config_to_json(c)) == c
+    assert msgspec.json.decode(config_to_json(MemoryConfig.conversation()))["dialogue"][
+        "speaker"] == 1.0
+    with pytest.raises(InvalidError):
+        config_from_json('{"dialogue": {"speaker": -1}}')
+    with pytest.raises(InvalidError):
+        config_from_json('{"dialogue": {"replies": {"answer": 2}}}')

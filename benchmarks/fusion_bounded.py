@@ -31,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks._common import add_save, check, emit, machine  # noqa: E402
-from benchmarks.fusion_study import cached_vectors, per_question  # noqa: E402
+from benchmarks.fusion_study import cached_vectors, per_question, remember_turns  # noqa: E402
 from benchmarks.locomo_data import add_data_argument, data_file, load  # noqa: E402
 from holomem import ManualClock, Memory, MemoryConfig, Store  # noqa: E402
 from holomem.api.memory.config import ContextConfig, FusionConfig, Neighbors  # noqa: E402
@@ -70,15 +70,7 @@ def main() -> None:
             clock = ManualClock(0)
             with Store.open(os.path.join(d, conv.id), sync="none") as store:
                 memory = Memory(store, clock=clock, embedder=embedder)
-                sessions: dict[int, list[dict[str, object]]] = {}
-                for t in conv.turns:
-                    sessions.setdefault(t.session, []).append(
-                        {"id": t.id, "text": t.text, "event_time": t.event_time_ms,
-                         "metadata": {"session": t.session, "speaker": t.speaker}})
-                for n in sorted(sessions):
-                    clock.set(int(sessions[n][0]["event_time"]) + 3_600_000)  # type: ignore[call-overload]
-                    memory.remember_many(sessions[n])
-                clock.advance(86_400_000)
+                remember_turns(memory, conv, clock)
                 for name, config in configs.items():
                     m = Memory(store, config, clock=clock, persist=True, embedder=embedder)
                     scored[name] += [per_question([r.id for r in m.recall(q.text, k=10)],

@@ -212,7 +212,9 @@ class Answers:
     k5_checked: dict[str, bool]
 
 
-def _remember(memory: Memory, conv: Conversation, clock: ManualClock) -> None:
+def remember_turns(memory: Memory, conv: Conversation, clock: ManualClock) -> None:
+    """A conversation's turns as "Speaker: text" facts (the harness's text), session by
+    session, the clock an hour past each session's date, then a day on."""
     sessions: dict[int, list[dict[str, object]]] = {}
     for t in conv.turns:
         sessions.setdefault(t.session, []).append(
@@ -237,7 +239,7 @@ def run(convs: list[Conversation], rows: list[Row], embedder: CachedEmbedder | N
                 e = embedder if embedded else None
                 path = os.path.join(d, conv.id + ("-minilm" if embedded else ""))
                 with Store.open(path, sync="none") as store:
-                    _remember(Memory(store, clock=clock, embedder=e), conv, clock)
+                    remember_turns(Memory(store, clock=clock, embedder=e), conv, clock)
                     for row in chosen:
                         m = Memory(store, row.config, clock=clock, persist=True, embedder=e)
                         out = answers.ranked[row.name]

@@ -190,7 +190,7 @@ def _load(path: str) -> _Model:
     single = session(1)
     tokenizer = Tokenizer.from_str(tokenizer_json.decode("utf-8"))
     # The file asks for truncation at 128 and padding to 128; sentence-transformers runs
-    # this model at 256 tokens, and nothing here is padded (see bert.py).
+    # this model at 256 tokens, and nothing here is padded (see the module docstring).
     tokenizer.enable_truncation(MAX_TOKENS)
     tokenizer.no_padding()
     return _Model(session=single, alone=session(_workers()) if _workers() > 1 else single,

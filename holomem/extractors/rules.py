@@ -73,7 +73,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from holomem.errors import InvalidError
@@ -399,22 +399,6 @@ def _preference(clause: str, who: str, owner: str) -> Found | None:
                  "preference")
 
 
-def _residence(clause: str, who: str, owner: str) -> Found | None:
-    m = _LIVE.search(clause)
-    place = _proper_name(m["rest"]) if m is not None else None
-    if place is None:
-        return None
-    return Found(f"{who} lives in {place}", f"{owner}/city", (who, place), "city")
-
-
-def _origin(clause: str, who: str, owner: str) -> Found | None:
-    m = _FROM.search(clause)
-    place = _proper_name(m["rest"]) if m is not None else None
-    if place is None:
-        return None
-    return Found(f"{who} is from {place}", f"{owner}/origin", (who, place), "origin")
-
-
 def _job(clause: str, who: str, owner: str) -> Found | None:
     m = _JOB.search(clause)
     job = _object(m["obj"], who, "i", limit=5, stop=_JOB_STOP) if m is not None else None
@@ -423,20 +407,25 @@ def _job(clause: str, who: str, owner: str) -> Found | None:
     return Found(f"{who} works as {job.shown}", f"{owner}/job", (who,), "job")
 
 
-def _employer(clause: str, who: str, owner: str) -> Found | None:
-    m = _EMPLOYER.search(clause)
-    org = _proper_name(m["rest"], digits=True) if m is not None else None
-    if org is None:
-        return None
-    return Found(f"{who} works at {org}", f"{owner}/employer", (who, org), "employer")
+def _named(pattern: re.Pattern[str], said: str, kind: str, *, the: bool = True,
+           digits: bool = False) -> Callable[[str, str, str], Found | None]:
+    """A rule for "<who> <pattern> <a proper name>": the fact ``said`` (a template of
+    ``who`` and ``name``), subject ``<owner>/<kind>``, both names as entities."""
+
+    def rule(clause: str, who: str, owner: str) -> Found | None:
+        m = pattern.search(clause)
+        name = _proper_name(m["rest"], the=the, digits=digits) if m is not None else None
+        if name is None:
+            return None
+        return Found(said.format(who=who, name=name), f"{owner}/{kind}", (who, name), kind)
+
+    return rule
 
 
-def _name(clause: str, who: str, owner: str) -> Found | None:
-    m = _NAME.search(clause)
-    name = _proper_name(m["rest"], the=False) if m is not None else None
-    if name is None:
-        return None
-    return Found(f"{who}'s name is {name}", f"{owner}/name", (who, name), "name")
+_residence = _named(_LIVE, "{who} lives in {name}", "city")
+_origin = _named(_FROM, "{who} is from {name}", "origin")
+_employer = _named(_EMPLOYER, "{who} works at {name}", "employer", digits=True)
+_name = _named(_NAME, "{who}'s name is {name}", "name", the=False)
 
 
 def _decision(clause: str, who: str, owner: str) -> Found | None:

@@ -172,59 +172,47 @@ class Session:
             observer(Observation(op, list(ids), revision))
 
     # -- copies with one thing replaced (in this process only) ----------------------------
-    def _copy(self) -> Self:
+    def _copy(self, **changes: Any) -> Self:
+        """Another session like this one, but for ``changes`` (attribute -> value)."""
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
         clone.observers = list(self.observers)
+        clone.__dict__.update(changes)
         return clone
 
     def with_supersession(self, policy: str | SupersessionPolicy) -> Self:
         """Another supersession policy: a built-in name or a callable."""
-        clone = self._copy()
-        clone.policies = self.policies._replace(
-            supersession=resolve(policy, SUPERSESSION, "supersession policy"))
-        return clone
+        return self._copy(policies=self.policies._replace(
+            supersession=resolve(policy, SUPERSESSION, "supersession policy")))
 
     def with_recency(self, policy: RecencyPolicy | None) -> Self:
         """A recency multiplier (age in ms -> factor), or none."""
         if policy is not None and not callable(policy):
             raise InvalidError("recency policy must be a callable or None")
-        clone = self._copy()
-        clone.policies = self.policies._replace(recency=policy)
-        return clone
+        return self._copy(policies=self.policies._replace(recency=policy))
 
     def with_entity_extractor(self, extractor: str | EntityExtractor) -> Self:
         """Another entity extractor: a built-in name or a callable."""
-        clone = self._copy()
-        clone.policies = self.policies._replace(
-            extractor=resolve(extractor, EXTRACTORS, "entity extractor"))
-        return clone
+        return self._copy(policies=self.policies._replace(
+            extractor=resolve(extractor, EXTRACTORS, "entity extractor")))
 
     def with_forgetting(self, policy: ForgettingPolicy | None) -> Self:
         """``apply_forgetting`` asks ``policy(memory, now_ms)`` for ids."""
-        clone = self._copy()
-        clone.forgetting = policy
-        return clone
+        return self._copy(forgetting=policy)
 
     def with_consolidation(self, policy: ConsolidationPolicy | None) -> Self:
         """``consolidate`` asks ``policy(memory, now_ms)`` for (source ids, summary
         text) groups."""
-        clone = self._copy()
-        clone.consolidation = policy
-        return clone
+        return self._copy(consolidation=policy)
 
     def with_observer(self, observer: Observer) -> Self:
         """Also call ``observer(Observation)`` after each committed change."""
         if not callable(observer):
             raise InvalidError("observer must be callable")
-        clone = self._copy()
-        clone.observers.append(observer)
-        return clone
+        return self._copy(observers=[*self.observers, observer])
 
     def with_clock(self, clock: Clock) -> Self:
         """Another clock (``now_ms()``)."""
         if not hasattr(clock, "now_ms"):
             raise InvalidError("clock must have now_ms()")
-        clone = self._copy()
-        clone.clock = clock
-        return clone
+        return self._copy(clock=clock)

@@ -7,7 +7,9 @@ builds on them) into ``holomem.Memory`` calls, in four parts: :mod:`.store`
 (:class:`HolomemStore`: its options, the batch, BaseStore's methods), :mod:`.checks`
 (namespaces, keys, values and filters checked and mapped to holomem's, every op
 checked before any runs), :mod:`.vectors` (``index["embed"]``'s vectors) and
-:mod:`.items` (the checked ops run as Memory calls). Imports LangGraph (the
+:mod:`.items` (the checked ops run as Memory calls). The checkpointer, :class:`HolomemSaver`
+(LangGraph's ``BaseCheckpointSaver``), is :mod:`.saver`, over :mod:`.threads` and
+:mod:`.layout` (README, "LangGraph checkpoints"). Imports LangGraph (the
 ``langgraph`` extra: without it, importing this package says how to install it) and
 the memory API; nothing else in holomem imports this package.
 
@@ -59,6 +61,7 @@ except ImportError as _missing:  # the langgraph extra is not installed
         from _missing
 
 from holomem.integrations.langgraph.checks import MARK
+from holomem.integrations.langgraph.saver import HolomemSaver
 from holomem.integrations.langgraph.store import HolomemStore
 
-__all__ = ["MARK", "HolomemStore"]
+__all__ = ["MARK", "HolomemSaver", "HolomemStore"]

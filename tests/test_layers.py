@@ -136,7 +136,9 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     (f"{MEMORY}.aio", MEMORY_API, ()),
     (f"{MEMORY}.aiowait", MEMORY_API, ()),
     (MEMORY, (), ()),  # the package's own __init__ imports nothing
-    ("holomem.integrations", DOORS, ("msgspec", "agent", "hermes_constants", "langgraph")),
+    # langchain_core: LangGraph's own config type (RunnableConfig), part of its extra.
+    ("holomem.integrations", DOORS, ("msgspec", "agent", "hermes_constants", "langgraph",
+                                     "langchain_core")),
     ("holomem.client", DOORS, ("msgspec", "httpx")),
     # fsck checks with the log, the events and the projections that lay out derived
     # files; its --repair rebuilds them by opening the store (the engine).

@@ -221,7 +221,9 @@ def test_a_checkpoint_larger_than_a_fact_round_trips_and_prune_removes_its_parts
     before = {tuple(n.namespace): n.facts for n in memory.list_namespaces().namespaces}
     saver.prune(["t"])
     after = {tuple(n.namespace): n.facts for n in memory.list_namespaces().namespaces}
-    assert sum(before.values()) > 8 and sum(after.values()) == 2  # one head, one part
+    # Before: 2 heads, 6 more slices of the big checkpoint, a write and its 2 parts;
+    # after: the small checkpoint's head, which holds it whole.
+    assert sum(before.values()) == 11 and sum(after.values()) == 1
     kept = saver.get_tuple(config("t"))
     assert kept is not None and kept.config == latest
 
@@ -257,6 +259,27 @@ def test_a_put_returns_the_config_that_names_it_and_list_goes_newest_first(
             for t in saver.list(None, limit=2)] == ids[::-1][:2]
     got = saver.get_tuple(config("t", ids[1]))
     assert got is not None and got.parent_config == config("t", ids[0])
+
+
+def test_a_namespace_s_heads_are_one_chain_whose_current_head_is_the_newest(
+        saver: HolomemSaver) -> None:
+    ids = []
+    parent = None
+    for n in range(4):
+        stored = put(saver, "t", n, parent=parent)
+        parent = str(stored["configurable"]["checkpoint_id"])  # type: ignore[index]
+        ids.append(parent)
+    heads = saver.memory.list(filter={"subject": "holomem:langgraph/checkpoint"},
+                              history="current").facts
+    assert [h.metadata["checkpoint_id"] for h in heads] == [ids[-1]]  # type: ignore[index]
+    assert len(saver.memory.history(heads[0].id)) == 4
+    saver.delete_for_runs([])  # nothing
+    newest = saver.memory.list(filter={"subject": "holomem:langgraph/checkpoint"}).facts[-1]
+    saver.memory.forget({"ids": [newest.id]})  # the newest gone: the one before is current
+    got = saver.get_tuple(config("t"))
+    assert got is not None and got.checkpoint["id"] == ids[-2]
+    put(saver, "t", "again", parent=ids[-2])
+    assert len(list(saver.list(config("t")))) == 4
 
 
 @pytest.mark.parametrize("bad", [

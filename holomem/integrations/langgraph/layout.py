@@ -13,13 +13,18 @@ The layout (README, "LangGraph checkpoints"):
   the thread (``""`` for the root graph, ``"node:task"`` for a subgraph) in
   ``(*base, thread_id, "ns:" + checkpoint_ns)``. So forgetting the thread's namespace
   forgets all of it.
-- A checkpoint is a *head* fact of subject :data:`HEAD` (small: its id, parent, run,
-  serialized metadata and how many parts the checkpoint has) and its *parts*, facts of
-  subject :data:`PART` holding the serialized checkpoint in slices of at most
-  :data:`SLICE_CHARS` base64 characters. A pending write is one fact of subject
-  ``WRITES + checkpoint_id`` whose metadata holds the value's first slice, followed by
-  parts when the value is larger. The subjects are reserved (``holomem:``), so recall,
-  list and consolidation of other doors never see these facts.
+- A checkpoint is a *head* fact of subject :data:`HEAD` (its id, parent, run,
+  serialized metadata, and the serialized checkpoint's first slice of at most
+  :data:`SLICE_CHARS` base64 characters), followed, when the checkpoint is larger,
+  by *parts*: facts of subject :data:`PART` holding the next slices. A pending write
+  is one fact of subject ``WRITES + checkpoint_id`` holding the value's first slice,
+  followed by parts when the value is larger. The subjects are reserved
+  (``holomem:``), so recall, list and consolidation of other doors never see these
+  facts.
+- The heads of a checkpoint namespace are one supersession chain: a new head
+  supersedes the current heads older than it (by checkpoint id), so the newest
+  checkpoint is the one current head, found without reading the others, and
+  ``Memory.history`` of a head shows the namespace's checkpoints.
 - Ids are derived from the base, thread, checkpoint namespace and checkpoint id (and
   task id and write index): a retry of a put writes nothing twice.
 """
@@ -158,8 +163,10 @@ def part_inputs(owner: str, pieces: Sequence[str], namespace: list[str],
 
 
 def head_inputs(place: Place, cid: str, parent: str | None, typed: tuple[str, bytes],
-                meta: tuple[str, bytes], run_id: object) -> list[RememberInput]:
-    """A checkpoint's head and parts."""
+                meta: tuple[str, bytes], run_id: object,
+                supersedes: list[str] | None = None) -> list[RememberInput]:
+    """A checkpoint's head (the checkpoint's first slice inline) and parts; the head
+    supersedes the heads in ``supersedes`` (the namespace's current, older heads)."""
     if len(meta[1]) > MAX_METADATA_BYTES:
         raise LimitError(f"the metadata of checkpoint {cid!r} is {len(meta[1])} bytes "
                          f"serialized; a HolomemSaver keeps at most {MAX_METADATA_BYTES}")
@@ -169,10 +176,10 @@ def head_inputs(place: Place, cid: str, parent: str | None, typed: tuple[str, by
         MARK: FORMAT, "checkpoint_id": cid, "parent": parent, "type": typed[0],
         "parts": len(pieces), "size": len(typed[1]), "meta_type": meta[0],
         "meta": base64.b64encode(meta[1]).decode("ascii"),
-        "run_id": run_id if isinstance(run_id, str) else None}
+        "run_id": run_id if isinstance(run_id, str) else None, "data": pieces[0]}
     head = RememberInput(id=hid, text=TEXTS[HEAD], subject=HEAD, namespace=place.namespace,
-                         metadata=metadata)
-    return [head, *part_inputs(hid, pieces, place.namespace, 0)]
+                         metadata=metadata, supersedes=supersedes or None)
+    return [head, *part_inputs(hid, pieces[1:], place.namespace, 1)]
 
 
 def write_inputs(place: Place, cid: str, task_id: str, task_path: str, idx: int,
@@ -206,6 +213,7 @@ class Head(NamedTuple):
     size: int
     meta: tuple[str, bytes]
     run_id: str | None
+    first: str
 
 
 class Write(NamedTuple):
@@ -240,7 +248,7 @@ def read_head(fid: str, meta: dict[str, Any] | None) -> Head | None:
                 parent if isinstance(parent, str) else None, _field(meta, "type", str, fid),
                 _field(meta, "parts", int, fid), _field(meta, "size", int, fid),
                 (_field(meta, "meta_type", str, fid), raw),
-                run if isinstance(run, str) else None)
+                run if isinstance(run, str) else None, _field(meta, "data", str, fid))
 
 
 def read_write(fid: str, meta: dict[str, Any] | None) -> Write | None:

@@ -133,11 +133,7 @@ class HolomemSaver(BaseCheckpointSaver[int]):
         Errors: ``invalid_request`` (a bad config), ``corrupt`` (facts changed by hand).
         """
         place, cid = self._where(config)
-        if cid is not None:
-            head = self.threads.head(place, cid)
-        else:
-            heads = self.threads.heads(place)
-            head = max(heads, key=lambda h: h.checkpoint_id) if heads else None
+        head = self.threads.latest(place) if cid is None else self.threads.head(place, cid)
         return None if head is None else self._tuple(place, head)
 
     def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
@@ -201,9 +197,10 @@ class HolomemSaver(BaseCheckpointSaver[int]):
         if not isinstance(metadata, Mapping):
             raise InvalidError(f"metadata must be a dict, got {type(metadata).__name__}")
         meta = get_checkpoint_metadata(config, metadata)
-        inputs = layout.head_inputs(place, cid, parent, self.serde.dumps_typed(checkpoint),
-                                    self.serde.dumps_typed(meta), meta.get("run_id"))
-        self.threads.put(place, inputs)
+        typed = self.serde.dumps_typed(checkpoint)
+        meta_typed = self.serde.dumps_typed(meta)
+        self.threads.put(place, cid, lambda older: layout.head_inputs(
+            place, cid, parent, typed, meta_typed, meta.get("run_id"), older))
         return self._config(place, cid)
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from holomem.api.engine import Store
 from holomem.api.memory.memory import MAX_FACTS, Memory
 from holomem.api.memory.types import FactRecord, RememberInput
-from holomem.errors import ConflictError, CorruptError
+from holomem.errors import CorruptError
 from holomem.integrations.langgraph import layout
 from holomem.integrations.langgraph.layout import Head, Place, Write
 
@@ -45,12 +45,15 @@ class Threads:
         self.writing = _writer_lock(memory.store)
 
     # -- reading -------------------------------------------------------------------------
-    def _subject(self, subject: str, namespace: list[str]) -> Iterator[FactRecord]:
-        """Every fact of ``subject`` at or under ``namespace``, in write order."""
+    def _subject(self, subject: str, namespace: list[str],
+                 current: bool = False) -> Iterator[FactRecord]:
+        """Every fact of ``subject`` at or under ``namespace`` (only the current ones
+        when ``current``), in write order."""
         cursor = None
         while True:
             page = self.memory.list(cursor=cursor, limit=_PAGE, filter={"subject": subject},
-                                    history="all", namespace=namespace)
+                                    history="current" if current else "all",
+                                    namespace=namespace)
             yield from page.facts
             if page.next_cursor is None:
                 return
@@ -71,11 +74,12 @@ class Threads:
                 return out
             cursor = page.next_cursor
 
-    def heads(self, place: Place | None = None) -> list[Head]:
-        """The heads of ``place`` (None: of every thread), in write order."""
+    def heads(self, place: Place | None = None, *, current: bool = False) -> list[Head]:
+        """The heads of ``place`` (None: of every thread), in write order; ``current``:
+        only the current ones (the newest head of each namespace is one of them)."""
         namespace = list(self.base) if place is None else place.namespace
         out = []
-        for record in self._subject(layout.HEAD, namespace):
+        for record in self._subject(layout.HEAD, namespace, current):
             head = layout.read_head(record.id, record.metadata)
             if head is not None:
                 out.append(head)
@@ -107,8 +111,13 @@ class Threads:
             pieces.append(layout.read_part(fid, record.metadata))
         return layout.joined(pieces, size, f"the value of {owner!r}")
 
+    def latest(self, place: Place) -> Head | None:
+        """The newest checkpoint of ``place``: the greatest id among the current heads."""
+        heads = self.heads(place, current=True)
+        return max(heads, key=lambda h: h.checkpoint_id) if heads else None
+
     def checkpoint_bytes(self, head: Head) -> bytes:
-        return self.value(head.id, head.parts, head.size)
+        return self.value(head.id, head.parts, head.size, head.first)
 
     def write_records(self, place: Place, cid: str) -> list[Write]:
         """The pending writes of a checkpoint, as stored, in write order."""
@@ -132,7 +141,7 @@ class Threads:
 
     def ids(self, place: Place, head: Head) -> list[str]:
         """Every fact id a checkpoint holds: its head, parts, writes and their parts."""
-        out = [head.id, *(layout.part_id(head.id, i) for i in range(head.parts))]
+        out = [head.id, *(layout.part_id(head.id, i) for i in range(1, head.parts))]
         for write in self.write_records(place, head.checkpoint_id):
             out.append(write.id)
             out.extend(layout.part_id(write.id, i) for i in range(1, write.parts))
@@ -143,21 +152,23 @@ class Threads:
         for start in range(0, len(inputs), MAX_FACTS):
             self.memory.remember_many(list(inputs[start:start + MAX_FACTS]))
 
-    def put(self, place: Place, inputs: list[RememberInput]) -> None:
-        """A checkpoint's head and parts, in one transaction. A checkpoint put again
-        with other contents replaces the stored one (its writes stay)."""
+    def put(self, place: Place, cid: str, make: Callable[[list[str]], list[RememberInput]]
+            ) -> None:
+        """A checkpoint's head and parts, ``make(supersedes)``, in one transaction; the
+        head supersedes the current heads of ``place`` older than it. The same
+        checkpoint again writes nothing; with other contents it replaces the stored
+        one (its writes stay)."""
         with self.writing:
-            try:
-                self.memory.remember_many(inputs)
-            except ConflictError:
-                head_id = inputs[0].id
-                assert head_id is not None  # layout.head_inputs names every fact
-                old = self.memory.get(head_id)
-                stored = None if old is None else layout.read_head(old.id, old.metadata)
-                gone = [head_id] + ([] if stored is None else
-                                    [layout.part_id(head_id, i) for i in range(stored.parts)])
-                self.memory.forget({"ids": gone})
-                self.memory.remember_many(inputs)
+            record = self.memory.get(place.head_id(cid))
+            stored = None if record is None or record.namespace != place.namespace \
+                else layout.read_head(record.id, record.metadata)
+            if record is not None and stored is not None:
+                if record.metadata == make([])[0].metadata:
+                    return  # a retry: nothing to write
+                self.memory.forget({"ids": [stored.id, *(layout.part_id(stored.id, i)
+                                                         for i in range(1, stored.parts))]})
+            older = [h.id for h in self.heads(place, current=True) if h.checkpoint_id < cid]
+            self.memory.remember_many(make(older))
 
     def put_writes(self, place: Place, cid: str,
                    writes: list[tuple[int, list[RememberInput]]]) -> None:
@@ -192,11 +203,14 @@ class Threads:
             inputs: list[RememberInput] = []
             for place in self.places(source):
                 dest = Place(self.base, target, place.ns)
+                previous: list[str] = []
                 for head in sorted(self.heads(place), key=lambda h: h.checkpoint_id):
                     cid = head.checkpoint_id
-                    inputs.extend(layout.head_inputs(
+                    made = layout.head_inputs(
                         dest, cid, head.parent, (head.type, self.checkpoint_bytes(head)),
-                        head.meta, head.run_id))
+                        head.meta, head.run_id, previous)
+                    inputs.extend(made)
+                    previous = [str(made[0].id)]
                     for write, raw in self.writes(place, cid):
                         value = layout.write_value_key(write.idx, raw)
                         inputs.extend(layout.write_inputs(

@@ -17,8 +17,11 @@ commit). Measured per call, after every put:
 - bytes on disk: every file of the holomem store directory, the SQLite database with
   its WAL and shared-memory files after a WAL checkpoint (TRUNCATE), divided by ``n``.
 
-Targets (ours; the issue sets none): get_tuple and list medians within 3x SqliteSaver's,
-put within 2x, bytes per checkpoint within 2x. :func:`measure` is what
+Targets (ours; the issue sets none): put within 2x SqliteSaver's median and bytes per
+checkpoint within 2x (both are bound by the same fsync and the same serialized bytes);
+get_tuple of the latest checkpoint (once per ``invoke``) <= 1 ms; get_tuple and list
+within 3x SqliteSaver's (a read through holomem's Memory API against one SQL query
+on an index: expected to miss, and printed so that the gap is seen). :func:`measure` is what
 benchmarks/peers.py calls. Prints one JSON document (machine, load before and after);
 ``--save`` writes benchmarks/results/checkpointer_bench.json.
 """
@@ -195,11 +198,13 @@ def main() -> None:
         "command": " ".join(["python", "benchmarks/checkpointer_bench.py", *sys.argv[1:]]),
         **result,
         "targets": {
-            "get_tuple_latest_p50_within_3x_sqlite": check(r.get("get_tuple_latest"), "<=", 3),
-            "list_thread_p50_within_3x_sqlite": check(r.get("list_thread"), "<=", 3),
             "put_p50_within_2x_sqlite": check(r.get("put"), "<=", 2),
             "bytes_per_checkpoint_within_2x_sqlite": check(r.get("bytes_per_checkpoint"),
                                                            "<=", 2),
+            "get_tuple_latest_p50_ms": check(result["holomem"]["get_tuple_latest"]["p50_ms"],
+                                             "<=", 1),
+            "get_tuple_latest_p50_within_3x_sqlite": check(r.get("get_tuple_latest"), "<=", 3),
+            "list_thread_p50_within_3x_sqlite": check(r.get("list_thread"), "<=", 3),
         },
     }, args.save)
 

@@ -282,6 +282,54 @@ def test_a_namespace_s_heads_are_one_chain_whose_current_head_is_the_newest(
     assert len(list(saver.list(config("t")))) == 4
 
 
+def test_the_latest_checkpoint_stays_right_whoever_else_writes_to_the_store(
+        saver: HolomemSaver) -> None:
+    """get_tuple of the latest remembers each namespace's newest head while no other
+    write touches the store; other doors' writes, forgets by hand, a second saver and
+    puts out of order must never make it answer an old or a gone checkpoint."""
+    first = put(saver, "t", "one")
+    cid1 = str(first["configurable"]["checkpoint_id"])  # type: ignore[index]
+    got = saver.get_tuple(config("t"))
+    assert got is not None and got.checkpoint["id"] == cid1
+    # Another door writes; then a second saver over the same Store puts the next one.
+    Memory(saver.memory.store).remember("an unrelated fact")
+    other = HolomemSaver(saver.memory.store)
+    second = put(other, "t", "two", parent=cid1)
+    cid2 = str(second["configurable"]["checkpoint_id"])  # type: ignore[index]
+    for s in (saver, other):
+        got = s.get_tuple(config("t"))
+        assert got is not None and got.checkpoint["id"] == cid2
+    # A checkpoint put out of order (an older id) does not become the latest.
+    late = empty_checkpoint()
+    late["id"] = "00000000-0000-6000-8000-000000000000"
+    saver.put(config("t"), late, {"source": "fork", "step": 9}, {})  # type: ignore[arg-type]
+    got = saver.get_tuple(config("t"))
+    assert got is not None and got.checkpoint["id"] == cid2
+    # The newest head forgotten by hand: the one before it is the latest again.
+    saver.memory.forget({"ids": [saver.threads.latest(saver._where(config("t"))[0]).id]})  # type: ignore[union-attr]
+    got = saver.get_tuple(config("t"))
+    assert got is not None and got.checkpoint["id"] == cid1
+    assert saver.get_tuple(config("nobody")) is None
+    put(saver, "nobody", "now someone")
+    assert saver.get_tuple(config("nobody")) is not None
+
+
+def test_a_follower_s_saver_sees_new_checkpoints_after_refresh(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    with Store.open(path) as store:
+        writer = HolomemSaver(store)
+        first = put(writer, "t", "one")
+        with Store.open(path, read_only=True) as follower_store:
+            follower = HolomemSaver(Memory(follower_store))
+            got = follower.get_tuple(config("t"))
+            assert got is not None and got.config == first
+            second = put(writer, "t", "two",
+                         parent=str(first["configurable"]["checkpoint_id"]))  # type: ignore[index]
+            follower_store.refresh()
+            got = follower.get_tuple(config("t"))
+            assert got is not None and got.config == second
+
+
 @pytest.mark.parametrize("bad", [
     {}, {"configurable": {}}, {"configurable": {"thread_id": ""}},
     {"configurable": {"thread_id": "t", "checkpoint_ns": 3}},

@@ -22,9 +22,10 @@ The layout (README, "LangGraph checkpoints"):
   (``holomem:``), so recall, list and consolidation of other doors never see these
   facts.
 - The heads of a checkpoint namespace are one supersession chain: a new head
-  supersedes the current heads older than it (by checkpoint id), so the newest
-  checkpoint is the one current head, found without reading the others, and
-  ``Memory.history`` of a head shows the namespace's checkpoints.
+  supersedes the newest head when that one is older (by checkpoint id), so the newest
+  checkpoint is always a current head (the only one, unless heads were put out of
+  order), found without reading the others, and ``Memory.history`` of a head shows
+  the namespace's checkpoints.
 - Ids are derived from the base, thread, checkpoint namespace and checkpoint id (and
   task id and write index): a retry of a put writes nothing twice.
 """
@@ -166,7 +167,7 @@ def head_inputs(place: Place, cid: str, parent: str | None, typed: tuple[str, by
                 meta: tuple[str, bytes], run_id: object,
                 supersedes: list[str] | None = None) -> list[RememberInput]:
     """A checkpoint's head (the checkpoint's first slice inline) and parts; the head
-    supersedes the heads in ``supersedes`` (the namespace's current, older heads)."""
+    supersedes the heads in ``supersedes`` (the namespace's newest, when older)."""
     if len(meta[1]) > MAX_METADATA_BYTES:
         raise LimitError(f"the metadata of checkpoint {cid!r} is {len(meta[1])} bytes "
                          f"serialized; a HolomemSaver keeps at most {MAX_METADATA_BYTES}")

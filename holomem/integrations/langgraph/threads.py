@@ -5,9 +5,10 @@ Owns: :class:`Threads` — the heads of a checkpoint namespace, one head, a valu
 from its slices, a checkpoint's pending writes (sorted, a special write's latest value
 only), the puts of a checkpoint and of writes (one transaction each), the ids a
 checkpoint holds (to forget them), a thread's copy and the forgetting of facts or
-threads (purged when the saver purges); and the lock that makes the writes of every
+threads (purged when the saver purges); the lock that makes the writes of every
 HolomemSaver of this process over one Store take turns (a put of writes reads what is
-stored before it adds). Imports the memory API and :mod:`.layout`.
+stored before it adds); and the :class:`Tips`, each place's newest head as long as
+no other write has touched the store. Imports the memory API and :mod:`.layout`.
 """
 
 from __future__ import annotations
@@ -26,13 +27,70 @@ from holomem.integrations.langgraph.layout import Head, Place, Write
 _PAGE = 1000  # facts or namespaces read per page
 _FORGET = 4096  # ids per forget call
 
-_LOCKS: weakref.WeakKeyDictionary[Store, threading.RLock] = weakref.WeakKeyDictionary()
-_LOCKS_LOCK = threading.Lock()
+#: The most places whose newest head :class:`Tips` remembers (past it, it starts over).
+MAX_TIPS = 100_000
 
 
-def _writer_lock(store: Store) -> threading.RLock:
-    with _LOCKS_LOCK:
-        return _LOCKS.setdefault(store, threading.RLock())
+class Tips:
+    """The newest head (id and checkpoint id, or None for none) of each place that a
+    HolomemSaver of this process has looked up, over one Store: what makes
+    ``get_tuple`` of the latest checkpoint one read instead of a walk of the heads.
+
+    Valid while the store's revision (one per transaction) is :attr:`revision`: any
+    write this saver did not account for (another door, a ``Memory`` call, a follower's
+    refresh) changes the revision, and the next look-up starts over. A saver's own put
+    keeps it valid when the put was the store's only transaction in between.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.revision = -1
+        self.heads: dict[Place, tuple[str, str] | None] = {}
+
+    def get(self, place: Place, revision: int) -> tuple[bool, tuple[str, str] | None]:
+        with self.lock:
+            if self.revision != revision or place not in self.heads:
+                return False, None
+            return True, self.heads[place]
+
+    def found(self, place: Place, revision: int, head: Head | None) -> None:
+        """``head`` was the newest of ``place`` as of (at least) ``revision``."""
+        with self.lock:
+            if self.revision != revision:
+                self.revision, self.heads = revision, {}
+            if len(self.heads) >= MAX_TIPS:
+                self.heads = {}
+            self.heads[place] = None if head is None else (head.id, head.checkpoint_id)
+
+    def wrote(self, before: int, after: int, place: Place | None = None,
+              head: tuple[str, str] | None = None) -> None:
+        """The saver's own transaction took the store from ``before`` to ``after``;
+        ``head``: the head it added to ``place`` (None: it added none)."""
+        with self.lock:
+            if self.revision != before or after not in (before, before + 1):
+                self.revision, self.heads = -1, {}  # someone else wrote too: start over
+                return
+            self.revision = after
+            if place is not None and head is not None and place in self.heads:
+                known = self.heads[place]
+                if known is None or known[1] < head[1]:
+                    self.heads[place] = head
+
+    def clear(self) -> None:
+        with self.lock:
+            self.revision, self.heads = -1, {}
+
+
+_SHARED: weakref.WeakKeyDictionary[Store, tuple[threading.RLock, Tips]] = \
+    weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared(store: Store) -> tuple[threading.RLock, Tips]:
+    """The writer lock and the tips every HolomemSaver of this process over ``store``
+    shares."""
+    with _SHARED_LOCK:
+        return _SHARED.setdefault(store, (threading.RLock(), Tips()))
 
 
 class Threads:
@@ -42,7 +100,8 @@ class Threads:
         self.memory = memory
         self.base = base
         self.purge = purge
-        self.writing = _writer_lock(memory.store)
+        self.store = memory.store
+        self.writing, self.tips = _shared(memory.store)
 
     # -- reading -------------------------------------------------------------------------
     def _subject(self, subject: str, namespace: list[str],
@@ -112,9 +171,20 @@ class Threads:
         return layout.joined(pieces, size, f"the value of {owner!r}")
 
     def latest(self, place: Place) -> Head | None:
-        """The newest checkpoint of ``place``: the greatest id among the current heads."""
+        """The newest checkpoint of ``place``: the one the tips name, else the greatest
+        id among the current heads (then remembered in the tips)."""
+        revision = self.store.revision
+        known, tip = self.tips.get(place, revision)
+        if known:
+            if tip is None:
+                return None
+            head = self.head(place, tip[1])
+            if head is not None and head.id == tip[0]:
+                return head
         heads = self.heads(place, current=True)
-        return max(heads, key=lambda h: h.checkpoint_id) if heads else None
+        newest = max(heads, key=lambda h: h.checkpoint_id) if heads else None
+        self.tips.found(place, revision, newest)
+        return newest
 
     def checkpoint_bytes(self, head: Head) -> bytes:
         return self.value(head.id, head.parts, head.size, head.first)
@@ -155,7 +225,8 @@ class Threads:
     def put(self, place: Place, cid: str, make: Callable[[list[str]], list[RememberInput]]
             ) -> None:
         """A checkpoint's head and parts, ``make(supersedes)``, in one transaction; the
-        head supersedes the current heads of ``place`` older than it. The same
+        head supersedes the newest head of ``place`` when that one is older (a head put
+        out of order supersedes nothing: the newest stays the newest, and current). The same
         checkpoint again writes nothing; with other contents it replaces the stored
         one (its writes stay)."""
         with self.writing:
@@ -165,10 +236,14 @@ class Threads:
             if record is not None and stored is not None:
                 if record.metadata == make([])[0].metadata:
                     return  # a retry: nothing to write
+                self.tips.clear()
                 self.memory.forget({"ids": [stored.id, *(layout.part_id(stored.id, i)
                                                          for i in range(1, stored.parts))]})
-            older = [h.id for h in self.heads(place, current=True) if h.checkpoint_id < cid]
+            newest = self.latest(place)
+            older = [newest.id] if newest is not None and newest.checkpoint_id < cid else []
+            before = self.store.revision
             self.memory.remember_many(make(older))
+            self.tips.wrote(before, self.store.revision, place, (place.head_id(cid), cid))
 
     def put_writes(self, place: Place, cid: str,
                    writes: list[tuple[int, list[RememberInput]]]) -> None:
@@ -193,7 +268,9 @@ class Threads:
                                     for i in range(1, w.parts))
                 todo.extend(facts)
             if todo:
+                before = self.store.revision
                 self._remember(todo)
+                self.tips.wrote(before, self.store.revision)
             if replaced:  # after the new value is durable: a crash between keeps both,
                 self.forget(replaced, purge=False)  # and a read takes the later one
 
@@ -218,6 +295,7 @@ class Threads:
                             write.channel, (write.type, raw),
                             dest.write_id(cid, write.task_id, write.idx, value)))
             self._remember(inputs)
+            self.tips.clear()
 
     def forget(self, ids: list[str], *, purge: bool | None = None) -> None:
         """Forget ``ids`` (purged when the saver purges, unless ``purge`` says)."""
@@ -225,6 +303,7 @@ class Threads:
         if not ids:
             return
         with self.writing:
+            self.tips.clear()
             chunks = [ids[i:i + _FORGET] for i in range(0, len(ids), _FORGET)]
             for n, chunk in enumerate(chunks):
                 # One purge, after the last chunk, compacts away every chunk's facts.
@@ -233,6 +312,7 @@ class Threads:
     def forget_threads(self, threads: Sequence[str]) -> None:
         """Forget every fact of ``threads`` (their namespaces), one purge at the end."""
         with self.writing:
+            self.tips.clear()
             held = [t for t in dict.fromkeys(threads) if self.places(t)]
             for n, thread in enumerate(held):
                 self.memory.forget({"namespace": layout.namespace_of_thread(self.base, thread)},

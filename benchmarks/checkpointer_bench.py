@@ -17,6 +17,11 @@ commit). Measured per call, after every put:
 - bytes on disk: every file of the holomem store directory, the SQLite database with
   its WAL and shared-memory files after a WAL checkpoint (TRUNCATE), divided by ``n``.
 
+Beside them, what one fsync costs on the same file system after an append and after an
+overwrite in place: holomem's journal only grows, while SQLite's WAL, once a checkpoint
+has reset it, is rewritten in place, whose fsync on ext4 commits no metadata and can be
+several times cheaper — on a shared disk the put figures follow those two.
+
 Targets (ours; the issue sets none): put within 2x SqliteSaver's median and bytes per
 checkpoint within 2x (both are bound by the same fsync and the same serialized bytes);
 get_tuple of the latest checkpoint (once per ``invoke``) <= 1 ms; get_tuple and list
@@ -134,6 +139,30 @@ def _summary(times: dict[str, list[float]]) -> dict[str, dict[str, float]]:
                 "calls": len(v)} for k, v in times.items()}
 
 
+def fsync_ms(workdir: Path, rounds: int = 50) -> dict[str, float]:
+    """What one fsync costs here, after an append (as holomem's journal grows) and
+    after an overwrite in place (as SQLite's WAL, once reset, is rewritten): the two
+    savers' puts wait for one each."""
+    path = workdir / "fsync-probe"
+    out = {}
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for mode in ("append", "overwrite"):
+            times: list[float] = []
+            for i in range(rounds):
+                if mode == "overwrite":
+                    os.lseek(fd, (i % 8) * 4096, os.SEEK_SET)
+                else:
+                    os.lseek(fd, 0, os.SEEK_END)
+                os.write(fd, b"x" * 4096)
+                _timed(lambda: os.fsync(fd), times)
+            out[f"{mode}_p50_ms"] = round(median(times), 3)
+    finally:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+    return out
+
+
 def measure(n: int, workdir: Path) -> dict[str, Any]:
     """HolomemSaver and SqliteSaver on the same ``n`` checkpoints under ``workdir``:
     each call's median and p90 (ms), bytes per checkpoint, and holomem / SQLite ratios."""
@@ -166,6 +195,7 @@ def measure(n: int, workdir: Path) -> dict[str, Any]:
               if sqlite[k]["p50_ms"] > 0}
     ratios["bytes_per_checkpoint"] = round(holomem_bpc / sqlite_bpc, 2)
     return {
+        "fsync": fsync_ms(workdir),
         "checkpoints": len(work), "threads": len({w[0] for w in work}),
         "steps_per_thread": STEPS,
         "holomem": {**holomem, "bytes_per_checkpoint": holomem_bpc, "bytes": hbytes},

@@ -193,6 +193,27 @@ def test_delete_thread_erases_the_thread_from_every_file_of_the_store(tmp_path: 
         assert HolomemSaver(store).get_tuple(config("user-1")) is None
 
 
+def test_prune_and_delete_for_runs_erase_what_they_remove(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    pruned = b"PRUNED-CHECKPOINT-MARKER-0123456789-abcd"
+    run_gone = b"DELETED-RUN-MARKER-0123456789-abcdefghij"
+    with Store.open(path) as store:
+        saver = HolomemSaver(store)
+        old = put(saver, "t", pruned.decode())
+        saver.put_writes(old, [("messages", pruned.decode())], "task")  # type: ignore[arg-type]
+        put(saver, "t", "newest", parent=str(old["configurable"]["checkpoint_id"]))  # type: ignore[index]
+        cp = empty_checkpoint()
+        cp["channel_values"] = {"messages": run_gone.decode()}
+        saver.put(config("u"), cp, {"source": "loop", "step": 0, "run_id": "run-7"}, {})  # type: ignore[arg-type]
+        assert found(path, pruned) != {} and found(path, run_gone) != {}
+        saver.prune(["t"])
+        assert found(path, pruned) == {}
+        saver.delete_for_runs(["run-7"])
+        assert found(path, run_gone) == {}
+        assert saver.get_tuple(config("u")) is None
+        assert len(list(saver.list(config("t")))) == 1
+
+
 def test_without_purge_a_deleted_thread_is_gone_at_once_and_its_bytes_at_the_next_purge(
         tmp_path: Path) -> None:
     path = tmp_path / "store"

@@ -86,8 +86,9 @@ class HolomemSaver(BaseCheckpointSaver[int]):
                                f"{validate.MAX_NAMESPACE_DEPTH - 2} strings)")
         if not isinstance(purge, bool):
             raise InvalidError("purge must be True or False")
-        # The saver's facts link nothing and name no entities, whatever the Memory's
-        # policies: a checkpoint is never superseded by another one of its subject.
+        # The saver's facts are linked only as it says (a head supersedes the newest
+        # older one) and name no entities, whatever the Memory's policies: a supersession
+        # policy would link the heads of a subject by its own rule.
         self.memory = memory.with_supersession("none").with_entity_extractor("none")
         self.namespace = base
         self.purge = purge

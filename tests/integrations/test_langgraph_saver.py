@@ -27,7 +27,7 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.checkpoint.conformance.report import ProgressCallbacks
 from langgraph.checkpoint.serde.types import ERROR
 
-from holomem import InvalidError, Memory, Store
+from holomem import InvalidError, Memory, MemoryConfig, Store
 from holomem.integrations.langgraph import HolomemSaver, HolomemStore
 from tests.purge import markers
 
@@ -349,6 +349,22 @@ def test_a_follower_s_saver_sees_new_checkpoints_after_refresh(tmp_path: Path) -
             follower_store.refresh()
             got = follower.get_tuple(config("t"))
             assert got is not None and got.config == second
+
+
+def test_the_memory_s_policies_do_not_touch_the_saver_s_facts(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "store") as store:
+        memory = Memory(store, MemoryConfig(supersession="latest-by-subject",
+                                            entity_extractor="regex"))
+        saver = HolomemSaver(memory)
+        first = put(saver, "t", "Alice met Bob in Paris")
+        put(saver, "t", "Alice left", parent=str(first["configurable"]["checkpoint_id"]))  # type: ignore[index]
+        put(saver, "t", "a subgraph", ns="child:1")
+        assert len(list(saver.list(config("t")))) == 2
+        assert len(list(saver.list({"configurable": {"thread_id": "t"}}))) == 3
+        heads = memory.list(filter={"subject": "holomem:langgraph/checkpoint"},
+                            history="all").facts
+        assert all(not h.entities for h in heads)
+        assert sorted(h.status for h in heads) == ["current", "current", "superseded"]
 
 
 @pytest.mark.parametrize("bad", [

@@ -646,7 +646,9 @@ def _args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--checkpointer-n", type=int, default=1_000)
     ap.add_argument("--data", metavar="DIR", default=DEFAULT_DIR,
                     help=f"the LoCoMo development set's directory, holding {FILE}")
-    ap.add_argument("--cache", default=None, help="the vector cache directory")
+    ap.add_argument("--cache", default=None,
+                    help="the vector cache directory (LoCoMo's; the facts' in its peers/; "
+                    "default: fusion_study.py's, under /tmp)")
     ap.add_argument("--save", action="store_true",
                     help="also write benchmarks/results/peers.json (default: print only)")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
@@ -729,9 +731,10 @@ def prepare_vectors(args: argparse.Namespace, n: int) -> dict[str, Any]:
             q.text for c in convs for q in c.questions]
     info: dict[str, Any] = {}
     rows: dict[str, Vec] = {}
-    for name, group, cache in (("facts", texts, os.path.join(
-            tempfile.gettempdir(), "holomem-embed-cache", "peers")), ("locomo", locomo_texts,
-                                                                      args.cache)):
+    facts_cache = os.path.join(args.cache or os.path.join(
+        tempfile.gettempdir(), "holomem-embed-cache"), "peers")
+    for name, group, cache in (("facts", texts, facts_cache),
+                               ("locomo", locomo_texts, args.cache)):
         if not group:
             continue
         embedder, info[name] = cached_vectors(group, cache)

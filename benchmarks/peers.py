@@ -159,10 +159,11 @@ class Holomem(Peer):
         self.m = Memory(self.store)
 
     def add(self, ids: list[str], texts: list[str], vecs: list[Vec]) -> None:
+        # (float32 numpy rows, as the others get them: remember takes them as they are)
         if len(ids) == 1:
-            self.m.remember(text=texts[0], id=ids[0], embedding=vecs[0].tolist())
+            self.m.remember(text=texts[0], id=ids[0], embedding=vecs[0])
             return
-        self.m.remember_many([{"id": i, "text": t, "embedding": v.tolist()}
+        self.m.remember_many([{"id": i, "text": t, "embedding": v}
                               for i, t, v in zip(ids, texts, vecs, strict=True)])
 
     def query(self, mode: str, text: str, vec: Vec) -> list[str]:

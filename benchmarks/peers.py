@@ -76,7 +76,7 @@ import numpy.typing as npt
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmarks._common import check, emit, machine, percentile  # noqa: E402
+from benchmarks._common import check, emit, machine, percentile, strace_counts  # noqa: E402
 from benchmarks.locomo_data import DEFAULT_DIR, FILE, load, metrics, summarise  # noqa: E402
 from benchmarks.search_bench import corpus, queries  # noqa: E402
 
@@ -84,6 +84,9 @@ K = 10
 BATCH = 1_000
 SINGLE = 100
 MARKERS = 20
+#: Write calls whose syncs are counted (each of SINGLE // FSYNC_CALLS facts).
+FSYNC_CALLS = 10
+SYNC_CALLS = ("fsync", "fdatasync", "msync", "sync_file_range")
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 MODES = ("lexical", "vector", "hybrid")
 SYSTEMS = ("holomem", "fts5", "chroma", "lancedb", "langgraph_sqlite", "langgraph_memory",
@@ -528,6 +531,19 @@ def measure(system: str, n: int, nq: int, budget: float, work: str, vectors: Vec
     }
 
 
+def fsync_probe(system: str, work: str, vectors: Vectors) -> dict[str, Any]:
+    """``FSYNC_CALLS`` write calls of ``SINGLE // FSYNC_CALLS`` facts each on a fresh
+    store (the parent counts this process's syncs under strace)."""
+    texts = corpus(SINGLE, seed=3)
+    peer = PEERS[system](os.path.join(work, f"fsync-{system}"), vectors)
+    step = SINGLE // FSYNC_CALLS
+    for call in range(FSYNC_CALLS):
+        part = texts[call * step:(call + 1) * step]
+        peer.add([f"p{call}-{i}" for i in range(step)], part, [vectors[t] for t in part])
+    peer.close()
+    return {"write_calls": FSYNC_CALLS, "facts_per_call": step}
+
+
 def reopen(system: str, nq: int, work: str, vectors: Vectors) -> dict[str, Any]:
     """Open the store again in a fresh process and answer one query."""
     q = queries(nq)["light"][0]
@@ -657,10 +673,29 @@ def _args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def run_child(args: argparse.Namespace, what: str, system: str, n: int = 0
-              ) -> dict[str, Any]:
+def syncs(args: argparse.Namespace, system: str) -> dict[str, Any]:
+    """How many syncs ``FSYNC_CALLS`` write calls make (``strace -f -c``), or why unknown."""
+    strace = shutil.which("strace")
+    if strace is None:
+        return {"status": "unchecked: no strace"}
+    out = os.path.join(args.work, f"strace-{system}.txt")
+    got = run_child(args, "fsyncs", system, 0, [strace, "-f", "-c", "-o", out, "-e",
+                                                "trace=" + ",".join(SYNC_CALLS)])
+    if "error" in got:
+        return {"status": f"failed: {got['error']}"}
+    with open(out, encoding="utf-8") as f:
+        counts = strace_counts(f.read())
+    n = sum(counts.get(c, 0) for c in SYNC_CALLS)
+    return {"write_calls": FSYNC_CALLS, "syncs": n,
+            "by_call": {c: k for c, k in counts.items() if c in SYNC_CALLS},
+            "syncs_per_write_call": round(n / FSYNC_CALLS, 1),
+            "how": "strace -f -c over the whole child (open and close included)"}
+
+
+def run_child(args: argparse.Namespace, what: str, system: str, n: int = 0,
+              prefix: Sequence[str] = ()) -> dict[str, Any]:
     """``what`` for ``system`` in a child process; its JSON, or why it failed."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", f"{what}:{system}:{n}",
+    cmd = [*prefix, sys.executable, os.path.abspath(__file__), "--child", f"{what}:{system}:{n}",
            "--work", args.work, "--queries", str(args.queries), "--data", args.data,
            "--query-budget", str(args.query_budget)]
     t0 = time.perf_counter()
@@ -683,6 +718,8 @@ def child_main(args: argparse.Namespace) -> None:
             out = measure(system, int(n), args.queries, args.query_budget, args.work, vectors)
         elif what == "reopen":
             out = reopen(system, args.queries, args.work, vectors)
+        elif what == "fsyncs":
+            out = fsync_probe(system, args.work, vectors)
         elif what == "purge":
             out = purge(args.work)
         elif what == "locomo":
@@ -775,6 +812,7 @@ def summary(runs: dict[str, Any]) -> dict[str, Any]:
             "peak_rss_mib": m["peak_rss_mib"],
             "update_keeps_history": m["update_keeps_history"],
             "deleted_text_in_files": r.get("scan", {}).get("verdict", "n/a (no files)"),
+            "syncs_per_write_call": r.get("fsyncs", {}).get("syncs_per_write_call"),
         }
         if m.get("note"):
             row["note"] = m["note"]
@@ -835,6 +873,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 continue
             path = os.path.join(work, system)
             if m["files"]:
+                run["fsyncs"] = syncs(args, system)
                 run["bytes_per_fact"] = round(dir_bytes(path) / m["written"])
                 run["scan"] = scan(path)
                 if system == "holomem":

@@ -668,6 +668,8 @@ def _args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                     "default: fusion_study.py's, under /tmp)")
     ap.add_argument("--save", action="store_true",
                     help="also write benchmarks/results/peers.json (default: print only)")
+    ap.add_argument("--table", metavar="FILE", default="",
+                    help="print the Markdown summary of a saved result and stop")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     ap.add_argument("--work", default="", help=argparse.SUPPRESS)
     return ap.parse_args(argv)
@@ -842,8 +844,71 @@ def summary(runs: dict[str, Any]) -> dict[str, Any]:
     return table
 
 
+NONE = "-"
+
+
+def _cell(v: Any, unit: str = "") -> str:
+    if v is None:
+        return NONE
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if (isinstance(v, float) and v >= 100) or isinstance(v, int):
+        return f"{v:,.0f}{unit}"
+    if isinstance(v, float):
+        return f"{v:.3g}{unit}"
+    return str(v)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The summary table of a result, as Markdown (``--table FILE``)."""
+    head = ["system", "version", "N", "ingest facts/s", "syncs per write call",
+            "single write p50 ms", "lexical p50 / p99 ms", "vector p50 / p99 ms",
+            "hybrid p50 / p99 ms", "reopen s", "bytes/fact", "peak RSS MiB",
+            "update keeps history", "deleted text in files"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for system, r in result["table"].items():
+        version = result["versions"].get(system) or ""
+        if "facts" not in r:
+            lines.append(f"| {system} | {version} | {r.get('status', '')} |"
+                         + " |" * (len(head) - 3))
+            continue
+
+        def q(mode: str, r: dict[str, Any] = r) -> str:
+            p50, p99 = r.get(f"{mode}_p50_ms"), r.get(f"{mode}_p99_ms")
+            return NONE if p50 is None else f"{_cell(p50)} / {_cell(p99)}"
+        deleted = r["deleted_text_in_files"]
+        if "deleted_text_in_files_after_purge" in r:
+            deleted = f"{deleted} after forget; {r['deleted_text_in_files_after_purge']} " \
+                "after purge"
+        lexical = q("lexical") if "unranked_p50_ms" not in r else \
+            f"unranked {q('unranked')}"
+        lines.append("| " + " | ".join([
+            system, version, _cell(r["facts"]), _cell(r["ingest_facts_per_s"]),
+            _cell(r.get("syncs_per_write_call")), _cell(r["single_write_p50_ms"]),
+            lexical, q("vector"), q("hybrid"), _cell(r["reopen_s"]),
+            _cell(r["bytes_per_fact"]), _cell(r["peak_rss_mib"]),
+            _cell(r["update_keeps_history"]), deleted]) + " |")
+    quality = result.get("locomo_recall_any@10_cat1-4", {})
+    if quality:
+        lines += ["", "| LoCoMo dev, categories 1-4 | recall_any@10 | recall_all@5 | MRR |",
+                  "|---|---|---|---|"]
+        for system, r in result["runs"].items():
+            loc = r.get("locomo")
+            if not isinstance(loc, dict):
+                continue
+            for mode, v in loc.items():
+                if isinstance(v, dict) and "recall_any@10" in v:
+                    lines.append(f"| {system} {mode} | {v['recall_any@10']:.3f} | "
+                                 f"{v['recall_all@5']:.3f} | {v['mrr']:.3f} |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = _args(argv)
+    if args.table:
+        with open(args.table, encoding="utf-8") as f:
+            print(markdown(json.load(f)))
+        return {}
     if args.child:
         child_main(args)
         return {}

@@ -266,7 +266,7 @@ def peers(results: Results, extra: list[str]) -> Figure | None:
         _bars(ax, values, title, unit, logy)
     fig.suptitle("holomem beside its peers (benchmarks/peers.py)\n" + _caption(doc),
                  fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.98))
     return fig
 
 

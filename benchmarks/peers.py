@@ -3,7 +3,9 @@ queries, in one run (issue 32).
 
     python benchmarks/peers.py [--facts 10000] [--mem0-facts 1000] [--queries 200]
                                [--only holomem,fts5,...] [--no-locomo] [--data DIR]
-                               [--query-budget 20] [--save]
+                               [--locomo-skip SYSTEMS] [--query-budget 20]
+                               [--cache DIR] [--checkpointer-n 1000] [--save]
+    python benchmarks/peers.py --table benchmarks/results/peers.json
 
 Peers: SQLite FTS5 (stdlib), Chroma, LanceDB, LangGraph's ``SqliteStore`` and
 ``InMemoryStore``, Mem0 (``infer=False``: no LLM; a local Chroma vector store; its
@@ -23,7 +25,8 @@ its own) and:
 
 - ingests the facts in calls of 1,000 (Mem0: one ``add`` each: it has no batch call),
   each system at its default sync setting (``durability`` says which), and builds what
-  it needs to answer (LanceDB's full-text index) — ``ingest_facts_per_s`` counts both;
+  it needs to answer (LanceDB's full-text index; holomem's background HNSW index, from
+  ``AUTO_MIN`` facts) — ``ingest_facts_per_s`` counts both, wall and per CPU second;
 - writes ``SINGLE`` more facts one call each (latency p50/p99);
 - answers the queries as lexical, vector and hybrid (text + vector) where it offers
   each, k = 10 (p50/p99; a mode stops after ``--query-budget`` seconds and says how
@@ -32,7 +35,9 @@ its own) and:
   (``update_keeps_history``);
 - writes ``MARKERS`` facts with unique marker strings, deletes half of them, and exits.
 
-The parent then measures the files (bytes per fact written) and scans every file under
+The parent counts the syncs of ten write calls on a fresh store under ``strace -f -c``
+(``syncs_per_write_call``; LanceDB's default makes none), measures the files (bytes per
+fact written) and scans every file under
 the system's directory for each marker's bytes, raw and inside every zstd frame (magic
 ``28 B5 2F FD``, decompressed): ``deleted_markers_found`` of the deleted ones and, as a
 control, ``kept_markers_found`` of those never deleted (0 kept found: the scan cannot see
@@ -46,8 +51,9 @@ same cached MiniLM vectors: recall_any@10, recall_all@5 and MRR over categories 
 
 ``benchmarks/checkpointer_bench.py`` (a LangGraph checkpointer, written apart) is
 measured when it exists (``measure(n, workdir)`` in a child), else reported absent.
-Prints one JSON document (ratios to holomem beside each figure); writes
-benchmarks/results/peers.json only with ``--save``.
+Prints one JSON document (ratios to holomem beside each figure, ``holomem_advantage``:
+above 1 where holomem is better); writes benchmarks/results/peers.json only with
+``--save``; ``--table FILE`` prints a saved run's summary as Markdown (docs/peers.md).
 """
 
 from __future__ import annotations

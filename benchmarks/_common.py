@@ -95,6 +95,17 @@ def current_rss_mib() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / (1024 * 1024)
 
 
+def strace_counts(text: str) -> dict[str, int]:
+    """Syscall name -> calls, from ``strace -c`` output."""
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        # % time, seconds, usecs/call, calls, [errors,] syscall
+        if len(parts) >= 5 and parts[0].replace(".", "").isdigit() and parts[3].isdigit():
+            counts[parts[-1]] = int(parts[3])
+    return counts
+
+
 def save(name: str, result: dict[str, Any]) -> str:
     """Print ``result`` as JSON and save it as benchmarks/results/<name>.json."""
     os.makedirs(RESULTS, exist_ok=True)

@@ -75,7 +75,15 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks._common import add_save, check, emit, machine, median, percentile
+from benchmarks._common import (
+    add_save,
+    check,
+    emit,
+    machine,
+    median,
+    percentile,
+    strace_counts,
+)
 from holomem.log import Journal
 from holomem.log.format import FRAME_HEADER_SIZE
 
@@ -344,17 +352,6 @@ def run_contender(name: str, ops: int, d: str) -> float:
         c.close()
 
 
-def _strace_counts(text: str) -> dict[str, int]:
-    """Syscall name -> calls, from ``strace -c`` output."""
-    counts: dict[str, int] = {}
-    for line in text.splitlines():
-        parts = line.split()
-        # % time, seconds, usecs/call, calls, [errors,] syscall
-        if len(parts) >= 5 and parts[0].replace(".", "").isdigit() and parts[3].isdigit():
-            counts[parts[-1]] = int(parts[3])
-    return counts
-
-
 def _fault_log_counts(path: str) -> dict[str, int]:
     from holomem.log.tap import parse
 
@@ -389,7 +386,7 @@ def syscall_check(name: str, d: str, ops: int = CHECK_OPS) -> dict[str, Any]:
         return {"how": how, "status": "failed", "why": proc.stderr.strip()[-300:]}
     if strace:
         with open(out, encoding="utf-8") as f:
-            counts = _strace_counts(f.read())
+            counts = strace_counts(f.read())
     else:
         counts = _fault_log_counts(out)
     os.unlink(out)

@@ -17,7 +17,10 @@ figure, so a new curve is a new function and a new entry in :data:`FIGURES`:
   (``journal_bench.json``);
 - ``scale.png`` -- benchmarks/scale.py's curve from 1,000 to 1,000,000 facts: search
   and recall latency beside tantivy and SQLite FTS5, ingest, peak memory, open with
-  and without a checkpoint, bytes per fact (``scale.json``).
+  and without a checkpoint, bytes per fact (``scale.json``);
+- ``peers.png`` -- benchmarks/peers.py: holomem beside each peer, one bar per system
+  (and per query mode) for ingest, single-write latency, query p50, reopen, bytes per
+  fact, peak RSS and LoCoMo recall_any@10 (``peers.json``).
 
 matplotlib is a benchmark-only dependency (``pip install 'holomem-db[bench]'``).
 """
@@ -30,6 +33,8 @@ import os
 import sys
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from holomem.errors import missing_extra
 
@@ -215,6 +220,56 @@ def scale_curve(results: Results, extra: list[str]) -> Figure | None:
     return fig
 
 
+def _bars(ax: Any, values: dict[str, float], title: str, unit: str, logy: bool) -> None:
+    """One horizontal bar per label (holomem's in blue, the rest grey), value printed."""
+    labels = list(values)
+    colours = ["tab:blue" if x.startswith("holomem") else "tab:grey" for x in labels]
+    ax.barh(labels, [values[x] for x in labels], color=colours)
+    for i, x in enumerate(labels):
+        ax.text(values[x], i, f" {values[x]:,.3g}", va="center", fontsize=7)
+    if logy:
+        ax.set_xscale("log")
+    ax.invert_yaxis()
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel(unit)
+    ax.tick_params(axis="y", labelsize=7)
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+
+
+def peers(results: Results, extra: list[str]) -> Figure | None:
+    """benchmarks/peers.py: each system's figures side by side (log scales)."""
+    doc = results.get("peers")
+    if doc is None or not doc.get("table"):
+        return None
+    rows = {s: r for s, r in doc["table"].items() if "facts" in r}
+
+    def pick(key: str) -> dict[str, float]:
+        return {f"{s} ({r['facts']:,})": float(r[key]) for s, r in rows.items()
+                if isinstance(r.get(key), (int, float))}
+
+    latency = {f"{s} {mode}": float(r[f"{mode}_p50_ms"]) for s, r in rows.items()
+               for mode in ("lexical", "vector", "hybrid", "unranked")
+               if isinstance(r.get(f"{mode}_p50_ms"), (int, float))}
+    quality = {k: float(v) for k, v in doc.get("locomo_recall_any@10_cat1-4", {}).items()}
+    panels = [(pick("ingest_facts_per_s"), "durable ingest (calls of 1,000; Mem0 one by one)",
+               "facts/s", True),
+              (pick("single_write_p50_ms"), "single write p50", "ms", True),
+              (latency, "query p50, k = 10", "ms", True),
+              (pick("reopen_s"), "reopen + first query (fresh process)", "s", True),
+              (pick("bytes_per_fact"), "bytes on disk per fact written", "bytes", True),
+              (pick("peak_rss_mib"), "peak RSS of the measuring process", "MiB", True),
+              (quality, "LoCoMo dev recall_any@10, cat. 1-4, same MiniLM vectors", "", False)]
+    panels = [p for p in panels if p[0]]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 2.2 + 0.32 * sum(
+        len(p[0]) for p in panels)))
+    for ax, (values, title, unit, logy) in zip(np.atleast_1d(axes), panels, strict=True):
+        _bars(ax, values, title, unit, logy)
+    fig.suptitle("holomem beside its peers (benchmarks/peers.py)\n" + _caption(doc),
+                 fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.98))
+    return fig
+
+
 def save_figure(fig: Figure | None, name: str, out: str = RESULTS) -> str:
     """Save ``fig`` as ``out/name`` (nothing when there is no figure); returns the path."""
     if fig is None:
@@ -231,6 +286,7 @@ FIGURES: dict[str, tuple[list[str], Callable[[Results, list[str]], Figure | None
     "search_scale.png": (["search_bench"], search_scale),
     "group_commit.png": (["journal_bench"], group_commit),
     "scale.png": (["scale"], scale_curve),
+    "peers.png": (["peers"], peers),
 }
 
 

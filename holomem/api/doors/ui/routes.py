@@ -21,7 +21,8 @@ at ``/ui`` behind its own):
   application: ``application/x-www-form-urlencoded``, at most :data:`MAX_FORM` bytes,
   carrying the token every form here holds (a keyed digest no other site can read).
 - Every answer forbids scripts, frames, and any source but this server
-  (Content-Security-Policy), and says ``nosniff`` and ``no-referrer``.
+  (Content-Security-Policy), and says ``nosniff`` and ``same-origin`` referrers (with
+  ``no-referrer`` a browser sends a form's Origin as ``null``, which the Guard refuses).
 
 Imports starlette, the pages, the source, and the errors.
 """
@@ -56,7 +57,7 @@ COOKIE = "holomem_ui"
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
        "frame-ancestors 'none'; base-uri 'none'")
 HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff",
-           "referrer-policy": "no-referrer", "x-frame-options": "DENY",
+           "referrer-policy": "same-origin", "x-frame-options": "DENY",
            "cache-control": "no-store"}
 #: The files under static/ that are served, and their media types.
 STATIC = {"ui.css": "text/css; charset=utf-8", "icon.svg": "image/svg+xml"}

@@ -20,6 +20,8 @@ from holomem.api.doors.ui import query
 from holomem.api.doors.ui.html import Here, esc, fields, frame, link, namespace_text, table
 from holomem.api.doors.ui.source import Source
 
+#: The facts page's parameters a forget scope is made of (any other filter is refused).
+FILTERS = ("namespace", "subject", "metadata", "status", "filter", "q")
 #: The most facts a dry run or a report lists with their text (the rest are counted).
 MAX_SHOWN = 200
 
@@ -31,7 +33,7 @@ def scope_of(params: Mapping[str, str]) -> tuple[dict[str, Any], list[str] | Non
     if fid:
         return {"ids": [fid]}, None
     return query.listing({k: v for k, v in params.items()
-                          if k in ("namespace", "subject", "metadata")}).forget_scope()
+                          if k in FILTERS}).forget_scope()
 
 
 def _request(scope: dict[str, Any], within: list[str] | None, chain: bool, *,

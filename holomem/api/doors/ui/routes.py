@@ -46,7 +46,7 @@ from starlette.routing import Route
 from holomem.api.doors.ui import forms, pages, query
 from holomem.api.doors.ui.html import STICKY, Here, esc, frame
 from holomem.api.doors.ui.source import Source
-from holomem.errors import HolomemError
+from holomem.errors import HolomemError, InvalidError
 
 #: The largest form body taken.
 MAX_FORM = 64 * 1024
@@ -120,7 +120,9 @@ def create_ui(source: Source, *, api_key: str | None = None) -> Starlette:
             except query.BadInput as exc:
                 return 400, pages.error_page(here, 400, "invalid_request", str(exc))
             except HolomemError as exc:
-                status = exc.status if 400 <= exc.status < 600 else 500
+                # What the page's parameters asked for, refused: the page's input is bad
+                status = 400 if isinstance(exc, InvalidError) else \
+                    exc.status if 400 <= exc.status < 600 else 500
                 return status, pages.error_page(here, status, exc.code, exc.message)
 
         status, body = await run_in_threadpool(run)

@@ -170,3 +170,31 @@ def test_holomem_ui_on_a_host_other_than_loopback_needs_a_key(store: Path) -> No
                           timeout=60, check=False)
     assert done.returncode == 2
     assert "--api-key-file" in done.stderr
+
+
+def test_a_dry_run_shows_the_facts_derived_from_a_turn_and_can_take_them_too(
+        tmp_path: Path) -> None:
+    path = tmp_path / "conversation"
+    with Store.open(str(path)) as store:
+        said = Memory(store).call("rememberConversation", {
+            "session": "c1", "extractor": "rules",
+            "messages": [{"speaker": "ann", "text": "I live in Rome."}]})
+    turn, derived = said["turns"][0]["id"], said["derived"][0]["id"]
+    source = OneStore(str(path))
+    try:
+        with TestClient(create_ui(source), base_url="http://127.0.0.1") as c:
+            alone = c.get(f"/forget?ids={turn}").text
+            assert "Forget 1 fact(s)" in alone
+            assert "stays; derived from this fact" in alone and derived in alone
+            both = c.get(f"/forget?ids={turn}&derived=1").text
+            assert "Forget 2 fact(s)" in both and "derived from one that goes" in both
+            token = re.search(r'name="token" value="([^"]+)"', both)
+            expect = re.search(r'name="expect" value="([^"]+)"', both)
+            assert token and expect
+            done = c.post("/forget", data={"ids": turn, "derived": "1",
+                                           "token": token.group(1),
+                                           "expect": expect.group(1)})
+            assert "Forgot <b>2</b>" in done.text
+            assert c.get(f"/fact?id={derived}").status_code == 404
+    finally:
+        source.close()

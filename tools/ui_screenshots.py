@@ -101,7 +101,7 @@ def main() -> int:
     proc, url, _ = start(store)
     shots = [("ui-facts.png", "/?namespace=users/ann"),
              ("ui-search.png", "/?q=where+does+Ann+live"),
-             ("ui-fact.png", "/fact?id=ann-city-2&q=Rome"),
+             ("ui-fact.png", "/fact?id=ann-city-3&q=where+does+Ann+live"),
              ("ui-as-of.png", "/fact?id=ann-city-2&asOf=2024-01-01"),
              ("ui-forget.png", "/forget?ids=ann-city-2&chain=1"),
              ("ui-conversations.png", "/conversations?namespace=users/ann")]
@@ -112,7 +112,7 @@ def main() -> int:
             page = browser.new_page(viewport={"width": 1280, "height": 860})
             for name, path in shots:
                 page.goto(url + path)
-                page.screenshot(path=str(out / name), full_page=name != "ui-fact.png")
+                page.screenshot(path=str(out / name), full_page=True)
             page.goto(url + "/store")
             page.click("#run-check")
             page.screenshot(path=str(out / "ui-store.png"), full_page=True)

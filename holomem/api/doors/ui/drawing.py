@@ -103,13 +103,14 @@ def graph(here: Here, why: dict[str, Any], fid: str) -> str:
     nodes = why.get("nodes", [])[:MAX_NODES]
     if len(nodes) <= 1 and not why.get("edges"):
         return '<p class="empty">No links or shared entities around this fact.</p>'
-    size, mid, radius = 420, 210, 160
+    size, mid, radius = 460, 230, 185
     place: dict[str, tuple[float, float]] = {}
     others = [n for n in nodes if n["id"] != fid]
     place[fid] = (mid, mid)
     for i, n in enumerate(others):
-        angle = 2 * math.pi * i / max(len(others), 1)
-        r = radius * (0.6 if n.get("hop", 1) <= 1 else 1.0)
+        # a quarter turn off the horizontal, so that two nodes' labels never meet
+        angle = -math.pi / 3 + 2 * math.pi * i / max(len(others), 1)
+        r = radius * (0.65 if n.get("hop", 1) <= 1 else 1.0)
         place[n["id"]] = (mid + r * math.cos(angle), mid + r * math.sin(angle))
     out = [f'<svg class="graph" viewBox="0 0 {size} {size}" width="{size}" height="{size}" '
            'role="img" aria-label="the links around this fact">'
@@ -120,19 +121,23 @@ def graph(here: Here, why: dict[str, Any], fid: str) -> str:
         a, b = place.get(e["fromId"]), place.get(e["toId"])
         if a is None or b is None:
             continue
-        out.append(f'<line class="edge" x1="{a[0]:.1f}" y1="{a[1]:.1f}" x2="{b[0]:.1f}" '
-                   f'y2="{b[1]:.1f}" marker-end="url(#arrow)"/>'
+        # the arrow stops at the circle's edge, where its head shows
+        length = max(math.hypot(b[0] - a[0], b[1] - a[1]), 1.0)
+        ex, ey = b[0] - (b[0] - a[0]) * 11 / length, b[1] - (b[1] - a[1]) * 11 / length
+        out.append(f'<line class="edge" x1="{a[0]:.1f}" y1="{a[1]:.1f}" x2="{ex:.1f}" '
+                   f'y2="{ey:.1f}" marker-end="url(#arrow)"/>'
                    f'<text class="edge-label" x="{(a[0] + b[0]) / 2:.1f}" '
                    f'y="{(a[1] + b[1]) / 2 - 3:.1f}">{esc(e["relation"][:24])}</text>')
     for n in nodes:
         px, py = place[n["id"]]
         cls = "node this" if n["id"] == fid else f"node s-{esc(n.get('status', ''))}"
-        label = n.get("text", "")[:28] or n["id"][:28]
+        text = n.get("text", "") or n["id"]
+        label = text if len(text) <= 30 else text[:29] + "…"
         out.append(f'<a href="{esc(here.url("/fact", {"id": n["id"]}))}">'
                    f'<circle class="{cls}" cx="{px:.1f}" cy="{py:.1f}" r="9">'
                    f'<title>{esc(n.get("text", "")[:200])}</title></circle>'
-                   f'<text class="node-label" x="{px + 11:.1f}" y="{py + 4:.1f}">'
-                   f"{esc(label)}</text></a>")
+                   f'<text class="node-label" x="{px:.1f}" y="{py + 22:.1f}" '
+                   f'text-anchor="middle">{esc(label)}</text></a>')
     out.append("</svg>")
     note = ('<p class="hint">The graph stopped at its bound: '
             f'{esc(why.get("bound") or "")}.</p>' if why.get("truncated") else "")

@@ -73,10 +73,13 @@ class ForgetRequest(Request, frozen=True, kw_only=True):
 
 
 class IdRequest(Request, frozen=True, kw_only=True):
+    id: str
+
+
+class FactRequest(IdRequest, frozen=True, kw_only=True):
     """``get`` and ``history``: one fact, its status at ``as_of`` (default now) knowing
     only what was ingested by ``known_at``."""
 
-    id: str
     as_of: int | None = None
     known_at: int | None = None
 

@@ -3,10 +3,10 @@
 Owns the command's checks and its serving: a host that is not loopback needs an API
 key (``--api-key-file``); the socket is bound before the store is announced, so the
 line on stderr names the real port (``--port 0``: one the system picks):
-``holomem ui listening on http://HOST:PORT/; ...``. The application sits behind the
-HTTP door's Guard (Host and Origin checks, bounded request heads), its own pages
-allowed as an origin. Imports the HTTP door's guard, the inspector's routes and
-source, uvicorn (the serve extra).
+``holomem ui listening on http://HOST:PORT/; ...`` (it listens already then). The
+application sits behind the HTTP door's Guard (Host and Origin checks, bounded request
+heads), its own pages allowed as an origin. Imports the HTTP door's guard, the
+inspector's routes and source, uvicorn (the serve extra).
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ def _bind(host: str, port: int) -> socket.socket:
     except OSError:
         sock.close()
         raise
+    # Listening now, before the line that names the port: a client that reads it and
+    # connects at once waits in the backlog instead of being refused.
+    sock.listen(2048)
     sock.set_inheritable(True)
     return sock
 

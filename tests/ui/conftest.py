@@ -118,8 +118,11 @@ class Watched:
         return {urlsplit(u).hostname or "" for u in self.requests}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
+    """One Chromium for a module's tests. Not for the session: Playwright's sync API
+    keeps an event loop running in this thread while it is started, and the tests that
+    come after (``asyncio.run``) need none."""
     sync_api = pytest.importorskip("playwright.sync_api")
     executable = shutil.which("chromium")
     if executable is None:

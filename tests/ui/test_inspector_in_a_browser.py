@@ -5,9 +5,11 @@ reaches another host, runs a script or logs a console error.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from tests.ui.conftest import HOSTILE, Ui, Watched
+from holomem import Memory, Store
+from tests.ui.conftest import HOSTILE, Ui, Watched, build_store, start_ui, stop_ui
 
 
 def only_here(watched: Watched, *expected: int) -> None:
@@ -182,4 +184,27 @@ def test_the_conversations_page_shows_turns_and_working_contexts(
     assert len(turns) == 2 and "I moved to Rome" in turns[0]
     page.click("text=planner")
     assert '"step": 3' in page.locator("pre.state").inner_text()
+    only_here(browser_page)
+
+
+def test_a_store_another_process_writes_is_followed_and_shows_its_new_writes(
+        tmp_path: Path, browser_page: Watched) -> None:
+    store = tmp_path / "store"
+    build_store(store)
+    with Store.open(str(store)) as held:  # this process is the writer meanwhile
+        writer = Memory(held)
+        ui = start_ui(store)
+        try:
+            assert "following" in (tmp_path / "ui-store.log").read_text()
+            page = browser_page.page
+            page.goto(f"{ui.url}/")
+            assert page.locator("header .role").inner_text() == "follower"
+            writer.call("remember", {"text": "Written while followed", "id": "later"})
+            page.goto(f"{ui.url}/fact?id=later")
+            assert page.locator("blockquote.text").inner_text() == "Written while followed"
+            page.goto(f"{ui.url}/forget?ids=later")
+            assert "only reads the store" in page.locator("main").inner_text()
+            assert page.locator("#confirm").count() == 0
+        finally:
+            stop_ui(ui)
     only_here(browser_page)

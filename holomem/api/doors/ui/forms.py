@@ -185,9 +185,9 @@ def dry_run_page(here: Here, source: Source) -> str:
              "leave the facts derived from them out" if p.derived else
              "include the facts a conversation's extractor derived from them")]
     removed = p.report["removed"]
-    if here.read_only:
-        confirm = ('<p class="hint">This inspector only reads the store: it cannot '
-                   "forget.</p>")
+    if here.read_only or not source.writes(here.tenant):
+        confirm = ('<p class="hint">This inspector only reads the store (another process '
+                   "writes it, or --read-only): it cannot forget.</p>")
     elif not removed:
         confirm = ""
     else:

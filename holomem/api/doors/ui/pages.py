@@ -261,8 +261,8 @@ def fact_page(here: Here, source: Source) -> str:
         why = source.call(tenant, "why", {"query": fid, "maxHops": 2, **at})
     except HolomemError:
         why = None
-    forget = ("" if here.read_only else
-              link(here.url("/forget", {"ids": fid}), "Forget this fact…", "danger"))
+    forget = (link(here.url("/forget", {"ids": fid}), "Forget this fact…", "danger")
+              if source.writes(tenant) else "")
     body = (
         f'<p class="lead">{status_badge(fact["status"])} <span class="id">{esc(fid)}</span>'
         f'</p><blockquote class="text">{esc(fact["text"])}</blockquote>'

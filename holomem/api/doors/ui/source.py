@@ -63,6 +63,10 @@ class Source:
         """``writer`` or ``follower`` (read-only; another process writes)."""
         raise NotImplementedError
 
+    def writes(self, tenant: str | None) -> bool:
+        """Whether a forget could run here now: not ``--read-only``, and the writer."""
+        return not self.read_only and self.role(tenant) == "writer"
+
     def key_file(self) -> tuple[str | None, bool]:
         """A file holding the store's key for the checker, and whether it is a temporary
         copy to remove afterwards."""

@@ -16,7 +16,7 @@ pytest.importorskip("starlette")
 from starlette.testclient import TestClient
 
 from holomem.api.doors.http.server import create_app
-from holomem.api.doors.ui.routes import COOKIE
+from holomem.api.doors.ui.routes import COOKIE, MAX_FORM
 
 KEY = "ui-test-key-0123456789"
 BASE = "http://127.0.0.1:8080"
@@ -37,6 +37,7 @@ def test_the_pages_need_the_key_and_a_browser_signs_in_once(client: TestClient) 
     assert client.get("/ui/").status_code == 401
     assert "needs the API key" in client.get("/ui/").text
     assert client.post("/ui/login", data={"key": "wrong"}).status_code == 401
+    assert client.post("/ui/login", data={"key": "k" * (MAX_FORM + 1)}).status_code == 413
     signed = client.post("/ui/login", data={"key": KEY}, follow_redirects=False)
     assert signed.status_code == 303
     cookie = signed.cookies[COOKIE]

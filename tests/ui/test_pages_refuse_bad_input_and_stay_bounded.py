@@ -198,3 +198,11 @@ def test_a_dry_run_shows_the_facts_derived_from_a_turn_and_can_take_them_too(
             assert c.get(f"/fact?id={derived}").status_code == 404
     finally:
         source.close()
+
+
+def test_a_form_is_bounded_and_a_method_not_served_is_a_405(client: TestClient) -> None:
+    from holomem.api.doors.ui.routes import MAX_FORM
+
+    big = {"ids": "x" * (MAX_FORM + 1)}
+    assert client.post("/forget", data=big).status_code == 413
+    assert client.delete("/fact?id=ann-rome").status_code == 405

@@ -133,9 +133,9 @@ def create_ui(source: Source, *, api_key: str | None = None) -> Starlette:
             return await answer(request, lambda here: render(here, source))
         return route
 
-    async def read_form(request: Request) -> dict[str, str] | Response:
-        """The POST's form fields, or the refusal to send: only this application's own
-        forms, with their token."""
+    async def form_fields(request: Request) -> dict[str, str] | Response:
+        """A POST's form fields (a form of at most :data:`MAX_FORM` bytes), or the
+        refusal to send."""
         media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media != "application/x-www-form-urlencoded":
             return _html(pages.error_page(here_of(request), 415, "invalid_request",
@@ -147,10 +147,16 @@ def create_ui(source: Source, *, api_key: str | None = None) -> Starlette:
                 return _html(pages.error_page(here_of(request), 413, "limit",
                                               f"a form of at most {MAX_FORM} bytes"), 413)
         try:
-            pairs = urllib.parse.parse_qsl(body.decode("utf-8"), max_num_fields=64)
+            return dict(urllib.parse.parse_qsl(body.decode("utf-8"), max_num_fields=64))
         except (UnicodeDecodeError, ValueError):
-            pairs = []
-        form = dict(pairs)
+            return {}
+
+    async def read_form(request: Request) -> dict[str, str] | Response:
+        """The POST's form fields, or the refusal to send: only this application's own
+        forms, with their token."""
+        form = await form_fields(request)
+        if isinstance(form, Response):
+            return form
         if not hmac.compare_digest(form.get("token", "").encode(), token.encode()):
             return _html(pages.error_page(here_of(request, form), 403, "forbidden",
                                           "this form did not come from this inspector "
@@ -188,10 +194,10 @@ def create_ui(source: Source, *, api_key: str | None = None) -> Starlette:
             return RedirectResponse(here.base + "/", 303)
         if request.method == "GET":
             return _html(_login(here, ""), 200)
-        media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        body = await request.body() if media == "application/x-www-form-urlencoded" else b""
-        given = dict(urllib.parse.parse_qsl(body[:MAX_FORM].decode("utf-8", "replace"),
-                                            max_num_fields=8)).get("key", "")
+        form = await form_fields(request)
+        if isinstance(form, Response):
+            return form
+        given = form.get("key", "")
         if not hmac.compare_digest(given.encode(), expected):
             return _html(_login(here, "That is not the key."), 401)
         response = RedirectResponse(here.base + "/", 303, headers=HEADERS)
@@ -211,6 +217,12 @@ def create_ui(source: Source, *, api_key: str | None = None) -> Starlette:
         return _html(pages.error_page(here, 404, "not_found", f"no page {request.url.path}"),
                      404)
 
+    async def not_allowed(request: Request, exc: Any) -> Response:
+        here = here_of(request)
+        return _html(pages.error_page(here, 405, "invalid_request",
+                                      f"{request.method} is not allowed on "
+                                      f"{request.url.path}"), 405)
+
     routes = [
         Route("/", page(pages.facts_page), methods=["GET"]),
         Route("/fact", page(pages.fact_page), methods=["GET"]),
@@ -222,7 +234,7 @@ def create_ui(source: Source, *, api_key: str | None = None) -> Starlette:
         Route("/login", login, methods=["GET", "POST"]),
         Route("/static/{name}", static_file, methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
+    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed})
 
 
 def _login(here: Here, problem: str) -> str:

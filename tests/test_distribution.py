@@ -79,3 +79,17 @@ def test_the_license_file_is_the_apache_2_license_pyproject_declares() -> None:
     assert "Apache License" in text and "Version 2.0, January 2004" in text
     assert "END OF TERMS AND CONDITIONS" in text
     assert len(text) > 10_000  # the whole text, not a pointer to it
+
+
+def test_the_wheel_carries_every_file_the_inspector_serves() -> None:
+    import fnmatch
+
+    patterns = _pyproject()["tool"]["setuptools"]["package-data"]["holomem.api.doors.ui"]
+    static = os.path.join(ROOT, "holomem", "api", "doors", "ui", "static")
+    files = sorted(os.listdir(static))
+    assert files
+    for name in files:
+        assert any(fnmatch.fnmatch(f"static/{name}", p) for p in patterns), name
+    from holomem.api.doors.ui.routes import STATIC
+
+    assert set(STATIC) == set(files)

@@ -33,8 +33,8 @@ from holomem.api.memory.requests import (
     CompileContextRequest,
     EntityProfileRequest,
     ExplainRequest,
+    FactRequest,
     ForgetRequest,
-    IdRequest,
     ListNamespacesRequest,
     ListRequest,
     ListWorkingContextsRequest,
@@ -53,7 +53,7 @@ from ._readme import ROOT, blocks
 REQUESTS: dict[str, type[Any]] = {
     "remember": RememberInput, "remember_conversation": RememberConversationRequest,
     "recall": RecallRequest, "explain": ExplainRequest,
-    "forget": ForgetRequest, "history": IdRequest, "get": IdRequest, "list": ListRequest,
+    "forget": ForgetRequest, "history": FactRequest, "get": FactRequest, "list": ListRequest,
     "list_namespaces": ListNamespacesRequest, "compile_context": CompileContextRequest,
     "save_working_context": SaveWorkingContextRequest,
     "load_working_context": LoadWorkingContextRequest,

@@ -76,6 +76,14 @@ class IdRequest(Request, frozen=True, kw_only=True):
     id: str
 
 
+class FactRequest(IdRequest, frozen=True, kw_only=True):
+    """``get`` and ``history``: one fact, its status at ``as_of`` (default now) knowing
+    only what was ingested by ``known_at``."""
+
+    as_of: int | None = None
+    known_at: int | None = None
+
+
 class EntityRequest(Request, frozen=True, kw_only=True):
     entity: str
     k: int = 10
@@ -126,6 +134,8 @@ class ListRequest(Request, frozen=True, kw_only=True):
     filter: ListFilter | None = None
     history: History = "all"
     namespace: NamespaceArg = None
+    as_of: int | None = None
+    known_at: int | None = None
 
 
 class ListNamespacesRequest(Request, frozen=True, kw_only=True):

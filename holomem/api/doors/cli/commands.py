@@ -24,6 +24,7 @@ answers are printed :mod:`.printing`'s.
     holomem profile STORE NAME [--as-of W] [--namespace NS] [--cursor C | --all]
     holomem info | config | export | import STORE ...    holomem fsck STORE [...]
     holomem serve | mcp | demo | hermes install
+    holomem ui STORE [--port P] [--host H] [--api-key-file F] [--read-only]
 
 W is milliseconds since the epoch or an ISO 8601 date or date and time (UTC unless it
 gives an offset). ``--json`` prints one indented document, ``--jsonl`` one object per
@@ -242,7 +243,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "info": store.info, "config": store.config,
     "export": store.export, "import": store.import_,
     "fsck": lambda args: servers.fsck(args.args), "serve": servers.serve,
-    "mcp": servers.mcp, "hermes": servers.hermes, "demo": servers.demo,
+    "mcp": servers.mcp, "ui": servers.ui, "hermes": servers.hermes, "demo": servers.demo,
 }
 
 

@@ -260,7 +260,7 @@ def _store_commands(command: Command) -> None:
 
 
 def _server_commands(command: Command) -> None:
-    """serve, mcp, hermes install, demo."""
+    """serve, mcp, ui, hermes install, demo."""
     srv = command("serve", "serve the JSON contract over HTTP, with tenants")
     srv.add_argument("--data", required=True, metavar="DIR",
                      help="directory holding the tenants' stores")
@@ -308,6 +308,24 @@ def _server_commands(command: Command) -> None:
                      "there; --data must be that server's DATA/tenants/<tenant>")
     mcp.add_argument("--api-key-file", metavar="F",
                      help="file holding the API key of --server")
+    ui = command("ui", "serve the inspector: web pages over one store (docs/ui.md)")
+    _store_options(ui)
+    ui.add_argument("--host", default="127.0.0.1", help="the address to bind (default "
+                    "127.0.0.1; any other that is not loopback needs --api-key-file)")
+    ui.add_argument("--port", type=int, default=8765, help="the port (default 8765; 0: "
+                    "one the system picks, printed on stderr)")
+    ui.add_argument("--api-key-file", metavar="F",
+                    help="file holding the key a browser signs in with (or a client "
+                    "sends as X-API-Key)")
+    ui.add_argument("--read-only", action="store_true",
+                    help="never write, even when no other process writes the store "
+                    "(forget is refused)")
+    _config_options(ui, "for this store: it must be the store's")
+    ui.add_argument("--allow-host", action="append", default=[], metavar="NAME[:PORT]",
+                    help="another Host name browsers may use (repeatable)")
+    ui.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                    help="another browser origin allowed to post forms (repeatable; "
+                    "none by default)")
     hermes = command("hermes", "Hermes Agent integration")
     hermes_sub = hermes.add_subparsers(dest="hermes_command", required=True, metavar="ACTION",
                                        help="install: write the plugin")

@@ -1,4 +1,4 @@
-"""The CLI's servers and integrations: ``serve``, ``mcp``, ``hermes install``, ``demo``,
+"""The CLI's servers and integrations: ``serve``, ``mcp``, ``ui``, ``hermes install``, ``demo``,
 and ``fsck`` (a child ``python -m holomem.fsck``). Each imports what it runs only when
 it runs, so that ``holomem`` works without the serve extra.
 """
@@ -151,6 +151,13 @@ def mcp(args: argparse.Namespace) -> int:
         print(served.describe(), file=sys.stderr)
     serve(served)
     return 0
+
+
+def ui(args: argparse.Namespace) -> int:
+    """The inspector for one store (:mod:`holomem.api.doors.ui.running`)."""
+    from holomem.api.doors.ui.running import run
+
+    return run(args)
 
 
 def hermes(args: argparse.Namespace) -> int:

@@ -26,7 +26,10 @@ Routes (JSON in and out; every error, 404 and 405 included, is
 - ``GET /healthz`` — ``{"status": "ok"}``; ``openTenants`` too when authorised;
 - ``GET /openapi.json`` — the OpenAPI 3.1 document of all of them;
 - ``POST|GET|DELETE /mcp`` — the MCP tools over streamable HTTP
-  (:mod:`holomem.api.doors.mcp.streamable`).
+  (:mod:`holomem.api.doors.mcp.streamable`);
+- ``/ui/`` — the inspector's HTML pages for the tenants (:mod:`holomem.api.doors.ui`;
+  ``?tenant=ID`` picks one), behind the same key: a browser signs in with it once
+  (a cookie), and its forms may post from the server's own origin.
 
 Every name is camelCase, the engine's results too (``lexicalScore``).
 
@@ -80,7 +83,7 @@ try:
     from starlette.middleware.cors import CORSMiddleware
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
-    from starlette.routing import Route
+    from starlette.routing import Mount, Route
     from starlette.types import ASGIApp
 except ImportError as _missing:  # the serve extra is not installed
     raise missing_extra(_missing, "holomem.api.doors.http.server", "serve") from _missing
@@ -105,6 +108,8 @@ from holomem.api.doors.http.webguard import (
     read_body,
 )
 from holomem.api.doors.mcp.streamable import McpEndpoint
+from holomem.api.doors.ui.routes import create_ui
+from holomem.api.doors.ui.source import Tenants
 from holomem.api.engine import DocumentInput
 from holomem.api.memory import checks, ops
 from holomem.api.memory.aio import offload
@@ -122,6 +127,8 @@ MAX_BODY = 1 << 20
 MAX_BATCH = 1000
 #: Worker threads for blocking calls (Starlette's own thread pool has 40).
 WORKERS = 40
+#: Where the inspector's pages are (docs/ui.md).
+UI_PREFIX = "/ui"
 #: How long a stop (SIGINT, SIGTERM) waits for the requests in flight, in seconds.
 STOP_GRACE = 1.0
 
@@ -313,10 +320,12 @@ def create_app(data_dir: str, *, api_key: str | None = None,
         Route("/api/v1/documents/search", search, methods=["POST"]),
         Route("/api/v1/documents/{doc_id:path}", document, methods=["GET", "DELETE"]),
         Route("/mcp", mcp, methods=["POST", "GET", "DELETE"]),
+        # The inspector's pages for the tenants (docs/ui.md), behind the same key.
+        Mount(UI_PREFIX, app=create_ui(Tenants(pool), api_key=api_key)),
     ]
     # The access log first: it sees every request, those the guard refuses too.
     middleware = [Middleware(AccessLog, routes=routes, ops=ops.OPS),
-                  Middleware(Guard, hosts=hosts, origins=origins)]
+                  Middleware(Guard, hosts=hosts, origins=origins, own_pages=UI_PREFIX + "/")]
     # The same two for the requests the memory route takes directly (Front).
     log = AccessLog(None, routes=routes, ops=ops.OPS)  # type: ignore[arg-type]
     guard = Guard(None, hosts=hosts, origins=origins)  # type: ignore[arg-type]

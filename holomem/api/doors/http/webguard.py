@@ -162,14 +162,29 @@ def origins(allowed: Iterable[str]) -> frozenset[str]:
 class Guard:
     """Refuses, before routing, what no client of this server sends: a head with too
     many or too large headers (431), a Host that is not this server, or an Origin
-    that is not allowed (403)."""
+    that is not allowed (403).
 
-    def __init__(self, app: ASGIApp, *, hosts: Hosts, origins: frozenset[str]) -> None:
+    ``own_pages``: a path prefix whose requests may also come from this server's own
+    pages (the inspector's forms): there an Origin that is ``http://`` and the request's
+    Host — checked first, so never a rebound name — is allowed too.
+    """
+
+    def __init__(self, app: ASGIApp, *, hosts: Hosts, origins: frozenset[str],
+                 own_pages: str | None = None) -> None:
         self.app = app
         self.hosts = hosts
         self.origins = origins
+        self.own_pages = own_pages
 
-    def refusal(self, raw_headers: list[tuple[bytes, bytes]]) -> JSONResponse | None:
+    def _allowed(self, origin: bytes, host: bytes, path: str) -> bool:
+        value = origin.decode("latin-1").lower()
+        if value in self.origins:
+            return True
+        return (self.own_pages is not None and path.startswith(self.own_pages)
+                and value == "http://" + host.decode("latin-1").lower())
+
+    def refusal(self, raw_headers: list[tuple[bytes, bytes]],
+                path: str = "") -> JSONResponse | None:
         size = 0
         hosts: list[bytes] = []
         origins: list[bytes] = []
@@ -185,15 +200,14 @@ class Guard:
         if len(hosts) != 1 or not self.hosts.accept(hosts[0].decode("latin-1")):
             return error_response(403, "forbidden", "the Host header does not name this server "
                           "(allow other names with --allow-host)")
-        if origins and (len(origins) > 1
-                        or origins[0].decode("latin-1").lower() not in self.origins):
+        if origins and (len(origins) > 1 or not self._allowed(origins[0], hosts[0], path)):
             return error_response(403, "forbidden", "requests from this Origin are not allowed "
                           "(allow one with --allow-origin)")
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            refused = self.refusal(scope["headers"])
+            refused = self.refusal(scope["headers"], scope.get("path", ""))
             if refused is not None:
                 await refused(scope, receive, send)
                 return

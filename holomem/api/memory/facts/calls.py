@@ -31,21 +31,32 @@ from holomem.errors import InvalidError, NotFoundError
 from holomem.events import ConfidenceSet, Event, FeedbackGiven
 
 
-def get(s: Session, /, id: str) -> FactRecord | None:
-    """One stored fact, with its status now, or None. Errors: ``invalid_request``."""
+def _moment(s: Session, as_of: Any, known_at: Any) -> tuple[int, int | None]:
+    """The evaluation time (``as_of``, default now) and ``known_at``, checked."""
+    at = validate.to_ms(as_of, "as_of")
+    return (s.clock.now_ms() if at is None else at), validate.to_ms(known_at, "known_at")
+
+
+def get(s: Session, /, id: str, as_of: Any = None,
+        known_at: Any = None) -> FactRecord | None:
+    """One stored fact, with its status at ``as_of`` (default now), or None; with
+    ``known_at``, as it was known then (None if it was ingested later).
+    Errors: ``invalid_request``."""
     fid = validate.doc_id(id)
-    now = s.clock.now_ms()
-    return s.store.read(lambda view: records.get(view, fid, now))
+    at, known = _moment(s, as_of, known_at)
+    return s.store.read(lambda view: records.get(view, fid, at, known))
 
 
-def history(s: Session, /, id: str) -> builtins.list[FactRecord]:
-    """Every version of ``id``'s supersession chain, in effect order, status now.
+def history(s: Session, /, id: str, as_of: Any = None,
+            known_at: Any = None) -> builtins.list[FactRecord]:
+    """Every version of ``id``'s supersession chain, in effect order, statuses at
+    ``as_of`` (default now); with ``known_at``, only the versions ingested by then.
 
-    Errors: ``invalid_request``, ``not_found``.
+    Errors: ``invalid_request``, ``not_found`` (also a fact ingested after ``known_at``).
     """
     fid = validate.doc_id(id)
-    now = s.clock.now_ms()
-    return s.store.read(lambda view: records.history(view, fid, now))
+    at, known = _moment(s, as_of, known_at)
+    return s.store.read(lambda view: records.history(view, fid, at, known))
 
 
 def info(s: Session, /) -> MemoryInfo:
@@ -65,8 +76,13 @@ def info(s: Session, /) -> MemoryInfo:
 
 def list_facts(s: Session, /, cursor: str | None = None, limit: int = 100,
          filter: ListFilter | Mapping[str, Any] | None = None,
-         history: str = "all", namespace: Sequence[str] | None = None) -> ListPage:
+         history: str = "all", namespace: Sequence[str] | None = None,
+         as_of: Any = None, known_at: Any = None) -> ListPage:
     """Every stored fact with its status, in write order, a page at a time.
+
+    ``as_of`` evaluates every status (and the status filter) at that time instead of
+    now; ``known_at`` leaves out the facts ingested after it and reads statuses and
+    links as they were known then.
 
     Exhaustive and stable: a walk interleaved with writes sees every fact exactly
     once. Limits: ``limit`` <= ``listing.MAX_LIMIT``; a page examines at most
@@ -75,8 +91,8 @@ def list_facts(s: Session, /, cursor: str | None = None, limit: int = 100,
     Errors: ``invalid_request``, ``limit``.
     """
     req = listing.request(cursor, limit, filter, history, namespace)
-    now = s.clock.now_ms()
-    return s.store.read(lambda view: listing.page(view, req, now))
+    at, known = _moment(s, as_of, known_at)
+    return s.store.read(lambda view: listing.page(view, req, at, known))
 
 
 def list_namespaces(s: Session, /, prefix: Sequence[str] | None = None,

@@ -71,8 +71,9 @@ def request(cursor: object, limit: object, filter: ListFilter | Mapping[str, Any
                    validate.namespace(namespace), filters.compile_filter(flt.conditions()))
 
 
-def page(view: View, req: Listing, now: int) -> ListPage:
-    """One page of the walk, statuses at ``now``."""
+def page(view: View, req: Listing, now: int, known_at: int | None = None) -> ListPage:
+    """One page of the walk, statuses at ``now`` as known at ``known_at`` (the facts
+    ingested after it left out)."""
     cursor, limit, flt, history, prefix, where = req
     start = 0
     if cursor is not None:
@@ -100,18 +101,20 @@ def page(view: View, req: Listing, now: int) -> ListPage:
         live = live[np.isin(live, view.entities.slots(flt.entity))]
     if where is not None:
         live = live[filters.evaluate(view, where)[live]]
+    if known_at is not None:  # a plain document has no ingest time: always known
+        live = live[~facts.is_fact.view()[live] | (facts.ingest.view()[live] <= known_at)]
     out: list[FactRecord] = []
     last = start - 1
     scanned = 0
     for s in live[:MAX_SCAN].tolist():
         scanned += 1
         last = s
-        status = facts.status(s, now)
+        status = facts.status(s, now, known_at)
         if flt.status is not None and status != flt.status:
             continue
         if not wanted(history, status):
             continue
-        out.append(fact_record(view, s, now))
+        out.append(fact_record(view, s, now, known_at))
         if len(out) >= limit:
             break
     more = bool(len(live)) and last < int(live[-1])

@@ -134,17 +134,29 @@ def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None
     return out
 
 
-def get(view: View, fact_id: str, at: int) -> FactRecord | None:
+def _known(view: View, slot: int, known_at: int | None) -> bool:
+    """Whether the document in ``slot`` was ingested by ``known_at`` (a plain
+    document, which has no ingest time, always is)."""
+    return not view.facts.is_fact[slot] or view.facts.known(slot, known_at)
+
+
+def get(view: View, fact_id: str, at: int, known_at: int | None = None) -> FactRecord | None:
     slot = view.slot(fact_id)
-    return None if slot < 0 else fact_record(view, slot, at)
+    if slot < 0 or not _known(view, slot, known_at):
+        return None
+    return fact_record(view, slot, at, known_at)
 
 
-def history(view: View, fact_id: str, at: int) -> list[FactRecord]:
-    """Every version of ``fact_id``'s supersession chain, in effect order.
+def history(view: View, fact_id: str, at: int, known_at: int | None = None
+            ) -> list[FactRecord]:
+    """Every version of ``fact_id``'s supersession chain, in effect order; with
+    ``known_at``, those ingested by then.
 
-    Errors: ``not_found``.
+    Errors: ``not_found`` (also a fact ingested after ``known_at``).
     """
-    if view.slot(fact_id) < 0:
+    slot = view.slot(fact_id)
+    if slot < 0 or not _known(view, slot, known_at):
         raise NotFoundError(f"no fact {fact_id!r}")
     chain = view.facts.chain(fact_id) or [fact_id]
-    return [fact_record(view, view.slot(i), at) for i in chain]
+    slots = [view.slot(i) for i in chain]
+    return [fact_record(view, s, at, known_at) for s in slots if _known(view, s, known_at)]

@@ -86,6 +86,120 @@ def test_a_turn_borrows_from_its_best_answer_with_its_own_weight(store: Store) -
     assert got[0].score == pytest.approx(answer.score)
 
 
+def remember_unlinked(s: Store, turns: list[dict[str, str]], session: str, first: int = 0
+                      ) -> list[str]:
+    """``turns`` stored one fact each with speaker, session and position, no link."""
+    got = Memory(s, clock=ManualClock(NOW)).remember_many(
+        [{"text": t["text"], "speaker": t["speaker"], "session": session,
+          "position": first + n} for n, t in enumerate(turns)])
+    return [r.id for r in got]
+
+
+def test_a_reply_stored_without_replies_to_still_lends_its_score_to_its_answer(
+        tmp_path: Path) -> None:
+    q = "how often do you work out together"
+    with Store.open(tmp_path / "s", sync="none") as s:
+        asked, answer, *_ = remember_unlinked(s, WORKOUT, "gym")
+        assert Memory(s, clock=ManualClock(NOW)).links(answer).links == []
+        stored = memory_with(s, DialogueConfig(replies=Replies(answer=0.5)))
+        assert answer not in [r.id for r in stored.recall(q)]  # no link, no share
+        m = memory_with(s, DialogueConfig(replies=Replies(answer=0.5, infer=True)))
+        got = m.recall(q)
+        assert [r.id for r in got[:2]] == [asked, answer]
+        assert got[1].score == pytest.approx(0.5 * got[0].score)
+        why = m.explain(q, answer)
+        assert why.dialogue is not None
+        assert why.dialogue.reply_inferred == why.dialogue.reply_bonus == pytest.approx(
+            0.5 * got[0].score)
+    # The same turns stored by remember_conversation (links written): the same ranking,
+    # and nothing of it inferred.
+    with Store.open(tmp_path / "linked", sync="none") as s:
+        Memory(s, clock=ManualClock(NOW)).remember_conversation(WORKOUT, session="gym")
+        linked = memory_with(s, DialogueConfig(replies=Replies(answer=0.5, infer=True)))
+        assert [(r.text, r.score) for r in linked.recall(q)] == [
+            (r.text, r.score) for r in got]
+        why = linked.explain(q, linked.recall(q)[1].id)
+        assert why.dialogue is not None and why.dialogue.reply_inferred == 0.0
+        assert why.dialogue.reply_bonus > 0
+
+
+def test_a_turn_borrows_from_an_inferred_answer_with_the_question_weight(
+        tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as s:
+        asked, answer, *_ = remember_unlinked(s, WORKOUT, "gym")
+        m = memory_with(s, DialogueConfig(replies=Replies(question=0.25, infer=True)))
+        got = m.recall("three times a week")
+        assert [r.id for r in got] == [answer, asked]
+        assert got[1].score == pytest.approx(0.25 * got[0].score)
+
+
+def test_an_inferred_reply_follows_the_reply_rule_and_never_a_stored_link(
+        tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as s:
+        ids = remember_unlinked(s, [
+            {"speaker": "Ann", "text": "Where did you hike in June?"},
+            {"speaker": "Ann", "text": "Somewhere with lakes I guess."},
+            {"speaker": "Bob", "text": "Up on the ridge."},
+            {"speaker": "Bob", "text": "Then down to the valley."},
+        ], "walks")
+        # Another session: never a partner.
+        other = remember_unlinked(s, [{"speaker": "Bob", "text": "No idea."}], "other", 1)
+        m = memory_with(s, DialogueConfig(replies=Replies(answer=1.0, infer=True)))
+        q = "where did you hike in June"
+        # Both of Bob's turns answer Ann's nearest turn (the second, which matches
+        # nothing), not her first.
+        assert [r.id for r in m.recall(q)] == [ids[0]]
+        got = {r.id: r.score for r in m.recall(q + ", lakes?")}
+        assert set(got) == set(ids) and other[0] not in got
+        assert got[ids[2]] == pytest.approx(got[ids[1]]) == pytest.approx(got[ids[3]])
+        # A turn with a stored replies_to link of its own keeps only that one.
+        Memory(s, clock=ManualClock(NOW)).relate(ids[3], ids[0], "replies_to")
+        got = {r.id: r.score for r in m.recall(q)}
+        assert set(got) == {ids[0], ids[3]}
+        assert got[ids[3]] == pytest.approx(got[ids[0]])
+        why = m.explain(q, ids[3])
+        assert why.dialogue is not None and why.dialogue.reply_inferred == 0.0
+
+
+def test_the_session_prior_brings_the_best_matching_session_forward(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as s:
+        m0 = Memory(s, clock=ManualClock(NOW))
+        m0.remember_conversation([
+            {"speaker": "Tim", "text": "We adopted a puppy, a tiny beagle puppy."},
+            {"speaker": "Ann", "text": "So what did you end up calling the beagle?"},
+        ], session="dogs")
+        m0.remember_conversation([{"speaker": "Ann", "text": "A beagle barks next door."}],
+                                 session="noise")
+        q = "what is the name of Tim's beagle puppy"
+        plain = {r.text: r.score for r in memory_with(s, DialogueConfig()).recall(q)}
+        name, noise = "So what did you end up calling the beagle?", "A beagle barks next door."
+        assert plain[noise] > plain[name]
+        m = memory_with(s, DialogueConfig(session=1.0))
+        got = {r.text: (r.id, r.score) for r in m.recall(q)}
+        assert got[name][1] > got[noise][1]
+        top = max(plain.values())
+        assert got[name][1] == pytest.approx(2.0 * plain[name])
+        assert got[noise][1] == pytest.approx((1 + plain[noise] / top) * plain[noise])
+        why = m.explain(q, got[name][0])
+        assert why.dialogue is not None and why.dialogue.session_multiplier == 2.0
+        assert why.score == pytest.approx(got[name][1])
+
+
+def test_the_session_prior_leaves_facts_outside_sessions_alone(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as s:
+        m0 = Memory(s, clock=ManualClock(NOW))
+        m0.remember_conversation([{"speaker": "Tim", "text": "Beagles bark."}], session="a")
+        m0.remember_many([{"text": "Beagles are hounds."}])
+        remember_unlinked(s, [{"speaker": "Tim", "text": "Beagles howl."}], "a", 1)
+        q = "beagles"
+        plain = {r.text: r.score for r in memory_with(s, DialogueConfig()).recall(q)}
+        got = {r.text: r.score for r in memory_with(s, DialogueConfig(session=1.0)).recall(q)}
+        assert got["Beagles are hounds."] == plain["Beagles are hounds."]
+        # Both turns are in session "a" of the root namespace: one session, one best.
+        assert {got["Beagles bark."] / plain["Beagles bark."],
+                got["Beagles howl."] / plain["Beagles howl."]} == {2.0}
+
+
 def test_a_named_speaker_is_matched_against_the_speaker_field(tmp_path: Path) -> None:
     with Store.open(tmp_path / "s", sync="none") as s:
         Memory(s, clock=ManualClock(NOW)).remember_conversation([
@@ -190,9 +304,14 @@ def test_the_conversation_configuration_is_plain_data() -> None:
         c = MemoryConfig.conversation(embedder)
         assert c.embedder == embedder and isinstance(c.dialogue, DialogueConfig)
         assert config_from_json(config_to_json(c)) == c
-    assert msgspec.json.decode(config_to_json(MemoryConfig.conversation()))["dialogue"][
-        "speaker"] == 1.0
+    lexical = msgspec.json.decode(config_to_json(MemoryConfig.conversation()))["dialogue"]
+    assert (lexical["speaker"], lexical["session"], lexical["replies"]["infer"]) == (
+        1.0, 1.0, True)
+    assert MemoryConfig.conversation("minilm").dialogue == DialogueConfig(
+        speaker=1.0, mute_speakers=True, dates=1.0, session=1.0)
     with pytest.raises(InvalidError):
         config_from_json('{"dialogue": {"speaker": -1}}')
     with pytest.raises(InvalidError):
         config_from_json('{"dialogue": {"replies": {"answer": 2}}}')
+    with pytest.raises(InvalidError):
+        config_from_json('{"dialogue": {"session": 11}}')

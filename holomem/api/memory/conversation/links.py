@@ -2,9 +2,11 @@
 turns an extracted fact came from (docs/contract.md §4g).
 
 Owns: the reply rule and its window (:data:`REPLY_WINDOW`), the relation names
-(:data:`REPLIES_TO`, :data:`DERIVED_FROM`), and the plan of the links, run under the
+(:data:`REPLIES_TO`, :data:`DERIVED_FROM`), the plan of the links, run under the
 write lock with the view and the results of the facts planned in the same
-transaction. Imports the engine's view, the graph's limits, the types and the events.
+transaction, and the rule read back over stored turns (:func:`answered`: what
+recall's dialogue signals infer for a turn stored without a link). Imports the
+engine's view, the graph's limits, the types and the events.
 
 The reply rule, written down once: a turn answers the nearest earlier turn of its
 session (same namespace) said by *another* speaker, looking back at most
@@ -62,6 +64,25 @@ def plan(view: View, results: list[Remembered], turns: Sequence[PlannedTurn],
     for r, of in zip(results[len(turns):], sources, strict=True):
         wanted.extend((r.id, ids[k], DERIVED_FROM) for k in of)
     return _new_links(view, wanted, now)
+
+
+def answered(view: View, fid: str) -> str | None:
+    """The stored turn that the stored turn ``fid`` answers by the reply rule (the
+    nearest earlier turn of its session and namespace said by another speaker, at most
+    :data:`REPLY_WINDOW` positions back), whatever links are stored; None when it is
+    no turn with a speaker, session and position, or no such turn is there."""
+    facts, turns = view.facts, view.facts.turns
+    turn = turns.get(fid)
+    slot = facts.slot(fid)
+    if (turn is None or turn.session is None or turn.position is None
+            or turn.speaker is None or slot < 0):
+        return None
+    earlier = _stored_before(view, facts.namespace(slot), turn.session, turn.position)
+    for q in range(turn.position - 1, max(-1, turn.position - 1 - REPLY_WINDOW), -1):
+        said = earlier.get(q)
+        if said is not None and said[0] != turn.speaker:
+            return said[1]
+    return None
 
 
 def _stored_before(view: View, namespace: tuple[str, ...], session: str, first: int

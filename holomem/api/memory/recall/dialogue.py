@@ -33,7 +33,7 @@ from holomem.api.engine import View
 from holomem.api.memory import dates
 from holomem.api.memory.config import DialogueConfig
 from holomem.api.memory.conversation import links
-from holomem.api.memory.conversation.links import REPLIES_TO, REPLY_WINDOW
+from holomem.api.memory.conversation.links import REPLIES_TO
 from holomem.projections.fusion import Fusion
 from holomem.projections.temporal import UNSET
 
@@ -204,10 +204,10 @@ def _links(view: View, best: np.ndarray, infer: bool
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(answers, the turn each answers, whether the link is inferred) touching
     ``best``: the stored ``replies_to`` links, and with ``infer`` the reply rule's
-    (:func:`~holomem.api.memory.conversation.links.answered`) for turns stored with
-    no such link of their own — a turn of ``best`` answers the turn the rule names,
-    and a later turn of its session, at most :data:`REPLY_WINDOW` positions on,
-    answers it when the rule says so."""
+    (:func:`~holomem.api.memory.conversation.links.answered` and
+    :func:`~holomem.api.memory.conversation.links.answering`) for the turns stored
+    with no such link of their own: a turn of ``best`` answers the turn the rule
+    names, and the turns the rule says answer it answer it."""
     rel = view.relations
     rid = rel.relation_id(REPLIES_TO)
     src = dst = np.zeros(0, dtype=np.int64)
@@ -216,44 +216,26 @@ def _links(view: View, best: np.ndarray, infer: bool
     stored = np.zeros(len(src), dtype=bool)
     if not infer:
         return src, dst, stored
-    facts, turns, id_of = view.facts, view.facts.turns, view.id_of
-    mine: list[tuple[int, str]] = []  # (slot, id) of the turns of best with a place
-    later: dict[int, list[tuple[int, str]]] = {}  # best slot -> the turns after it
-    for slot in best.tolist():
-        fid = id_of(slot)
-        turn = turns.get(fid)
-        if turn is None or turn.session is None or turn.position is None:
-            continue
-        mine.append((slot, fid))
-        after = later[slot] = []
-        for d in range(1, REPLY_WINDOW + 1):
-            for other in turns.at(turn.session, turn.position + d):
-                at = facts.slot(other)
-                if at >= 0:
-                    after.append((at, other))
-    if not mine:
-        return src, dst, stored
-    # Turns with a replies_to link of their own are answered by it alone.
-    near = np.unique(np.array([at for after in later.values() for at, _ in after],
-                              dtype=np.int64))
+    facts, id_of = view.facts, view.id_of
     linked = set(src.tolist())  # (every link leaving a turn of best is among them)
-    if rid >= 0 and len(near):
-        linked.update(_stored(view, rid, near)[0].tolist())
-    rule: dict[int, str | None] = {}
+    known = set(zip(src.tolist(), dst.tolist(), strict=True))
 
-    def answered(slot: int, fid: str) -> str | None:
-        if slot not in rule:
-            rule[slot] = links.answered(view, fid)
-        return rule[slot]
+    def unlinked(slot: int) -> bool:
+        return slot not in linked and (rid < 0 or all(
+            rel.rel.item(r) != rid for r in rel.rows(slot, "out")))
 
     pairs: set[tuple[int, int]] = set()
-    for slot, fid in mine:
+    for slot in best.tolist():
+        fid = id_of(slot)
+        if fid not in facts.turns.of:
+            continue
         if slot not in linked:
-            to = answered(slot, fid)
+            to = links.answered(view, fid)
             if to is not None:
                 pairs.add((slot, facts.slot(to)))
-        for at, other in later[slot]:
-            if at not in linked and answered(at, other) == fid:
+        for later in links.answering(view, fid):
+            at = facts.slot(later)
+            if (at, slot) not in known and unlinked(at):
                 pairs.add((at, slot))
     if not pairs:
         return src, dst, stored

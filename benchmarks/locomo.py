@@ -22,7 +22,8 @@ recall_all@5, recall_any@10 and MRR, for:
 - ``conversation``: ``MemoryConfig.conversation()`` (the context policy, reply
   links, speaker matching, the date prior and the session prior), and each of its
   signals turned off one at a time (``conversation-replies``, ``-speaker``,
-  ``-dates``, ``-session``, ``-mute``, ``-context``) and the ones it leaves off turned
+  ``-dates``, ``-session``, ``-mute``, ``-context``; ``-fusion``: the default fusion
+  instead of the bounded one ``conversation("minilm")`` takes) and the ones it leaves off turned
   on (``+mute``: speaker names out of BM25's words; ``+replies`` with the
   embedder): the ablation;
 - ``conversation unlinked`` (and ``…-infer``): the same configuration over the same
@@ -114,6 +115,8 @@ def ablations(base: MemoryConfig, prefix: str) -> dict[str, MemoryConfig]:
         out[f"{prefix}+mute"] = msgspec.structs.replace(
             base, dialogue=msgspec.structs.replace(d, mute_speakers=True))
     out[f"{prefix}-context"] = msgspec.structs.replace(base, context="none")
+    if base.fusion != MemoryConfig().fusion:
+        out[f"{prefix}-fusion"] = msgspec.structs.replace(base, fusion=MemoryConfig().fusion)
     return out
 
 

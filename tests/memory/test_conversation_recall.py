@@ -16,6 +16,7 @@ from holomem import ManualClock, Memory, MemoryConfig, Store
 from holomem.api.memory import dates
 from holomem.api.memory.config import (
     DialogueConfig,
+    FusionConfig,
     Replies,
     config_from_json,
     config_to_json,
@@ -307,8 +308,11 @@ def test_the_conversation_configuration_is_plain_data() -> None:
     lexical = msgspec.json.decode(config_to_json(MemoryConfig.conversation()))["dialogue"]
     assert (lexical["speaker"], lexical["session"], lexical["replies"]["infer"]) == (
         1.0, 1.0, True)
-    assert MemoryConfig.conversation("minilm").dialogue == DialogueConfig(
-        speaker=1.0, mute_speakers=True, dates=1.0, session=1.0)
+    embedded = MemoryConfig.conversation("minilm")
+    assert embedded.dialogue == DialogueConfig(speaker=1.0, mute_speakers=True, dates=1.0,
+                                               session=1.0)
+    assert embedded.fusion == FusionConfig(method="bounded")
+    assert MemoryConfig.conversation().fusion == MemoryConfig().fusion
     with pytest.raises(InvalidError):
         config_from_json('{"dialogue": {"speaker": -1}}')
     with pytest.raises(InvalidError):

@@ -233,14 +233,16 @@ class MemoryConfig(_Config, frozen=True):
         development set (benchmarks/locomo.py): the context policy (weight 0.4, window
         2), speaker matching, the date prior and the session prior (each a multiplier of
         up to 2), without an embedder the reply share (0.2, links inferred for turns
-        stored without one), with it speaker names muted in BM25's words; the built-in
-        ``embedder`` named (or none). Plain data: print it, store it, change a part
-        with ``msgspec.structs.replace``."""
+        stored without one); with the built-in ``embedder`` named, speaker names muted
+        in BM25's words and the ``bounded`` fusion (a clearly better semantic match is
+        not beaten by a weak lexical hit). Plain data: print it, store it, change a
+        part with ``msgspec.structs.replace``."""
         weight, window = CONVERSATION_CONTEXT
-        return cls(context=ContextConfig(neighbors=Neighbors(weight=weight, window=window)),
-                   dialogue=(CONVERSATION_DIALOGUE if embedder is None
-                             else CONVERSATION_DIALOGUE_EMBEDDED),
-                   embedder=embedder)
+        context = ContextConfig(neighbors=Neighbors(weight=weight, window=window))
+        if embedder is None:
+            return cls(context=context, dialogue=CONVERSATION_DIALOGUE)
+        return cls(context=context, dialogue=CONVERSATION_DIALOGUE_EMBEDDED,
+                   fusion=CONVERSATION_FUSION_EMBEDDED, embedder=embedder)
 
 
 #: The recommended conversation configuration's parts (:meth:`MemoryConfig.conversation`):
@@ -250,12 +252,14 @@ class MemoryConfig(_Config, frozen=True):
 #: less); without an embedder an answer borrows a fifth of its question's score (with
 #: MiniLM the reply share lowered recall on the LoCoMo development set, so it is off,
 #: and the names a question gives are matched against the speaker field only: muted,
-#: they gained there and lost without the embedder).
+#: they gained there and lost without the embedder). With the embedder, the bounded
+#: fusion: most misses share no content word with their evidence (issue 30).
 CONVERSATION_CONTEXT = (0.4, 2)
 CONVERSATION_DIALOGUE = DialogueConfig(replies=Replies(answer=0.2, infer=True), speaker=1.0,
                                        dates=1.0, session=1.0)
 CONVERSATION_DIALOGUE_EMBEDDED = DialogueConfig(speaker=1.0, mute_speakers=True, dates=1.0,
                                                 session=1.0)
+CONVERSATION_FUSION_EMBEDDED = FusionConfig(method="bounded")
 
 
 def config_from_json(data: bytes | str) -> MemoryConfig:

@@ -201,6 +201,22 @@ def test_the_session_prior_leaves_facts_outside_sessions_alone(tmp_path: Path) -
                 got["Beagles howl."] / plain["Beagles howl."]} == {2.0}
 
 
+def test_a_session_of_the_session_prior_is_one_within_its_namespace(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as s:
+        m0 = Memory(s, clock=ManualClock(NOW))
+        m0.remember_conversation([{"speaker": "Tim", "text": "Beagle puppies howl."}],
+                                 session="s", namespace=["a"])
+        m0.remember_conversation([{"speaker": "Tim", "text": "A beagle, somewhere far away."}],
+                                 session="s", namespace=["b"])
+        q = "beagle puppies"
+        plain = {r.text: r.score for r in memory_with(s, DialogueConfig()).recall(q)}
+        got = {r.text: r.score for r in memory_with(s, DialogueConfig(session=1.0)).recall(q)}
+        strong, weak = "Beagle puppies howl.", "A beagle, somewhere far away."
+        assert got[strong] == 2 * plain[strong]
+        assert got[weak] == pytest.approx((1 + plain[weak] / plain[strong]) * plain[weak])
+        assert got[weak] < 2 * plain[weak]
+
+
 def test_a_named_speaker_is_matched_against_the_speaker_field(tmp_path: Path) -> None:
     with Store.open(tmp_path / "s", sync="none") as s:
         Memory(s, clock=ManualClock(NOW)).remember_conversation([

@@ -171,7 +171,10 @@ def _replies(view: View, config: DialogueConfig, best: np.ndarray, slots: np.nda
     none = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
     if (not a and not q) or not len(best):
         return none
-    src, dst, guessed = _links(view, best, config.replies.infer)
+    # (with no question weight, a turn that matched nothing by itself lends nothing:
+    # the turns answering it need not be looked for)
+    lends = best if q else best[_at(slots, score, best) > 0]
+    src, dst, guessed = _links(view, best, lends if config.replies.infer else None)
     if not len(src):
         return none
     gets: dict[int, float] = {}
@@ -200,21 +203,22 @@ def _replies(view: View, config: DialogueConfig, best: np.ndarray, slots: np.nda
             np.array([inferred.get(s, 0.0) for s in out.tolist()], dtype=np.float64))
 
 
-def _links(view: View, best: np.ndarray, infer: bool
+def _links(view: View, best: np.ndarray, infer: np.ndarray | None
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(answers, the turn each answers, whether the link is inferred) touching
-    ``best``: the stored ``replies_to`` links, and with ``infer`` the reply rule's
-    (:func:`~holomem.api.memory.conversation.links.answered` and
+    ``best``: the stored ``replies_to`` links, and unless ``infer`` is None the reply
+    rule's (:func:`~holomem.api.memory.conversation.links.answered` and
     :func:`~holomem.api.memory.conversation.links.answering`) for the turns stored
     with no such link of their own: a turn of ``best`` answers the turn the rule
-    names, and the turns the rule says answer it answer it."""
+    names, and the turns the rule says answer a turn of ``infer`` (some of ``best``)
+    answer it."""
     rel = view.relations
     rid = rel.relation_id(REPLIES_TO)
     src = dst = np.zeros(0, dtype=np.int64)
     if rid >= 0:
         src, dst = _stored(view, rid, best)
     stored = np.zeros(len(src), dtype=bool)
-    if not infer:
+    if infer is None:
         return src, dst, stored
     facts, id_of = view.facts, view.id_of
     linked = set(src.tolist())  # (every link leaving a turn of best is among them)
@@ -225,6 +229,7 @@ def _links(view: View, best: np.ndarray, infer: bool
             rel.rel.item(r) != rid for r in rel.rows(slot, "out")))
 
     pairs: set[tuple[int, int]] = set()
+    looks = set(infer.tolist())
     for slot in best.tolist():
         fid = id_of(slot)
         if fid not in facts.turns.of:
@@ -233,6 +238,8 @@ def _links(view: View, best: np.ndarray, infer: bool
             to = links.answered(view, fid)
             if to is not None:
                 pairs.add((slot, facts.slot(to)))
+        if slot not in looks:
+            continue
         for later in links.answering(view, fid):
             at = facts.slot(later)
             if (at, slot) not in known and unlinked(at):
@@ -263,15 +270,16 @@ def _sessions(view: View, slots: np.ndarray, score: np.ndarray, looked: np.ndarr
     out = np.ones(len(slots))
     if not boost or not len(slots):
         return out
-    facts, turns, id_of = view.facts, view.facts.turns, view.id_of
-    of: dict[int, tuple[tuple[str, ...], str]] = {}
-    best: dict[tuple[tuple[str, ...], str], float] = {}
-    for i in np.flatnonzero(np.isin(slots, looked) & (score > 0)).tolist():
-        slot = int(slots[i])
-        turn = turns.get(id_of(slot))
+    turns, id_of = view.facts.turns, view.id_of
+    of: dict[int, tuple[int, str]] = {}  # index -> (namespace id, session)
+    best: dict[tuple[int, str], float] = {}
+    wanted = np.flatnonzero(np.isin(slots, looked) & (score > 0))
+    spaces = view.facts.namespaces.of_slot.view()[slots[wanted]].tolist()
+    for i, space in zip(wanted.tolist(), spaces, strict=True):
+        turn = turns.get(id_of(int(slots[i])))
         if turn is None or turn.session is None:
             continue
-        key = (facts.namespace(slot), turn.session)
+        key = (space, turn.session)
         of[i] = key
         best[key] = max(best.get(key, 0.0), float(score[i]))
     if best:

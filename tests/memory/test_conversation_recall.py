@@ -6,6 +6,7 @@ prior, what explain shows, and that a store ranks as before without them.
 from __future__ import annotations
 
 import datetime as dt
+import random
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,33 @@ def test_an_inferred_reply_follows_the_reply_rule_and_never_a_stored_link(
         assert got[ids[3]] == pytest.approx(got[ids[0]])
         why = m.explain(q, ids[3])
         assert why.dialogue is not None and why.dialogue.reply_inferred == 0.0
+
+
+def test_inferred_replies_rank_turns_stored_without_links_as_the_stored_links_do(
+        tmp_path: Path) -> None:
+    rng = random.Random(30)
+    words = "tea hike dog paint lake movie dance beagle studio pottery".split()
+    config = DialogueConfig(replies=Replies(answer=0.3, question=0.2, infer=True))
+    for seed in range(3):
+        sessions = []
+        for n in range(3):
+            # Runs by one speaker (longer than the reply window too) and three speakers.
+            said = [rng.choice("AAB" if seed == 0 else "ABC") for _ in range(30)]
+            if seed == 2:
+                said[5:16] = ["C"] * 11
+            sessions.append([{"speaker": who, "id": f"s{n}-{i}",
+                              "text": " ".join(rng.sample(words, 2))}
+                             for i, who in enumerate(said)])
+        linked, unlinked = tmp_path / f"linked{seed}", tmp_path / f"unlinked{seed}"
+        with Store.open(linked, sync="none") as a, Store.open(unlinked, sync="none") as b:
+            for n, turns in enumerate(sessions):
+                Memory(a, clock=ManualClock(NOW)).remember_conversation(turns, session=f"{n}")
+                Memory(b, clock=ManualClock(NOW)).remember_many(
+                    [{**t, "session": f"{n}", "position": i} for i, t in enumerate(turns)])
+            ma, mb = memory_with(a, config), memory_with(b, config)
+            for q in words:
+                got = [(r.id, r.score) for r in mb.recall(q, k=20)]
+                assert got == [(r.id, r.score) for r in ma.recall(q, k=20)], (seed, q)
 
 
 def test_the_session_prior_brings_the_best_matching_session_forward(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ slot: a fact whose document is replaced moves to another slot and keeps its turn
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterator
 from typing import ClassVar, NamedTuple
 
 from holomem.events import FactAdded
@@ -100,6 +101,15 @@ class Turns:
             return []
         end = bisect.bisect_left(row, (position, ""))
         return [fid for p, fid in reversed(row[max(0, end - limit):end]) if p >= 0]
+
+    def after(self, session: str, position: int) -> Iterator[str]:
+        """The facts of ``session`` with a position above ``position``, the nearest
+        first (lazily: the caller stops when it has seen enough)."""
+        row = self.by_session.get(session)
+        if not row:
+            return
+        for i in range(bisect.bisect_left(row, (position + 1, "")), len(row)):
+            yield row[i][1]
 
     def at(self, session: str, position: int) -> list[str]:
         """The facts of ``session`` at ``position`` (one per namespace at most, unless

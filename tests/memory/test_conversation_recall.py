@@ -6,6 +6,7 @@ prior, what explain shows, and that a store ranks as before without them.
 from __future__ import annotations
 
 import datetime as dt
+import random
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from holomem import ManualClock, Memory, MemoryConfig, Store
 from holomem.api.memory import dates
 from holomem.api.memory.config import (
     DialogueConfig,
+    FusionConfig,
     Replies,
     config_from_json,
     config_to_json,
@@ -84,6 +86,163 @@ def test_a_turn_borrows_from_its_best_answer_with_its_own_weight(store: Store) -
     assert got[1].score == pytest.approx(0.25 * answer.score)
     # The answer itself borrows nothing the other way (answer weight 0).
     assert got[0].score == pytest.approx(answer.score)
+
+
+def remember_unlinked(s: Store, turns: list[dict[str, str]], session: str, first: int = 0
+                      ) -> list[str]:
+    """``turns`` stored one fact each with speaker, session and position, no link."""
+    got = Memory(s, clock=ManualClock(NOW)).remember_many(
+        [{"text": t["text"], "speaker": t["speaker"], "session": session,
+          "position": first + n} for n, t in enumerate(turns)])
+    return [r.id for r in got]
+
+
+def test_a_reply_stored_without_replies_to_still_lends_its_score_to_its_answer(
+        tmp_path: Path) -> None:
+    q = "how often do you work out together"
+    with Store.open(tmp_path / "s", sync="none") as s:
+        asked, answer, *_ = remember_unlinked(s, WORKOUT, "gym")
+        assert Memory(s, clock=ManualClock(NOW)).links(answer).links == []
+        stored = memory_with(s, DialogueConfig(replies=Replies(answer=0.5)))
+        assert answer not in [r.id for r in stored.recall(q)]  # no link, no share
+        m = memory_with(s, DialogueConfig(replies=Replies(answer=0.5, infer=True)))
+        got = m.recall(q)
+        assert [r.id for r in got[:2]] == [asked, answer]
+        assert got[1].score == pytest.approx(0.5 * got[0].score)
+        why = m.explain(q, answer)
+        assert why.dialogue is not None
+        assert why.dialogue.reply_inferred == why.dialogue.reply_bonus == pytest.approx(
+            0.5 * got[0].score)
+    # The same turns stored by remember_conversation (links written): the same ranking,
+    # and nothing of it inferred.
+    with Store.open(tmp_path / "linked", sync="none") as s:
+        Memory(s, clock=ManualClock(NOW)).remember_conversation(WORKOUT, session="gym")
+        linked = memory_with(s, DialogueConfig(replies=Replies(answer=0.5, infer=True)))
+        assert [(r.text, r.score) for r in linked.recall(q)] == [
+            (r.text, r.score) for r in got]
+        why = linked.explain(q, linked.recall(q)[1].id)
+        assert why.dialogue is not None and why.dialogue.reply_inferred == 0.0
+        assert why.dialogue.reply_bonus > 0
+
+
+def test_a_turn_borrows_from_an_inferred_answer_with_the_question_weight(
+        tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as s:
+        asked, answer, *_ = remember_unlinked(s, WORKOUT, "gym")
+        m = memory_with(s, DialogueConfig(replies=Replies(question=0.25, infer=True)))
+        got = m.recall("three times a week")
+        assert [r.id for r in got] == [answer, asked]
+        assert got[1].score == pytest.approx(0.25 * got[0].score)
+
+
+def test_an_inferred_reply_follows_the_reply_rule_and_never_a_stored_link(
+        tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as s:
+        ids = remember_unlinked(s, [
+            {"speaker": "Ann", "text": "Where did you hike in June?"},
+            {"speaker": "Ann", "text": "Somewhere with lakes I guess."},
+            {"speaker": "Bob", "text": "Up on the ridge."},
+            {"speaker": "Bob", "text": "Then down to the valley."},
+        ], "walks")
+        # Another session: never a partner.
+        other = remember_unlinked(s, [{"speaker": "Bob", "text": "No idea."}], "other", 1)
+        m = memory_with(s, DialogueConfig(replies=Replies(answer=1.0, infer=True)))
+        q = "where did you hike in June"
+        # Both of Bob's turns answer Ann's nearest turn (the second, which matches
+        # nothing), not her first.
+        assert [r.id for r in m.recall(q)] == [ids[0]]
+        got = {r.id: r.score for r in m.recall(q + ", lakes?")}
+        assert set(got) == set(ids) and other[0] not in got
+        assert got[ids[2]] == pytest.approx(got[ids[1]]) == pytest.approx(got[ids[3]])
+        # A turn with a stored replies_to link of its own keeps only that one.
+        Memory(s, clock=ManualClock(NOW)).relate(ids[3], ids[0], "replies_to")
+        got = {r.id: r.score for r in m.recall(q)}
+        assert set(got) == {ids[0], ids[3]}
+        assert got[ids[3]] == pytest.approx(got[ids[0]])
+        why = m.explain(q, ids[3])
+        assert why.dialogue is not None and why.dialogue.reply_inferred == 0.0
+
+
+def test_inferred_replies_rank_turns_stored_without_links_as_the_stored_links_do(
+        tmp_path: Path) -> None:
+    rng = random.Random(30)
+    words = "tea hike dog paint lake movie dance beagle studio pottery".split()
+    config = DialogueConfig(replies=Replies(answer=0.3, question=0.2, infer=True))
+    for seed in range(3):
+        sessions = []
+        for n in range(3):
+            # Runs by one speaker (longer than the reply window too) and three speakers.
+            said = [rng.choice("AAB" if seed == 0 else "ABC") for _ in range(30)]
+            if seed == 2:
+                said[5:16] = ["C"] * 11
+            sessions.append([{"speaker": who, "id": f"s{n}-{i}",
+                              "text": " ".join(rng.sample(words, 2))}
+                             for i, who in enumerate(said)])
+        linked, unlinked = tmp_path / f"linked{seed}", tmp_path / f"unlinked{seed}"
+        with Store.open(linked, sync="none") as a, Store.open(unlinked, sync="none") as b:
+            for n, turns in enumerate(sessions):
+                Memory(a, clock=ManualClock(NOW)).remember_conversation(turns, session=f"{n}")
+                Memory(b, clock=ManualClock(NOW)).remember_many(
+                    [{**t, "session": f"{n}", "position": i} for i, t in enumerate(turns)])
+            ma, mb = memory_with(a, config), memory_with(b, config)
+            for q in words:
+                got = [(r.id, r.score) for r in mb.recall(q, k=20)]
+                assert got == [(r.id, r.score) for r in ma.recall(q, k=20)], (seed, q)
+
+
+def test_the_session_prior_brings_the_best_matching_session_forward(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as s:
+        m0 = Memory(s, clock=ManualClock(NOW))
+        m0.remember_conversation([
+            {"speaker": "Tim", "text": "We adopted a puppy, a tiny beagle puppy."},
+            {"speaker": "Ann", "text": "So what did you end up calling the beagle?"},
+        ], session="dogs")
+        m0.remember_conversation([{"speaker": "Ann", "text": "A beagle barks next door."}],
+                                 session="noise")
+        q = "what is the name of Tim's beagle puppy"
+        plain = {r.text: r.score for r in memory_with(s, DialogueConfig()).recall(q)}
+        name, noise = "So what did you end up calling the beagle?", "A beagle barks next door."
+        assert plain[noise] > plain[name]
+        m = memory_with(s, DialogueConfig(session=1.0))
+        got = {r.text: (r.id, r.score) for r in m.recall(q)}
+        assert got[name][1] > got[noise][1]
+        top = max(plain.values())
+        assert got[name][1] == pytest.approx(2.0 * plain[name])
+        assert got[noise][1] == pytest.approx((1 + plain[noise] / top) * plain[noise])
+        why = m.explain(q, got[name][0])
+        assert why.dialogue is not None and why.dialogue.session_multiplier == 2.0
+        assert why.score == pytest.approx(got[name][1])
+
+
+def test_the_session_prior_leaves_facts_outside_sessions_alone(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as s:
+        m0 = Memory(s, clock=ManualClock(NOW))
+        m0.remember_conversation([{"speaker": "Tim", "text": "Beagles bark."}], session="a")
+        m0.remember_many([{"text": "Beagles are hounds."}])
+        remember_unlinked(s, [{"speaker": "Tim", "text": "Beagles howl."}], "a", 1)
+        q = "beagles"
+        plain = {r.text: r.score for r in memory_with(s, DialogueConfig()).recall(q)}
+        got = {r.text: r.score for r in memory_with(s, DialogueConfig(session=1.0)).recall(q)}
+        assert got["Beagles are hounds."] == plain["Beagles are hounds."]
+        # Both turns are in session "a" of the root namespace: one session, one best.
+        assert {got["Beagles bark."] / plain["Beagles bark."],
+                got["Beagles howl."] / plain["Beagles howl."]} == {2.0}
+
+
+def test_a_session_of_the_session_prior_is_one_within_its_namespace(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as s:
+        m0 = Memory(s, clock=ManualClock(NOW))
+        m0.remember_conversation([{"speaker": "Tim", "text": "Beagle puppies howl."}],
+                                 session="s", namespace=["a"])
+        m0.remember_conversation([{"speaker": "Tim", "text": "A beagle, somewhere far away."}],
+                                 session="s", namespace=["b"])
+        q = "beagle puppies"
+        plain = {r.text: r.score for r in memory_with(s, DialogueConfig()).recall(q)}
+        got = {r.text: r.score for r in memory_with(s, DialogueConfig(session=1.0)).recall(q)}
+        strong, weak = "Beagle puppies howl.", "A beagle, somewhere far away."
+        assert got[strong] == 2 * plain[strong]
+        assert got[weak] == pytest.approx((1 + plain[weak] / plain[strong]) * plain[weak])
+        assert got[weak] < 2 * plain[weak]
 
 
 def test_a_named_speaker_is_matched_against_the_speaker_field(tmp_path: Path) -> None:
@@ -190,9 +349,17 @@ def test_the_conversation_configuration_is_plain_data() -> None:
         c = MemoryConfig.conversation(embedder)
         assert c.embedder == embedder and isinstance(c.dialogue, DialogueConfig)
         assert config_from_json(config_to_json(c)) == c
-    assert msgspec.json.decode(config_to_json(MemoryConfig.conversation()))["dialogue"][
-        "speaker"] == 1.0
+    lexical = msgspec.json.decode(config_to_json(MemoryConfig.conversation()))["dialogue"]
+    assert (lexical["speaker"], lexical["session"], lexical["replies"]["infer"]) == (
+        1.0, 1.0, True)
+    embedded = MemoryConfig.conversation("minilm")
+    assert embedded.dialogue == DialogueConfig(speaker=1.0, mute_speakers=True, dates=1.0,
+                                               session=1.0)
+    assert embedded.fusion == FusionConfig(method="bounded")
+    assert MemoryConfig.conversation().fusion == MemoryConfig().fusion
     with pytest.raises(InvalidError):
         config_from_json('{"dialogue": {"speaker": -1}}')
     with pytest.raises(InvalidError):
         config_from_json('{"dialogue": {"replies": {"answer": 2}}}')
+    with pytest.raises(InvalidError):
+        config_from_json('{"dialogue": {"session": 11}}')

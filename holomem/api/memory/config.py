@@ -111,10 +111,15 @@ Boost = Annotated[float, msgspec.Meta(ge=0.0, le=MAX_BOOST,
 class Replies(_Config, frozen=True):
     """The reply links of a conversation (``replies_to``, docs/contract.md §4g) in
     recall: an answer borrows ``answer`` (in [0, 1]) times the score of the turn it
-    answers; a turn borrows ``question`` (in [0, 1]) times its best answer's score."""
+    answers; a turn borrows ``question`` (in [0, 1]) times its best answer's score.
+    ``infer``: a turn stored with no ``replies_to`` link of its own (by ``remember``
+    with speaker, session and position, say) answers the turn the reply rule names —
+    the nearest earlier turn of its session by another speaker, at most 8 positions
+    back — as if the link were stored."""
 
     answer: Fraction = 0.0
     question: Fraction = 0.0
+    infer: bool = False
 
 
 class DialogueConfig(_Config, frozen=True):
@@ -127,12 +132,17 @@ class DialogueConfig(_Config, frozen=True):
     ``dates``: a fact whose event time falls in a window the question names (an
     absolute date, a month or a year, or one relative to ``as_of``, else now:
     "yesterday", "last week", "last month", ...) scores ``1 + dates`` times its score.
+    ``session``: the session prior — after the other signals, a turn scores
+    ``1 + session * b / top`` times its score, ``b`` the best score among the turns of
+    its session, ``top`` the best session's: the conversation that best matches the
+    question comes forward as a whole.
     """
 
     replies: Replies = Replies()
     speaker: Boost = 0.0
     mute_speakers: bool = False
     dates: Boost = 0.0
+    session: Boost = 0.0
 
 
 #: A policy of the caller's own, named in a stored configuration: ``custom:NAME``. The
@@ -221,25 +231,35 @@ class MemoryConfig(_Config, frozen=True):
         """The configuration recommended for stores of conversations (turns stored by
         ``remember_conversation``; docs/contract.md §4g), measured on the LoCoMo
         development set (benchmarks/locomo.py): the context policy (weight 0.4, window
-        2), speaker matching and the date prior (each a multiplier of 2), the reply
-        share without an embedder (0.2), with the built-in ``embedder`` named (or
-        none). Plain data: print it, store it, change a part with
-        ``msgspec.structs.replace``."""
+        2), speaker matching, the date prior and the session prior (each a multiplier of
+        up to 2), without an embedder the reply share (0.2, links inferred for turns
+        stored without one); with the built-in ``embedder`` named, speaker names muted
+        in BM25's words and the ``bounded`` fusion (a clearly better semantic match is
+        not beaten by a weak lexical hit). Plain data: print it, store it, change a
+        part with ``msgspec.structs.replace``."""
         weight, window = CONVERSATION_CONTEXT
-        return cls(context=ContextConfig(neighbors=Neighbors(weight=weight, window=window)),
-                   dialogue=(CONVERSATION_DIALOGUE if embedder is None
-                             else CONVERSATION_DIALOGUE_EMBEDDED),
-                   embedder=embedder)
+        context = ContextConfig(neighbors=Neighbors(weight=weight, window=window))
+        if embedder is None:
+            return cls(context=context, dialogue=CONVERSATION_DIALOGUE)
+        return cls(context=context, dialogue=CONVERSATION_DIALOGUE_EMBEDDED,
+                   fusion=CONVERSATION_FUSION_EMBEDDED, embedder=embedder)
 
 
 #: The recommended conversation configuration's parts (:meth:`MemoryConfig.conversation`):
 #: the context policy's (weight, window), and the dialogue signals.
-#: A turn by a speaker the question names, and a fact of a date it names, count double;
-#: without an embedder an answer borrows a fifth of its question's score (with MiniLM
-#: the reply share lowered recall on the LoCoMo development set, so it is off).
+#: A turn by a speaker the question names, and a fact of a date it names, count double,
+#: and so does a turn of the best-matching session (less in a session that matched
+#: less); without an embedder an answer borrows a fifth of its question's score (with
+#: MiniLM the reply share lowered recall on the LoCoMo development set, so it is off,
+#: and the names a question gives are matched against the speaker field only: muted,
+#: they gained there and lost without the embedder). With the embedder, the bounded
+#: fusion: most misses share no content word with their evidence (issue 30).
 CONVERSATION_CONTEXT = (0.4, 2)
-CONVERSATION_DIALOGUE = DialogueConfig(replies=Replies(answer=0.2), speaker=1.0, dates=1.0)
-CONVERSATION_DIALOGUE_EMBEDDED = DialogueConfig(speaker=1.0, dates=1.0)
+CONVERSATION_DIALOGUE = DialogueConfig(replies=Replies(answer=0.2, infer=True), speaker=1.0,
+                                       dates=1.0, session=1.0)
+CONVERSATION_DIALOGUE_EMBEDDED = DialogueConfig(speaker=1.0, mute_speakers=True, dates=1.0,
+                                                session=1.0)
+CONVERSATION_FUSION_EMBEDDED = FusionConfig(method="bounded")
 
 
 def config_from_json(data: bytes | str) -> MemoryConfig:

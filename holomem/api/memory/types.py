@@ -171,14 +171,18 @@ class ChainEntry(Response, frozen=True):
 class DialogueExplained(Response, frozen=True):
     """The dialogue signals' part of a fact's score (docs/contract.md §4g): its score
     is (its score with the context policy's share + ``reply_bonus``) times
-    ``speaker_multiplier`` times ``date_multiplier``."""
+    ``speaker_multiplier`` times ``date_multiplier`` times ``session_multiplier``."""
 
     #: what it borrowed through reply links (from the turn it answers, its best answer)
     reply_bonus: float = 0.0
+    #: the part of ``reply_bonus`` borrowed through links the reply rule inferred
+    reply_inferred: float = 0.0
     #: 1 + the speaker boost when the question names the turn's speaker, else 1
     speaker_multiplier: float = 1.0
     #: 1 + the date boost when its event time falls in a window the question names
     date_multiplier: float = 1.0
+    #: 1 + the session prior's share: how its session's best turn scored against the best
+    session_multiplier: float = 1.0
     #: the speakers the question names, and the windows [start, end) ms of its dates
     speakers_named: list[str] = []
     date_windows: list[list[int]] = []

@@ -2,9 +2,12 @@
 turns an extracted fact came from (docs/contract.md §4g).
 
 Owns: the reply rule and its window (:data:`REPLY_WINDOW`), the relation names
-(:data:`REPLIES_TO`, :data:`DERIVED_FROM`), and the plan of the links, run under the
+(:data:`REPLIES_TO`, :data:`DERIVED_FROM`), the plan of the links, run under the
 write lock with the view and the results of the facts planned in the same
-transaction. Imports the engine's view, the graph's limits, the types and the events.
+transaction, and the rule read back over stored turns (:func:`answered`,
+:func:`answering`: what recall's dialogue signals infer for turns stored without a
+link). Imports the
+engine's view, the graph's limits, the types and the events.
 
 The reply rule, written down once: a turn answers the nearest earlier turn of its
 session (same namespace) said by *another* speaker, looking back at most
@@ -62,6 +65,53 @@ def plan(view: View, results: list[Remembered], turns: Sequence[PlannedTurn],
     for r, of in zip(results[len(turns):], sources, strict=True):
         wanted.extend((r.id, ids[k], DERIVED_FROM) for k in of)
     return _new_links(view, wanted, now)
+
+
+def answered(view: View, fid: str) -> str | None:
+    """The stored turn that the stored turn ``fid`` answers by the reply rule (the
+    nearest earlier turn of its session and namespace said by another speaker, at most
+    :data:`REPLY_WINDOW` positions back), whatever links are stored; None when it is
+    no turn with a speaker, session and position, or no such turn is there."""
+    facts, turns = view.facts, view.facts.turns
+    turn = turns.get(fid)
+    slot = facts.slot(fid)
+    if (turn is None or turn.session is None or turn.position is None
+            or turn.speaker is None or slot < 0):
+        return None
+    earlier = _stored_before(view, facts.namespace(slot), turn.session, turn.position)
+    for q in range(turn.position - 1, max(-1, turn.position - 1 - REPLY_WINDOW), -1):
+        said = earlier.get(q)
+        if said is not None and said[0] != turn.speaker:
+            return said[1]
+    return None
+
+
+def answering(view: View, fid: str) -> list[str]:
+    """The stored turns that answer the stored turn ``fid`` by the reply rule: the run
+    of turns by one other speaker right after it in its session and namespace (each
+    at most :data:`REPLY_WINDOW` positions on; another turn of its own speaker ends
+    the run), whatever links are stored; nearest first."""
+    facts, turns = view.facts, view.facts.turns
+    turn = turns.get(fid)
+    slot = facts.slot(fid)
+    if (turn is None or turn.session is None or turn.position is None
+            or turn.speaker is None or slot < 0):
+        return []
+    namespace = facts.namespace(slot)
+    out: list[str] = []
+    by: str | None = None  # the speaker of the run
+    for other in turns.after(turn.session, turn.position):
+        t = turns.get(other)
+        if t is None or t.position is None or t.position - turn.position > REPLY_WINDOW:
+            break
+        at = facts.slot(other)
+        if t.speaker is None or at < 0 or facts.namespace(at) != namespace:
+            continue
+        if t.speaker == turn.speaker or (by is not None and t.speaker != by):
+            break
+        by = t.speaker
+        out.append(other)
+    return out
 
 
 def _stored_before(view: View, namespace: tuple[str, ...], session: str, first: int

@@ -1,19 +1,25 @@
 """Conversation-aware recall: the reply links, the speakers and the dates a question
-names, as shares and multipliers of recall scores (docs/contract.md §4g).
+names, and the session a turn belongs to, as shares and multipliers of recall scores
+(docs/contract.md §4g).
 
 Owns: :class:`Reading` (what a question says to these signals: the speakers it names,
 the words BM25 matches, the date windows) and :func:`apply` — on the best
 :func:`pool` candidates of document search (and the context policy), each turn
 borrows from the turn it answers (``replies_to``, the answer's weight) and from its
-best answer (the question's weight); then a turn whose speaker the question names,
-and a fact whose event time falls in a window the question names, are multiplied.
-:func:`parts` takes a candidate's score apart for explain. Recall's ranking
-(:mod:`.rank`) calls them. Imports the engine's view, the configuration, the
-conversation links' relation name, the date reader and the fusion type.
+best answer (the question's weight), through the stored links and, when the
+configuration infers them, the reply rule's for turns stored without one; then a turn
+whose speaker the question names, and a fact whose event time falls in a window the
+question names, are multiplied; last, each turn by how well its session's best turn
+scored against the best session's (the session prior). :func:`parts` takes a
+candidate's score apart for explain. Recall's ranking (:mod:`.rank`) calls them.
+Imports the engine's view, the configuration, the conversation links' relation name
+and reply rule, the date reader and the fusion type.
 
 The work is bounded: the signals look at the :func:`pool` best candidates and their
-reply partners only, a question's speakers are looked up by its words (at most
-:data:`MAX_NAME_WORDS` words a name), never by a pass over the speakers.
+reply partners only (an inferred partner is looked for at most
+:data:`~holomem.api.memory.conversation.links.REPLY_WINDOW` positions away), a
+question's speakers are looked up by its words (at most :data:`MAX_NAME_WORDS` words
+a name), never by a pass over the speakers.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import numpy as np
 from holomem.api.engine import View
 from holomem.api.memory import dates
 from holomem.api.memory.config import DialogueConfig
+from holomem.api.memory.conversation import links
 from holomem.api.memory.conversation.links import REPLIES_TO
 from holomem.projections.fusion import Fusion
 from holomem.projections.temporal import UNSET
@@ -103,8 +110,10 @@ class Shares(NamedTuple):
     """Per slot of the answer (ascending), what :func:`apply` added and multiplied."""
 
     reply: np.ndarray  # the score borrowed through reply links
+    inferred: np.ndarray  # the part of ``reply`` borrowed through inferred links
     speaker: np.ndarray  # the speaker multiplier
     date: np.ndarray  # the date multiplier
+    session: np.ndarray  # the session prior's multiplier
 
 
 def apply(view: View, config: DialogueConfig, reading: Reading, own: Fusion,
@@ -112,15 +121,17 @@ def apply(view: View, config: DialogueConfig, reading: Reading, own: Fusion,
           ) -> tuple[Fusion, Shares]:
     """``fused`` (document search's scores, with the context policy's share) with the
     dialogue signals on its ``size`` best candidates: the reply shares (lent from
-    ``own``, document search's scores without the context policy's share) and the
-    speaker and date multipliers. ``allowed`` (a slot mask) restricts the answer."""
+    ``own``, document search's scores without the context policy's share), the
+    speaker and date multipliers, then the session prior (over the candidates
+    ``allowed``, a slot mask that restricts the answer, lets through)."""
     order = np.argsort(-fused.score, kind="stable")[:size]
     best = fused.slots[order]
-    lend_slots, lend_score = own.slots, own.score
-    extra_slots, extra_score = _replies(view, config, best, lend_slots, lend_score)
+    extra_slots, extra_score, extra_inferred = _replies(view, config, best, own.slots,
+                                                        own.score)
     slots = np.union1d(fused.slots, extra_slots).astype(np.int64)
     base = _at(fused.slots, fused.score, slots)
-    reply = _at(extra_slots, extra_score, slots) if len(extra_slots) else np.zeros(len(slots))
+    reply = _at(extra_slots, extra_score, slots)
+    inferred = _at(extra_slots, extra_inferred, slots)
     # Multipliers on the pool and the turns that borrowed, the rest keep theirs.
     looked = np.union1d(best, extra_slots)
     speaker = _speakers(view, reading, slots, looked, config.speaker)
@@ -129,13 +140,17 @@ def apply(view: View, config: DialogueConfig, reading: Reading, own: Fusion,
     if allowed is not None:
         held = allowed[slots]
         slots, score, base = slots[held], score[held], base[held]
-        reply, speaker, date = reply[held], speaker[held], date[held]
+        reply, inferred = reply[held], inferred[held]
+        speaker, date = speaker[held], date[held]
+    session = _sessions(view, slots, score, looked, config.session)
+    score = score * session
     keep = score > 0
     slots, score = slots[keep], score[keep]
     semantic = None if fused.semantic is None else _at(fused.slots, fused.semantic, slots)
     out = Fusion(slots, score, _at(fused.slots, fused.lexical, slots), semantic,
                  fused.lexical_scale, fused.semantic_best)
-    return out, Shares(reply[keep], speaker[keep], date[keep])
+    return out, Shares(reply[keep], inferred[keep], speaker[keep], date[keep],
+                       session[keep])
 
 
 def _at(slots: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -147,39 +162,131 @@ def _at(slots: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray
 
 
 def _replies(view: View, config: DialogueConfig, best: np.ndarray, slots: np.ndarray,
-             score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(slots ascending, the share each borrows through reply links) for the reply
-    partners of ``best``: an answer ``answer`` times the score of the turn it answers,
-    a turn ``question`` times its best answer's (scores from ``slots``/``score``)."""
+             score: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(slots ascending, the share each borrows through reply links, the part of it
+    through inferred links) for the reply partners of ``best``: an answer ``answer``
+    times the score of the turn it answers, a turn ``question`` times its best
+    answer's (scores from ``slots``/``score``)."""
     a, q = config.replies.answer, config.replies.question
-    rel = view.relations
-    rid = rel.relation_id(REPLIES_TO)
-    if (not a and not q) or rid < 0 or not len(best):
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    _, rows = rel.touching_many(np.sort(best))
-    rows = np.unique(rows)
-    rows = rows[rel.rel.view()[rows] == rid]
-    if not len(rows):
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    src, dst = rel.src.view()[rows], rel.dst.view()[rows]  # the answer, what it answers
+    none = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+    if (not a and not q) or not len(best):
+        return none
+    # (with no question weight, a turn that matched nothing by itself lends nothing:
+    # the turns answering it need not be looked for)
+    lends = best if q else best[_at(slots, score, best) > 0]
+    src, dst, guessed = _links(view, best, lends if config.replies.infer else None)
+    if not len(src):
+        return none
     gets: dict[int, float] = {}
+    inferred: dict[int, float] = {}
     if a:
-        for answer, lent in zip(src.tolist(), (a * _at(slots, score, dst)).tolist(),
-                                strict=True):
+        for answer, lent, guess in zip(src.tolist(), (a * _at(slots, score, dst)).tolist(),
+                                       guessed.tolist(), strict=True):
             if lent > 0:
                 gets[answer] = gets.get(answer, 0.0) + lent
+                if guess:
+                    inferred[answer] = inferred.get(answer, 0.0) + lent
     if q:
-        best_answer: dict[int, float] = {}
-        for asked, lent in zip(dst.tolist(), (q * _at(slots, score, src)).tolist(),
-                               strict=True):
-            if lent > best_answer.get(asked, 0.0):
-                best_answer[asked] = lent
-        for asked, lent in best_answer.items():
+        best_answer: dict[int, tuple[float, bool]] = {}
+        for asked, lent, guess in zip(dst.tolist(), (q * _at(slots, score, src)).tolist(),
+                                      guessed.tolist(), strict=True):
+            if lent > best_answer.get(asked, (0.0, False))[0]:
+                best_answer[asked] = (lent, guess)
+        for asked, (lent, guess) in best_answer.items():
             gets[asked] = gets.get(asked, 0.0) + lent
+            if guess:
+                inferred[asked] = inferred.get(asked, 0.0) + lent
     if not gets:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
+        return none
     out = np.array(sorted(gets), dtype=np.int64)
-    return out, np.array([gets[s] for s in out.tolist()], dtype=np.float64)
+    return (out, np.array([gets[s] for s in out.tolist()], dtype=np.float64),
+            np.array([inferred.get(s, 0.0) for s in out.tolist()], dtype=np.float64))
+
+
+def _links(view: View, best: np.ndarray, infer: np.ndarray | None
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(answers, the turn each answers, whether the link is inferred) touching
+    ``best``: the stored ``replies_to`` links, and unless ``infer`` is None the reply
+    rule's (:func:`~holomem.api.memory.conversation.links.answered` and
+    :func:`~holomem.api.memory.conversation.links.answering`) for the turns stored
+    with no such link of their own: a turn of ``best`` answers the turn the rule
+    names, and the turns the rule says answer a turn of ``infer`` (some of ``best``)
+    answer it."""
+    rel = view.relations
+    rid = rel.relation_id(REPLIES_TO)
+    src = dst = np.zeros(0, dtype=np.int64)
+    if rid >= 0:
+        src, dst = _stored(view, rid, best)
+    stored = np.zeros(len(src), dtype=bool)
+    if infer is None:
+        return src, dst, stored
+    facts, id_of = view.facts, view.id_of
+    linked = set(src.tolist())  # (every link leaving a turn of best is among them)
+    known = set(zip(src.tolist(), dst.tolist(), strict=True))
+
+    def unlinked(slot: int) -> bool:
+        return slot not in linked and (rid < 0 or all(
+            rel.rel.item(r) != rid for r in rel.rows(slot, "out")))
+
+    pairs: set[tuple[int, int]] = set()
+    looks = set(infer.tolist())
+    for slot in best.tolist():
+        fid = id_of(slot)
+        if fid not in facts.turns.of:
+            continue
+        if slot not in linked:
+            to = links.answered(view, fid)
+            if to is not None:
+                pairs.add((slot, facts.slot(to)))
+        if slot not in looks:
+            continue
+        for later in links.answering(view, fid):
+            at = facts.slot(later)
+            if (at, slot) not in known and unlinked(at):
+                pairs.add((at, slot))
+    if not pairs:
+        return src, dst, stored
+    more = np.array(sorted(pairs), dtype=np.int64)
+    return (np.concatenate([src, more[:, 0]]), np.concatenate([dst, more[:, 1]]),
+            np.concatenate([stored, np.ones(len(more), dtype=bool)]))
+
+
+def _stored(view: View, rid: int, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(answers, what each answers) of the stored links of relation ``rid`` touching
+    ``slots``."""
+    rel = view.relations
+    _, rows = rel.touching_many(np.sort(slots))
+    rows = np.unique(rows)
+    rows = rows[rel.rel.view()[rows] == rid]
+    return rel.src.view()[rows], rel.dst.view()[rows]
+
+
+def _sessions(view: View, slots: np.ndarray, score: np.ndarray, looked: np.ndarray,
+              boost: float) -> np.ndarray:
+    """The session prior's multiplier of each of ``slots`` (scored ``score``):
+    ``1 + boost * b / top`` for a turn in ``looked`` whose session's best turn among
+    them scores ``b``, the best session's ``top``; 1 for the others. A session is
+    one within its namespace."""
+    out = np.ones(len(slots))
+    if not boost or not len(slots):
+        return out
+    turns, id_of = view.facts.turns, view.id_of
+    of: dict[int, tuple[int, str]] = {}  # index -> (namespace id, session)
+    best: dict[tuple[int, str], float] = {}
+    wanted = np.flatnonzero(np.isin(slots, looked) & (score > 0))
+    spaces = view.facts.namespaces.of_slot.view()[slots[wanted]].tolist()
+    for i, space in zip(wanted.tolist(), spaces, strict=True):
+        turn = turns.get(id_of(int(slots[i])))
+        if turn is None or turn.session is None:
+            continue
+        key = (space, turn.session)
+        of[i] = key
+        best[key] = max(best.get(key, 0.0), float(score[i]))
+    if best:
+        top = max(best.values())
+        for i, key in of.items():
+            out[i] = 1.0 + boost * best[key] / top
+    return out
 
 
 def _speakers(view: View, reading: Reading, slots: np.ndarray, looked: np.ndarray,
@@ -215,10 +322,20 @@ def _dates(view: View, reading: Reading, slots: np.ndarray, looked: np.ndarray,
     return out
 
 
-def parts(shares: Shares, slots: np.ndarray, slot: int) -> tuple[float, float, float]:
-    """(reply share, speaker multiplier, date multiplier) of ``slot`` in an answer of
-    :func:`apply` (``slots`` its slots, ascending): (0, 1, 1) when it is not there."""
+class Parts(NamedTuple):
+    """One candidate's part of :class:`Shares`."""
+
+    reply: float = 0.0
+    inferred: float = 0.0
+    speaker: float = 1.0
+    date: float = 1.0
+    session: float = 1.0
+
+
+def parts(shares: Shares, slots: np.ndarray, slot: int) -> Parts:
+    """The shares and multipliers of ``slot`` in an answer of :func:`apply` (``slots``
+    its slots, ascending): nothing borrowed and multipliers of 1 when it is not there."""
     i = int(np.searchsorted(slots, slot))
     if i < len(slots) and slots[i] == slot:
-        return (float(shares.reply[i]), float(shares.speaker[i]), float(shares.date[i]))
-    return 0.0, 1.0, 1.0
+        return Parts(*(float(a[i]) for a in shares))
+    return Parts()

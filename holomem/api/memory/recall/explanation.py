@@ -104,10 +104,11 @@ def _dialogue(ranking: Ranking, slot: int) -> DialogueExplained | None:
     """The dialogue signals' part of ``slot``'s score (None: they are off)."""
     if ranking.reading is None:
         return None
-    reply, speaker, date = ((0.0, 1.0, 1.0) if ranking.shares is None else
-                            dialogue.parts(ranking.shares[1], ranking.shares[0], slot))
-    return DialogueExplained(reply_bonus=reply, speaker_multiplier=speaker,
-                             date_multiplier=date,
+    got = (dialogue.Parts() if ranking.shares is None else
+           dialogue.parts(ranking.shares[1], ranking.shares[0], slot))
+    return DialogueExplained(reply_bonus=got.reply, reply_inferred=got.inferred,
+                             speaker_multiplier=got.speaker, date_multiplier=got.date,
+                             session_multiplier=got.session,
                              speakers_named=sorted(ranking.reading.speakers),
                              date_windows=[list(w) for w in ranking.reading.windows])
 
@@ -118,7 +119,8 @@ def _context_bonus(ranking: Ranking, fused: float, own: float,
     if ranking.policies.context is None:
         return 0.0
     if said is not None:
-        fused = fused / (said.speaker_multiplier * said.date_multiplier) - said.reply_bonus
+        fused = fused / (said.speaker_multiplier * said.date_multiplier
+                         * said.session_multiplier) - said.reply_bonus
     return fused - own
 
 

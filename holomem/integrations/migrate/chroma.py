@@ -126,7 +126,7 @@ def from_chroma(path_or_client: object, collection: str | Sequence[str], memory:
     if not isinstance(memory, Memory):
         raise InvalidError(f"from_chroma needs a holomem.Memory, got {type(memory).__name__}")
     _names(collection)
-    into = validate.namespace(list(namespace))
+    into = validate.namespace(namespace)
     if len(into) >= validate.MAX_NAMESPACE_DEPTH:
         raise InvalidError(f"namespace {list(into)!r} leaves no room for the collection")
     want = peer_vectors.mode(vectors)

@@ -19,6 +19,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from holomem.api.engine import validate
 from holomem.api.memory.memory import Memory
 from holomem.errors import HolomemError, InvalidError, missing_extra
 from holomem.integrations.migrate import vectors as peer_vectors
@@ -117,7 +118,7 @@ def from_langgraph_store(store: Any, memory: Memory, namespace_prefix: Sequence[
                            f"{type(memory).__name__}")
     try:
         prefix = checks.labels(namespace_prefix, "namespace_prefix")
-        into = checks.labels(namespace, "namespace")
+        into = checks.labels(validate.namespace(namespace), "namespace")
     except base.InvalidNamespaceError as exc:
         raise InvalidError(str(exc)) from exc
     paths = checks.paths(list(fields) if fields is not None else ["$"], "fields")

@@ -150,7 +150,7 @@ def from_mem0(mem0_memory: Any, memory: Memory, *, user_ids: Sequence[str] | str
     if not scopes:
         raise InvalidError("from_mem0 needs user_ids, agent_ids or run_ids: Mem0 lists "
                            "memories only by them")
-    into = validate.namespace(list(namespace))
+    into = validate.namespace(namespace)
     if len(into) > validate.MAX_NAMESPACE_DEPTH - 2 * len(SCOPES):
         raise InvalidError(f"namespace {list(into)!r}: at most "
                            f"{validate.MAX_NAMESPACE_DEPTH - 2 * len(SCOPES)} strings, to "

@@ -183,3 +183,39 @@ def test_a_missing_collection_or_a_wrong_path_is_a_clear_error_and_writes_nothin
     with pytest.raises(InvalidError, match="vectors must be"):
         from_chroma(chroma_dir, "recipes", memory, vectors="some")
     assert memory.list().facts == []
+
+
+class _MiniLMNamed(Tiny):
+    """An embedder that says it is holomem's built-in minilm (384 dimensions)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from holomem.embedders import EmbedderIdentity
+
+        self.identity = EmbedderIdentity(name="minilm", digest="2" * 64, dim=384,
+                                         normalized=True, pooling="mean", max_tokens=256)
+
+    def embed(self, texts: Any) -> Any:
+        return np.hstack([tiny_vectors(list(texts))] * 48) / np.sqrt(48)
+
+
+def test_chromas_default_embedding_function_is_the_minilm_model(tmp_path: Path) -> None:
+    """Chroma's default function runs all-MiniLM-L6-v2, holomem's "minilm": with that
+    embedder, "auto" keeps the collection's vectors (given here, so that Chroma never
+    loads its model)."""
+    path = tmp_path / "chroma"
+    col = chromadb.PersistentClient(path=str(path)).get_or_create_collection("defaults")
+    docs = ["Moths gather at the porch light", "The hedgehog sleeps under the shed"]
+    vectors = _MiniLMNamed().embed(docs)
+    col.add(ids=["a", "b"], documents=docs, embeddings=[list(map(float, v))
+                                                       for v in vectors])
+    with Store.open(tmp_path / "holomem", sync="none") as store:
+        memory = Memory(store, embedder=_MiniLMNamed())
+        report = from_chroma(path, "defaults", memory)
+        assert (report.vectors, report.vectors_kept) == ("kept", 2), report.vectors_note
+        assert "'default' is the memory's embedder 'minilm'" in report.vectors_note
+    with Store.open(tmp_path / "other", sync="none") as store:
+        memory = Memory(store, embedder=Tiny())
+        report = from_chroma(path, "defaults", memory)
+        assert report.vectors == "dropped"
+        assert "'default' is not the memory's embedder 'tiny-hash'" in report.vectors_note

@@ -23,6 +23,11 @@ import pytest
 
 from holomem.embedders import EmbedderIdentity
 
+# Before anything imports Mem0 (it reads them at import): no telemetry, and its home
+# (where it writes a config file) in a temporary directory, not the user's.
+os.environ.setdefault("MEM0_TELEMETRY", "False")
+os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="holomem-mem0-home-"))
+
 DIM = 8
 #: The model name both embedders give: the one Mem0's config names, holomem's identity's.
 MODEL = "tiny-hash"
@@ -54,8 +59,6 @@ class Tiny:
 def mem0_module() -> Any:
     """Mem0, imported with its telemetry off and its home in a temporary directory
     (skipped where the peers extra is not installed)."""
-    os.environ.setdefault("MEM0_TELEMETRY", "False")
-    os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="holomem-mem0-home-"))
     return pytest.importorskip("mem0", reason="mem0ai (the peers extra) is not installed")
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from holomem.api.doors.cli.commands import main
 from tests.cli.run import holomem
-from tests.integrations.migrate_peers import mem0_config, new_mem0, tiny_vectors
+from tests.integrations.migrate_peers import mem0_config, mem0_module, new_mem0, tiny_vectors
 
 sqlite = pytest.importorskip("langgraph.store.sqlite",
                              reason="langgraph-checkpoint-sqlite (the peers extra) is not "
@@ -111,7 +111,7 @@ def _current(store: Path) -> str:
 
 def test_mem0_bad_input_is_a_clear_error_and_writes_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("mem0", reason="mem0ai (the peers extra) is not installed")
+    mem0_module()
     store = tmp_path / "store"
     config = tmp_path / "mem0.json"
     config.write_text(json.dumps(mem0_config(tmp_path / "absent")))

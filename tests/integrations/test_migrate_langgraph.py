@@ -178,3 +178,16 @@ def test_what_is_not_a_langgraph_store_is_refused_and_nothing_is_written(
             open_langgraph_sqlite(tmp_path / "other.sqlite"):
         pass
     assert memory.list().facts == []
+
+
+def test_the_example_of_docs_migrate_prints_what_its_comments_say(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "migrate.md").read_text()
+    code = page.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/migrate.md", "exec"), {"__name__": "docs_migrate"})
+    said = [line.split("# ", 1)[1] for line in code.splitlines() if "print(" in line
+            and "# " in line]
+    assert len(said) == 3
+    assert capsys.readouterr().out.splitlines() == said

@@ -165,7 +165,7 @@ def _add(out: writer.Writer, tally: Tally, checks: Any, base: Any, item: Any,
     full = tuple(checks.full(into, put.namespace, "namespace"))
     out.add(writer.Entry(
         source_id=source_id,
-        key=(*put.namespace, put.key, str(updated), writer.digest(put.metadata)),
+        key=(*put.namespace, put.key, str(updated), writer.digest([put.metadata, put.text])),
         namespace=full, text=put.text, ingest_time=updated, subject=put.key,
         metadata=put.metadata, event_time=created if created is not None and created >= 0
         else None,

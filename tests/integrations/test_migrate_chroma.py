@@ -219,3 +219,19 @@ def test_chromas_default_embedding_function_is_the_minilm_model(tmp_path: Path) 
         report = from_chroma(path, "defaults", memory)
         assert report.vectors == "dropped"
         assert "'default' is not the memory's embedder 'tiny-hash'" in report.vectors_note
+
+
+def test_a_record_over_holomems_limits_is_skipped_and_the_rest_of_its_batch_moved(
+        tmp_path: Path, memory: Memory) -> None:
+    path = tmp_path / "chroma"
+    col = chromadb.PersistentClient(path=str(path)).get_or_create_collection(
+        "long", embedding_function=None)
+    docs = ["a short note about kites", "word " * 5000, "another short note, on tides"]
+    col.add(ids=["s1", "huge", "s2"], documents=docs,
+            embeddings=[list(map(float, v)) for v in tiny_vectors(docs)])
+    report = from_chroma(path, "long", memory, batch_size=10)
+    assert (report.created, report.skipped, report.batches) == (2, 1, 1)
+    assert report.skipped_examples[0].source_id == "long:huge"
+    assert report.skipped_examples[0].reason == "text has 5000 words; the limit is 4096"
+    assert report.namespaces[0].facts == 2
+    assert sorted(r.subject or "" for r in memory.list().facts) == ["s1", "s2"]

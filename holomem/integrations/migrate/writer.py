@@ -141,9 +141,24 @@ class Writer:
                 return out
             cursor = page.next_cursor
 
+    def _takeable(self, records: list[tuple[Entry, list[str], FactExport]]
+                  ) -> list[tuple[Entry, list[str], FactExport]]:
+        """The records the import refused a batch for, skipped (named in the report):
+        the others, checked as the import checks them."""
+        out = []
+        for entry, before, record in records:
+            try:
+                exchange.check(record, 0)
+            except InvalidError as exc:  # LimitError included
+                self.tally.namespaces[entry.namespace] -= 1
+                self.tally.skip(entry.source_id, exc.message.removeprefix("line 0: "))
+                continue
+            out.append((entry, before, record))
+        return out
+
     def _write(self, batch: list[Entry]) -> None:
         has = self.memory.store.has_document
-        records: list[FactExport] = []
+        records: list[tuple[Entry, list[str], FactExport]] = []
         for entry in batch:
             fid = self._id(entry)
             self.tally.namespaces[entry.namespace] += 1
@@ -158,27 +173,27 @@ class Writer:
                 # new value whose event time is its record's creation (older than the
                 # value it replaces) takes effect when the peer learned it instead.
                 valid_from = entry.ingest_time
-            record = FactExport(
+            records.append((entry, before, FactExport(
                 id=fid, text=entry.text, ingest_time=entry.ingest_time,
                 namespace=list(entry.namespace), subject=entry.subject,
                 metadata=entry.metadata, embedding=entry.embedding,
                 event_time=entry.event_time, valid_from=valid_from, valid_to=entry.valid_to,
                 requested=before,
                 links=[LinkRecord(supersedes=b, known_at=entry.ingest_time)
-                       for b in before])
-            try:  # as the import will check it: one bad record is skipped, not fatal
-                exchange.check(record, 0)
-            except InvalidError as exc:  # LimitError included
-                self.tally.namespaces[entry.namespace] -= 1
-                self.tally.skip(entry.source_id, exc.message.removeprefix("line 0: "))
-                continue
-            self.tally.superseded += len(before)
-            if entry.embedding is not None:
-                self.tally.vectors_kept += 1
-            records.append(record)
+                       for b in before])))
         if not records:
             return
-        done = self.memory.import_(records, batch_size=len(records))
+        try:  # checked once, by the import, in the common case of a batch it takes whole
+            done = self.memory.import_([r for _, _, r in records], batch_size=len(records))
+        except InvalidError:  # it wrote nothing: the records it refuses are skipped
+            records = self._takeable(records)
+            if not records:
+                return
+            done = self.memory.import_([r for _, _, r in records], batch_size=len(records))
+        for _, before, record in records:
+            self.tally.superseded += len(before)
+            if record.embedding is not None:
+                self.tally.vectors_kept += 1
         self.tally.created += done.imported
         self.tally.unchanged += done.unchanged
         self.tally.batches += done.batches

@@ -191,3 +191,23 @@ def test_the_example_of_docs_migrate_prints_what_its_comments_say(
             and "# " in line]
     assert len(said) == 3
     assert capsys.readouterr().out.splitlines() == said
+
+
+def test_every_item_of_several_pages_is_read_once_even_when_their_times_tie(
+        tmp_path: Path, memory: Memory) -> None:
+    """SqliteStore lists items newest first with a time to the second, so most of
+    these tie: paging by offset must still hand out each one once."""
+    from langgraph.store.base import PutOp
+
+    from holomem.integrations.migrate import langgraph as peer_module
+
+    n = 2 * peer_module.PAGE + 500
+    path = tmp_path / "many.sqlite"
+    with sqlite.SqliteStore.from_conn_string(str(path)) as writer:
+        writer.setup()
+        writer.batch([PutOp(("bulk", f"n{i % 7}"), f"k{i}", {"text": f"entry number {i}"})
+                      for i in range(n)])
+    with open_langgraph_sqlite(path) as reader:
+        report = from_langgraph_store(reader, memory, batch_size=700)
+    assert (report.read, report.created, report.skipped) == (n, n, 0)
+    assert sum(ns.facts for ns in report.namespaces) == n

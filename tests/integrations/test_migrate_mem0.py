@@ -159,3 +159,39 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(peer: Any, memory: Memory
         from_mem0(peer, memory, user_ids="ann", namespace=["a", "b", "c"])
     assert memory.list().facts == []
     assert from_mem0(peer, memory, user_ids="nobody").created == 0
+
+
+class _HistoryByCall:
+    """A Mem0 memory seen only through its public calls (no SQLite history to read in
+    one query): the migration falls back to one ``history`` call per memory."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.config = inner.config
+        self.vector_store = inner.vector_store
+        self.calls = 0
+
+    def get_all(self, **kwargs: Any) -> Any:
+        return self.inner.get_all(**kwargs)
+
+    def history(self, memory_id: str) -> Any:
+        self.calls += 1
+        return self.inner.history(memory_id)
+
+
+def test_histories_read_in_one_query_or_one_call_each_give_the_same_facts(
+        peer: Any, tmp_path: Path) -> None:
+    mid = find(peer, "ann", "Ann prefers trains to planes")["id"]
+    peer.update(mid, "Ann prefers night trains to planes")
+    exports = []
+    for name, source in (("query", peer), ("calls", _HistoryByCall(peer))):
+        with Store.open(tmp_path / name, sync="none") as store:
+            memory = Memory(store, embedder=Tiny())
+            report = from_mem0(source, memory, user_ids="ann")
+            assert (report.created, report.superseded) == (4, 1)
+            exports.append(sorted((r["id"], r["text"], r["ingestTime"],
+                                   [link["supersedes"] for link in r["links"]])
+                                  for r in memory.export()))
+            if isinstance(source, _HistoryByCall):
+                assert source.calls == 3  # one per memory of ann's
+    assert exports[0] == exports[1]

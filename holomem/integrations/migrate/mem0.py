@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import os
+import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -115,6 +116,43 @@ def _vectors(mem0_memory: Any, ids: list[str]) -> dict[str, list[float]] | None:
     return None
 
 
+#: The columns of Mem0's history table, in the order its ``get_history`` gives them.
+HISTORY_COLUMNS = ("id", "memory_id", "old_memory", "new_memory", "event", "created_at",
+                   "updated_at", "is_deleted", "actor_id", "role")
+#: Memory ids per query of the history table.
+_IN_QUERY = 500
+
+
+def _histories(mem0_memory: Any, ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each memory's history, as ``mem0_memory.history(id)`` gives it. Mem0's history
+    table has no index on the memory id, so a ``history`` call reads the whole table:
+    one call per memory would make a migration quadratic. When Mem0 keeps it in SQLite
+    (its own ``SQLiteManager``), the histories of a whole batch are read in one query,
+    in the order ``history`` uses; otherwise one ``history`` call each."""
+    out: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
+    conn = getattr(getattr(mem0_memory, "db", None), "connection", None)
+    if isinstance(conn, sqlite3.Connection) and ids:
+        rows: list[Any] | None = []
+        try:
+            for start in range(0, len(ids), _IN_QUERY):  # within SQLite's variable limit
+                part = ids[start:start + _IN_QUERY]
+                assert rows is not None  # set above, None only when the query failed
+                rows += conn.execute(
+                    f"SELECT {', '.join(HISTORY_COLUMNS)} FROM history "
+                    f"WHERE memory_id IN ({','.join('?' * len(part))}) "
+                    "ORDER BY created_at ASC, DATETIME(updated_at) ASC", part).fetchall()
+        except sqlite3.Error:
+            rows = None
+        if rows is not None:
+            for row in rows:
+                entry = dict(zip(HISTORY_COLUMNS, row, strict=True))
+                out[str(entry["memory_id"])].append(entry)
+            return out
+    for i in ids:
+        out[i] = list(mem0_memory.history(i) or [])
+    return out
+
+
 def from_mem0(mem0_memory: Any, memory: Memory, *, user_ids: Sequence[str] | str = (),
               agent_ids: Sequence[str] | str = (), run_ids: Sequence[str] | str = (),
               namespace: Sequence[str] = (), vectors: str = "auto",
@@ -186,18 +224,19 @@ def from_mem0(mem0_memory: Any, memory: Memory, *, user_ids: Sequence[str] | str
             elif decision is None and vecs:
                 first = next(iter(vecs.values()))
                 decision = peer_vectors.decide(memory, want, _model(mem0_memory), len(first))
+        histories = _histories(mem0_memory, chunk)
         for mid in chunk:
             vector = vecs.get(mid) if vecs and decision is not None and decision.keep \
                 else None
-            _add(out, tally, mem0_memory, into, items[mid], vector)
+            _add(out, tally, histories[mid], into, items[mid], vector)
     out.flush()
     if decision is None:
         return tally.report("none", "Mem0 held no vectors for these memories")
     return tally.report("kept" if decision.keep else "dropped", decision.note)
 
 
-def _add(out: writer.Writer, tally: Tally, mem0_memory: Any, into: tuple[str, ...],
-         item: dict[str, Any], vector: list[float] | None) -> None:
+def _add(out: writer.Writer, tally: Tally, history: list[dict[str, Any]],
+         into: tuple[str, ...], item: dict[str, Any], vector: list[float] | None) -> None:
     mid = str(item["id"])
     text = item.get("memory")
     labels: list[str] = list(into)
@@ -214,7 +253,7 @@ def _add(out: writer.Writer, tally: Tally, mem0_memory: Any, into: tuple[str, ..
     metadata = {**(item.get("metadata") or {}),
                 **{k: item[k] for k in KEPT if item.get(k) is not None}, "mem0_id": mid}
     versions: list[tuple[str, str, int]] = []  # (key, text, time)
-    for row in mem0_memory.history(mid) or []:
+    for row in history:
         new = row.get("new_memory")
         if row.get("event") not in ("ADD", "UPDATE") or not isinstance(new, str):
             continue

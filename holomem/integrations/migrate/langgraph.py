@@ -152,21 +152,24 @@ def _add(out: writer.Writer, tally: Tally, checks: Any, base: Any, item: Any,
          into: tuple[str, ...], paths: list[str]) -> None:
     ns, key = tuple(item.namespace), item.key
     source_id = "/".join(map(str, ns)) + f":{key}"
-    try:
-        put = checks.check_put(base.PutOp(ns, key, item.value), into, paths)
-    except (HolomemError, base.InvalidNamespaceError) as exc:
-        tally.skip(source_id, str(exc))
-        return
     updated = _ms(item.updated_at)
     created = _ms(item.created_at)
     if updated is None or updated < 0:
         tally.skip(source_id, "the item has no updated_at time")
         return
+    # The version's identity: where it is, when it was written, and what it holds as
+    # this migration reads it (its value, and the fields that make its text).
+    version = (*ns, str(key), str(updated), writer.digest([item.value, paths]))
+    if out.already((*into, *ns), version):
+        return  # moved by an earlier run: not checked again
+    try:
+        put = checks.check_put(base.PutOp(ns, key, item.value), into, paths)
+    except (HolomemError, base.InvalidNamespaceError) as exc:
+        tally.skip(source_id, str(exc))
+        return
     full = tuple(checks.full(into, put.namespace, "namespace"))
     out.add(writer.Entry(
-        source_id=source_id,
-        key=(*put.namespace, put.key, str(updated), writer.digest([put.metadata, put.text])),
-        namespace=full, text=put.text, ingest_time=updated, subject=put.key,
-        metadata=put.metadata, event_time=created if created is not None and created >= 0
-        else None,
+        source_id=source_id, key=version, namespace=full, text=put.text, ingest_time=updated,
+        subject=put.key, metadata=put.metadata,
+        event_time=created if created is not None and created >= 0 else None,
         replaces={"subject": put.key, "metadata": {checks.MARK: {"$exists": True}}}))

@@ -105,6 +105,15 @@ class Writer:
         # but what this run writes, so no lookup is needed.
         self._empty: dict[tuple[str, ...], bool] = {}
 
+    def already(self, namespace: tuple[str, ...], key: tuple[str, ...]) -> bool:
+        """Whether the record of ``key`` in ``namespace`` was moved by an earlier run —
+        then it is counted ``unchanged`` here, and its reader need not build its entry."""
+        if not self.memory.store.has_document(fact_id(self.tally.source, namespace, key)):
+            return False
+        self.tally.unchanged += 1
+        self.tally.namespaces[namespace] += 1
+        return True
+
     def add(self, entry: Entry) -> None:
         self.pending.append(entry)
         if len(self.pending) >= self.size:

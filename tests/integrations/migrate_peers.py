@@ -74,11 +74,14 @@ def _embedder_class() -> type:
     return TinyMem0
 
 
-def mem0_config(base: Path) -> dict[str, Any]:
-    """A Mem0 config of files under ``base`` (what ``holomem migrate mem0`` reads)."""
+def mem0_config(base: Path, provider: str = "chroma") -> dict[str, Any]:
+    """A Mem0 config of files under ``base`` (what ``holomem migrate mem0`` reads), its
+    vectors in a local Chroma or Qdrant (``provider``)."""
+    store: dict[str, Any] = {"collection_name": "mem0", "path": str(base / "vectors")}
+    if provider == "qdrant":
+        store.update(embedding_model_dims=DIM, on_disk=True)
     return {
-        "vector_store": {"provider": "chroma",
-                         "config": {"collection_name": "mem0", "path": str(base / "vectors")}},
+        "vector_store": {"provider": provider, "config": store},
         "embedder": {"provider": "huggingface",
                      "config": {"model": MODEL, "embedding_dims": DIM}},
         "llm": {"provider": "openai", "config": {"api_key": "unused: infer=False"}},
@@ -101,6 +104,6 @@ def offline_mem0(monkeypatch: pytest.MonkeyPatch) -> Any:
     return mem0
 
 
-def new_mem0(mem0: Any, base: Path) -> Any:
+def new_mem0(mem0: Any, base: Path, provider: str = "chroma") -> Any:
     base.mkdir(parents=True, exist_ok=True)
-    return mem0.Memory.from_config(mem0_config(base))
+    return mem0.Memory.from_config(mem0_config(base, provider))

@@ -195,3 +195,20 @@ def test_histories_read_in_one_query_or_one_call_each_give_the_same_facts(
             if isinstance(source, _HistoryByCall):
                 assert source.calls == 3  # one per memory of ann's
     assert exports[0] == exports[1]
+
+
+def test_a_mem0_on_qdrant_hands_over_its_vectors_too(offline_mem0: Any,
+                                                     tmp_path: Path) -> None:
+    pytest.importorskip("qdrant_client", reason="qdrant-client (which mem0ai brings) is "
+                        "not installed")
+    peer = new_mem0(offline_mem0, tmp_path / "mem0", provider="qdrant")
+    mid = peer.add("Ann flies a box kite", user_id="ann", infer=False)["results"][0]["id"]
+    peer.update(mid, "Ann flies a delta kite")
+    with Store.open(tmp_path / "holomem", sync="none") as store:
+        memory = Memory(store, embedder=_Negated())
+        report = from_mem0(peer, memory, user_ids="ann")
+        assert (report.created, report.superseded) == (2, 1)
+        assert (report.vectors, report.vectors_kept) == ("kept", 1)
+        current = memory.recall("delta kite", namespace=["users", "ann"], k=1)[0]
+        record = next(r for r in memory.export() if r["id"] == current.id)
+        assert np.allclose(record["embedding"], tiny_vectors([current.text])[0], atol=1e-6)

@@ -93,6 +93,17 @@ CASES = [
      "UnavailableError", DEPENDENCIES),
     ("matplotlib", "import runpy; runpy.run_path('benchmarks/plot.py')",
      "ModuleNotFoundError", install_extra("bench")),
+    # The migrations import their peer only when called (importing the package needs none).
+    ("chromadb", "from holomem.integrations.migrate import from_chroma; import holomem, "
+     "tempfile; from_chroma('.', 'c', holomem.Memory(holomem.Store.open(tempfile.mkdtemp())))",
+     "ModuleNotFoundError", install_extra("peers")),
+    ("mem0", "from holomem.integrations.migrate import open_mem0; open_mem0({})",
+     "ModuleNotFoundError", install_extra("peers")),
+    ("langgraph", "from holomem.integrations.migrate import open_langgraph_sqlite as o; "
+     "o('x').__enter__()", "ModuleNotFoundError", install_extra("peers")),
+    ("langgraph", "from holomem.integrations.migrate import from_langgraph_store as f; "
+     "import holomem, tempfile; f(None, holomem.Memory(holomem.Store.open("
+     "tempfile.mkdtemp())))", "ModuleNotFoundError", install_extra("peers")),
 ]
 
 
@@ -125,6 +136,10 @@ def test_the_command_line_names_the_serve_extra_and_writes_nothing(
     assert "exit 2" in done.stderr and install_extra("serve") in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
     assert not data.exists()
+
+
+def test_the_migrations_import_without_any_peer_installed() -> None:
+    assert without("chromadb,mem0,langgraph", "import holomem.integrations.migrate") is None
 
 
 def test_without_tiktoken_context_counts_with_the_built_in_estimate() -> None:

@@ -23,6 +23,7 @@ answers are printed :mod:`.printing`'s.
     holomem why STORE QUERY_OR_ID [--max-hops N] [--relation R ...] [--filter JSON]
     holomem profile STORE NAME [--as-of W] [--namespace NS] [--cursor C | --all]
     holomem info | config | export | import STORE ...    holomem fsck STORE [...]
+    holomem migrate {langgraph-sqlite,chroma,mem0} ... STORE ...
     holomem serve | mcp | demo | hermes install
     holomem ui STORE [--port P] [--host H] [--api-key-file F] [--read-only]
 
@@ -40,7 +41,15 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from holomem.api.doors.cli import conversation, graph, printing, profile, servers, store
+from holomem.api.doors.cli import (
+    conversation,
+    graph,
+    migrate,
+    printing,
+    profile,
+    servers,
+    store,
+)
 from holomem.api.doors.cli.opening import (
     EXIT_NOT_FOUND,
     EXIT_OK,
@@ -241,7 +250,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "relate": graph.run, "unrelate": graph.run,
     "remember-conversation": conversation.run, "profile": profile.run,
     "info": store.info, "config": store.config,
-    "export": store.export, "import": store.import_,
+    "export": store.export, "import": store.import_, "migrate": migrate.run,
     "fsck": lambda args: servers.fsck(args.args), "serve": servers.serve,
     "mcp": servers.mcp, "ui": servers.ui, "hermes": servers.hermes, "demo": servers.demo,
 }

@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from holomem.api.doors.cli import conversation, graph, profile
+from holomem.api.doors.cli import conversation, graph, migrate, profile
 from holomem.api.doors.cli.args import (
     NS_HELP,
     TIME_HELP,
@@ -85,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     conversation.add_command(command, _store_options, _output_options)
     profile.add_command(command, _store_options, _output_options)
     _store_commands(command)
+    migrate.add_command(command, _store_options, _config_options, _progress_option)
     _server_commands(command)
     return parser
 

@@ -1,0 +1,286 @@
+"""Migration from Mem0 (its open-source ``mem0.Memory``): :func:`from_mem0`
+(docs/migrate.md).
+
+Owns: reading the memories of the users, agents and runs asked for (Mem0 lists
+memories only by those ids), each memory's history (Mem0's ``history(memory_id)``:
+the text it was added with and every update) as one holomem supersession chain —
+each version a fact whose ingest time is when Mem0 recorded it, superseding the
+version before — the memory's namespace (its user, agent and run ids), its metadata
+and, from the Chroma or Qdrant vector stores Mem0 runs on, its current vector when
+the memory's embedder is Mem0's model (:mod:`.vectors`). Imports nothing of Mem0 (it
+is handed a Mem0 memory) and the writer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import os
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from holomem.api.engine import validate
+from holomem.api.memory.memory import Memory
+from holomem.errors import HolomemError, InvalidError, missing_extra
+from holomem.integrations.migrate import vectors as peer_vectors
+from holomem.integrations.migrate import writer
+from holomem.integrations.migrate.report import MigrationReport, Tally
+
+#: The most memories read for one user, agent or run id (Mem0 lists without paging).
+MAX_PER_SCOPE = 100_000
+#: Mem0's scope ids, in the order their labels nest in the namespace.
+SCOPES = (("user_id", "users"), ("agent_id", "agents"), ("run_id", "runs"))
+#: Mem0's payload keys kept as metadata beside the caller's own.
+KEPT = ("user_id", "agent_id", "run_id", "actor_id", "role")
+
+
+def open_mem0(config: Mapping[str, Any]) -> Any:
+    """A Mem0 ``Memory`` of ``config`` (the dict ``mem0.Memory.from_config`` takes),
+    after checking that the files it names exist — its vector store's ``path`` and its
+    ``history_db_path`` — since Mem0 would create empty ones in their place. Errors:
+    ``invalid_request`` (a missing file, a config Mem0 refuses);
+    ``ModuleNotFoundError`` naming the ``peers`` extra."""
+    try:
+        mem0 = importlib.import_module("mem0")
+    except ImportError as exc:
+        raise missing_extra(exc, "holomem.integrations.migrate.open_mem0", "peers") from exc
+    if not isinstance(config, Mapping):
+        raise InvalidError("a Mem0 config must be a JSON object (Memory.from_config's dict)")
+    store = config.get("vector_store")
+    store_config = store.get("config") if isinstance(store, Mapping) else None
+    named = [("vector_store.config.path", store_config.get("path")
+              if isinstance(store_config, Mapping) else None),
+             ("history_db_path", config.get("history_db_path"))]
+    for what, path in named:
+        if isinstance(path, str) and path != ":memory:" and not os.path.exists(path):
+            raise InvalidError(f"the Mem0 config's {what} {path!r} does not exist (Mem0 "
+                               "would start an empty memory there)")
+    try:
+        return mem0.Memory.from_config(dict(config))
+    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise InvalidError(f"Mem0 refused the config: {exc}") from exc
+
+
+def _ms(value: object) -> int | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return int(when.timestamp() * 1000)
+
+
+def _ids(value: object, what: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, Iterable):
+        raise InvalidError(f"{what} must be a list of ids")
+    out = list(value)
+    for v in out:
+        validate.doc_id(v, what)
+    return list(dict.fromkeys(out))
+
+
+def _model(mem0_memory: Any) -> str | None:
+    try:
+        config = mem0_memory.config.embedder.config or {}
+        model = config.get("model") if isinstance(config, dict) else getattr(config, "model",
+                                                                              None)
+        return str(model) if isinstance(model, str) and model else None
+    except AttributeError:
+        return None
+
+
+def _vectors(mem0_memory: Any, ids: list[str]) -> dict[str, list[float]] | None:
+    """The current vectors of ``ids`` from Mem0's vector store (Chroma or Qdrant), or
+    None when its store is another (Mem0's own interface gives no vectors)."""
+    store: Any = getattr(mem0_memory, "vector_store", None)
+    provider = getattr(getattr(mem0_memory.config, "vector_store", None), "provider", None)
+    if not ids:
+        return {}
+    if provider == "chroma" and hasattr(store, "collection"):
+        got = store.collection.get(ids=ids, include=["embeddings"])
+        return {i: [float(x) for x in v] for i, v in zip(got["ids"], got["embeddings"],
+                                                          strict=True)}
+    if provider == "qdrant" and hasattr(store, "client"):
+        points = store.client.retrieve(collection_name=store.collection_name, ids=ids,
+                                       with_vectors=True)
+        return {str(p.id): [float(x) for x in p.vector] for p in points
+                if isinstance(p.vector, list)}
+    return None
+
+
+#: The columns of Mem0's history table, in the order its ``get_history`` gives them.
+HISTORY_COLUMNS = ("id", "memory_id", "old_memory", "new_memory", "event", "created_at",
+                   "updated_at", "is_deleted", "actor_id", "role")
+#: Memory ids per query of the history table.
+_IN_QUERY = 500
+
+
+def _histories(mem0_memory: Any, ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each memory's history, as ``mem0_memory.history(id)`` gives it. Mem0's history
+    table has no index on the memory id, so a ``history`` call reads the whole table:
+    one call per memory would make a migration quadratic. When Mem0 keeps it in SQLite
+    (its own ``SQLiteManager``), the histories of a whole batch are read in one query,
+    in the order ``history`` uses; otherwise one ``history`` call each."""
+    out: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
+    conn = getattr(getattr(mem0_memory, "db", None), "connection", None)
+    if isinstance(conn, sqlite3.Connection) and ids:
+        rows: list[Any] | None = []
+        try:
+            for start in range(0, len(ids), _IN_QUERY):  # within SQLite's variable limit
+                part = ids[start:start + _IN_QUERY]
+                assert rows is not None  # set above, None only when the query failed
+                rows += conn.execute(
+                    f"SELECT {', '.join(HISTORY_COLUMNS)} FROM history "
+                    f"WHERE memory_id IN ({','.join('?' * len(part))}) "
+                    "ORDER BY created_at ASC, DATETIME(updated_at) ASC", part).fetchall()
+        except sqlite3.Error:
+            rows = None
+        if rows is not None:
+            for row in rows:
+                entry = dict(zip(HISTORY_COLUMNS, row, strict=True))
+                out[str(entry["memory_id"])].append(entry)
+            return out
+    for i in ids:
+        out[i] = list(mem0_memory.history(i) or [])
+    return out
+
+
+def from_mem0(mem0_memory: Any, memory: Memory, *, user_ids: Sequence[str] | str = (),
+              agent_ids: Sequence[str] | str = (), run_ids: Sequence[str] | str = (),
+              namespace: Sequence[str] = (), vectors: str = "auto",
+              batch_size: int = writer.BATCH,
+              progress: writer.Progress | None = None) -> MigrationReport:
+    """Move the Mem0 memories of ``user_ids``, ``agent_ids`` and ``run_ids`` (at least
+    one id; Mem0 lists memories by them) into ``memory``, with their history.
+
+    A memory lives in the namespace ``[*namespace, "users", U, "agents", A, "runs",
+    R]`` (the parts of the ids it has). Its history becomes a supersession chain: the
+    text it was added with and each update are facts, each superseding the one
+    before, ingested when Mem0 recorded it (its ``created_at``, then each update's
+    ``updated_at``), so ``Memory.history`` of the current fact shows the older values
+    and ``recall(as_of=...)`` the value of the time. Every version carries the
+    memory's metadata now (Mem0 keeps no older metadata), with Mem0's ``user_id``,
+    ``agent_id``, ``run_id``, ``actor_id`` and ``role`` and its id as ``mem0_id``; the
+    subject is the Mem0 id. An ``expiration_date`` becomes the current version's
+    ``valid_to``. Idempotent: a second run stores nothing (``created == 0``); updates
+    made since an earlier run add their versions to the chain. ``vectors``: as
+    :func:`from_chroma` (the current version's vector, read from a Chroma or Qdrant
+    store). Deleted memories are not listed by Mem0 and are not moved.
+
+    Errors: ``invalid_request`` (no ids, a bad id or option, not a Mem0 memory), and
+    those of ``Memory.import_``.
+    """
+    if not isinstance(memory, Memory):
+        raise InvalidError(f"from_mem0 needs a holomem.Memory, got {type(memory).__name__}")
+    if not all(hasattr(mem0_memory, name) for name in ("get_all", "history", "config")):
+        raise InvalidError(f"from_mem0 needs a mem0 Memory, got {type(mem0_memory).__name__}")
+    scopes = [(key, i) for key, ids in (("user_id", user_ids), ("agent_id", agent_ids),
+                                         ("run_id", run_ids))
+              for i in _ids(ids, key + "s")]
+    if not scopes:
+        raise InvalidError("from_mem0 needs user_ids, agent_ids or run_ids: Mem0 lists "
+                           "memories only by them")
+    into = validate.namespace(namespace)
+    if len(into) > validate.MAX_NAMESPACE_DEPTH - 2 * len(SCOPES):
+        raise InvalidError(f"namespace {list(into)!r}: at most "
+                           f"{validate.MAX_NAMESPACE_DEPTH - 2 * len(SCOPES)} strings, to "
+                           "leave room for the user, agent and run ids")
+    want = peer_vectors.mode(vectors)
+    size = writer.batch_size(batch_size)
+    tally = Tally("mem0")
+    out = writer.Writer(memory, tally, size, writer.progress_callback(progress))
+    items: dict[str, dict[str, Any]] = {}
+    for key, sid in scopes:
+        try:
+            found = mem0_memory.get_all(filters={key: sid}, top_k=MAX_PER_SCOPE,
+                                        show_expired=True)
+        except ValueError as exc:
+            raise InvalidError(f"Mem0 refused {key}={sid!r}: {exc}") from exc
+        results = found.get("results", []) if isinstance(found, dict) else list(found)
+        if len(results) >= MAX_PER_SCOPE:
+            tally.skip(f"{key}={sid}", f"Mem0 listed {MAX_PER_SCOPE} memories, the most "
+                       "one id is read for; any more were not moved")
+        for item in results:
+            items.setdefault(str(item["id"]), item)
+    decision = peer_vectors.Decision(False, "vectors='drop'") if want == "drop" else None
+    order = list(items)
+    for start in range(0, len(order), size):
+        chunk = order[start:start + size]
+        vecs: dict[str, list[float]] | None = None
+        if want != "drop":
+            vecs = _vectors(mem0_memory, chunk)
+            if vecs is None:
+                decision = peer_vectors.Decision(False, "Mem0's vector store "
+                                                 f"{mem0_memory.config.vector_store.provider!r}"
+                                                 " does not hand out its vectors")
+            elif decision is None and vecs:
+                first = next(iter(vecs.values()))
+                decision = peer_vectors.decide(memory, want, _model(mem0_memory), len(first))
+        histories = _histories(mem0_memory, chunk)
+        for mid in chunk:
+            vector = vecs.get(mid) if vecs and decision is not None and decision.keep \
+                else None
+            _add(out, tally, histories[mid], into, items[mid], vector)
+    out.flush()
+    if decision is None:
+        return tally.report("none", "Mem0 held no vectors for these memories")
+    return tally.report("kept" if decision.keep else "dropped", decision.note)
+
+
+def _add(out: writer.Writer, tally: Tally, history: list[dict[str, Any]],
+         into: tuple[str, ...], item: dict[str, Any], vector: list[float] | None) -> None:
+    mid = str(item["id"])
+    text = item.get("memory")
+    labels: list[str] = list(into)
+    for key, label in SCOPES:
+        if item.get(key):
+            labels += [label, str(item[key])]
+    try:
+        ns = validate.namespace(labels)
+        validate.unreserved(mid, "id")
+    except HolomemError as exc:
+        tally.read += 1
+        tally.skip(mid, exc.message)
+        return
+    metadata = {**(item.get("metadata") or {}),
+                **{k: item[k] for k in KEPT if item.get(k) is not None}, "mem0_id": mid}
+    versions: list[tuple[str, str, int]] = []  # (key, text, time)
+    for row in history:
+        new = row.get("new_memory")
+        if row.get("event") not in ("ADD", "UPDATE") or not isinstance(new, str):
+            continue
+        when = _ms(row.get("updated_at") if row.get("event") == "UPDATE"
+                   else row.get("created_at")) or _ms(row.get("created_at"))
+        if when is None:
+            continue
+        versions.append((str(row.get("id")), new, when))
+    current_time = _ms(item.get("updated_at")) or _ms(item.get("created_at"))
+    if isinstance(text, str) and (not versions or versions[-1][1] != text):
+        # History that does not end in the current text (kept off, or cut short).
+        versions.append((f"current:{writer.digest(text)}", text, current_time or 0))
+    valid_to = None
+    if item.get("expiration_date"):
+        day = _ms(str(item["expiration_date"]))
+        valid_to = None if day is None else day + 86_400_000  # it holds through that day
+    previous: tuple[str, ...] | None = None
+    for n, (key, words, when) in enumerate(versions):
+        tally.read += 1
+        last = n == len(versions) - 1
+        if not words.strip():
+            tally.skip(f"{mid}@{key}", "an empty text")
+            continue
+        entry_key = (mid, key)
+        out.add(writer.Entry(
+            source_id=mid if last else f"{mid}@{key}", key=entry_key, namespace=ns,
+            text=words, ingest_time=when, subject=mid, metadata=metadata,
+            embedding=vector if last else None, valid_to=valid_to if last else None,
+            supersedes=(previous,) if previous is not None else ()))
+        previous = entry_key

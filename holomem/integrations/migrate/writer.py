@@ -1,0 +1,213 @@
+"""Writing a peer's records into a Memory, in bounded atomic batches, idempotently.
+
+Owns: :class:`Entry` (one peer record as the fact it becomes), :func:`fact_id` (the
+fact's id, derived from the peer, the target namespace and the record's own identity,
+so a second run finds every record already stored and writes nothing), and
+:class:`Writer`, which every peer module feeds: each batch is checked against the store
+(records already there are counted ``unchanged`` and left alone), a record whose key
+holds an older value stored by an earlier run supersedes it, and the rest go in one
+``Memory.import_`` transaction — with the peer's ingest times, supersession links and
+(when kept) vectors, and no policy of the memory run on them: what the peer held is
+what the store holds. Imports the memory API and its export record types.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from holomem.api.memory.memory import Memory
+from holomem.api.memory.transfer import exchange
+from holomem.api.memory.transfer.records import FactExport, LinkRecord
+from holomem.errors import InvalidError, LimitError
+from holomem.integrations.migrate.report import Tally
+
+#: Records per transaction unless the caller says otherwise, and the most it may say.
+BATCH = 500
+MAX_BATCH = 10_000
+#: Facts read per page when looking for the value a changed record replaces.
+_PAGE = 100
+
+Progress = Callable[[int], None]
+
+
+class Entry(NamedTuple):
+    """One peer record as the fact it becomes.
+
+    ``key``: the record's identity in the peer (with its version), from which the
+    fact id derives; ``supersedes``: the keys of the versions it replaces (a history
+    the peer recorded; those versions are entries of the same migration);
+    ``replaces``: a filter (``Memory.list``'s) that finds, under the entry's exact
+    namespace, the current fact an earlier run stored for the same record, which
+    this one supersedes if it is new (None: no such lookup).
+    """
+
+    source_id: str
+    key: tuple[str, ...]
+    namespace: tuple[str, ...]
+    text: str
+    ingest_time: int
+    subject: str | None = None
+    metadata: dict[str, Any] | None = None
+    embedding: list[float] | None = None
+    event_time: int | None = None
+    valid_from: int | None = None
+    valid_to: int | None = None
+    supersedes: tuple[tuple[str, ...], ...] = ()
+    replaces: dict[str, Any] | None = None
+
+
+def fact_id(source: str, namespace: Sequence[str], key: Sequence[str]) -> str:
+    """The id of a migrated record: ``SOURCE-`` and 32 hex digits of a SHA-256 over the
+    peer's name, the target namespace and the record's key (so one record migrated
+    into two namespaces is two facts, and a retry is the same fact)."""
+    raw = json.dumps([source, list(namespace), list(key)], ensure_ascii=False,
+                     separators=(",", ":"))
+    return f"{source}-{hashlib.sha256(raw.encode('utf-8')).hexdigest()[:32]}"
+
+
+def batch_size(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidError(f"batch_size must be a positive integer, got {value!r}")
+    if value > MAX_BATCH:
+        raise LimitError(f"batch_size is at most {MAX_BATCH}")
+    return value
+
+
+def progress_callback(value: object) -> Progress | None:
+    if value is None or callable(value):
+        return value
+    raise InvalidError("progress must be a callable taking the number of records read, "
+                       "or None")
+
+
+def digest(value: object) -> str:
+    """A short, stable digest of a JSON value (a record's content, in its key)."""
+    raw = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str,
+                     separators=(",", ":"))
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+
+
+class Writer:
+    """Moves entries into ``memory`` ``size`` at a time (one transaction each), counting
+    in ``tally``; ``progress(n)`` is told the records read after each batch."""
+
+    def __init__(self, memory: Memory, tally: Tally, size: int,
+                 progress: Progress | None) -> None:
+        self.memory = memory
+        self.tally = tally
+        self.size = size
+        self.progress = progress
+        self.pending: list[Entry] = []
+        # Namespaces that held no fact when first seen: nothing there to supersede
+        # but what this run writes, so no lookup is needed.
+        self._empty: dict[tuple[str, ...], bool] = {}
+
+    def already(self, namespace: tuple[str, ...], key: tuple[str, ...]) -> bool:
+        """Whether the record of ``key`` in ``namespace`` was moved by an earlier run —
+        then it is counted ``unchanged`` here, and its reader need not build its entry."""
+        if not self.memory.store.has_document(fact_id(self.tally.source, namespace, key)):
+            return False
+        self.tally.unchanged += 1
+        self.tally.namespaces[namespace] += 1
+        return True
+
+    def add(self, entry: Entry) -> None:
+        self.pending.append(entry)
+        if len(self.pending) >= self.size:
+            self.flush()
+
+    def flush(self) -> None:
+        batch, self.pending = self.pending, []
+        if batch:
+            self._write(batch)
+        if self.progress is not None:
+            self.progress(self.tally.read)
+
+    def _id(self, entry: Entry, key: tuple[str, ...] | None = None) -> str:
+        return fact_id(self.tally.source, entry.namespace, entry.key if key is None else key)
+
+    def _was_empty(self, namespace: tuple[str, ...]) -> bool:
+        if namespace not in self._empty:
+            page = self.memory.list(limit=1, namespace=list(namespace))
+            self._empty[namespace] = not page.facts
+        return self._empty[namespace]
+
+    def _replaced(self, entry: Entry, fid: str) -> list[str]:
+        """The current facts an earlier run stored for the entry's record."""
+        if entry.replaces is None or self._was_empty(entry.namespace):
+            return []
+        out: list[str] = []
+        cursor = None
+        while True:
+            page = self.memory.list(cursor=cursor, limit=_PAGE, filter=entry.replaces,
+                                    history="current", namespace=list(entry.namespace))
+            out.extend(r.id for r in page.facts
+                       if tuple(r.namespace) == entry.namespace and r.id != fid)
+            if page.next_cursor is None:
+                return out
+            cursor = page.next_cursor
+
+    def _takeable(self, records: list[tuple[Entry, list[str], FactExport]]
+                  ) -> list[tuple[Entry, list[str], FactExport]]:
+        """The records the import refused a batch for, skipped (named in the report):
+        the others, checked as the import checks them."""
+        out = []
+        for entry, before, record in records:
+            try:
+                exchange.check(record, 0)
+            except InvalidError as exc:  # LimitError included
+                self.tally.namespaces[entry.namespace] -= 1
+                self.tally.skip(entry.source_id, exc.message.removeprefix("line 0: "))
+                continue
+            out.append((entry, before, record))
+        return out
+
+    def _write(self, batch: list[Entry]) -> None:
+        has = self.memory.store.has_document
+        records: list[tuple[Entry, list[str], FactExport]] = []
+        for entry in batch:
+            fid = self._id(entry)
+            self.tally.namespaces[entry.namespace] += 1
+            if has(fid):
+                self.tally.unchanged += 1
+                continue
+            before = [self._id(entry, k) for k in entry.supersedes] \
+                or self._replaced(entry, fid)
+            valid_from = entry.valid_from
+            if before and valid_from is None and entry.event_time is not None:
+                # A supersession takes effect at valid_from, else at the event time: a
+                # new value whose event time is its record's creation (older than the
+                # value it replaces) takes effect when the peer learned it instead.
+                valid_from = entry.ingest_time
+            records.append((entry, before, FactExport(
+                id=fid, text=entry.text, ingest_time=entry.ingest_time,
+                namespace=list(entry.namespace), subject=entry.subject,
+                metadata=entry.metadata, embedding=entry.embedding,
+                event_time=entry.event_time, valid_from=valid_from, valid_to=entry.valid_to,
+                requested=before,
+                links=[LinkRecord(supersedes=b, known_at=entry.ingest_time)
+                       for b in before])))
+        if not records:
+            return
+        try:  # checked once, by the import, in the common case of a batch it takes whole
+            done = self.memory.import_([r for _, _, r in records], batch_size=len(records))
+        except InvalidError:  # it wrote nothing: the records it refuses are skipped
+            records = self._takeable(records)
+            if not records:
+                return
+            done = self.memory.import_([r for _, _, r in records], batch_size=len(records))
+        for _, before, record in records:
+            self.tally.superseded += len(before)
+            if record.embedding is not None:
+                self.tally.vectors_kept += 1
+        self.tally.created += done.imported
+        self.tally.unchanged += done.unchanged
+        self.tally.batches += done.batches
+
+
+def metadata_of(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A peer's metadata as holomem keeps it: a plain dict, None when empty."""
+    return dict(value) if value else None

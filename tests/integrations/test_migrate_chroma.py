@@ -1,0 +1,237 @@
+"""Migration from Chroma (issue 32, items 2 and 4; docs/migrate.md): ``from_chroma``
+over a real Chroma persistent directory (chromadb, the peers extra), its collections
+filled through Chroma's own client with vectors of the tests' tiny embedder, and the
+result read back through ``Memory``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from holomem import InvalidError, Memory, NotFoundError, Store
+from holomem.integrations.migrate import from_chroma
+from tests.integrations.migrate_peers import DIM, Tiny, tiny_vectors
+
+chromadb = pytest.importorskip("chromadb", reason="chromadb (the peers extra) is not "
+                               "installed")
+
+#: collection -> [(id, document, metadata)]
+RECORDS: dict[str, list[tuple[str, str | None, dict[str, Any] | None]]] = {
+    "recipes": [
+        ("r1", "Slow-cooked lentils with smoked paprika and lemon", {"course": "main",
+                                                                     "minutes": 90}),
+        ("r2", "Rhubarb crumble with oat and hazelnut topping", {"course": "dessert"}),
+        ("r3", "Chilled cucumber soup with dill and yoghurt", None),
+    ],
+    "travel": [
+        ("t1", "The night train to Vienna leaves at nine from platform four",
+         {"kind": "train"}),
+        ("t2", "The ferry to the islands needs a booking two days ahead", {"kind": "boat"}),
+        ("t3", None, {"kind": "orphan vector"}),
+    ],
+}
+
+
+def fill(path: Path) -> None:
+    client = chromadb.PersistentClient(path=str(path))
+    for name, rows in RECORDS.items():
+        col = client.get_or_create_collection(name, embedding_function=None)
+        texts = [doc or "" for _, doc, _ in rows]
+        col.add(ids=[rid for rid, _, _ in rows], documents=[doc for _, doc, _ in rows],
+                metadatas=[meta for _, _, meta in rows],
+                embeddings=[list(map(float, v)) for v in tiny_vectors(texts)])
+
+
+@pytest.fixture
+def chroma_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "chroma"
+    fill(path)
+    return path
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    with Store.open(tmp_path / "holomem", sync="none") as store:
+        yield Memory(store)
+
+
+def test_a_second_run_stores_nothing_and_reports_created_zero(chroma_dir: Path,
+                                                              memory: Memory) -> None:
+    first = from_chroma(chroma_dir, ["recipes", "travel"], memory)
+    assert (first.read, first.created, first.skipped) == (6, 5, 1)
+    revision = memory.store.stats().revision
+    second = from_chroma(str(chroma_dir), ["recipes", "travel"], memory)
+    assert (second.created, second.unchanged, second.batches) == (0, 5, 0)
+    assert memory.store.stats().revision == revision
+
+
+def test_collections_become_namespaces_ids_subjects_and_metadata_is_kept(
+        chroma_dir: Path, memory: Memory) -> None:
+    report = from_chroma(chroma_dir, ["recipes", "travel"], memory, namespace="imports")
+    assert [(n.namespace, n.facts) for n in report.namespaces] == [
+        (["imports", "recipes"], 3), (["imports", "travel"], 2)]
+    for name, rows in RECORDS.items():
+        for rid, doc, meta in rows:
+            if doc is None:
+                continue
+            hit = memory.recall(doc, namespace=["imports", name], k=1)[0]
+            assert (hit.text, hit.fact.subject, hit.fact.metadata) == (doc, rid, meta)
+    assert report.skipped_examples[0].source_id == "travel:t3"
+    assert "no document" in report.skipped_examples[0].reason
+
+
+def test_every_sample_query_finds_in_its_collection_what_chroma_held(
+        chroma_dir: Path, memory: Memory) -> None:
+    from_chroma(chroma_dir, ["recipes", "travel"], memory)
+    client = chromadb.PersistentClient(path=str(chroma_dir))
+    for name, rows in RECORDS.items():
+        held = client.get_collection(name).get(include=["documents"])
+        assert sorted(i for i, d in zip(held["ids"], held["documents"], strict=True)
+                      if d) == sorted(rid for rid, doc, _ in rows if doc)
+        for rid, doc, _ in rows:
+            if doc is None:
+                continue
+            query = " ".join(doc.split()[-2:])
+            hits = memory.recall(query, namespace=[name], k=2)
+            assert hits and hits[0].fact.subject == rid, (query, name)
+            assert all(h.fact.namespace == [name] for h in hits)
+
+
+def stored_vector(memory: Memory, fid: str) -> list[float] | None:
+    record = next(r for r in memory.export() if r["id"] == fid)
+    vector: list[float] | None = record["embedding"]
+    return vector
+
+
+def test_vectors_are_kept_only_when_asked_or_when_the_embedder_is_the_peers(
+        chroma_dir: Path, tmp_path: Path) -> None:
+    want = {doc: tiny_vectors([doc])[0] for rows in RECORDS.values()
+            for _, doc, _ in rows if doc}
+    # No model named by the collection: "auto" cannot tell, so the embedder embeds.
+    with Store.open(tmp_path / "auto", sync="none") as store:
+        memory = Memory(store, embedder=Tiny("another-model"))
+        report = from_chroma(chroma_dir, "recipes", memory)
+        assert (report.vectors, report.vectors_kept) == ("dropped", 0)
+        assert "does not say which model" in report.vectors_note
+    # "keep": the caller vouches for them; Chroma's vectors are stored as they were.
+    with Store.open(tmp_path / "keep", sync="none") as store:
+        memory = Memory(store, embedder=Tiny())
+        report = from_chroma(chroma_dir, "recipes", memory, vectors="keep")
+        assert (report.vectors, report.vectors_kept) == ("kept", 3)
+        hit = memory.recall("lentils paprika", k=1)[0]
+        vec = stored_vector(memory, hit.id)
+        assert vec is not None and np.allclose(vec, want[hit.text], atol=1e-6)
+    # "drop": none read; without an embedder the facts hold no vector at all.
+    with Store.open(tmp_path / "drop", sync="none") as store:
+        memory = Memory(store)
+        report = from_chroma(chroma_dir, "recipes", memory, vectors="drop")
+        assert report.vectors == "dropped"
+        assert all(r["embedding"] is None for r in memory.export())
+    # "keep" of vectors of another dimension than the embedder's: refused before writing.
+    with Store.open(tmp_path / "wrong", sync="none") as store:
+        memory = Memory(store, embedder=_Wide())
+        with pytest.raises(InvalidError, match=f"{DIM} dimensions"):
+            from_chroma(chroma_dir, "recipes", memory, vectors="keep")
+        assert memory.list().facts == []
+
+
+class _Wide(Tiny):
+    def __init__(self) -> None:
+        super().__init__()
+        from holomem.embedders import EmbedderIdentity
+
+        self.identity = EmbedderIdentity(name="wide", digest="1" * 64, dim=2 * DIM,
+                                         normalized=True, pooling="mean", max_tokens=512)
+
+    def embed(self, texts: Any) -> Any:
+        return np.hstack([tiny_vectors(list(texts))] * 2) / np.sqrt(2)
+
+
+def test_a_document_changed_since_the_last_run_supersedes_the_one_it_stored(
+        chroma_dir: Path, memory: Memory) -> None:
+    from_chroma(chroma_dir, "recipes", memory)
+    col = chromadb.PersistentClient(path=str(chroma_dir)).get_collection("recipes")
+    text = "Rhubarb crumble with ginger and an almond topping"
+    col.update(ids=["r2"], documents=[text], embeddings=[list(map(float,
+                                                                  tiny_vectors([text])[0]))])
+    report = from_chroma(chroma_dir, "recipes", memory)
+    assert (report.created, report.unchanged, report.superseded) == (1, 2, 1)
+    hit = memory.recall("rhubarb crumble", namespace=["recipes"], k=1)[0]
+    assert hit.text == text
+    assert [(r.text, r.status) for r in memory.history(hit.id)] == [
+        ("Rhubarb crumble with oat and hazelnut topping", "superseded"), (text, "current")]
+
+
+def test_a_missing_collection_or_a_wrong_path_is_a_clear_error_and_writes_nothing(
+        chroma_dir: Path, memory: Memory, tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError, match=r"no collection 'pantry' \(it has: recipes, "
+                       r"travel\)"):
+        from_chroma(chroma_dir, ["recipes", "pantry"], memory)
+    assert memory.list().facts == []  # recipes, found first, was not moved either
+    with pytest.raises(InvalidError, match="no such directory"):
+        from_chroma(tmp_path / "nowhere", "recipes", memory)
+    assert not (tmp_path / "nowhere").exists()  # Chroma was not let to create it
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InvalidError, match="not a Chroma database"):
+        from_chroma(tmp_path / "empty", "recipes", memory)
+    assert list((tmp_path / "empty").iterdir()) == []
+    with pytest.raises(InvalidError, match="vectors must be"):
+        from_chroma(chroma_dir, "recipes", memory, vectors="some")
+    assert memory.list().facts == []
+
+
+class _MiniLMNamed(Tiny):
+    """An embedder that says it is holomem's built-in minilm (384 dimensions)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from holomem.embedders import EmbedderIdentity
+
+        self.identity = EmbedderIdentity(name="minilm", digest="2" * 64, dim=384,
+                                         normalized=True, pooling="mean", max_tokens=256)
+
+    def embed(self, texts: Any) -> Any:
+        return np.hstack([tiny_vectors(list(texts))] * 48) / np.sqrt(48)
+
+
+def test_chromas_default_embedding_function_is_the_minilm_model(tmp_path: Path) -> None:
+    """Chroma's default function runs all-MiniLM-L6-v2, holomem's "minilm": with that
+    embedder, "auto" keeps the collection's vectors (given here, so that Chroma never
+    loads its model)."""
+    path = tmp_path / "chroma"
+    col = chromadb.PersistentClient(path=str(path)).get_or_create_collection("defaults")
+    docs = ["Moths gather at the porch light", "The hedgehog sleeps under the shed"]
+    vectors = _MiniLMNamed().embed(docs)
+    col.add(ids=["a", "b"], documents=docs, embeddings=[list(map(float, v))
+                                                       for v in vectors])
+    with Store.open(tmp_path / "holomem", sync="none") as store:
+        memory = Memory(store, embedder=_MiniLMNamed())
+        report = from_chroma(path, "defaults", memory)
+        assert (report.vectors, report.vectors_kept) == ("kept", 2), report.vectors_note
+        assert "'default' is the memory's embedder 'minilm'" in report.vectors_note
+    with Store.open(tmp_path / "other", sync="none") as store:
+        memory = Memory(store, embedder=Tiny())
+        report = from_chroma(path, "defaults", memory)
+        assert report.vectors == "dropped"
+        assert "'default' is not the memory's embedder 'tiny-hash'" in report.vectors_note
+
+
+def test_a_record_over_holomems_limits_is_skipped_and_the_rest_of_its_batch_moved(
+        tmp_path: Path, memory: Memory) -> None:
+    path = tmp_path / "chroma"
+    col = chromadb.PersistentClient(path=str(path)).get_or_create_collection(
+        "long", embedding_function=None)
+    docs = ["a short note about kites", "word " * 5000, "another short note, on tides"]
+    col.add(ids=["s1", "huge", "s2"], documents=docs,
+            embeddings=[list(map(float, v)) for v in tiny_vectors(docs)])
+    report = from_chroma(path, "long", memory, batch_size=10)
+    assert (report.created, report.skipped, report.batches) == (2, 1, 1)
+    assert report.skipped_examples[0].source_id == "long:huge"
+    assert report.skipped_examples[0].reason == "text has 5000 words; the limit is 4096"
+    assert report.namespaces[0].facts == 2
+    assert sorted(r.subject or "" for r in memory.list().facts) == ["s1", "s2"]

@@ -12,13 +12,16 @@ a query, a fact's text, metadata, an id or an error's message, which may quote t
 Without ``opentelemetry-api`` importable this module imports nothing more and
 :func:`traced` hands the method back as it is: no span, no cost. With it, spans go to
 the tracer provider the application configured (:data:`TRACER` is OpenTelemetry's
-proxy, which follows it); with none configured, OpenTelemetry's own no-op tracer
-answers, and no attribute is computed for a span that records nothing. Imports
+proxy, which follows it); until one is configured no span is started at all (the ops
+look whether one was at most once a second: a provider set after ops ran is followed
+within a second), and no attribute is computed for a span that records nothing (a
+sampler's no). Imports
 opentelemetry (optional) and the namespace string form (:mod:`holomem.api.engine.nspath`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -30,6 +33,14 @@ except ImportError:  # the otel extra is not installed: nothing is traced
     TRACER: Any = None
 else:
     TRACER = trace.get_tracer("holomem")
+#: OpenTelemetry's proxy tracer, as got at import (a test may put another in TRACER).
+_PROXY = TRACER
+#: Whether the application has set its global tracer provider (once set, it stays),
+#: and when to look again while it has not (seconds of ``time.monotonic``).
+_provider_set = False
+_next_look = 0.0
+#: How often, at most, an op looks whether a provider was set, in seconds.
+LOOK_EVERY = 1.0
 
 R = TypeVar("R")
 
@@ -52,6 +63,8 @@ def traced(op: str, method: Callable[..., R]) -> Callable[..., R]:
     span_name = f"holomem.{name}"
 
     def run(holder: Any, /, *args: Any, **kwargs: Any) -> R:
+        if TRACER is _PROXY and not _provider_is_set():
+            return method(holder, *args, **kwargs)  # no provider: not even a no-op span
         with TRACER.start_as_current_span(span_name, record_exception=False,
                                           set_status_on_exception=False) as span:
             if not span.is_recording():
@@ -75,6 +88,23 @@ def traced(op: str, method: Callable[..., R]) -> Callable[..., R]:
             return result
 
     return run
+
+
+def _provider_is_set() -> bool:
+    """Whether spans go anywhere: the application set a global tracer provider. Until
+    it does, OpenTelemetry's proxy answers every span with a no-op one, which costs
+    microseconds an op need not spend; asking OpenTelemetry costs some too, so it is
+    asked at most once a second (:data:`LOOK_EVERY`) until the answer is yes, which
+    stays."""
+    global _provider_set, _next_look
+    if _provider_set:
+        return True
+    now = time.monotonic()
+    if now < _next_look:
+        return False
+    _next_look = now + LOOK_EVERY
+    _provider_set = not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    return _provider_set
 
 
 def _namespace(args: Sequence[Any], kwargs: dict[str, Any]) -> str | None:

@@ -16,7 +16,6 @@ import itertools
 from pathlib import Path
 
 import httpx
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
@@ -196,7 +195,6 @@ def test_openmetrics_is_answered_when_asked_for(server: Server) -> None:
     assert r.text.rstrip().endswith("# EOF")
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_two_servers_in_one_process_keep_their_own_metrics(tmp_path: Path) -> None:
     one = create_app(str(tmp_path / "one"))
     two = create_app(str(tmp_path / "two"))

@@ -12,8 +12,11 @@ import warnings
 
 from tests.test_docs import ROOT, pages, read
 
-#: Dotted names that are not Python objects: logger names.
-NOT_OBJECTS = {"holomem.http"}
+#: Dotted names that are not Python objects: logger names, and the names of the
+#: OpenTelemetry spans and span attributes (docs/http.md "Metrics and traces").
+NOT_OBJECTS = {"holomem.http", "holomem.op", "holomem.namespace", "holomem.result.count",
+               "holomem.recall", "holomem.remember", "holomem.remember_many",
+               "holomem.set_confidence"}
 NAME = re.compile(r"`(holomem(?:\.[A-Za-z_]\w*)+)")
 
 

@@ -73,7 +73,7 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("holomem.projections", PROJECTIONS, ("numpy", "msgspec", "Stemmer")),
     ("holomem.api.engine", ENGINE, ("msgspec", "numpy")),
     ("holomem.api.doors", DOORS, ("msgspec", "numpy", "starlette", "uvicorn", "mcp", "anyio",
-                                  "httptools", "h11")),
+                                  "httptools", "h11", "prometheus_client")),
     # -- the memory tier, a package at a time ---------------------------------------------
     (f"{MEMORY}.shapes", (), ("msgspec",)),
     (f"{MEMORY}.graph.types", (f"{MEMORY}.shapes",), ("msgspec",)),
@@ -131,7 +131,9 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     (f"{MEMORY}.contract", (*ENGINE, f"{MEMORY}.ops"), ("msgspec",)),
     (f"{MEMORY}.about", (*ENGINE, *SHARED, "holomem.embedders", f"{MEMORY}.ops"), ()),
     # Memory composes every concept; AsyncMemory is its asyncio face (above it).
-    (f"{MEMORY}.binding", (f"{MEMORY}.session",), ()),
+    (f"{MEMORY}.binding", (f"{MEMORY}.session", f"{MEMORY}.tracing"), ()),
+    # Spans around each op when the otel extra is installed (nothing otherwise).
+    (f"{MEMORY}.tracing", ("holomem.api.engine.nspath",), ("opentelemetry",)),
     (f"{MEMORY}.memory", MEMORY_API, ()),
     (f"{MEMORY}.aio", MEMORY_API, ()),
     (f"{MEMORY}.aiowait", MEMORY_API, ()),

@@ -49,7 +49,7 @@ from holomem.log.opening import Recovery
 from holomem.log.reader import Problem
 from holomem.log.replay import SegmentReader
 from holomem.log.watermark import Watermark
-from holomem.log.writer import SYNC_MODES, Appender, Segment
+from holomem.log.writer import SYNC_MODES, Appender, Segment, Tally
 
 __all__ = ["Journal", "JournalStats", "Recovery", "Refreshed", "Rewrite"]
 
@@ -62,6 +62,11 @@ class JournalStats(NamedTuple):
     bytes: int
     encrypted: bool
     sync: str
+    #: since this journal was opened, across its generations: the fsyncs of its
+    #: segment files (a stream journal makes none), and the transactions it
+    #: acknowledged (:class:`~holomem.log.writer.Tally`)
+    fsyncs: int = 0
+    acknowledged: int = 0
 
 
 def _check_options(sync: str, segment_size: int) -> None:
@@ -131,6 +136,8 @@ class Journal:
         self._compress = compress
         self._lock_fd: int | None = None
         self._appender: Appender | None = None
+        #: what the writer did since the open, kept across generations (stats())
+        self._tally = Tally()
         #: a follower reads through its Follower's reader (a failed read there can mean
         #: that a compaction replaced the generation: ``unavailable``, not ``corrupt``)
         self._follower = Follower(self.path, lambda g: self._load(g)[0]) if read_only else None
@@ -186,7 +193,8 @@ class Journal:
         if not self.read_only:
             self._watermark = g.watermark
             self._appender = Appender(gen_dir=g.gen_dir, segments=g.segments, codec=g.codec,
-                                      sync=self.sync_mode, segment_size=self.segment_size)
+                                      sync=self.sync_mode, segment_size=self.segment_size,
+                                      tally=self._tally)
         return g.problems, g.backups
 
     def _mark_durable(self) -> None:
@@ -265,9 +273,11 @@ class Journal:
         return self._envelope
 
     def stats(self) -> JournalStats:
+        """The journal's figures; they stay readable after :meth:`close` (its last)."""
         return JournalStats(
             self.generation, len(self.segments), self.first_seq, self.last_seq,
             sum(s.end for s in self.segments), self.encrypted, self.sync_mode,
+            self._tally.fsyncs, self._tally.acknowledged,
         )
 
     # -- writing ----------------------------------------------------------------------

@@ -133,12 +133,27 @@ def next_header(prev: SegmentHeader, first_seq: int) -> SegmentHeader:
     )
 
 
+class Tally:
+    """What a journal's writers did since it was opened, for its statistics: the fsyncs
+    of its segment files, and the transactions acknowledged (made durable: in ``none``
+    mode, written). A journal keeps one across its generations' appenders; each count
+    only grows, and is changed under the appender's lock."""
+
+    __slots__ = ("acknowledged", "fsyncs")
+
+    def __init__(self) -> None:
+        self.fsyncs = 0
+        self.acknowledged = 0
+
+
 class Appender:
     """Writes transactions at the end of the live segment. Thread safe."""
 
     def __init__(self, *, gen_dir: str, segments: list[Segment], codec: FrameCodec,
-                 sync: str, segment_size: int) -> None:
+                 sync: str, segment_size: int, tally: Tally | None = None) -> None:
         assert sync in SYNC_MODES
+        #: the counts of this appender's fsyncs and acknowledgements (the journal's)
+        self.tally = tally if tally is not None else Tally()
         self.gen_dir = gen_dir
         self.segments = segments  # shared with the journal; the last one is written here
         self.codec = codec
@@ -395,6 +410,8 @@ class Appender:
                 self._lock.acquire()
             self._syncing -= 1
             self._sync_time = time.perf_counter() - began
+            if error is None:
+                self.tally.fsyncs += 1
         if error is not None:
             self._fail(_failure(error))
             raise error
@@ -410,7 +427,9 @@ class Appender:
 
     def _made_durable(self, seq: int) -> None:
         """Record that everything up to ``seq`` is durable; wake the groups it covers."""
-        self._durable = max(self._durable, seq)
+        if seq > self._durable:
+            self.tally.acknowledged += seq - self._durable
+            self._durable = seq
         while self._in_flight and self._in_flight[0].last <= self._durable:
             self._in_flight.pop(0).waiters.wake_all()
 
@@ -434,6 +453,7 @@ class Appender:
         # that only the last segment can ever lose an unsynced tail.
         try:
             fs.sync(self._fd, cur.path)
+            self.tally.fsyncs += 1
             cp.hit(P_SEGMENT_ROTATE)
             new = create_segment(self.gen_dir, next_header(cur.header, self._next_seq))
             fd = fs.open_rw(new.path)
@@ -463,6 +483,7 @@ class Appender:
             except BaseException as exc:
                 self._fail(_failure(exc))
                 raise
+            self.tally.fsyncs += 1
             self._made_durable(self.last_seq)
 
     def close(self) -> None:
@@ -480,6 +501,7 @@ class Appender:
                 if self._failed is None:
                     self._drain_locked()
                     fs.sync(self._fd, self.segments[-1].path)
+                    self.tally.fsyncs += 1
             finally:
                 self._closed = True
                 fs.close(self._fd)

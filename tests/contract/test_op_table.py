@@ -77,7 +77,8 @@ def test_capabilities_answers_from_the_table(tmp_path: Any) -> None:
         answer = memory.call("capabilities", {})
         assert answer["ops"] == sorted(ops.OPS)
         assert answer["writes"] == sorted(n for n, op in ops.OPS.items() if op.writes)
-        assert set(answer["extras"]) == {"serve", "langgraph", "nats", "ann", "tokens"}
+        assert set(answer["extras"]) == {"serve", "langgraph", "nats", "ann", "tokens",
+                                          "otel"}
         assert memory.capabilities() == memory.capabilities()
 
 

@@ -71,7 +71,7 @@ def test_every_contract_op_has_its_route_in_the_document(server: Server) -> None
     ids = [o["operationId"] for item in doc["paths"].values() for o in item.values()]
     assert len(ids) == len(set(ids))
     for route in ("/api/v1/documents", "/api/v1/documents/search", "/api/v1/documents/{id}",
-                  "/healthz", "/openapi.json", "/mcp"):
+                  "/healthz", "/openapi.json", "/metrics", "/mcp"):
         assert route in doc["paths"]
     # Every schema in it is a valid JSON Schema (2020-12, the dialect OpenAPI 3.1 uses).
     for name, schema in doc["components"]["schemas"].items():

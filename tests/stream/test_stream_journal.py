@@ -38,6 +38,21 @@ def test_acknowledged_remembers_are_all_there_after_reopen(single: Cluster) -> N
         assert sorted(h.id for h in memory.recall("heron fish", {"k": 50})) == sorted(ids)
 
 
+def test_counters_count_each_acknowledged_transaction_across_a_compaction(
+        single: Cluster) -> None:
+    with Store.open(single.url("counted")) as store:
+        memory = Memory(store)
+        base = store.counters()
+        for i in range(5):
+            memory.remember(f"the stork eats frog number {i}")
+        assert store.counters().acknowledged_writes == base.acknowledged_writes + 5
+        store.compact()  # a new stream and sender: the count goes on
+        memory.remember("the stork sleeps")
+        counted = store.counters()
+        assert counted.acknowledged_writes == base.acknowledged_writes + 6
+        assert counted.fsyncs == 0  # nothing is synced locally
+
+
 def test_every_frame_is_bound_to_its_store_generation_and_sequence(single: Cluster) -> None:
     url = single.url("frames")
     with open_journal(url, key=None, sync="full") as j:

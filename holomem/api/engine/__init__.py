@@ -18,8 +18,8 @@ nothing in the engine imports the memory API or a door.
 from holomem.api.engine.core import Engine
 from holomem.api.engine.holder import lock_holder
 from holomem.api.engine.store import Store
-from holomem.api.engine.types import Document, DocumentInput, Hit, StoreStats
+from holomem.api.engine.types import Document, DocumentInput, Hit, StoreCounters, StoreStats
 from holomem.api.engine.view import View
 
-__all__ = ["Document", "DocumentInput", "Engine", "Hit", "Store", "StoreStats", "View",
-           "lock_holder"]
+__all__ = ["Document", "DocumentInput", "Engine", "Hit", "Store", "StoreCounters",
+           "StoreStats", "View", "lock_holder"]

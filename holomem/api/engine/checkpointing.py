@@ -142,7 +142,8 @@ class Checkpointer:
 
     def __init__(self, journal: JournalBackend, state_lock: threading.RLock,
                  current: Callable[[], tuple[ProjectionState, int]], *, every: int | None,
-                 close_min: int, seq: int, tail: int) -> None:
+                 close_min: int, seq: int, tail: int, written_at: float | None = None
+                 ) -> None:
         if not journal.durable_local:
             # This opener's local files go when it closes (a stream store's node):
             # a checkpoint there would never be read.
@@ -153,6 +154,8 @@ class Checkpointer:
         self.seq = seq
         #: journal payload bytes applied since that checkpoint (kept under the state lock)
         self.tail = tail
+        #: when that checkpoint was written, in seconds since the epoch (None: none)
+        self.written_at = written_at
         self.lock = threading.Lock()
         self.last: CheckpointStats | None = None
         self._journal = journal
@@ -214,6 +217,7 @@ class Checkpointer:
         with self._state_lock:
             self.seq = seq
             self.tail -= tail
+            self.written_at = time.time()
         self.last = stats
         return stats
 

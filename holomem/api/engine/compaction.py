@@ -215,7 +215,7 @@ def compact(journal: JournalBackend, view: View, text: RecordFile | None,
     with state_lock:
         old_dir = journal.switch(target)
         old_text = install(state, new_text, journal.last_seq)
-        ckpt.seq, ckpt.tail = 0, journal.stats().bytes
+        ckpt.seq, ckpt.tail, ckpt.written_at = 0, journal.stats().bytes, None
     if old_text is not None:
         old_text.close()
     # Every replaced generation is overwritten with zeros before it is unlinked,

@@ -36,7 +36,7 @@ from holomem.api.engine import checkpointing, compaction, following, replay
 from holomem.api.engine.checkpointing import Checkpointer, CheckpointStats
 from holomem.api.engine.deferral import Deferrals, Deferred, WouldBlock
 from holomem.api.engine.replay import FOLLOW_RETRIES, build
-from holomem.api.engine.types import StoreStats
+from holomem.api.engine.types import StoreCounters, StoreStats
 from holomem.api.engine.view import Heal, ReaderWrites, View
 from holomem.errors import ClosedError, ReadOnlyError, UnavailableError
 from holomem.events import Event
@@ -91,7 +91,8 @@ class Engine:
             self._ckpt = Checkpointer(self._journal, self._state_lock,
                                       lambda: (self._state, self._revision),
                                       every=checkpoint_every, close_min=checkpoint_close_min,
-                                      seq=built.checkpoint, tail=built.tail)
+                                      seq=built.checkpoint, tail=built.tail,
+                                      written_at=built.checkpoint_time)
             #: how the last open rebuilt state (see StoreStats.opened_by), and the
             #: checkpoints it did not use, with why (StoreStats.checkpoints_ignored)
             self.opened_by, self.checkpoints_ignored = built.opened_by, built.ignored
@@ -381,6 +382,17 @@ class Engine:
                 checkpoint_seq=self._ckpt.seq, checkpoint_tail_bytes=self._ckpt.tail,
                 checkpoints_ignored=self.checkpoints_ignored,
                 store_id=self._journal.store_id.hex())
+
+    def counters(self) -> StoreCounters:
+        """What this handle did and holds (:class:`StoreCounters`): read without waiting
+        for any lock, and still after :meth:`close`."""
+        js = self._journal.stats()
+        ckpt = self._ckpt
+        return StoreCounters(
+            acknowledged_writes=js.acknowledged, fsyncs=js.fsyncs, journal_bytes=js.bytes,
+            revision=self._revision, checkpoint_seq=ckpt.seq,
+            checkpoint_tail_bytes=ckpt.tail, checkpoint_time=ckpt.written_at,
+            read_only=self.read_only)
 
     def sync(self) -> None:
         """Make every write durable (needed only with sync="none")."""

@@ -21,6 +21,7 @@ from holomem import events as ev
 from holomem.api.engine import checkpointing
 from holomem.api.engine.view import Transactions
 from holomem.errors import UnavailableError
+from holomem.log import fs
 from holomem.log.backend import JournalBackend
 from holomem.log.format import TEXT_FILE
 from holomem.log.recordfile import RecordFile
@@ -46,6 +47,8 @@ class Built(NamedTuple):
     tail: int = 0
     #: each checkpoint found and not used, as ``name: reason``
     ignored: tuple[str, ...] = ()
+    #: when the checkpoint restored was written (its file's time; None: none restored)
+    checkpoint_time: float | None = None
 
     @property
     def opened_by(self) -> str:
@@ -119,7 +122,8 @@ def _build_once(journal: JournalBackend, *, read_only: bool) -> Built:
     _trim_heap()
     return Built(state, records, last, reconciled,
                  checkpoint=loaded.seq if loaded is not None else 0, tail=tail,
-                 ignored=found.ignored)
+                 ignored=found.ignored,
+                 checkpoint_time=fs.modified(loaded.path) if loaded is not None else None)
 
 
 def _reconcile_text(journal: JournalBackend, state: ProjectionState, records: RecordFile,

@@ -1,6 +1,7 @@
 """The document engine's types: what ``Store`` takes and returns (docs/contract.md §2).
 
-Owns: :class:`Document`, :class:`DocumentInput`, :class:`Hit`, :class:`StoreStats`.
+Owns: :class:`Document`, :class:`DocumentInput`, :class:`Hit`, :class:`StoreStats`,
+:class:`StoreCounters`.
 Imports msgspec only.
 """
 
@@ -65,3 +66,30 @@ class StoreStats(msgspec.Struct, frozen=True, kw_only=True):
     #: each checkpoint the last open found and did not use, as "file name: reason" (of
     #: a copy of the store whose journal diverged, damaged, of another format...)
     checkpoints_ignored: tuple[str, ...] = ()
+
+
+class StoreCounters(msgspec.Struct, frozen=True, kw_only=True):
+    """What an open store handle did and holds, cheap to read at any moment
+    (``Store.counters()``, for an operator's metrics): no lock is waited for, and the
+    figures stay readable after ``close`` (the handle's last ones).
+
+    The counts are since this handle opened the store, and only grow.
+    """
+
+    #: the write transactions the journal acknowledged (made durable; each is one
+    #: write call: a remember of several facts is one)
+    acknowledged_writes: int
+    #: fsyncs of the journal's segment files (group commits, rotations, explicit
+    #: syncs, the one at close); 0 on a ``nats://`` store, which makes none
+    fsyncs: int
+    #: the live generation's journal size, in bytes
+    journal_bytes: int
+    #: the revision (the last transaction applied)
+    revision: int
+    #: the sequence number of the newest checkpoint (0: none)
+    checkpoint_seq: int
+    #: journal payload bytes applied since it (what a reopen would replay)
+    checkpoint_tail_bytes: int
+    #: when it was written, in seconds since the epoch (None: no checkpoint)
+    checkpoint_time: float | None
+    read_only: bool

@@ -20,11 +20,12 @@ from holomem.log import format as fmt
 
 #: Each optional extra (``pip install 'holomem-db[NAME]'``) by the modules it brings.
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "serve": ("starlette", "uvicorn", "httpx", "mcp"),
+    "serve": ("starlette", "uvicorn", "httpx", "mcp", "prometheus_client"),
     "langgraph": ("langgraph",),
     "nats": ("nats",),
     "ann": ("usearch",),
     "tokens": ("tiktoken",),
+    "otel": ("opentelemetry",),
 }
 #: The package that holds each built-in embedder's model.
 _MODELS = {"minilm": minilm.PACKAGE}

@@ -7,7 +7,9 @@ name, signature (without the session), docstring and types are ``fn``'s: what
 ``help(memory.recall)``, an IDE and mypy show is the call itself, written once.
 ``Derived(fn)`` does the same for the ``with_*`` calls, which return a copy of the
 holder over the session ``fn`` derives. Read on the class, either gives that method
-as a plain function, as a method defined in the class would. Imports the session.
+as a plain function, as a method defined in the class would. Every ``Call`` runs in an
+OpenTelemetry span named for it when the ``otel`` extra is installed
+(:mod:`.tracing`; nothing otherwise). Imports the session and the tracing.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import types
 from collections.abc import Callable
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar, overload
 
+from holomem.api.memory import tracing
 from holomem.api.memory.session import Session
 
 P = ParamSpec("P")
@@ -69,7 +72,7 @@ class Call(Generic[P, R]):
         def method(holder: Holder, /, *args: Any, **kwargs: Any) -> R:
             return fn(holder.session, *args, **kwargs)
 
-        self.method = _method(fn, owner, name, method)
+        self.method = _method(fn, owner, name, tracing.traced(name, method))
 
     @overload
     def __get__(self, holder: None, owner: type[Any]) -> Callable[Concatenate[Any, P], R]: ...

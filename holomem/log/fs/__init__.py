@@ -53,6 +53,7 @@ from holomem.log.fs.files import (
     listdir,
     make_temp_dir,
     mkdir,
+    modified,
     open_ro,
     open_rw,
     path_size,
@@ -74,8 +75,8 @@ from holomem.log.fs.sockets import listen_unix, private_dir, remove_socket
 __all__ = [
     "LogFile", "close", "copy_tree", "create", "discard_output", "erase", "erase_tree",
     "file_id", "install_tap", "listdir", "listen_unix", "lock", "lock_holder", "make_dirs",
-    "make_temp_dir", "mkdir", "open_ro", "open_rw", "path_size", "private_dir", "read_at",
-    "read_each", "read_file", "read_file_or_none", "recorder", "remove_socket",
+    "make_temp_dir", "mkdir", "modified", "open_ro", "open_rw", "path_size", "private_dir",
+    "read_at", "read_each", "read_file", "read_file_or_none", "recorder", "remove_socket",
     "remove_tree", "rename", "rmdir", "size", "sync", "sync_dir", "truncate", "unlink",
     "unlock", "walk", "write_at", "write_file_atomic", "zero_range",
 ]

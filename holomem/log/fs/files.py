@@ -55,6 +55,17 @@ def path_size(path: str) -> int:
         raise io_error("examining", path, exc) from exc
 
 
+def modified(path: str) -> float | None:
+    """When the file at ``path`` was last written, in seconds since the epoch (None when
+    it is gone)."""
+    try:
+        return os.stat(path).st_mtime
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise io_error("examining", path, exc) from exc
+
+
 def file_id(fd: int, path: str) -> int:
     """What identifies the open file ``fd`` whatever its name: its inode number."""
     return call("examining", path, os.fstat, fd).st_ino

@@ -51,6 +51,7 @@ from holomem.log.stream.reading import GenerationReader
 from holomem.log.stream.rewrite import StreamRewrite, erase_replaced
 from holomem.log.stream.sending import Sender
 from holomem.log.stream.url import Address, parse
+from holomem.log.writer import Tally
 
 SYNC_MODES = ("full", "batch", "none")
 
@@ -76,6 +77,8 @@ class StreamJournal:
         self._lease: Lease | None = None
         self._publisher: Publisher | None = None
         self._sender: Sender | None = None
+        #: the transactions acknowledged since the open, across generations (stats())
+        self._tally = Tally()
         self._tail: Tail | None = None
         self._watch: GenerationWatch | None = None
         self._retired: list[int] = []
@@ -157,7 +160,7 @@ class StreamJournal:
                 msg_id=f"{rec.store_id.hex()}:{rec.generation}", lease=self._lease,
                 timeout=a.timeout, where=self.path)
             self._sender = Sender(self._conn, self._publisher, self._codec, last=last,
-                                  timeout=a.timeout, where=self.path)
+                                  timeout=a.timeout, where=self.path, tally=self._tally)
 
     def _release(self) -> None:
         if self._conn is not None:
@@ -237,7 +240,8 @@ class StreamJournal:
     def stats(self) -> JournalStats:
         sent = self._sender.sent if self._sender is not None else 0
         return JournalStats(self.generation, 1, self.first_seq, self.last_seq,
-                            self._bytes + sent, self.encrypted, f"quorum/{self.replicas}")
+                            self._bytes + sent, self.encrypted, f"quorum/{self.replicas}",
+                            0, self._tally.acknowledged)
 
     # -- writing ----------------------------------------------------------------------
     def append(self, payloads: Sequence[bytes]) -> int:

@@ -5,7 +5,8 @@ encoding it, refusing (when asked) one larger than the server takes, handing it 
 loop's :class:`~holomem.log.stream.publisher.Publisher` (which publishes it with the
 stream sequence it must follow), and the bounded wait until the transactions up to a
 number are acknowledged. The writer's journal and compaction's rewrite each send through
-one. Imports the standard library, :mod:`holomem.errors` and the stream modules.
+one. Imports the standard library, :mod:`holomem.errors`, the stream modules and the
+writer's :class:`~holomem.log.writer.Tally` (what the journal counts).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from holomem.errors import ClosedError, LimitError, UnavailableError
 from holomem.log.stream.codec import StreamCodec
 from holomem.log.stream.loop import Connection
 from holomem.log.stream.publisher import Item, Publisher
+from holomem.log.writer import Tally
 
 #: Bytes of a message's headers and subject, kept free under the server's limit.
 HEADROOM = 512
@@ -25,8 +27,10 @@ class Sender:
     """The transactions sent to one generation's stream after ``last``. Thread safe."""
 
     def __init__(self, conn: Connection, publisher: Publisher, codec: StreamCodec, *,
-                 last: int, timeout: float, where: str) -> None:
+                 last: int, timeout: float, where: str, tally: Tally | None = None) -> None:
         self.publisher = publisher
+        #: where each acknowledged transaction is counted (the journal's statistics)
+        self.tally = tally if tally is not None else Tally()
         self._conn = conn
         self._codec = codec
         self._timeout = timeout
@@ -77,7 +81,8 @@ class Sender:
                     f"{self._where}: transaction {item.seq} was not acknowledged in time"
                 ) from None
             with self._lock:
-                self._inflight.pop(item.seq, None)
+                if self._inflight.pop(item.seq, None) is not None:
+                    self.tally.acknowledged += 1
                 self.last = max(self.last, item.seq)
 
     def wait_all(self) -> None:

@@ -1,13 +1,14 @@
 """What the HTTP server tells its operator: the line it prints when it listens, and one
-access-log line per request.
+access-log line per request (and the same request's figures to the metrics).
 
 Owns: the ``holomem.http`` logger, the ASGI middleware that writes the access log
-(:class:`AccessLog`), and the stderr handler ``holomem serve`` installs
-(:func:`to_stderr`). An access line names the method, the route's template (never the
-path a client sent: ids and ops stay out, except an op of the contract), the op, the
-tenant (only a valid tenant id), the status and the duration in milliseconds — never
-a body, a query string or any other header's value. Imports starlette's routing and
-the tenant id rule.
+and hands each request's route, op, status and duration to the server's metrics
+(:class:`AccessLog`; :meth:`~.metrics.Metrics.observe`), and the stderr handler
+``holomem serve`` installs (:func:`to_stderr`). An access line names the method, the
+route's template (never the path a client sent: ids and ops stay out, except an op of
+the contract), the op, the tenant (only a valid tenant id), the status and the
+duration in milliseconds — never a body, a query string or any other header's value.
+Imports starlette's routing and the tenant id rule.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from starlette.routing import BaseRoute, Match
@@ -26,6 +27,8 @@ from holomem.api.doors.http.tenants import requested_tenant, valid_tenant
 
 LOGGER = logging.getLogger("holomem.http")
 _CONVERTER = re.compile(r"\{(\w+):\w+\}")
+#: Told of each request once it ends: method, route template, op, status, seconds.
+Observer = Callable[[str, str, str | None, int | None, float], None]
 
 
 def to_stderr(logger: logging.Logger = LOGGER) -> None:
@@ -54,15 +57,21 @@ class AccessLog:
     The status is the one sent; a request that failed before answering is logged as
     500 (what the client receives), and one whose client left before any answer as
     ``-``. The line's fields are also on the record (``method``, ``route``, ``op``,
-    ``tenant``, ``status``, ``duration_ms``) for structured handlers.
+    ``tenant``, ``status``, ``duration_ms``) for structured handlers. ``observe``, when
+    given, hears of every request (the metrics), whether the line is logged or not.
     """
 
     def __init__(self, app: ASGIApp, *, routes: Sequence[BaseRoute], ops: Collection[str],
-                 logger: logging.Logger = LOGGER) -> None:
+                 logger: logging.Logger = LOGGER, observe: Observer | None = None) -> None:
         self.app = app
         self.routes = routes
         self.ops = ops
         self.logger = logger
+        self.observe = observe
+
+    def wanted(self) -> bool:
+        """Whether a request's end is heard by anyone (the log at INFO, or the metrics)."""
+        return self.observe is not None or self.logger.isEnabledFor(logging.INFO)
 
     def where(self, scope: Scope) -> tuple[str, str | None]:
         """The route template a request matched (``-``: none) and its contract op."""
@@ -80,7 +89,7 @@ class AccessLog:
         return partial or ("-", None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.logger.isEnabledFor(logging.INFO):
+        if scope["type"] != "http" or not self.wanted():
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
@@ -103,9 +112,13 @@ class AccessLog:
 
     def log(self, scope: Scope, status: int | None, ms: float,
             where: tuple[str, str | None] | None = None) -> None:
-        """Write the request's line; ``where``: its route template and op, when the
-        caller knows them (else :meth:`where` finds them)."""
+        """Write the request's line and tell the observer; ``where``: its route template
+        and op, when the caller knows them (else :meth:`where` finds them)."""
         route, op = self.where(scope) if where is None else where
+        if self.observe is not None:
+            self.observe(scope["method"], route, op, status, ms / 1000)
+        if not self.logger.isEnabledFor(logging.INFO):
+            return
         given = requested_tenant(scope["headers"])
         tenant = given if valid_tenant(given) else "(invalid)"
         shown = "-" if status is None else str(status)

@@ -5,7 +5,8 @@ worker thread and its answer; which ops only read (:data:`READ_OPS`) — and
 :class:`Front`, the server's ASGI entry, which hands that route's requests to it
 directly, past Starlette's router, request objects and middleware stack, and does
 itself what those would do for them: the guard (the head's bounds, Host, Origin:
-:class:`~.webguard.Guard`), the access line (:class:`~.accesslog.AccessLog`), and the
+:class:`~.webguard.Guard`), the access line and the request's metrics
+(:class:`~.accesslog.AccessLog`), and the
 500 answer to an internal failure. Every other request, and one that carries an
 ``Origin`` when browser origins are allowed (its CORS headers are the middleware's to
 add), goes through the Starlette app, which routes ``/api/v1/memory/{op}`` to the same
@@ -23,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -248,7 +248,7 @@ class Front(Starlette):
                     scope, receive, send)
             raise
         finally:
-            if self.log.logger.isEnabledFor(logging.INFO):
+            if self.log.wanted():
                 op = scope["path"][len(PREFIX):]
                 self.log.log(scope, status, (time.perf_counter() - start) * 1000,
                              where=(TEMPLATE, op if op in self.log.ops else "?"))

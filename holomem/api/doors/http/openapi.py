@@ -336,6 +336,15 @@ def build() -> dict[str, Any]:
     paths["/healthz"] = {"get": {
         "operationId": "health", "summary": "Liveness (openTenants with the API key)",
         "tags": ["server"], "security": [], "responses": {"200": _answer(ref[id(Health)])}}}
+    paths["/metrics"] = {"get": {
+        "operationId": "metrics", "tags": ["server"],
+        "summary": "The operator's metrics in the Prometheus text format (OpenMetrics "
+                   "when the Accept header asks for it); behind the API key when one is set",
+        "responses": {
+            "200": {"description": "every holomem_* metric (docs/http.md \"Metrics and "
+                                   "traces\")",
+                    "content": {"text/plain": {"schema": {"type": "string"}}}},
+            **{code: _answer(_ERROR, _ERRORS[code]) for code in ("401", "403")}}}}
     paths["/openapi.json"] = {"get": {
         "operationId": "openapi", "summary": "This document", "tags": ["server"],
         "security": [], "responses": {"200": {"description": "the OpenAPI document",

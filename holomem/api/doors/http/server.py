@@ -3,7 +3,8 @@
 Owns: the routes, authentication, and serving. The tenant pool is in
 :mod:`.tenants`, the checks that keep web pages and oversized requests out in
 :mod:`.webguard`, the route shapes and the OpenAPI document in :mod:`.openapi`, the
-startup line and the access log in :mod:`.accesslog`. Every memory route is
+startup line and the access log in :mod:`.accesslog`, the metrics in :mod:`.metrics`.
+Every memory route is
 ``Memory.call`` (docs/contract.md §5), so HTTP speaks exactly the contract the library
 does. Imports the memory API, the engine's types, starlette and uvicorn (the ``serve``
 extra).
@@ -25,6 +26,8 @@ Routes (JSON in and out; every error, 404 and 405 included, is
 - ``POST /api/v1/documents/search`` — ``{"query", "k", "embedding", "ids"}``;
 - ``GET /healthz`` — ``{"status": "ok"}``; ``openTenants`` too when authorised;
 - ``GET /openapi.json`` — the OpenAPI 3.1 document of all of them;
+- ``GET /metrics`` — the operator's metrics, Prometheus text format (:mod:`.metrics`),
+  behind the API key when one is set;
 - ``POST|GET|DELETE /mcp`` — the MCP tools over streamable HTTP
   (:mod:`holomem.api.doors.mcp.streamable`);
 - ``/ui/`` — the inspector's HTML pages for the tenants (:mod:`holomem.api.doors.ui`;
@@ -92,6 +95,7 @@ from holomem.api.doors.http import openapi as httpschema
 from holomem.api.doors.http import redirect, webguard
 from holomem.api.doors.http.accesslog import LOGGER, AccessLog, address, to_stderr
 from holomem.api.doors.http.memoryroute import Front, MemoryRoute
+from holomem.api.doors.http.metrics import Metrics
 from holomem.api.doors.http.openapi import DocumentOut, DocumentsRequest, HitOut, SearchRequest
 from holomem.api.doors.http.tenants import (
     MAX_TENANT_STORES,
@@ -112,6 +116,7 @@ from holomem.api.doors.ui.routes import create_ui
 from holomem.api.doors.ui.source import Tenants
 from holomem.api.engine import DocumentInput
 from holomem.api.memory import checks, ops
+from holomem.api.memory.about import holomem_version
 from holomem.api.memory.aio import offload
 from holomem.api.memory.config import MemoryConfig
 from holomem.api.memory.contract import decode_body
@@ -296,6 +301,16 @@ def create_app(data_dir: str, *, api_key: str | None = None,
         return _json({"status": "ok"})
 
     openapi = httpschema.document_bytes()  # the same for every request (and process)
+    metrics = Metrics(pool, version=holomem_version())
+
+    async def metrics_page(request: Request) -> Response:
+        # What the stores did is the operator's: behind the key, as every route with data.
+        if not authorised(request):
+            return error_response(401, "unauthorized", "a valid API key is required")
+        # Off the loop: the look at the pool waits while a store opens there.
+        body, content_type = await offload(
+            lambda: metrics.exposition(request.headers.get("accept", "")), workers)
+        return Response(body, headers={"content-type": content_type})
 
     async def openapi_document(request: Request) -> Response:
         # What the API is, like /healthz, is no secret: no key needed.
@@ -315,6 +330,7 @@ def create_app(data_dir: str, *, api_key: str | None = None,
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/openapi.json", openapi_document, methods=["GET"]),
+        Route("/metrics", metrics_page, methods=["GET"]),
         Route("/api/v1/memory/{op}", memory, methods=["POST"]),
         Route("/api/v1/documents", add_documents, methods=["POST"]),
         Route("/api/v1/documents/search", search, methods=["POST"]),
@@ -324,10 +340,11 @@ def create_app(data_dir: str, *, api_key: str | None = None,
         Mount(UI_PREFIX, app=create_ui(Tenants(pool), api_key=api_key)),
     ]
     # The access log first: it sees every request, those the guard refuses too.
-    middleware = [Middleware(AccessLog, routes=routes, ops=ops.OPS),
+    middleware = [Middleware(AccessLog, routes=routes, ops=ops.OPS, observe=metrics.observe),
                   Middleware(Guard, hosts=hosts, origins=origins, own_pages=UI_PREFIX + "/")]
     # The same two for the requests the memory route takes directly (Front).
-    log = AccessLog(None, routes=routes, ops=ops.OPS)  # type: ignore[arg-type]
+    log = AccessLog(None, routes=routes, ops=ops.OPS,  # type: ignore[arg-type]
+                    observe=metrics.observe)
     guard = Guard(None, hosts=hosts, origins=origins)  # type: ignore[arg-type]
     if origins:
         middleware.append(Middleware(
@@ -339,6 +356,7 @@ def create_app(data_dir: str, *, api_key: str | None = None,
                 routes=routes, middleware=middleware, lifespan=lifespan,
                 exception_handlers={HTTPException: _route_error, Exception: _internal_error})
     app.state.pool = pool
+    app.state.metrics = metrics
     app.state.auth = expected is not None
     return app
 

@@ -3,10 +3,12 @@
 Owns: tenant ids (what a ``X-Tenant-ID`` may be, so no path can escape), and
 :class:`TenantPool` — open stores, least recently used first, idle ones closed
 beyond a bound; the bound on the stores that exist; the empty tenant that answers
-reads of a tenant with no store, so that only a write creates one; and the
+reads of a tenant with no store, so that only a write creates one; the
 followers that answer reads of a store another process writes (a write there is
-``locked``, naming that process), as ``holomem mcp`` and the CLI do. Imports the
-engine, the memory API and the file layer.
+``locked``, naming that process), as ``holomem mcp`` and the CLI do; and what the
+tenants' stores did, for the metrics (:meth:`TenantPool.counted`: the open ones'
+counters, and the totals of those it closed). Imports the engine, the memory API
+and the file layer.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
-from holomem.api.engine import Store
+from holomem.api.engine import Store, StoreCounters
 from holomem.api.memory.aio import AsyncMemory
 from holomem.api.memory.aiowait import DurableWaits
 from holomem.api.memory.config import MemoryConfig
@@ -86,6 +88,21 @@ def stream_address(journal: str, tenant: str) -> str:
     return f"{base.rstrip('/')}-{name}" + (f"?{query}" if query else "")
 
 
+class Counted(NamedTuple):
+    """What the pool's tenant stores did and hold (:meth:`TenantPool.counted`)."""
+
+    #: the counters of each open tenant store
+    open: tuple[StoreCounters, ...]
+    #: the acknowledged writes and journal fsyncs of the tenant stores closed since
+    #: the pool started (added to the open ones', they give totals that only grow)
+    closed_writes: int
+    closed_fsyncs: int
+    #: the tenant stores that exist, and the pool's two bounds
+    stores: int
+    max_open: int
+    max_stores: int
+
+
 class TenantPool:
     """Open tenant stores, least recently used first; closes idle ones beyond the bound.
 
@@ -114,6 +131,9 @@ class TenantPool:
             name for _, dirs, _ in self._listing() for name in dirs if valid_tenant(name)}
         self._empty: Tenant | None = None
         self._scratch: str | None = None
+        #: the acknowledged writes and fsyncs of the tenant stores closed so far
+        self._closed_writes = 0
+        self._closed_fsyncs = 0
 
     def _listing(self) -> list[tuple[str, list[str], list[str]]]:
         walk = fs.walk(self.root)
@@ -181,8 +201,7 @@ class TenantPool:
         probe = Store.open(where, key=self.key, sync="batch")  # locked while held elsewhere
         probe.close()  # it is free: give it back and open the tenant as its writer
         if t.users == 0:
-            self._open.pop(tenant)
-            t.store.close()
+            self._close_tenant(self._open.pop(tenant))
             return None
         raise StoreLockedError(f"tenant {tenant!r} is changing writers; try again")
 
@@ -302,13 +321,22 @@ class TenantPool:
             idle = next((name for name, t in self._open.items() if t.users == 0), None)
             if idle is None:
                 return  # every open store is busy: go over the bound for now
-            self._open.pop(idle).store.close()
+            self._close_tenant(self._open.pop(idle))
+
+    def _close_tenant(self, t: Tenant) -> None:
+        """Close an open tenant's store (under the lock), keeping what it counted."""
+        try:
+            t.store.close()
+        finally:
+            last = t.store.counters()
+            self._closed_writes += last.acknowledged_writes
+            self._closed_fsyncs += last.fsyncs
 
     def close(self) -> None:
         with self._mu:
             self._closed = True
             for t in self._open.values():
-                t.store.close()
+                self._close_tenant(t)
             self._open.clear()
             if self._empty is not None:
                 self._empty.store.close()
@@ -367,6 +395,15 @@ class TenantPool:
         """Whether ``tenant`` is known to have a store (opened or found at start)."""
         with self._mu:
             return tenant in self._stores
+
+    def counted(self) -> Counted:
+        """What the tenant stores did and hold, as one consistent look: the open ones'
+        counters (no store lock is waited for), the totals of those closed, the
+        number of stores and the bounds. Work: one look per open store."""
+        with self._mu:
+            return Counted(tuple(t.store.counters() for t in self._open.values()),
+                           self._closed_writes, self._closed_fsyncs, len(self._stores),
+                           self.max_open, self.max_stores)
 
     @property
     def stores(self) -> int:

@@ -1,0 +1,134 @@
+"""With the ``otel`` extra, each ``Memory`` op runs in one OpenTelemetry span named for
+it (docs/http.md "Metrics and traces"), from Python and through ``Memory.call`` alike;
+its attributes say the op, the namespace, how many results and the error's code, and
+never a query, a fact's text or an error's message. Without OpenTelemetry installed
+nothing is imported and the methods are not wrapped.
+
+The spans are read with the SDK's ``InMemorySpanExporter``, from a tracer provider of
+the test's own (put in place of :data:`holomem.api.memory.tracing.TRACER`), so no
+process-wide provider is set; one test runs in a child process to show the
+application's global provider is followed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from holomem import Memory, Store
+from holomem.api.memory import tracing
+from holomem.errors import InvalidError
+
+SECRET = "Zanzibar-7731 is the vault code"
+
+
+@pytest.fixture
+def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(tracing, "TRACER", provider.get_tracer("holomem"))
+    yield exporter
+    provider.shutdown()
+
+
+def _values(span: ReadableSpan) -> list[str]:
+    return [str(v) for v in (span.attributes or {}).values()]
+
+
+def test_each_op_runs_in_one_span_named_for_it_with_no_text(
+        tmp_path: Path, spans: InMemorySpanExporter) -> None:
+    with Store.open(tmp_path / "s", sync="batch") as store:
+        memory = Memory(store)
+        spans.clear()  # the open's own work is not an op
+        memory.remember({"text": SECRET, "namespace": ["users", "u-42"]})
+        results = memory.recall("Zanzibar vault", {"namespace": ["users", "u-42"]})
+        memory.call("remember", {"facts": [{"text": "a second fact"},
+                                           {"text": "a third fact"}]})
+        memory.call("list", {})
+    by_name = {s.name: s for s in spans.get_finished_spans()}
+    assert list(by_name) == ["holomem.remember", "holomem.recall", "holomem.remember_many",
+                             "holomem.list"]
+    remember, recall, many, listed = by_name.values()
+    # One fact remembered answers one result, not a collection: no count.
+    assert remember.attributes == {"holomem.op": "remember",
+                                   "holomem.namespace": "users/u-42"}
+    assert recall.attributes == {"holomem.op": "recall", "holomem.namespace": "users/u-42",
+                                 "holomem.result.count": len(results)}
+    assert many.attributes == {"holomem.op": "remember_many", "holomem.result.count": 2}
+    assert listed.attributes == {"holomem.op": "list", "holomem.result.count": 3}
+    for span in (remember, recall, many, listed):
+        assert span.status.status_code is StatusCode.UNSET
+        assert not span.events  # no exception event, no log line with text
+        assert not any("Zanzibar" in v or "vault" in v for v in _values(span))
+
+
+def test_a_failed_op_says_its_error_code_and_not_its_message(
+        tmp_path: Path, spans: InMemorySpanExporter) -> None:
+    with Store.open(tmp_path / "s", sync="batch") as store:
+        memory = Memory(store)
+        spans.clear()
+        with pytest.raises(InvalidError):
+            memory.remember({"text": SECRET, "confidence": 7})
+    (span,) = spans.get_finished_spans()
+    assert span.name == "holomem.remember"
+    assert span.attributes is not None and span.attributes["error.type"] == "invalid_request"
+    assert span.status.status_code is StatusCode.ERROR
+    assert not span.status.description and not span.events
+    assert not any("Zanzibar" in v for v in _values(span))
+
+
+def test_the_applications_global_tracer_provider_is_followed(tmp_path: Path) -> None:
+    # A process of its own: a global provider can be set only once per process.
+    script = textwrap.dedent(f"""
+        import json
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+            InMemorySpanExporter)
+        from holomem import Memory, Store   # imported before the provider is set
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        with Store.open({str(tmp_path / "s")!r}, sync="batch") as store:
+            memory = Memory(store)
+            exporter.clear()
+            memory.call("remember", {{"text": "one fact"}})
+            memory.call("info", {{}})
+        print(json.dumps([s.name for s in exporter.get_finished_spans()]))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == ["holomem.remember", "holomem.info"]
+
+
+def test_without_opentelemetry_nothing_is_imported_or_wrapped() -> None:
+    # With the extra (this process), each op method is the tracing wrapper...
+    assert tracing.enabled() and Memory.recall.__code__.co_name == "run"
+    # ... and in a process where opentelemetry cannot be imported, the plain method.
+    script = textwrap.dedent("""
+        import json, sys
+        sys.modules["opentelemetry"] = None   # as if the otel extra were not installed
+        from holomem import Memory
+        from holomem.api.memory import tracing
+        loaded = sorted(m for m in sys.modules
+                        if m.startswith("opentelemetry") and sys.modules[m] is not None)
+        print(json.dumps({"enabled": tracing.enabled(), "loaded": loaded,
+                          "method": Memory.recall.__code__.co_name}))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == {
+        "enabled": False, "loaded": [], "method": "method"}

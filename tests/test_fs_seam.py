@@ -17,9 +17,12 @@ imports them.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 
 import pytest
+
+from tests import sourcetree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCANNED = ("holomem", "tools")
@@ -57,7 +60,7 @@ PATH_METHODS = frozenset({
 def forbidden_calls(source: str, filename: str = "<snippet>") -> list[str]:
     """Every file operation in ``source`` that bypasses the file layer, as
     ``file:line: what``."""
-    tree = ast.parse(source, filename)
+    tree = sourcetree.parse(source, filename)
     aliases: dict[str, str] = {}  # local name -> module it stands for
     found: list[str] = []
 
@@ -114,16 +117,8 @@ def forbidden_calls(source: str, filename: str = "<snippet>") -> list[str]:
 
 
 def _sources() -> dict[str, str]:
-    out = {}
-    for top in SCANNED:
-        for root, dirs, files in os.walk(os.path.join(ROOT, top)):
-            dirs[:] = [d for d in dirs if d != "__pycache__"]
-            for name in files:
-                if name.endswith(".py"):
-                    path = os.path.join(root, name)
-                    with open(path, encoding="utf-8") as f:
-                        out[os.path.relpath(path, ROOT).replace(os.sep, "/")] = f.read()
-    return out
+    return {os.path.relpath(path, ROOT).replace(os.sep, "/"): sourcetree.source(path)
+            for top in SCANNED for path in sourcetree.files(top)}
 
 
 def test_no_file_operation_bypasses_the_file_layer() -> None:
@@ -133,16 +128,18 @@ def test_no_file_operation_bypasses_the_file_layer() -> None:
     assert found == [], f"file operations outside {FILE_LAYER}:\n" + "\n".join(found)
 
 
-def _layer_modules() -> set[str]:
-    return {name.removesuffix(".py") for name in os.listdir(os.path.join(ROOT, FILE_LAYER))
-            if name.endswith(".py") and name != "__init__.py"}
+@functools.cache
+def _layer_modules() -> frozenset[str]:
+    return frozenset(name.removesuffix(".py")
+                     for name in os.listdir(os.path.join(ROOT, FILE_LAYER))
+                     if name.endswith(".py") and name != "__init__.py")
 
 
 def layer_module_imports(source: str) -> list[str]:
     """The modules of the file layer that ``source`` imports by name (rather than
     through ``holomem.log.fs``)."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(sourcetree.parse(source)):
         if isinstance(node, ast.Import):
             found += [a.name for a in node.names
                       if a.name.startswith(FILE_LAYER_MODULE + ".")]

@@ -16,7 +16,8 @@ functions, and under ``TYPE_CHECKING`` alike (a hidden import is still an edge):
 - the import graph of holomem has no cycle;
 - no ``_private`` name is imported from, or reached through, another module.
 
-The tree is read and parsed once for the whole module (:func:`_parsed`).
+The tree is read and parsed once per test process (tests/sourcetree.py), for this
+module and the other structural tests alike.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import functools
 import os
 import sys
 from collections.abc import Iterator
+
+from tests import sourcetree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKG = os.path.join(ROOT, "holomem")
@@ -157,19 +160,14 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
 @functools.cache
 def _modules() -> list[tuple[str, str]]:
     out = []
-    for root, _, files in os.walk(PKG):
-        for name in files:
-            if name.endswith(".py"):
-                path = os.path.join(root, name)
-                rel = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
-                out.append((rel.removesuffix(".__init__"), path))
+    for path in sourcetree.files("holomem"):
+        rel = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+        out.append((rel.removesuffix(".__init__"), path))
     return sorted(out)
 
 
-@functools.cache
 def _tree(path: str) -> ast.Module:
-    with open(path, encoding="utf-8") as f:
-        return ast.parse(f.read(), path)
+    return sourcetree.tree(path)
 
 
 def _imports(tree: ast.Module) -> Iterator[tuple[str, list[str]]]:

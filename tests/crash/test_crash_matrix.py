@@ -7,9 +7,16 @@ Each run starts ``python -m holomem.crashtest --child`` with ``HOLOMEM_CRASH_AT`
 then reopens what it left (after a simulated power cut, for the ``power`` fault), checks
 it against the acknowledgements the child reported, and runs fsck (see
 :mod:`holomem.crashtest`). The power-loss faults come from a seeded RNG: the seed is
-printed, and ``HOLOMEM_CRASH_SEED`` replays it. ``HOLOMEM_CRASH_SOAK=1`` also runs the
-long soak (every hit count of every point, every variant); ``HOLOMEM_CRASH_JOBS`` sets
-how many runs go at once.
+printed, and ``HOLOMEM_CRASH_SEED`` replays it. ``HOLOMEM_CRASH_JOBS`` sets how many
+runs go at once.
+
+In CI every registered crash point is crashed at, under every fault and in every
+variant, at a fixed sample of its hit counts: two of "first", "second", "third",
+"middle" and "last" for the plain store (one for a restart, and for the encrypted and
+group-commit stores), the pair moving from point to point so that each kind of hit is
+tried at many points, and inside every third transaction. ``pytest --exhaustive`` (or
+``HOLOMEM_CRASH_SOAK=1``) runs every one of those hit counts at every point, inside
+every transaction, and the long soak (every hit count of every point, every variant).
 """
 
 from __future__ import annotations
@@ -23,8 +30,13 @@ import pytest
 # Importing holomem (the harness does) registers every crash point, the store's too.
 from holomem import crashtest as ct
 from holomem.log import crashpoints
+from tests import exhaustive
 
-SOAK = os.environ.get("HOLOMEM_CRASH_SOAK", "") not in ("", "0")
+SOAK = exhaustive.on("HOLOMEM_CRASH_SOAK")
+#: The hit counts a point is crashed at, by name (see _hits).
+KINDS = ("first", "second", "third", "middle", "last")
+#: In CI, one transaction in this many is crashed inside.
+TX_STRIDE = 3
 _seed_env = os.environ.get("HOLOMEM_CRASH_SEED", "")
 SEED = int(_seed_env) if _seed_env else random.SystemRandom().getrandbits(32)
 
@@ -51,12 +63,26 @@ def _hits(total: int, wanted: Sequence[str]) -> list[int]:
     return sorted({pick[w] for w in wanted if 1 <= pick[w] <= total})
 
 
-def _cases(ref: ct.Reference, faults: Sequence[str], wanted: Sequence[str] | None
-           ) -> list[ct.Case]:
+def _rotating(index: int, per_point: int) -> list[str]:
+    """The CI sample's kinds of hit for the ``index``-th (point, fault): ``per_point`` of
+    :data:`KINDS`, two apart, starting one further along for each, so that every kind is
+    tried at many points and under every fault."""
+    return [KINDS[(index + 2 * k) % len(KINDS)] for k in range(per_point)]
+
+
+def _cases(ref: ct.Reference, faults: Sequence[str], wanted: Sequence[str] | None,
+           per_point: int) -> list[ct.Case]:
+    """Every point under every fault: at ``wanted`` (``None``: every hit count of
+    :func:`holomem.crashtest.hit_counts`) in the exhaustive run, at ``per_point`` rotating
+    kinds in CI."""
     out = []
-    for point, total in sorted(ref.hits.items()):
-        counts = ct.hit_counts(total) if wanted is None else _hits(total, wanted)
-        out += ct.matrix(ref, faults=faults, seed=SEED, points=[point], hits=counts)
+    for index, (point, total) in enumerate(sorted(ref.hits.items())):
+        for shift, fault in enumerate(faults):
+            if SOAK:
+                counts = ct.hit_counts(total) if wanted is None else _hits(total, wanted)
+            else:
+                counts = _hits(total, _rotating(index + shift, per_point))
+            out += ct.matrix(ref, faults=[fault], seed=SEED, points=[point], hits=counts)
     return out
 
 
@@ -88,9 +114,11 @@ def test_a_process_crash_at_any_point_loses_no_acknowledged_write(
     # The chosen hits of every point, and one crash inside every transaction (the hit
     # before each frame write): every kind of step that writes is crashed in,
     # whatever the workload's frame sizes make of the other points' hit numbers.
+    # (In CI one transaction in TX_STRIDE.)
+    txs = ref.hits["journal.frame.write.before"]
     every_tx = ct.matrix(ref, faults=["crash"], seed=SEED, points=["journal.frame.write.before"],
-                         hits=list(range(1, ref.hits["journal.frame.write.before"] + 1)))
-    cases = {(c.point, c.hit): c for c in [*_cases(ref, ["crash"], None), *every_tx]}
+                         hits=exhaustive.strided(range(1, txs + 1), 1 if SOAK else TX_STRIDE))
+    cases = {(c.point, c.hit): c for c in [*_cases(ref, ["crash"], None, 2), *every_tx]}
     results = _run(list(cases.values()), [ref])
     # Crashes landed in every kind of step, and some of them while a write was running.
     assert {r.step_kind for r in results} >= {"open", "remember", "remember_many", "forget",
@@ -101,7 +129,7 @@ def test_a_process_crash_at_any_point_loses_no_acknowledged_write(
 def test_a_power_loss_at_any_point_loses_no_acknowledged_write(
         references: dict[str, ct.Reference]) -> None:
     ref = references["plain/full"]
-    results = _run(_cases(ref, ["power"], None), [ref])
+    results = _run(_cases(ref, ["power"], None, 2), [ref])
     # The faults really landed: most runs changed files the crashed process had left.
     landed = [r for r in results if any("paths differ" in n for n in r.notes)]
     assert len(landed) > len(results) // 3, [r.notes for r in results]
@@ -114,19 +142,19 @@ def test_a_restart_after_a_crash_then_a_power_loss_loses_no_acknowledged_write(
     take the second one's acknowledged writes with them (the bug this issue fixed in
     ``Journal._settle``)."""
     ref = references["plain/full"]
-    results = _run(_cases(ref, ["restart"], None), [ref])
+    results = _run(_cases(ref, ["restart"], None, 1), [ref])
     assert all("acknowledged r1, r2, r3" in " ".join(r.notes) for r in results)
 
 
 def test_an_encrypted_store_survives_both_faults(references: dict[str, ct.Reference]) -> None:
     ref = references["encrypted/full"]
-    _run(_cases(ref, ct.DEFAULT_FAULTS, ["first", "last"]), [ref])
+    _run(_cases(ref, ct.DEFAULT_FAULTS, ["first", "last"], 1), [ref])
 
 
 def test_a_group_commit_store_survives_both_faults(
         references: dict[str, ct.Reference]) -> None:
     ref = references["plain/batch"]
-    _run(_cases(ref, ct.DEFAULT_FAULTS, ["middle"]), [ref])
+    _run(_cases(ref, ct.DEFAULT_FAULTS, ["middle"], 1), [ref])
 
 
 def test_a_crash_during_recovery_is_survivable_too(references: dict[str, ct.Reference]) -> None:
@@ -142,7 +170,8 @@ def test_a_crash_during_recovery_is_survivable_too(references: dict[str, ct.Refe
     assert all("recovery crashes" in r.effect for r in results), [r.effect for r in results]
 
 
-@pytest.mark.skipif(not SOAK, reason="the soak runs only with HOLOMEM_CRASH_SOAK=1")
+@pytest.mark.skipif(not SOAK, reason="the soak runs only with --exhaustive "
+                    "(or HOLOMEM_CRASH_SOAK=1)")
 def test_soak_every_hit_count_of_every_point(references: dict[str, ct.Reference]) -> None:
     refs = list(references.values())
     cases = [c for ref in refs for c in ct.matrix(ref, faults=ct.FAULTS, seed=SEED, soak=True)]

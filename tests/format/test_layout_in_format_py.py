@@ -42,6 +42,7 @@ from holomem.log.format import (
     backup_name,
     checkpoint_name,
 )
+from tests import sourcetree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE = os.path.join(ROOT, "holomem")
@@ -141,23 +142,19 @@ def _layouts_outside_format_py() -> list[str]:
     format string and every ``from struct import`` in holomem/, outside
     holomem/log/format.py."""
     found = []
-    for root, _dirs, files in os.walk(PACKAGE):
-        for name in files:
-            path = os.path.join(root, name)
-            if not name.endswith(".py") or path == os.path.join(PACKAGE, "log", "format.py"):
+    for path in sourcetree.files("holomem"):
+        if path == os.path.join(PACKAGE, "log", "format.py"):
+            continue
+        for node in ast.walk(sourcetree.tree(path)):
+            if isinstance(node, ast.ImportFrom) and node.module == "struct":
+                found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno}")
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "struct"):
                 continue
-            with open(path, encoding="utf-8") as f:
-                tree = ast.parse(f.read(), path)
-            for node in ast.walk(tree):
-                if isinstance(node, ast.ImportFrom) and node.module == "struct":
-                    found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno}")
-                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                        and isinstance(node.func.value, ast.Name)
-                        and node.func.value.id == "struct"):
-                    continue
-                literal = bool(node.args) and isinstance(node.args[0], ast.Constant)
-                if node.func.attr == "Struct" or literal:
-                    found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno}")
+            literal = bool(node.args) and isinstance(node.args[0], ast.Constant)
+            if node.func.attr == "Struct" or literal:
+                found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno}")
     return found
 
 

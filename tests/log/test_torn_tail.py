@@ -7,6 +7,10 @@ here is what a writer that died during (or right after) its last append leaves, 
 the watermark does not cover the last transaction (see test_acknowledged_tail.py for
 the cleanly closed journal, where the same damage refuses the open). Whatever the
 writer cuts is first saved beside the store, and the warning says where (issue 11).
+
+In CI the last frame is cut inside its header at every offset, and in its body at every
+``BODY_STRIDE``-th offset and one byte short of its end; ``pytest --exhaustive`` cuts it
+at every offset (tests/exhaustive.py).
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ import pytest
 import surgery
 
 from holomem.log import Journal
+from tests import exhaustive
 
 KEY = bytes(range(32))
 SEED = 20261130
+#: In CI, one cut in this many inside the last frame's body.
+BODY_STRIDE = 5
 
 #: name -> (key, the last transaction, whether it sits alone in a fresh segment).
 CASES = {
@@ -79,7 +86,10 @@ def test_torn_tail_at_every_offset_recovers_previous_transaction(
         assert frame.flags & surgery.FRAME_FLAG_ENCRYPTED
     earlier = list(enumerate(txs[:-1], start=1))
     crashed = surgery.save_generation(store)
-    for cut in range(frame.offset + 1, frame.end):
+    body = frame.offset + surgery.FRAME_HEADER_SIZE
+    cuts = sorted({*range(frame.offset + 1, body + 1),
+                   *exhaustive.strided(range(body + 1, frame.end), BODY_STRIDE), frame.end - 1})
+    for tried, cut in enumerate(cuts, start=1):
         surgery.restore_generation(store, crashed)
         surgery.write(seg, original[:cut])
         caplog.clear()
@@ -93,7 +103,7 @@ def test_torn_tail_at_every_offset_recovers_previous_transaction(
             (backup,) = j.recovery.backups
             assert backup is not None and os.path.dirname(backup) == _backup_dir(store)
             assert surgery.read(backup) == original[frame.offset : cut]
-            assert len(os.listdir(_backup_dir(store))) == cut - frame.offset
+            assert len(os.listdir(_backup_dir(store))) == tried
             (warning,) = [r.getMessage() for r in caplog.records if "torn tail" in r.getMessage()]
             assert backup in warning and seg in warning, warning
             assert os.path.getsize(seg) == frame.offset  # truncated on disk

@@ -24,8 +24,9 @@ Every point reached during the forget is crashed at: every hit of a point reache
 at most ``ALL_HITS_UP_TO`` times, and of one reached more often (fsyncs, text
 record writes) the first, the last and a spread between them, plus every hit from
 the switch of generations to the end of the erasure, where the removed text is
-being destroyed. ``HOLOMEM_PURGE_CRASH_ALL=1`` crashes at every hit of every point
-(about a hundred per store, and the double-crash test at every hit too). Each
+being destroyed. ``pytest --exhaustive`` (or ``HOLOMEM_PURGE_CRASH_ALL=1``) crashes
+at every hit of every point (about a hundred per store, and the double-crash test at
+every hit too). Each
 child also traces its points, which proves the abort landed at the point and hit
 count aimed at.
 """
@@ -45,11 +46,12 @@ from typing import Any, NamedTuple
 import pytest
 
 from holomem.fsck import check
+from tests import exhaustive
 from tests.purge import markers
 from tests.purge import workload as w
 
 REPO = Path(__file__).resolve().parents[2]
-EVERY_HIT = bool(os.environ.get("HOLOMEM_PURGE_CRASH_ALL"))
+EVERY_HIT = exhaustive.on("HOLOMEM_PURGE_CRASH_ALL")
 ALL_HITS_UP_TO = 6
 SPREAD = 5
 #: Points the purge path must reach; the test fails if the trace misses one.

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 
 from holomem import Store
+from tests import exhaustive
 
 from .conftest import API_KEY, Server, headers, start
 
@@ -158,7 +159,9 @@ def test_a_restart_keeps_every_acknowledged_write(tmp_path: Path) -> None:
 
 def test_concurrent_load_has_no_errors_and_loses_no_acknowledged_write(server: Server) -> None:
     rng = random.Random(5)
-    plan = [(c, i, rng.random()) for c in range(8) for i in range(250)]
+    # 8 clients at once, 100 requests each in CI, 250 in the exhaustive run.
+    per_client = 250 if exhaustive.on() else 100
+    plan = [(c, i, rng.random()) for c in range(8) for i in range(per_client)]
     acked: list[str] = []
     errors: list[str] = []
 

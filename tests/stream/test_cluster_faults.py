@@ -14,6 +14,7 @@ import pytest
 
 from holomem import Memory, Store
 from holomem.errors import HolomemError, StoreLockedError, UnavailableError
+from tests import exhaustive
 
 from .cluster import Cluster, needs_server
 
@@ -149,7 +150,8 @@ def test_a_follower_on_another_node_sees_every_acknowledged_write_within_a_bound
             assert f.get(fid) is not None
 
 
-@pytest.mark.skipif(os.environ.get("HOLOMEM_LONG") != "1", reason="a soak: HOLOMEM_LONG=1")
+@pytest.mark.skipif(not exhaustive.on("HOLOMEM_LONG"),
+                    reason="a soak: --exhaustive (or HOLOMEM_LONG=1)")
 def test_soak_every_node_killed_in_turn_under_eight_writers_loses_nothing(three: Cluster
                                                                           ) -> None:
     url = three.url("soak", timeout=30)

@@ -10,13 +10,14 @@ import sys
 from collections import Counter
 
 from holomem import Memory, Store
+from tests import exhaustive
 
 from .cluster import Cluster, needs_server
 
 pytestmark = needs_server
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LONG = os.environ.get("HOLOMEM_LONG") == "1"
-#: Without HOLOMEM_LONG: the points of the write path's three kinds of step.
+LONG = exhaustive.on("HOLOMEM_LONG")
+#: Without --exhaustive (or HOLOMEM_LONG=1): the points of the write path's three kinds of step.
 SHORT = ("recordfile.write", "store.compact.written", "stream.generation.switched")
 
 
@@ -38,7 +39,7 @@ def test_a_crash_at_each_reached_point_loses_and_duplicates_nothing(
         single: Cluster, tmp_path: object) -> None:
     points = _reached(single, tmp_path)
     assert "stream.generation.switched" in points and "recordfile.write" in points
-    # Every point with HOLOMEM_LONG=1; in CI one of each kind of step.
+    # Every point with --exhaustive (or HOLOMEM_LONG=1); in CI one of each kind of step.
     for n, point in enumerate(points if LONG else [p for p in SHORT if p in points]):
         store = f"crash-{n}"
         child = _run(single.url(store, lease=1), HOLOMEM_CRASH_AT=f"{point}:1")

@@ -1,0 +1,48 @@
+"""The suite's options: ``--exhaustive`` (tests/exhaustive.py) and the parallel run.
+
+The README's command runs the suite on every core (pytest-xdist, ``-n auto`` in
+pyproject's addopts); each worker is its own process with its own temporary
+directories (``tmp_path``), free ports (bound to port 0), and environment. Tests that
+share an expensive module fixture (a NATS cluster, the crash matrix's reference runs)
+are kept on one worker by ``pytest.mark.xdist_group`` (``--dist loadgroup``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests import exhaustive
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--exhaustive", action="store_true", default=False,
+        help="run every matrix whole (every bit of every byte, every crash point at every "
+             f"hit count, the soaks); the same as {exhaustive.ENV}=1")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Before collection, so that the matrices read it when their modules load; the
+    # xdist workers start after this and inherit it (and run this hook themselves).
+    if config.getoption("exhaustive"):
+        os.environ[exhaustive.ENV] = "1"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that uses a module-scoped fixture runs on the worker that runs the rest of
+    its module: the fixture (a server, a cluster, reference runs) is built once, as in a
+    serial run. Other tests go to whichever worker is free."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)  # pytest's own record of the fixtures
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        # baseid "": a plugin's fixture (tmp_path_factory is session-scoped, and cheap).
+        if any(d[-1].scope == "module" and d[-1].baseid for d in defs if d):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    form = "exhaustive" if exhaustive.on() else f"CI sample ({exhaustive.ENV} unset)"
+    return f"holomem matrices: {form}"

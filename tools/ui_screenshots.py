@@ -12,16 +12,15 @@ Nothing is fetched from any host; the store lives in a temporary directory.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from holomem import Memory, Store
+from holomem.log import fs
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -73,18 +72,22 @@ def build(path: Path) -> None:
 
 def start(store: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
     log = store.parent / "ui.log"
-    with open(log, "wb") as out:
+    out = fs.create(str(log))
+    try:
         proc = subprocess.Popen([sys.executable, "-m", "holomem", "ui", str(store),
                                  "--port", "0"], stdout=subprocess.DEVNULL, stderr=out)
+    finally:
+        fs.close(out)
     for _ in range(600):
-        found = re.search(r"listening on (http://127\.0\.0\.1:\d+)/", log.read_text())
+        said = fs.read_file(str(log)).decode(errors="replace")
+        found = re.search(r"listening on (http://127\.0\.0\.1:\d+)/", said)
         if found:
             return proc, found.group(1), log
         if proc.poll() is not None:
             break
         time.sleep(0.05)
     proc.kill()
-    raise SystemExit(f"holomem ui did not start: {log.read_text()}")
+    raise SystemExit(f"holomem ui did not start: {fs.read_file(str(log)).decode(errors='replace')}")
 
 
 def main() -> int:
@@ -94,8 +97,8 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="holomem-shots-"))
+    fs.make_dirs(str(out))
+    scratch = Path(fs.make_temp_dir("holomem-shots-"))
     store = scratch / "store"
     build(store)
     proc, url, _ = start(store)
@@ -120,8 +123,8 @@ def main() -> int:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-        shutil.rmtree(scratch, ignore_errors=True)
-    for name in sorted(os.listdir(out)):
+        fs.remove_tree(str(scratch))
+    for name in sorted(fs.listdir(str(out))):
         if name.startswith("ui-"):
             print(out / name)
     return 0

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import importlib.resources
 import os
 import urllib.parse
 from collections.abc import Awaitable, Callable
@@ -47,6 +46,7 @@ from holomem.api.doors.ui import forms, pages, query
 from holomem.api.doors.ui.html import STICKY, Here, esc, frame
 from holomem.api.doors.ui.source import Source
 from holomem.errors import HolomemError, InvalidError
+from holomem.log import fs
 
 #: The largest form body taken.
 MAX_FORM = 64 * 1024
@@ -66,8 +66,8 @@ Page = Callable[[Here, Source], str]
 
 
 def _static_files() -> dict[str, bytes]:
-    root = importlib.resources.files("holomem.api.doors.ui") / "static"
-    return {name: (root / name).read_bytes() for name in STATIC}
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+    return {name: fs.read_file(os.path.join(root, name)) for name in STATIC}
 
 
 def _html(body: str, status: int = 200, headers: dict[str, str] | None = None) -> Response:

@@ -11,6 +11,9 @@ transactions number on one sequence; the journal reopens clean.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -136,3 +139,40 @@ def test_refiling_checks_what_it_is_asked(tmp_path: object) -> None:
             j.refile(rewrite, [seqs[-1] + 5])
         assert j.refile(rewrite, []) == []
         rewrite.abandon()
+
+
+_CHILD = """
+import sys
+from holomem.log import Journal
+with Journal.open(sys.argv[1], sync="none") as j:
+    target = j.begin_rewrite()
+    j.refile(target, list(range(j.first_seq, j.last_seq + 1))[::2])
+    j.switch(target)
+"""
+
+
+@pytest.mark.parametrize(("point", "switched"), [
+    ("journal.frame.write.after:2", False),  # the second frame refiled, not synced
+    ("journal.generation.created", False),   # all refiled and synced, not renamed in
+    ("journal.generation.switched", True),   # renamed in, the old one not erased yet
+])
+def test_a_crash_while_refiling_leaves_one_whole_generation(
+        tmp_path: object, point: str, switched: bool) -> None:
+    store = os.path.join(str(tmp_path), "store")
+    with Journal.open(store, sync="none") as j:
+        seqs = _fill(j, 6)
+        old = dict(j.replay())
+    spec = point if ":" in point else point + ":1"
+    child = subprocess.run([sys.executable, "-c", _CHILD, store], capture_output=True,
+                           env={**os.environ, "HOLOMEM_CRASH_AT": spec}, check=False)
+    assert child.returncode == -signal.SIGABRT, child.stderr  # it died at the point
+    with Journal.open(store) as j:
+        got = dict(j.replay())
+        if switched:
+            assert j.generation == 2
+            assert list(got.values()) == [old[s] for s in seqs[::2]]
+            assert min(got) == seqs[-1] + 1
+        else:
+            assert j.generation == 1 and got == old
+            assert j.recovery.erased_leftovers  # the half-built generation is gone
+        assert not any(name.endswith(".tmp") for name in os.listdir(store))

@@ -81,6 +81,7 @@ class Refile(NamedTuple):
     seq: int
     path: str
 
+
 #: Groups whose sync may run at once in batch mode. One: a later group's sync that
 #: finished while an earlier one was still running would acknowledge the earlier
 #: group's bytes too, and if the earlier sync then fails those bytes may be lost under

@@ -11,7 +11,7 @@ Imports the log, the projections and the engine's view.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -22,8 +22,10 @@ from holomem.api.engine.view import View
 from holomem.events import (
     ConfigRecorded,
     DocumentAdded,
+    DocumentReplaced,
     EmbedderRecorded,
     Event,
+    FactAdded,
     FactLinks,
     FeedbackGiven,
     RelationAdded,
@@ -85,6 +87,69 @@ def live_relations(view: View) -> list[Event]:
                           relation=rel.relation(r), time=rel.time.item(r),
                           metadata=rel.metadata(r))
             for r in rel.live_rows().tolist()]
+
+
+def _named(value: object) -> Iterator[str]:
+    """Every string in ``value`` (an event's field), through tuples."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, tuple):
+        for v in value:
+            yield from _named(v)
+
+
+def _adds(events: list[Event]) -> int | None:
+    """How many documents ``events`` add, when they are nothing but documents added, each
+    followed or not by its own fact without a link or a requested link (what
+    ``remember_many`` and ``add_documents`` write, and what a compaction writes for a
+    document without feedback); None otherwise."""
+    docs = 0
+    prev: Event | None = None
+    for e in events:
+        if type(e) is DocumentAdded:
+            docs += 1
+        elif not (type(e) is FactAdded and isinstance(prev, DocumentAdded) and prev.id == e.id
+                  and not e.supersedes and not e.superseded_by and not e.requested):
+            return None
+        prev = e
+    return docs
+
+
+def whole_transactions(journal: JournalBackend, view: View) -> list[int]:
+    """The transactions of the live generation that a compaction may carry over whole,
+    as they are, instead of writing their documents' events again (ascending).
+
+    A transaction qualifies when it only adds documents (each with or without its own
+    fact, no link; :func:`_adds`), every document it added is still live (none deleted,
+    replaced, forgotten or purged), and no other transaction of the generation names
+    any of them (a feedback, a confidence, a link, a re-linking forget, a relation, a
+    re-embedded vector, another fact...). Its events are then exactly the events a
+    compaction would write for those documents, holding nothing removed: each document
+    as it was written and still is. Reads and decodes every transaction.
+    """
+    catalog = view.catalog
+    seq_of, alive = catalog.seq.view(), catalog.alive.view()
+    #: the sequence numbers of transactions that wrote a slot no longer live
+    vacated = set(np.unique(seq_of[~alive]).tolist())
+    adds: dict[int, int] = {}
+    named: set[str] = set()
+    for seq, payloads in journal.replay(journal.first_seq):
+        events = ev.decode_all(payloads, seq=seq)
+        docs = _adds(events)
+        if docs is not None and seq not in vacated:
+            adds[seq] = docs
+            continue
+        for e in events:
+            if isinstance(e, (DocumentAdded, DocumentReplaced)):
+                named.add(e.id)  # (text, metadata and entities name no document)
+            else:
+                for field in e.__struct_fields__:
+                    named.update(_named(getattr(e, field)))
+    touched = {int(seq_of[s]) for s in map(catalog.slot, named) if s >= 0}
+    written = np.bincount(seq_of, minlength=journal.last_seq + 1) if len(seq_of) else None
+    return [seq for seq, docs in adds.items()
+            if docs and seq not in touched and written is not None
+            and seq < len(written) and int(written[seq]) == docs]
 
 
 def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
@@ -151,20 +216,51 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
         # objects each, none of them in a cycle: the collector would walk them again
         # and again (a tenth of a purge's time at 100,000 facts).
         with gc_paused(), state.text.buffered():
-            for start in range(0, len(kept.slots), SLOTS):
-                chunk = kept.slots[start:start + SLOTS]
-                read: list[Carried | None] | None = [] if carried is not None else None
-                recs = view.records(chunk, read)
-                state.entities.add_lists(start, [r.entities for r in recs])
-                words.add([r.text for r in recs])
-                chunk_bodies = bodies_of(recs)  # (each event's fields are its record's)
-                for k, events in enumerate(live_events(view, chunk, recs)):
-                    batch.extend(events)  # a document's events stay in one transaction
-                    bodies.append(chunk_bodies[k])
-                    if carried is not None and read is not None:
-                        carried.append(read[k])
-                    if len(batch) >= BATCH:
-                        flush()
+            whole = set(whole_transactions(journal, view))
+            # The kept slots in runs written by one transaction each (a transaction's
+            # documents have adjacent slots).
+            written = source.catalog.seq.view()[kept.slots]
+            cuts = (np.flatnonzero(written[1:] != written[:-1]) + 1).tolist()
+            runs = zip([0, *cuts], [*cuts, len(written)], strict=True) if len(written) else ()
+            for lo, hi in runs:
+                if int(written[lo]) not in whole:
+                    for start in range(lo, hi, SLOTS):
+                        chunk = kept.slots[start:min(hi, start + SLOTS)]
+                        read: list[Carried | None] | None = (
+                            [] if carried is not None else None)
+                        recs = view.records(chunk, read)
+                        state.entities.add_lists(start, [r.entities for r in recs])
+                        words.add([r.text for r in recs])
+                        chunk_bodies = bodies_of(recs)  # (each event's fields: its record's)
+                        for k, events in enumerate(live_events(view, chunk, recs)):
+                            batch.extend(events)  # a document's events: one transaction
+                            bodies.append(chunk_bodies[k])
+                            if carried is not None and read is not None:
+                                carried.append(read[k])
+                            if len(batch) >= BATCH:
+                                flush()
+                    continue
+                # A transaction carried over whole: its records are read (their words,
+                # entities and bytes, as for any other), its events are not made.
+                flush()
+                run_bodies: list[bytes] = []
+                run_carried: list[Carried | None] = []
+                for start in range(lo, hi, SLOTS):
+                    chunk = kept.slots[start:min(hi, start + SLOTS)]
+                    read = [] if carried is not None else None
+                    recs = view.records(chunk, read)
+                    state.entities.add_lists(start, [r.entities for r in recs])
+                    words.add([r.text for r in recs])
+                    run_bodies.extend(bodies_of(recs))
+                    if read is not None:
+                        run_carried.extend(read)
+                (seq,) = journal.refile(target, [int(written[lo])])
+                if carried is not None:
+                    state.text.carry(run_carried)
+                state.text.place(seq, run_bodies)
+                seqs[lo:hi] = seq
+                placed += hi - lo
+                state.flush()
             links = view.facts.all_links()
             if links:
                 batch.append(FactLinks(links=tuple(links)))

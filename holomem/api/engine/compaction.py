@@ -216,6 +216,9 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
         # objects each, none of them in a cycle: the collector would walk them again
         # and again (a tenth of a purge's time at 100,000 facts).
         with gc_paused(), state.text.buffered():
+            # The settings go in a transaction of their own, so that every later one
+            # holding nothing but documents can be carried whole by the next compaction.
+            flush()
             whole = set(whole_transactions(journal, view))
             # The kept slots in runs written by one transaction each (a transaction's
             # documents have adjacent slots).

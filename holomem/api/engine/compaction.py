@@ -11,8 +11,10 @@ Imports the log, the projections and the engine's view.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Union, get_args
 
+import msgspec
 import numpy as np
 
 from holomem import events as ev
@@ -98,17 +100,47 @@ def _named(value: object) -> Iterator[str]:
             yield from _named(v)
 
 
-def _adds(events: list[Event]) -> int | None:
+class _DocPeek(msgspec.Struct, tag_field="t", tag="doc.added", frozen=True):
+    """What :func:`whole_transactions` reads of a DocumentAdded (the rest is skipped)."""
+
+    id: str
+
+
+class _FactPeek(msgspec.Struct, tag_field="t", tag="fact.added", frozen=True):
+    """What :func:`whole_transactions` reads of a FactAdded: its links."""
+
+    id: str
+    supersedes: tuple[str, ...] = ()
+    superseded_by: tuple[str, ...] = ()
+    requested: tuple[str, ...] = ()
+
+
+#: Every other event, by its tag alone (none of its fields decoded).
+_OTHERS = tuple(msgspec.defstruct(f"_{cls.__name__}Peek", [], tag_field="t",
+                                  tag=cls.__struct_config__.tag, frozen=True)
+                for cls in get_args(Event) if cls not in (DocumentAdded, FactAdded))
+_peek = msgspec.msgpack.Decoder(Union[(_DocPeek, _FactPeek, *_OTHERS)])
+
+
+def _peeked(payloads: list[bytes]) -> list[object] | None:
+    """The payloads peeked at (:data:`_peek`), or None when one does not decode so."""
+    try:
+        return list(map(_peek.decode, payloads))
+    except msgspec.DecodeError:
+        return None
+
+
+def _adds(events: Sequence[object]) -> int | None:
     """How many documents ``events`` add, when they are nothing but documents added, each
     followed or not by its own fact without a link or a requested link (what
     ``remember_many`` and ``add_documents`` write, and what a compaction writes for a
     document without feedback); None otherwise."""
     docs = 0
-    prev: Event | None = None
+    prev: object = None
     for e in events:
-        if type(e) is DocumentAdded:
+        if type(e) is _DocPeek:
             docs += 1
-        elif not (type(e) is FactAdded and isinstance(prev, DocumentAdded) and prev.id == e.id
+        elif not (type(e) is _FactPeek and isinstance(prev, _DocPeek) and prev.id == e.id
                   and not e.supersedes and not e.superseded_by and not e.requested):
             return None
         prev = e
@@ -134,12 +166,12 @@ def whole_transactions(journal: JournalBackend, view: View) -> list[int]:
     adds: dict[int, int] = {}
     named: set[str] = set()
     for seq, payloads in journal.replay(journal.first_seq):
-        events = ev.decode_all(payloads, seq=seq)
-        docs = _adds(events)
-        if docs is not None and seq not in vacated:
+        peeked = _peeked(payloads) if seq not in vacated else None
+        docs = _adds(peeked) if peeked is not None else None
+        if docs is not None:
             adds[seq] = docs
             continue
-        for e in events:
+        for e in ev.decode_all(payloads, seq=seq):
             if isinstance(e, (DocumentAdded, DocumentReplaced)):
                 named.add(e.id)  # (text, metadata and entities name no document)
             else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from operator import attrgetter
 from typing import Union, get_args
 
 import msgspec
@@ -122,6 +123,12 @@ _OTHERS = tuple(msgspec.defstruct(f"_{cls.__name__}Peek", [], tag_field="t",
 _peek = msgspec.msgpack.Decoder(Union[(_DocPeek, _FactPeek, *_OTHERS)])
 
 
+_ID = attrgetter("id")
+_SUPERSEDES = attrgetter("supersedes")
+_SUPERSEDED_BY = attrgetter("superseded_by")
+_REQUESTED = attrgetter("requested")
+
+
 def _peeked(payloads: list[bytes]) -> list[object] | None:
     """The payloads peeked at (:data:`_peek`), or None when one does not decode so."""
     try:
@@ -135,6 +142,18 @@ def _adds(events: Sequence[object]) -> int | None:
     followed or not by its own fact without a link or a requested link (what
     ``remember_many`` and ``add_documents`` write, and what a compaction writes for a
     document without feedback); None otherwise."""
+    n = len(events)
+    types = set(map(type, events))
+    if types == {_DocPeek}:
+        return n
+    if n % 2 == 0 and types == {_DocPeek, _FactPeek}:
+        # What remember_many writes, each document then its fact: seen a column at a time.
+        docs_, facts = events[0::2], events[1::2]
+        if (set(map(type, docs_)) == {_DocPeek} and set(map(type, facts)) == {_FactPeek}
+                and list(map(_ID, docs_)) == list(map(_ID, facts))
+                and not any(map(_SUPERSEDES, facts)) and not any(map(_SUPERSEDED_BY, facts))
+                and not any(map(_REQUESTED, facts))):
+            return n // 2
     docs = 0
     prev: object = None
     for e in events:

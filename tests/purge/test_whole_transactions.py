@@ -81,7 +81,7 @@ def test_a_second_purge_carries_what_the_first_carried(tmp_path: Path) -> None:
     path = str(tmp_path / "store")
     with Store.open(path) as store:
         memory = Memory(store)
-        for name in ("a", "b", "c"):
+        for name in "abcdefghij":  # (enough that most of them can be carried)
             _batch(memory, name)
         memory.forget({"ids": ["a0"]}, purge=True)
         first = _adds(store)
@@ -93,3 +93,18 @@ def test_a_second_purge_carries_what_the_first_carried(tmp_path: Path) -> None:
     # own kind (documents and their facts only): the second carries it whole too.
     a_ids = tuple(f"a{i}" for i in range(1, 6))
     assert a_ids in second and second[a_ids][1] == first[a_ids][1]
+
+
+def test_a_purge_that_could_carry_little_writes_everything_again(tmp_path: Path) -> None:
+    path = str(tmp_path / "store")
+    with Store.open(path) as store:
+        memory = Memory(store)
+        for name in ("a", "b"):
+            _batch(memory, name)
+        before = _adds(store)
+        memory.forget({"ids": ["a0"]}, purge=True)
+        after = _adds(store)
+    # Half the documents at most could be carried: below WHOLE_SHARE, none is.
+    assert tuple(f"b{i}" for i in range(6)) not in after
+    assert {e.id for _, es in after.values() for e in es if isinstance(e, FactAdded)} == {
+        e.id for _, es in before.values() for e in es if isinstance(e, FactAdded)} - {"a0"}

@@ -47,6 +47,11 @@ BATCH = 2048
 #: Live documents whose records are read (and events made) at a time.
 SLOTS = 1024
 
+#: The least share of the live documents whose transactions wrote nothing since removed
+#: for a compaction to look for transactions to carry whole (below it, reading every
+#: frame to choose them costs more than it saves: benchmarks/README.md, issue 33).
+WHOLE_SHARE = 0.8
+
 P_COMPACT_BEGIN = cp.point("store.compact.begin", "compaction starts (a purge is recorded)")
 P_COMPACT_WRITTEN = cp.point(
     "store.compact.written", "the new generation's journal is written; text segment not sealed")
@@ -181,7 +186,13 @@ def whole_transactions(journal: JournalBackend, view: View) -> list[int]:
     catalog = view.catalog
     seq_of, alive = catalog.seq.view(), catalog.alive.view()
     #: the sequence numbers of transactions that wrote a slot no longer live
-    vacated = set(np.unique(seq_of[~alive]).tolist())
+    dead = np.unique(seq_of[~alive])
+    live = int(np.count_nonzero(alive))
+    if not live or np.count_nonzero(~np.isin(seq_of[alive], dead)) < WHOLE_SHARE * live:
+        # Too few documents could be carried for the reading to pay (every frame is
+        # read to choose them): write everything again.
+        return []
+    vacated = set(dead.tolist())
     adds: dict[int, int] = {}
     named: set[str] = set()
     for seq, payloads in journal.replay(journal.first_seq):

@@ -1,7 +1,8 @@
 """Compaction: the live state rewritten into a new generation (docs/guarantees.md §6).
 
 Owns: the events that re-create every live document and fact as it is now
-(:func:`live_events`), the writing of them into a new generation, whose
+(:func:`live_events`), which transactions already hold them and go over whole
+(:func:`whole_transactions`), the writing of them into a new generation, whose
 projections are the old ones renumbered (:func:`rewrite`), and the order of a whole
 compaction (:func:`compact`: rewrite, switch, erase the old generation), under the
 locks the store hands it (``Store.compact``).
@@ -229,6 +230,11 @@ def rewrite(journal: JournalBackend, target: RewriteTarget, view: View,
     the new one keeps its salt, and every record that reads back intact from ``old``
     is copied into it as it is, rather than encoded (and sealed) again: in a version 2
     file a record is bound to neither its offset nor its sequence number.
+
+    A transaction that already holds exactly the events this would write for its
+    documents (:func:`whole_transactions`) is carried over whole instead, its frame
+    refiled as bytes (:meth:`holomem.log.journal.Journal.refile`); its records are read
+    all the same, for their words, entities and bytes.
     """
     carry = old is not None and old.available and old.version == 2
     records = text_file(journal, target.dir, target.generation, read_only=False,

@@ -12,12 +12,13 @@ This script measures the log-level half of that design on a real store, beside t
 copy and the purge of today, in one run:
 
 - ``copy``: the journal's segments copied and fsynced (purge_bench's ``copy``);
-- ``refile``: every frame of the live generation written into a new segment file as
-  the new generation needs it -- new sequence number, new segment salt, so a new
-  header and xxh3 checksum; for an encrypted store the body opened under the old
-  associated data (store id, generation, segment, header) and sealed under the new
-  one, AES-GCM over the compressed bytes, nothing decompressed or decoded -- then
-  fsynced;
+- ``refile``: every transaction of the live generation refiled into a new generation
+  by :meth:`holomem.log.Journal.refile` (issue 33), on a copy of the store, from the
+  new generation begun to it switched in: each frame verified and given a new
+  sequence number, its new segment's salt, so a new header and xxh3 checksum; for
+  an encrypted store the body opened under the old associated data (store id,
+  generation, segment, header) and sealed under the new one, AES-GCM over the
+  compressed bytes, nothing decompressed or decoded; then synced and renamed in;
 - ``carry``: every live text-segment record carried into a new generation's text
   file as bytes. The text segment's version 2 (FORMAT.md §9.1) binds a record to the
   store and the file's salt only, so a new file with the same salt takes the records
@@ -68,13 +69,8 @@ from benchmarks.search_bench import corpus
 from holomem import Memory, Store
 from holomem import events as ev
 from holomem.log import Journal
-from holomem.log.checksum import checksum_parts
 from holomem.log.envelope import Envelope
 from holomem.log.format import (
-    AAD,
-    FRAME_CHECKSUMMED,
-    FRAME_HEADER,
-    FRAME_HEADER_SIZE,
     TEXT_FILE,
 )
 from holomem.log.recordfile import RecordFile
@@ -83,44 +79,23 @@ from holomem.projections.firstwords import FirstWords
 from holomem.projections.state import ProjectionState
 
 
-def refile(journal: Journal, dest: str) -> tuple[float, int]:
-    """Every frame of ``journal`` rewritten for a next generation into ``dest``; seconds
-    and bytes."""
-    env = journal.envelope
-    new_gen = journal.generation + 1
-    new_salt = int.from_bytes(os.urandom(8), "little")
-    seq = journal.last_seq + 1
-    os.makedirs(dest, exist_ok=True)
-    out_path = os.path.join(dest, "seg-00000001.hlj")
-    t = time.perf_counter()
-    fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    written = 0
+def refile(path: str, key: bytes | None, scratch: str) -> tuple[float, int]:
+    """Every transaction of the store at ``path`` refiled into a new generation by
+    :meth:`Journal.refile` (the log's primitive), on a copy of the store: seconds from
+    the new generation begun to it switched in (created, written, synced, renamed), and
+    the bytes of its journal."""
+    shutil.copytree(path, scratch)
     try:
-        for s in journal.segments:
-            with open(s.path, "rb") as f:
-                data = memoryview(f.read())
-            h = s.header
-            parts: list[bytes] = []
-            for off in s.offsets:
-                length, flags, kind, _r, _seq, _c = FRAME_HEADER.unpack_from(data, off)
-                body = data[off + FRAME_HEADER_SIZE:off + FRAME_HEADER_SIZE + length]
-                head = FRAME_HEADER.pack(length, flags, kind, 0, seq, 0)[:FRAME_CHECKSUMMED]
-                if env is not None:
-                    old_head = data[off:off + FRAME_CHECKSUMMED]
-                    plain = env.open(body, AAD.pack(h.store_id, h.generation, h.number,
-                                                    bytes(old_head)))
-                    body = memoryview(env.seal(plain, AAD.pack(h.store_id, new_gen, 1, head)))
-                parts += [head, checksum_parts(head, body, new_salt).to_bytes(8, "little"),
-                          bytes(body)]
-                seq += 1
-            chunk = b"".join(parts)
-            os.write(fd, chunk)
-            written += len(chunk)
-        os.fsync(fd)
+        with Journal.open(scratch, key=key, sync="full") as journal:
+            seqs = list(range(journal.first_seq, journal.last_seq + 1))
+            t = time.perf_counter()
+            target = journal.begin_rewrite()
+            journal.refile(target, seqs)
+            journal.switch(target)
+            elapsed = time.perf_counter() - t
+            written = journal.stats().bytes
     finally:
-        os.close(fd)
-    elapsed = time.perf_counter() - t
-    shutil.rmtree(dest)
+        shutil.rmtree(scratch)
     return elapsed, written
 
 
@@ -210,8 +185,8 @@ def main() -> None:
                 store.compact()
             for r in range(args.rounds):
                 copy_s = copy_journal(path, os.path.join(d, "copy"))
+                refile_s, nbytes = refile(path, key, os.path.join(d, "refile"))
                 with Journal.open(path, key=key, read_only=True) as journal:  # a follower
-                    refile_s, nbytes = refile(journal, os.path.join(d, "refile"))
                     shift = journal.last_seq + 1 - journal.first_seq
                     carry_s, carry_cpu_s, text_bytes = carry(store, journal.envelope,
                                                              os.path.join(d, "carry"), shift)

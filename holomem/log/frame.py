@@ -159,6 +159,42 @@ class FrameCodec:
         assert len(body) == length  # the sealed size was predicted exactly
         return head + checksum_parts(head, body, where.salt).to_bytes(8, "little") + body
 
+    def refile(self, data: bytes | memoryview, off: int, old: Binding, old_seq: int,
+               seq: int, new: Binding) -> bytes:
+        """The frame ``old_seq`` at ``off`` of ``data`` (written at ``old``) as frame ``seq`` at
+        ``new``: its body's bytes kept as they are (compressed or not, nothing decoded),
+        with a new header and a checksum under ``new``'s salt; a sealed body is opened
+        under its old associated data and sealed under the new one (AES-GCM over the
+        same bytes, so the length does not change). The frame's checksum is verified
+        first. Raises :class:`BadBody` when the frame does not verify or open."""
+        fh = parse_header(data, off)
+        problem = header_problem(fh) or (
+            f"frame {fh.seq} where {old_seq} was expected" if fh.seq != old_seq else None)
+        if problem is not None:
+            raise BadBody(f"no frame to refile: {problem}")
+        start = off + FRAME_HEADER_SIZE
+        view = memoryview(data)
+        body: bytes | memoryview = view[start : start + fh.length]
+        if len(body) != fh.length:
+            raise BadBody("frame cut short")
+        if frame_checksum(data, off, fh.length, old.salt) != fh.checksum:
+            raise BadBody("frame checksum mismatch")
+        head = FRAME_HEADER.pack(fh.length, fh.flags, fh.kind, 0, seq, 0)[:FRAME_CHECKSUMMED]
+        if fh.flags & FRAME_FLAG_ENCRYPTED:
+            if self.envelope is None:
+                raise BadBody("encrypted frame in a store opened without a key", auth=True)
+            try:
+                plain = self.envelope.open(body,
+                                           self._aad(old, view[off : off + FRAME_CHECKSUMMED]))
+            except OpenFailed as exc:
+                raise BadBody("authentication failed: the frame was altered or moved",
+                              auth=True) from exc
+            body = self.envelope.seal(plain, self._aad(new, head))
+            assert len(body) == fh.length  # sealing the same bytes again: the same size
+        elif self.envelope is not None:
+            raise BadBody("plaintext frame in an encrypted store", auth=True)
+        return head + checksum_parts(head, body, new.salt).to_bytes(8, "little") + bytes(body)
+
     def _aad(self, where: Binding, head: bytes | memoryview) -> bytes:
         return AAD.pack(self.store_id, where.generation, where.segment, bytes(head))
 

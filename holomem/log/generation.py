@@ -10,7 +10,7 @@ it).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from holomem.errors import CorruptError
 from holomem.log import crashpoints as cp
@@ -30,7 +30,7 @@ from holomem.log.frame import FrameCodec
 from holomem.log.reader import Problem, scan_generation
 from holomem.log.segment import SegmentHeader
 from holomem.log.watermark import Watermark, write_watermark
-from holomem.log.writer import Appender, create_segment
+from holomem.log.writer import Appender, Refile, create_segment
 
 P_GEN_CREATED = cp.point(
     "journal.generation.created", "a new generation's directory is complete, not yet renamed")
@@ -148,6 +148,13 @@ class Rewrite:
     def append(self, payloads: Sequence[bytes]) -> int:
         """Append a transaction to the new generation (synced when it is switched in)."""
         return self._appender.append(list(payloads))
+
+    def refile(self, frames: Iterable[Refile]) -> list[int]:
+        """Append each of ``frames`` (of the generation this one replaces: see
+        :meth:`holomem.log.journal.Journal.refile`) as the next transaction, its bytes
+        taken over; return their new sequence numbers. Errors: ``corrupt`` (a frame does
+        not verify), ``corrupt.auth``, ``io``."""
+        return self._appender.refile(frames)
 
     def derived_path(self, name: str) -> str:
         return os.path.join(self.dir, name)

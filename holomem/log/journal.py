@@ -342,6 +342,28 @@ class Journal:
                              key=self._key, envelope=self._envelope, compress=self._compress,
                              segment_size=self.segment_size)
 
+    def refile(self, rewrite: Rewrite, seqs: Sequence[int]) -> list[int]:
+        """Copy transactions ``seqs`` of this generation (ascending) into ``rewrite`` as
+        bytes, each the next transaction there; return their new sequence numbers.
+
+        A frame keeps its body -- compressed or not, nothing decoded -- and gets a new
+        header (its new sequence number) and a checksum under its new segment's salt;
+        in an encrypted store the body is opened under its old associated data and
+        sealed under the new one. What a transaction holds is the caller's to judge: a
+        transaction is copied whole or not at all. Errors: ``corrupt`` (a frame does not
+        verify: nothing of it is copied, and the rewrite should be abandoned),
+        ``corrupt.auth``, ``not_found`` (no such transaction), ``io``,
+        ``invalid`` (``seqs`` do not ascend).
+        """
+        self._check_open()
+        if self._appender is None:
+            raise ReadOnlyError("the journal was opened read-only")
+        try:
+            frames = self._reader.frames(list(seqs), self.last_seq)
+            return rewrite.refile(frames)
+        except ValueError as exc:
+            raise InvalidError(str(exc)) from exc
+
     def switch(self, rewrite: Rewrite) -> str:
         """Make ``rewrite`` the live generation, atomically; return the old one's directory.
 

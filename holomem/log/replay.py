@@ -15,7 +15,8 @@ compaction does), so the segments it reads stay readable until it lets them go.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable, Iterator
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from holomem.errors import (
     AuthenticationError,
@@ -27,7 +28,7 @@ from holomem.errors import (
 from holomem.log import fs
 from holomem.log.format import FRAME_CHECKSUMMED, FRAME_HEADER_SIZE
 from holomem.log.frame import BadBody, Binding, FrameCodec, frame_checksum, parse_header
-from holomem.log.writer import Segment
+from holomem.log.writer import Refile, Segment
 
 #: What a failed read of a segment is reported as: given the segment and the error.
 Unreadable = Callable[[Segment, HolomemError], HolomemError]
@@ -108,6 +109,32 @@ class SegmentReader:
                 except CorruptError as exc:
                     raise self._unreadable(seg, exc) from exc
                 yield seg.first_seq + i, payloads
+
+    def frames(self, seqs: Sequence[int], last: int) -> Iterator[Refile]:
+        """The frames of transactions ``seqs`` (ascending, none above ``last``), each as
+        it lies in its segment, unverified (:meth:`FrameCodec.refile` verifies it); each
+        segment that holds one is read once, whole."""
+        if any(b <= a for a, b in itertools.pairwise(seqs)):
+            raise ValueError("the transactions to refile must ascend")
+        i = 0
+        for seg in list(self.segments):
+            if i >= len(seqs):
+                return
+            if seqs[i] < seg.first_seq:
+                break  # (not in this generation)
+            stop = bisect.bisect_right(seqs, min(seg.last_seq, last), lo=i)
+            if stop == i:
+                continue
+            try:
+                data = fs.read_at(self.fd(seg), seg.end, 0, seg.path)
+            except StorageIOError as exc:
+                raise self._unreadable(seg, exc) from exc
+            binding = seg.binding()
+            for seq in seqs[i:stop]:
+                yield Refile(data, seg.offsets[seq - seg.first_seq], binding, seq, seg.path)
+            i = stop
+        if i < len(seqs):
+            raise NotFoundError(f"no transaction {seqs[i]} in the journal")
 
     def read(self, seq: int, last: int) -> list[bytes]:
         """The payloads of transaction ``seq`` (at most ``last``), from the loaded

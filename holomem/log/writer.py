@@ -30,10 +30,18 @@ import os
 import threading
 import time
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from holomem.errors import ClosedError, HolomemError, JournalFailedError, StorageIOError
+from holomem.errors import (
+    AuthenticationError,
+    ClosedError,
+    CorruptError,
+    HolomemError,
+    JournalFailedError,
+    StorageIOError,
+)
 from holomem.log import crashpoints as cp
 from holomem.log import fs
 from holomem.log.format import (
@@ -44,7 +52,7 @@ from holomem.log.format import (
     WRITE_VERSION,
     segment_name,
 )
-from holomem.log.frame import Binding, FrameCodec
+from holomem.log.frame import BadBody, Binding, FrameCodec
 from holomem.log.group import Group
 from holomem.log.segment import SegmentHeader
 
@@ -57,6 +65,23 @@ P_SEGMENT_HEADER = cp.point("journal.segment.header", "a new segment's header is
 P_SEGMENT_READY = cp.point("journal.segment.ready", "a new segment is durable, no frame in it yet")
 
 SYNC_MODES = ("full", "batch", "none")
+
+#: Makes a frame given its sequence number and where it goes.
+MakeFrame = Callable[[int, Binding], bytes]
+
+
+class Refile(NamedTuple):
+    """A frame of another generation to take over as bytes: the frame at ``off`` of
+    ``data`` (read from the segment file ``path``), written at ``where`` as
+    transaction ``seq``."""
+
+    data: bytes | memoryview
+    off: int
+    where: Binding
+    seq: int
+    path: str
+
+
 #: Groups whose sync may run at once in batch mode. One: a later group's sync that
 #: finished while an earlier one was still running would acknowledge the earlier
 #: group's bytes too, and if the earlier sync then fails those bytes may be lost under
@@ -243,15 +268,8 @@ class Appender:
             return seq
 
     def _enqueue_locked(self, payloads: Sequence[bytes]) -> int:
-        if self._closed:
-            raise JournalFailedError("the journal is closed")
-        self._check()
-        seq, frame = self._encode_locked(payloads)
-        self._pending.append(frame)
-        self._open.last = seq
-        if self.sync_mode != "batch":
-            self._flush(release=False, sync=self.sync_mode == "full")
-        return seq
+        return self._enqueue_frame_locked(
+            lambda seq, where: self.codec.encode(seq, payloads, where))
 
     def wait(self, seq: int) -> None:
         """Return once transaction ``seq`` is durable (batch mode: share a group's sync)."""
@@ -334,12 +352,48 @@ class Appender:
                 return g
         raise AssertionError("a taken sequence number is durable or in flight")
 
-    def _encode_locked(self, payloads: Sequence[bytes]) -> tuple[int, bytes]:
-        """Take the next sequence number and encode its frame, rotating first if needed."""
+    def refile(self, frames: Iterable[Refile]) -> list[int]:
+        """Append each of ``frames`` (frames of another generation, verified and taken
+        over as bytes by :meth:`FrameCodec.refile`) as the next transaction; return
+        their new sequence numbers. Written (synced) as :meth:`append` writes a
+        transaction in this appender's mode."""
+        out: list[int] = []
+        for frame in frames:
+
+            def make(seq: int, where: Binding, frame: Refile = frame) -> bytes:
+                return self.codec.refile(frame.data, frame.off, frame.where, frame.seq, seq,
+                                         where)
+
+            try:
+                with self._lock:
+                    seq = self._enqueue_frame_locked(make)
+            except BadBody as exc:
+                cls = AuthenticationError if exc.auth else CorruptError
+                raise cls(f"transaction {frame.seq} cannot be refiled: {exc}",
+                          path=frame.path, offset=frame.off) from exc
+            self.wait(seq)
+            out.append(seq)
+        return out
+
+    def _enqueue_frame_locked(self, make: MakeFrame) -> int:
+        """:meth:`_enqueue_locked` of the frame ``make`` gives."""
+        if self._closed:
+            raise JournalFailedError("the journal is closed")
+        self._check()
+        seq, frame = self._frame_locked(make)
+        self._pending.append(frame)
+        self._open.last = seq
+        if self.sync_mode != "batch":
+            self._flush(release=False, sync=self.sync_mode == "full")
+        return seq
+
+    def _frame_locked(self, make: MakeFrame) -> tuple[int, bytes]:
+        """Take the next sequence number and make its frame with ``make`` (given the
+        number and where the frame goes), rotating first if needed."""
         while True:
             cur = self.segments[-1]
             seq = self._next_seq
-            frame = self.codec.encode(seq, payloads, cur.binding())
+            frame = make(seq, cur.binding())
             if (self._reserved + len(frame) <= self.segment_size
                     or self._reserved <= SEGMENT_HEADER_SIZE):
                 break
@@ -353,7 +407,7 @@ class Appender:
                 continue
             self._rotate_locked()
             cur = self.segments[-1]
-            frame = self.codec.encode(seq, payloads, cur.binding())
+            frame = make(seq, cur.binding())
             break
         assert seq == self._next_seq and cur is self.segments[-1]  # nobody moved under us
         cur.offsets.append(self._reserved)

@@ -26,12 +26,14 @@ writer still held its lease when the acknowledgement came back.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from collections.abc import Iterator, Sequence
 
 from holomem.errors import (
     ClosedError,
     HolomemError,
+    InvalidError,
     NotFoundError,
     ReadOnlyError,
     UnavailableError,
@@ -336,6 +338,15 @@ class StreamJournal:
         self._retired.clear()
 
     # -- generations (compaction) -----------------------------------------------------
+    def refile(self, rewrite: StreamRewrite, seqs: Sequence[int]) -> list[int]:
+        """Carry transactions ``seqs`` (ascending) of this generation into ``rewrite``:
+        each one's payloads read and published again as the next transaction there (a
+        stream's messages are not moved as bytes). Errors: those of :meth:`read` and
+        of publishing; ``invalid`` when ``seqs`` do not ascend."""
+        if any(b <= a for a, b in itertools.pairwise(seqs)):
+            raise InvalidError("the transactions to refile must ascend")
+        return [rewrite.append(self.read(s)) for s in seqs]
+
     def begin_rewrite(self) -> StreamRewrite:
         """Start the next generation's stream, empty, its first sequence number after
         this one's last. Errors: ``read_only``, ``unavailable``."""

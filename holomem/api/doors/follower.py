@@ -58,6 +58,15 @@ if TYPE_CHECKING:
 TENANTS_DIR = "tenants"
 
 
+def writer_or_follower(path: str, key: bytes | None) -> Store:
+    """The store at ``path`` opened as its writer (sync="batch": a door's writes are
+    many callers'), or read-only, following it, when another process holds the lock."""
+    try:
+        return Store.open(path, key=key, sync="batch")
+    except StoreLockedError:
+        return Store.open(path, key=key, read_only=True)
+
+
 def served_tenant(store: str) -> str:
     """The tenant whose store ``store`` is, for a door that forwards writes to a server:
     ``DATA/tenants/<tenant>`` is where ``holomem serve`` keeps it.
@@ -127,10 +136,7 @@ class Served:
             if client is not None:
                 store = Store.open(path, key=key, read_only=True)
             else:
-                try:
-                    store = Store.open(path, key=key, sync="batch")
-                except StoreLockedError:
-                    store = Store.open(path, key=key, read_only=True)
+                store = writer_or_follower(path, key)
         except BaseException:
             if client is not None:
                 client.close()

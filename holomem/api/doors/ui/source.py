@@ -20,10 +20,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from holomem.api.doors.follower import writer_or_follower
 from holomem.api.engine import Store, StoreStats, lock_holder
 from holomem.api.memory.config import MemoryConfig
 from holomem.api.memory.memory import Memory
-from holomem.errors import InvalidError, ReadOnlyError, StoreLockedError
+from holomem.errors import InvalidError, ReadOnlyError
 from holomem.log import fs
 
 if TYPE_CHECKING:
@@ -127,13 +128,8 @@ class OneStore(Source):
         self.path = os.path.abspath(path)
         self.read_only = read_only
         self._key_path = key_path
-        if read_only:
-            store = Store.open(path, key=key, read_only=True)
-        else:
-            try:
-                store = Store.open(path, key=key, sync="batch")
-            except StoreLockedError:
-                store = Store.open(path, key=key, read_only=True)
+        store = (Store.open(path, key=key, read_only=True) if read_only
+                 else writer_or_follower(path, key))
         try:
             self.memory = Memory(store, initial=config)
         except BaseException:

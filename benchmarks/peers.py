@@ -58,6 +58,7 @@ above 1 where holomem is better); writes benchmarks/results/peers.json only with
 
 from __future__ import annotations
 
+import abc
 import argparse
 import contextlib
 import hashlib
@@ -140,7 +141,7 @@ class Vectors:
 
 
 # -- the systems, each behind the same small interface --------------------------------
-class Peer:
+class Peer(abc.ABC):
     """One system: a store at ``path`` opened on construction."""
 
     modes: tuple[str, ...] = ()
@@ -151,26 +152,31 @@ class Peer:
     #: Imported before reopening is timed (an import is not an open).
     imports: tuple[str, ...] = ()
 
+    @abc.abstractmethod
     def add(self, ids: list[str], texts: list[str], vecs: list[Vec]) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def query(self, mode: str, text: str, vec: Vec) -> list[str]:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def update(self, fid: str, text: str, vec: Vec) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def history_kept(self, fid: str, old: str) -> bool:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def delete(self, ids: list[str]) -> None:
-        raise NotImplementedError
+        ...
 
-    def prepare(self) -> None:
+    def prepare(self) -> None:  # noqa: B027 (a hook: nothing by default)
         """Whatever the system builds after a bulk load before it answers (timed as
         part of the ingest)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (a hook: nothing by default)
         pass
 
 

@@ -12,6 +12,7 @@ and the file layer.
 
 from __future__ import annotations
 
+import abc
 import json
 import os
 import subprocess
@@ -36,7 +37,7 @@ FSCK_TIMEOUT = 300.0
 FSCK_OUTPUT = 1 << 20
 
 
-class Source:
+class Source(abc.ABC):
     """What the pages read (see the module doc). ``tenant`` is None for one store."""
 
     #: whether a tenant names the store (``holomem serve``)
@@ -48,21 +49,22 @@ class Source:
         self._checks: dict[str, dict[str, Any]] = {}
         self._checking = threading.Lock()
 
+    @abc.abstractmethod
     def call(self, tenant: str | None, op: str, request: dict[str, Any], *,
              writes: bool = False) -> dict[str, Any]:
-        raise NotImplementedError
+        """``Memory.call(op, request)`` on the tenant's store (``writes``: the op writes)."""
 
+    @abc.abstractmethod
     def stats(self, tenant: str | None) -> StoreStats | None:
         """The store's statistics; None for a tenant that has no store yet."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def where(self, tenant: str | None) -> str | None:
         """The store's directory (None: it has none on this machine)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def role(self, tenant: str | None) -> str:
         """``writer`` or ``follower`` (read-only; another process writes)."""
-        raise NotImplementedError
 
     def writes(self, tenant: str | None) -> bool:
         """Whether a forget could run here now: not ``--read-only``, and the writer."""
@@ -114,7 +116,7 @@ class Source:
         finally:
             self._checking.release()
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (a hook: nothing by default)
         """Close what the source opened."""
 
 

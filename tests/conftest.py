@@ -10,6 +10,8 @@ are kept on one worker by ``pytest.mark.xdist_group`` (``--dist loadgroup``).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -46,3 +48,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_report_header(config: pytest.Config) -> str:
     form = "exhaustive" if exhaustive.on() else f"CI sample ({exhaustive.ENV} unset)"
     return f"holomem matrices: {form}"
+
+
+@pytest.fixture
+def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The spans holomem's ops make, kept by the OpenTelemetry SDK's in-memory exporter
+    (an ``InMemorySpanExporter``), from a tracer provider of the test's own put in place
+    of :data:`holomem.api.memory.tracing.TRACER`: no process-wide provider is set. The
+    SDK is imported here, when a test asks for it (the ``test`` extra has it)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from holomem.api.memory import tracing
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(tracing, "TRACER", provider.get_tracer("holomem"))
+    yield exporter
+    provider.shutdown()

@@ -73,6 +73,17 @@ def put(saver: HolomemSaver, thread: str, value: object, *, parent: str | None =
     return dict(stored)
 
 
+def put_chain(saver: HolomemSaver, thread: str, n: int) -> list[str]:
+    """``n`` checkpoints of ``thread``, each the child of the one before; their ids."""
+    ids: list[str] = []
+    parent = None
+    for value in range(n):
+        stored = put(saver, thread, value, parent=parent)
+        parent = str(stored["configurable"]["checkpoint_id"])  # type: ignore[index]
+        ids.append(parent)
+    return ids
+
+
 @pytest.fixture
 def saver(tmp_path: Path) -> Iterator[HolomemSaver]:
     store = Store.open(tmp_path / "store")
@@ -268,12 +279,7 @@ def test_checkpoints_are_hidden_from_other_doors_of_the_same_store(saver: Holome
 
 def test_a_put_returns_the_config_that_names_it_and_list_goes_newest_first(
         saver: HolomemSaver) -> None:
-    ids = []
-    parent = None
-    for n in range(3):
-        stored = put(saver, "t", n, parent=parent)
-        parent = str(stored["configurable"]["checkpoint_id"])  # type: ignore[index]
-        ids.append(parent)
+    ids = put_chain(saver, "t", 3)
     listed = [t.config["configurable"]["checkpoint_id"] for t in saver.list(config("t"))]
     assert listed == ids[::-1]
     assert [t.config["configurable"]["checkpoint_id"]
@@ -284,12 +290,7 @@ def test_a_put_returns_the_config_that_names_it_and_list_goes_newest_first(
 
 def test_a_namespace_s_heads_are_one_chain_whose_current_head_is_the_newest(
         saver: HolomemSaver) -> None:
-    ids = []
-    parent = None
-    for n in range(4):
-        stored = put(saver, "t", n, parent=parent)
-        parent = str(stored["configurable"]["checkpoint_id"])  # type: ignore[index]
-        ids.append(parent)
+    ids = put_chain(saver, "t", 4)
     heads = saver.memory.list(filter={"subject": "holomem:langgraph/checkpoint"},
                               history="current").facts
     assert [h.metadata["checkpoint_id"] for h in heads] == [ids[-1]]  # type: ignore[index]

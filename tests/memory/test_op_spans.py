@@ -16,12 +16,10 @@ import json
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
@@ -30,16 +28,6 @@ from holomem.api.memory import tracing
 from holomem.errors import InvalidError
 
 SECRET = "Zanzibar-7731 is the vault code"
-
-
-@pytest.fixture
-def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    monkeypatch.setattr(tracing, "TRACER", provider.get_tracer("holomem"))
-    yield exporter
-    provider.shutdown()
 
 
 def _values(span: ReadableSpan) -> list[str]:

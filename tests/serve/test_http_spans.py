@@ -9,30 +9,15 @@ and the calls it runs in worker threads are both traced.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from starlette.testclient import TestClient
 
 from holomem.api.doors.http.server import create_app
-from holomem.api.memory import tracing
 
 KEY = "span-test-key-0123456789"
 SECRET = "Quetzal-4417 opens the north door"
-
-
-@pytest.fixture
-def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    monkeypatch.setattr(tracing, "TRACER", provider.get_tracer("holomem"))
-    yield exporter
-    provider.shutdown()
 
 
 def test_each_http_op_runs_in_a_span_named_for_it_without_text(

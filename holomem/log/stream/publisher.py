@@ -39,6 +39,10 @@ WINDOW = 256
 WRONG_LAST_SEQUENCE = 10071
 #: Pause before resending after a transient failure.
 RETRY_PAUSE = 0.1
+#: Seconds without any acknowledgement before the unacknowledged messages are sent
+#: again. A publish that reaches a stream with no leader (mid-election) gets no answer
+#: at all; without this it would hold the whole ``timeout`` waiting for one.
+ATTEMPT = 2.0
 
 
 @dataclass(eq=False)
@@ -104,6 +108,7 @@ class Publisher:
         After a transient failure, resend from the first unacknowledged one."""
         i = 0
         deadline = time.monotonic() + self.timeout
+        attempt = min(self.timeout, ATTEMPT)
         while i < len(pending):
             if not self.lease.held():
                 raise self._fenced(self.lease.lost or "the lease was lost")
@@ -117,13 +122,14 @@ class Publisher:
             except (TimeoutError, nats.errors.Error):
                 sending = False  # resend what was not sent, below
             progressed = False
+            until = min(deadline, time.monotonic() + attempt)  # moves on with each ack
             while i - start < len(futures):
                 item, fut = pending[i], futures[i - start]
                 try:
                     sending = await self._meanwhile(fut, pending, futures, i - start,
-                                                    sending, deadline)
+                                                    sending, until)
                     ack = await asyncio.wait_for(
-                        asyncio.shield(fut), max(0.01, deadline - time.monotonic()))
+                        asyncio.shield(fut), max(0.01, until - time.monotonic()))
                 except nats.js.errors.APIError as exc:
                     if exc.err_code == WRONG_LAST_SEQUENCE:
                         if not await self._stored_already(item):
@@ -152,6 +158,7 @@ class Publisher:
                 item.done.set_result(None)
                 i += 1
                 progressed = True
+                until = min(deadline, time.monotonic() + attempt)
             for fut in futures:
                 if fut.done():
                     if not fut.cancelled():

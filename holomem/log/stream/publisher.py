@@ -113,9 +113,9 @@ class Publisher:
 
         One burst in flight at a time is group commit for the stream: the writers that
         commit while a burst travels go out together in the next one, and the servers
-        take a burst's messages in one replication round (at 8 writers on a 3-node
-        cluster, 30 % less server CPU per transaction and 15 % more of them than
-        sending each at once). A lone writer's message still goes out at once."""
+        take a burst's messages together, in fewer replication rounds than one by one
+        (docs/scale-out.md §8.2 has the figures). A lone writer's message still goes
+        out at once."""
         i = 0
         deadline = time.monotonic() + self.timeout
         attempt = min(self.timeout, ATTEMPT)

@@ -183,6 +183,11 @@ def _load(path: str) -> _Model:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # No spinning: a thread that spins while it waits for the next product holds a
+        # core that another thread of the process (or another process) could use. With
+        # one of 2 cores busy, one text took 8.0 ms spinning and 4.0 ms not (3.8 ms on
+        # one thread); on an idle machine, 2.3-2.7 ms spinning and 2.5-2.9 ms not.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3  # errors only: nothing on a user's stderr otherwise
         return onnxruntime.InferenceSession(graph, options,
                                             providers=["CPUExecutionProvider"])

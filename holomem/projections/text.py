@@ -219,7 +219,11 @@ class TextSegment:
                                  self.size.view()[at].tolist(), seqs)
         # (One msgspec decode of them all as an array saves ~0.07 us a record, but a
         # damaged body could then shift its neighbours' boundaries: one each.)
-        return [None if body is None else decode_body(body) for body in bodies]
+        decode = _dec.decode
+        try:
+            return [None if body is None else decode(body) for body in bodies]
+        except msgspec.DecodeError:  # (a body that verified but does not decode)
+            return [None if body is None else decode_body(body) for body in bodies]
 
     def read_many(self, slots: list[int], seqs: list[int],
                   carried: list[Carried | None] | None = None) -> list[TextRecord | None]:

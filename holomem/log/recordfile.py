@@ -71,6 +71,8 @@ class RecordFile:
         self.read_only = read_only
         self._envelope = envelope
         self._fd = -1
+        #: recall's few records anywhere in the file are read from a mapping of it
+        self._mapping: fs.Mapping | None = None
         self.salt = 0
         #: the format version of the file's records (RECORD_FILE_VERSIONS)
         self.version = RECORD_FILE_VERSION
@@ -279,15 +281,27 @@ class RecordFile:
             return None
         return self.decode(raw, offset, seq)
 
-    def read_each(self, offsets: list[int], sizes: list[int], seqs: list[int]
+    @property
+    def binds_seq(self) -> bool:
+        """Whether a record is bound to the sequence number of the transaction that
+        wrote it (a version 1 file's)."""
+        return self.version == 1
+
+    def read_each(self, offsets: list[int], sizes: list[int], seqs: list[int] | None
                   ) -> list[bytes | None]:
         """:meth:`read` of the records of ``seqs`` at ``offsets`` taking ``sizes`` bytes
         — a few records anywhere in the file, one read each, verified as :meth:`read`
-        verifies them (a plaintext file's in one loop, a short read by its length)."""
+        verifies them (a plaintext file's in one loop, a short read by its length).
+        ``seqs`` may be None when the file does not :attr:`bind <binds_seq>` them."""
         if self._fd < 0:
             return [None] * len(offsets)
+        if seqs is None:
+            assert not self.binds_seq, "a version 1 file's records are read by seq"
+            seqs = [0] * len(offsets)
+        if self._mapping is None:
+            self._mapping = fs.Mapping(self._fd, self.path)
         try:
-            raws = fs.read_each(self._fd, offsets, sizes, self.path)
+            raws = self._mapping.read_each(offsets, sizes)
         except StorageIOError:
             return [None] * len(offsets)
         if self._envelope is not None:
@@ -334,7 +348,13 @@ class RecordFile:
 
     def truncate(self, size: int) -> None:
         self._writable()
+        self._unmap()  # (nothing may read a mapping past the file's end)
         fs.truncate(self._fd, size, self.path)
+
+    def _unmap(self) -> None:
+        if self._mapping is not None:
+            self._mapping.close()
+            self._mapping = None
 
     def sync(self) -> None:
         self._writable()
@@ -350,6 +370,7 @@ class RecordFile:
         self.synced_seq = synced_seq
 
     def close(self) -> None:
+        self._unmap()
         if self._fd >= 0:
             fs.close(self._fd)
             self._fd = -1

@@ -247,8 +247,11 @@ class View:
         if wanted:
             state = self.state
             ids = state.catalog.ids
-            seqs = state.catalog.seq.view()[np.asarray(wanted, dtype=np.intp)].tolist()
-            found = state.text.read_each(wanted, seqs)
+            text = state.text
+            # (A version 2 file's records are not bound to their transactions' seqs.)
+            seqs = (state.catalog.seq.view()[np.asarray(wanted, dtype=np.intp)].tolist()
+                    if text.binds_seq else None)
+            found = text.read_each(wanted, seqs)
             for i, slot, rec in zip(todo, wanted, found, strict=True):
                 if rec is None or rec.id != ids[slot]:
                     rec = self.record(slot)

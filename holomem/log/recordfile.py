@@ -26,7 +26,7 @@ import os
 from holomem.errors import ReadOnlyError, StorageIOError
 from holomem.log import crashpoints as cp
 from holomem.log import fs
-from holomem.log.checksum import checksum, checksum_parts
+from holomem.log.checksum import checksum, checksum_parts, xxh3
 from holomem.log.envelope import OVERHEAD, Envelope, OpenFailed
 from holomem.log.format import (
     RECORD,
@@ -307,7 +307,7 @@ class RecordFile:
         if self._envelope is not None:
             return [self.decode(raw, off, seq) for raw, off, seq
                     in zip(raws, offsets, seqs, strict=True)]
-        unpack, salt, v1 = RECORD.unpack_from, self.salt, self.version == 1
+        unpack, salt, v1, hashed = RECORD.unpack_from, self.salt, self.version == 1, xxh3
         out: list[bytes | None] = []
         for raw, seq in zip(raws, seqs, strict=True):
             if len(raw) < RECORD_SIZE:
@@ -320,7 +320,7 @@ class RecordFile:
                 out.append(None)
                 continue
             body = raw[RECORD_SIZE:]
-            out.append(body if checksum(raw[:RECORD_CHECKSUMMED] + body, salt) == stored
+            out.append(body if hashed(raw[:RECORD_CHECKSUMMED] + body, salt) == stored
                        else None)
         return out
 

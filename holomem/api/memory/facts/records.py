@@ -126,12 +126,12 @@ def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None
         else:
             nid = spaces[i]
             namespace = list(ns_names[nid]) if nid >= 0 else []
-        if bare:  # (the remaining fields' defaults, passed by position: _FIELDS)
+        if bare and not namespace:  # (the other fields' defaults are the answer)
             out.append(FactRecord(
                 fid, rec.text, ingested, status,  # type: ignore[arg-type]
                 subject, list(rec.entities), metadata, embedding,
                 None if event == UNSET else event, None if start == UNSET else start,
-                None if end == UNSET else end, [], [], 1.0, 0, 0, [], namespace))
+                None if end == UNSET else end))
             continue
         trust = confidence.get(fid, 1.0) if confidence is not None else 1.0
         fb = feedback.get(fid) if feedback is not None else None

@@ -180,10 +180,15 @@ class Mapping:
     def read_each(self, offsets: list[int], lengths: list[int]) -> list[bytes]:
         """:func:`read_each` of ``lengths`` bytes at ``offsets`` (fewer at the end of the
         file): slices of the mapping when it covers them all."""
+        if not offsets:
+            return []
         m = self._map
-        end = max(map(int.__add__, offsets, lengths), default=0)
+        # (the largest offset plus the largest length bounds every read's end)
+        end = max(offsets) + max(lengths)
         if m is None or end > len(m):
-            m = self._remap(end)
+            end = max(o + n for o, n in zip(offsets, lengths, strict=True))
+            if m is None or end > len(m):
+                m = self._remap(end)
         if m is not None and end <= len(m):
             try:
                 return [m[o : o + n] for o, n in zip(offsets, lengths, strict=True)]

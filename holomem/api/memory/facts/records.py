@@ -87,13 +87,28 @@ def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None
     ingest = facts.ingest.view()[at_slots].tolist()
     events = facts.event.view()[at_slots].tolist()
     names, ns_names, ids = facts.subject_names, facts.namespaces.names, view.catalog.ids
+    rooted = len(ns_names) == 1 and not ns_names[0]
+    load = validate.load_metadata
+    if rooted and not names and not facts.windows and not view.embedding_dim and not (
+            facts.ttl or facts.feedback or facts.confidence or facts.turns.of
+            or facts.supersedes or facts.superseded_by):
+        # A store with no namespace, subject, window, vector or table entry (what
+        # recall's identity rule covers): each record from its text and two columns.
+        return [FactRecord(ids[slot] or "", rec.text, ingested, status,
+                           None, list(rec.entities),
+                           load(rec.metadata) if rec.metadata else None, None,
+                           None if event == UNSET else event)
+                if fact else
+                FactRecord(ids[slot] or "", rec.text, 0, "current", None, list(rec.entities),
+                           load(rec.metadata) if rec.metadata else None)
+                for slot, status, rec, fact, ingested, event
+                in zip(slots, statuses, recs, is_fact, ingest, events, strict=True)]
     unset = [UNSET] * len(slots)
     # No live fact with a window: every valid_from and valid_to is unset. No subject
     # ever named: none has one. Only the root namespace: every fact is there.
     starts = facts.valid_from.view()[at_slots].tolist() if facts.windows else unset
     ends = facts.valid_to.view()[at_slots].tolist() if facts.windows else unset
     subjects = facts.subject.view()[at_slots].tolist() if names else [-1] * len(slots)
-    rooted = len(ns_names) == 1 and not ns_names[0]
     spaces = facts.namespaces.of_slot.view()[at_slots].tolist() if not rooted else None
     # The tables few stores fill are looked at only when they hold something.
     ttl = facts.ttl or None
@@ -107,7 +122,6 @@ def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None
     # Nothing in any table (the usual store): FactRecord's defaults are the answer.
     bare = (ttl is None and feedback is None and confidence is None and turns is None
             and preds is None and succs is None)
-    load = validate.load_metadata
     out = []
     for i, (slot, status, rec) in enumerate(zip(slots, statuses, recs, strict=True)):
         fid = ids[slot] or ""

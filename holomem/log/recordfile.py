@@ -299,7 +299,8 @@ class RecordFile:
             assert not self.binds_seq, "a version 1 file's records are read by seq"
             seqs = [0] * len(offsets)
         if self._mapping is None:
-            self._mapping = fs.Mapping(self._fd, self.path)
+            # (a follower's file is the writer's, which may shrink at the writer's open)
+            self._mapping = fs.Mapping(self._fd, self.path, watched=self.read_only)
         try:
             raws = self._mapping.read_each(offsets, sizes)
         except StorageIOError:

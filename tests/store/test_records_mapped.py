@@ -52,3 +52,28 @@ def test_a_mapped_read_sees_zeroed_grown_and_truncated_files_as_they_are_now(
     finally:
         records.close()
     assert records.read_each(offs[:2], sizes[:2], None) == [None, None]  # closed
+
+
+def test_a_followers_mapping_never_reads_past_a_file_another_process_shrank(
+        tmp_path: Path) -> None:
+    """A follower's file is the writer's, which the writer's open may cut short under
+    it: what lies past the new end reads as gone (through a system call), never
+    through the mapping (a bus error would kill the process)."""
+    path = str(tmp_path / "text.seg")
+    writer = RecordFile(path, store_id=bytes(16), generation=1, envelope=None,
+                        read_only=False)
+    follower = None
+    try:
+        bodies = [f"record {i} ".encode() * 12 for i in range(300)]  # a few pages
+        offs, sizes = _write(writer, HEADER_SIZE, bodies)
+        follower = RecordFile(path, store_id=bytes(16), generation=1, envelope=None,
+                              read_only=True)
+        assert follower.read_each(offs, sizes, None) == bodies  # (maps the file)
+        writer.truncate(offs[40])  # the writer's, not the follower's: still mapped there
+        got = follower.read_each(offs, sizes, None)
+        assert got[:40] == bodies[:40] and got[40:] == [None] * 260
+        assert follower.read_each(offs[-3:], sizes[-3:], None) == [None] * 3
+    finally:
+        writer.close()
+        if follower is not None:
+            follower.close()

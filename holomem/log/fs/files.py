@@ -163,17 +163,23 @@ class Mapping:
     past the mapping is more than :data:`REMAP_GROWTH` of it (so a growing file is
     mapped again a logarithmic number of times). The bytes are the file's page cache,
     so a record zeroed in the file reads as zeros here at once. :meth:`close` unmaps
-    (the owner closes it with the file). The file must never shrink below what was
-    mapped while it is (a read there would be a bus error): only a writer's replay
-    truncates a record file, before anything reads it, and only past every record.
+    (the owner closes it with the file).
+
+    A read of a mapped page past the file's end is a bus error, so the file must not
+    shrink below what a read reaches: in the writer's own process only its replay
+    truncates a record file, before anything reads it (and its owner unmaps first).
+    Another process may (a store's writer reopening under a follower, after a repair
+    cut the journal's tail): with ``watched``, each read first looks at the file's
+    size (one ``fstat``) and reads by system calls whatever lies past it.
     """
 
     #: Map again when the file has grown by more than this share of the mapping.
     REMAP_GROWTH = 0.125
 
-    def __init__(self, fd: int, path: str) -> None:
+    def __init__(self, fd: int, path: str, *, watched: bool = False) -> None:
         self._fd = fd
         self._path = path
+        self._watched = watched
         self._map: mmap.mmap | None = None
         self._closed = False
 
@@ -189,7 +195,8 @@ class Mapping:
             end = max(o + n for o, n in zip(offsets, lengths, strict=True))
             if m is None or end > len(m):
                 m = self._remap(end)
-        if m is not None and end <= len(m):
+        if m is not None and end <= len(m) and not (
+                self._watched and size(self._fd, self._path) < end):
             try:
                 return [m[o : o + n] for o, n in zip(offsets, lengths, strict=True)]
             except ValueError:  # (closed meanwhile by another thread)

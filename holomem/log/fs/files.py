@@ -195,13 +195,20 @@ class Mapping:
             end = max(o + n for o, n in zip(offsets, lengths, strict=True))
             if m is None or end > len(m):
                 m = self._remap(end)
-        if m is not None and end <= len(m) and not (
-                self._watched and size(self._fd, self._path) < end):
+        if m is not None and end <= len(m) and (not self._watched or self._holds(end)):
             try:
                 return [m[o : o + n] for o, n in zip(offsets, lengths, strict=True)]
             except ValueError:  # (closed meanwhile by another thread)
                 pass
         return read_each(self._fd, offsets, lengths, self._path)
+
+    def _holds(self, end: int) -> bool:
+        """Whether the file still reaches ``end`` (if it cannot be examined, the reads
+        are system calls, whose error the caller gets)."""
+        try:
+            return os.fstat(self._fd).st_size >= end
+        except OSError:
+            return False
 
     def _remap(self, end: int) -> mmap.mmap | None:
         """The mapping, made again if the file grew enough (None: none to use)."""

@@ -1,6 +1,7 @@
 """What the memory API costs on top of document search, and what the fact index weighs.
 
     python benchmarks/memory_overhead.py [--sizes 1000,10000,100000] [--queries 300]
+                                         [--corpus search|facts]
 
 For each size, in one process, on the same store:
 
@@ -22,13 +23,20 @@ For each size, in one process, on the same store:
   (latest-by-subject), a fifth expired (a valid_to in the past) — ``search`` and a
   filtering ``recall`` (candidate_limit 100, status filter).
 
+The corpus (``--corpus``): ``search`` (the default), benchmarks/search_bench.py's
+texts (24 words, Zipf over 5,000 words) and queries; or ``facts``, the facts of
+benchmarks/scale.py (8-30 words, Zipf over 30,000 words) and its 3-6-word queries
+(here with no subject, so the plain store has no links).
+
 Latencies are medians over the queries (each asked ``--rounds`` times), measured
 interleaved (search, recall, search, recall, ...), in wall time and in CPU time
-(``time.process_time``: on a shared machine, what the call itself cost); the ratio
-is the median of the per-query ratios. Also the fact index's memory per fact: the bytes of its
-arrays and dicts, measured as the growth of the process's heap (tracemalloc)
-while it is built by replay. Prints its targets, at every size, as met or missed;
-writes benchmarks/results/memory_overhead.json only with ``--save``.
+(``time.process_time``: on a shared machine, what the call itself cost); each ratio
+is the median of the per-query ratios (the CPU one beside the ratio of the sums).
+Also the fact index's memory per fact: the bytes of its arrays and dicts, measured as
+the growth of the process's heap (tracemalloc) while it is built by replay. Prints
+its targets, at every size, as met or missed; writes
+benchmarks/results/memory_overhead.json (``memory_overhead_facts.json`` for the
+facts corpus) only with ``--save``.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks._common import add_save, check, emit, machine, median
+from benchmarks.scale import fact_queries, fact_texts
 from benchmarks.search_bench import corpus, queries
 from holomem import ManualClock, Memory, MemoryConfig, Store
 from holomem.api.engine.view import View
@@ -58,8 +67,8 @@ YEAR = 365 * 86_400_000
 NOW = 1_800_000_000_000
 
 
-def build(path: str, n: int, history: bool) -> None:
-    texts = corpus(n, seed=11)
+def build(path: str, n: int, history: bool, facts: bool = False) -> None:
+    texts = fact_texts(n) if facts else corpus(n, seed=11)
     rng = random.Random(n)
     clock = ManualClock(NOW - YEAR)
     with Store.open(path, sync="none") as store:
@@ -156,17 +165,23 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=3, help="times each query is asked")
+    ap.add_argument("--corpus", choices=("search", "facts"), default="search",
+                    help="search_bench.py's texts and queries, or scale.py's facts")
     add_save(ap, "memory_overhead")
     args = ap.parse_args()
-    qs = queries(args.queries)["heavy"][: args.queries // 2] + \
-        queries(args.queries)["light"][: args.queries // 2]
+    facts = args.corpus == "facts"
+    if facts:
+        qs = fact_queries(args.queries)
+    else:
+        qs = queries(args.queries)["heavy"][: args.queries // 2] + \
+            queries(args.queries)["light"][: args.queries // 2]
     runs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as d:
         for n in (int(x) for x in args.sizes.split(",")):
             row: dict[str, Any] = {}
             for kind in ("plain", "history"):
                 path = os.path.join(d, f"{kind}-{n}")
-                build(path, n, kind == "history")
+                build(path, n, kind == "history", facts)
                 with Store.open(path, read_only=True) as store:
                     memory = Memory(store, clock=ManualClock(NOW))
                     for q in qs[:20]:
@@ -185,6 +200,8 @@ def main() -> None:
                     # CPU clocks tick coarsely for a call this short on some kernels:
                     # the ratio of the summed CPU time, beside the median of wall ratios.
                     cpu = sum(r[1] for r in recall) / max(1e-9, sum(s[1] for s in search))
+                    cpu_ratios = [r[1] / s[1] for r, s in zip(recall, search, strict=True)
+                                  if s[1] > 0]
                 row[kind] = {"search_p50_ms": round(median([s[0] for s in search]) * 1e3, 4),
                              "recall_p50_ms": round(median([r[0] for r in recall]) * 1e3, 4),
                              "search_cpu_mean_ms": round(
@@ -192,7 +209,8 @@ def main() -> None:
                              "recall_cpu_mean_ms": round(
                                  sum(r[1] for r in recall) / len(recall) * 1e3, 4),
                              "recall_over_search_median": round(median(wall), 3),
-                             "recall_over_search_cpu": round(cpu, 3)}
+                             "recall_over_search_cpu": round(cpu, 3),
+                             "recall_over_search_cpu_median": round(median(cpu_ratios), 3)}
                 row[kind].update(extras)
                 if kind == "history":
                     size, facts = fact_index_bytes(path)
@@ -208,11 +226,13 @@ def main() -> None:
             row["history"]["recall_over_search_median"], "<=", 2)
         targets[f"fact_index_bytes_per_fact@{n}"] = check(
             row["fact_index_bytes_per_fact"], "<=", 200)
-    emit("memory_overhead", {
+    emit("memory_overhead_facts" if facts else "memory_overhead", {
         "benchmark": "memory_overhead", "machine": machine(tempfile.gettempdir()),
         "conditions": {"queries": len(qs), "rounds": args.rounds, "k": 10,
                        "history_store": "a fifth superseded, a fifth expired",
-                       "texts": "24 Zipf words, as in search_bench"},
+                       "corpus": args.corpus,
+                       "texts": ("8-30 Zipf words over 30,000, as scale.py's facts (no subject)"
+                                 if facts else "24 Zipf words, as in search_bench")},
         "runs": runs,
         "targets": targets,
     }, args.save)

@@ -21,13 +21,12 @@ and the file's salt alone: a compaction's new file that keeps the salt
 
 from __future__ import annotations
 
-import itertools
 import os
 
 from holomem.errors import ReadOnlyError, StorageIOError
 from holomem.log import crashpoints as cp
 from holomem.log import fs
-from holomem.log.checksum import checksum, checksum_parts
+from holomem.log.checksum import checksum, checksum_parts, xxh3
 from holomem.log.envelope import OVERHEAD, Envelope, OpenFailed
 from holomem.log.format import (
     RECORD,
@@ -72,6 +71,8 @@ class RecordFile:
         self.read_only = read_only
         self._envelope = envelope
         self._fd = -1
+        #: recall's few records anywhere in the file are read from a mapping of it
+        self._mapping: fs.Mapping | None = None
         self.salt = 0
         #: the format version of the file's records (RECORD_FILE_VERSIONS)
         self.version = RECORD_FILE_VERSION
@@ -280,21 +281,49 @@ class RecordFile:
             return None
         return self.decode(raw, offset, seq)
 
-    def read_each(self, offsets: list[int], sizes: list[int], seqs: list[int]
+    @property
+    def binds_seq(self) -> bool:
+        """Whether a record is bound to the sequence number of the transaction that
+        wrote it (a version 1 file's)."""
+        return self.version == 1
+
+    def read_each(self, offsets: list[int], sizes: list[int], seqs: list[int] | None
                   ) -> list[bytes | None]:
         """:meth:`read` of the records of ``seqs`` at ``offsets`` taking ``sizes`` bytes
         — a few records anywhere in the file, one read each, verified as :meth:`read`
-        verifies them."""
+        verifies them (a plaintext file's in one loop, a short read by its length).
+        ``seqs`` may be None when the file does not :attr:`bind <binds_seq>` them."""
         if self._fd < 0:
             return [None] * len(offsets)
+        if seqs is None:
+            assert not self.binds_seq, "a version 1 file's records are read by seq"
+            seqs = [0] * len(offsets)
+        if self._mapping is None:
+            # (a follower's file is the writer's, which may shrink at the writer's open)
+            self._mapping = fs.Mapping(self._fd, self.path, watched=self.read_only)
         try:
-            raws = fs.read_each(self._fd, offsets, sizes, self.path)
+            raws = self._mapping.read_each(offsets, sizes)
         except StorageIOError:
             return [None] * len(offsets)
-        # Checked side by side as one read's records (a short read keeps its length).
-        lengths = list(map(len, raws))
-        starts = list(itertools.accumulate(lengths, initial=0))
-        return self.decode_many(b"".join(raws), starts[:-1], lengths, offsets, seqs)
+        if self._envelope is not None:
+            return [self.decode(raw, off, seq) for raw, off, seq
+                    in zip(raws, offsets, seqs, strict=True)]
+        unpack, salt, v1, hashed = RECORD.unpack_from, self.salt, self.version == 1, xxh3
+        out: list[bytes | None] = []
+        for raw, seq in zip(raws, seqs, strict=True):
+            if len(raw) < RECORD_SIZE:
+                out.append(None)
+                continue
+            length, flags, reserved, rseq, stored = unpack(raw)
+            # (decode's checks; a sealed record has no place in a plaintext file)
+            if (rseq != (seq if v1 else 0) or reserved or flags & RECORD_FLAG_SEALED
+                    or RECORD_SIZE + length != len(raw)):
+                out.append(None)
+                continue
+            body = raw[RECORD_SIZE:]
+            out.append(body if hashed(raw[:RECORD_CHECKSUMMED] + body, salt) == stored
+                       else None)
+        return out
 
     def read_span(self, offset: int, size: int) -> bytes:
         """``size`` raw bytes at ``offset`` (several records back to back, unverified:
@@ -320,7 +349,13 @@ class RecordFile:
 
     def truncate(self, size: int) -> None:
         self._writable()
+        self._unmap()  # (nothing may read a mapping past the file's end)
         fs.truncate(self._fd, size, self.path)
+
+    def _unmap(self) -> None:
+        if self._mapping is not None:
+            self._mapping.close()
+            self._mapping = None
 
     def sync(self) -> None:
         self._writable()
@@ -336,6 +371,7 @@ class RecordFile:
         self.synced_seq = synced_seq
 
     def close(self) -> None:
+        self._unmap()
         if self._fd >= 0:
             fs.close(self._fd)
             self._fd = -1

@@ -270,7 +270,13 @@ class RecordStore(Protocol):
 
     def read(self, offset: int, size: int, seq: int) -> bytes | None: ...
 
-    def read_each(self, offsets: list[int], sizes: list[int], seqs: list[int]
+    @property
+    def binds_seq(self) -> bool:
+        """Whether a record is bound to the transaction that wrote it (its ``seq``
+        checked on reading); if not, the reads need no ``seqs``."""
+        ...
+
+    def read_each(self, offsets: list[int], sizes: list[int], seqs: list[int] | None
                   ) -> list[bytes | None]: ...
 
     def read_span(self, offset: int, size: int) -> bytes: ...

@@ -206,20 +206,32 @@ class TextSegment:
         body = self.store.read(self.offset.item(slot), self.size.item(slot), seq)
         return None if body is None else decode_body(body)
 
-    def read_each(self, slots: list[int], seqs: list[int]) -> list[TextRecord | None]:
+    @property
+    def binds_seq(self) -> bool:
+        """Whether reading a record needs the ``seq`` of the event that wrote it (see
+        :meth:`read_each`)."""
+        return self.store is not None and self.store.binds_seq
+
+    def read_each(self, slots: list[int], seqs: list[int] | None) -> list[TextRecord | None]:
         """:meth:`read` of each of a few ``slots`` anywhere in the file (recall's k),
-        written by events ``seqs``: one read each, without a call per record."""
+        written by events ``seqs``: one read each, without a call per record. ``seqs``
+        may be None when the file does not :attr:`bind <binds_seq>` them."""
         store = self.store
         if store is None or not slots:
             return [None] * len(slots)
         if max(slots) >= self.offset.n:
-            return [self.read(slot, seq) for slot, seq in zip(slots, seqs, strict=True)]
+            each = seqs if seqs is not None else [0] * len(slots)
+            return [self.read(slot, seq) for slot, seq in zip(slots, each, strict=True)]
         at = np.asarray(slots, dtype=np.intp)
         bodies = store.read_each(self.offset.view()[at].tolist(),
                                  self.size.view()[at].tolist(), seqs)
         # (One msgspec decode of them all as an array saves ~0.07 us a record, but a
         # damaged body could then shift its neighbours' boundaries: one each.)
-        return [None if body is None else decode_body(body) for body in bodies]
+        decode = _dec.decode
+        try:
+            return [None if body is None else decode(body) for body in bodies]
+        except msgspec.DecodeError:  # (a body that verified but does not decode)
+            return [None if body is None else decode_body(body) for body in bodies]
 
     def read_many(self, slots: list[int], seqs: list[int],
                   carried: list[Carried | None] | None = None) -> list[TextRecord | None]:

@@ -235,14 +235,23 @@ class View:
         not read in this block already are read one read each, their bodies decoded
         in one call; one that does not read back intact comes as :meth:`record`'s."""
         kept = self._records
-        out: list[TextRecord | None] = [kept.get(slot) for slot in slots]
-        todo = [i for i, rec in enumerate(out) if rec is None]
-        if todo:
+        todo: Sequence[int]
+        if kept:
+            out: list[TextRecord | None] = [kept.get(slot) for slot in slots]
+            todo = [i for i, rec in enumerate(out) if rec is None]
+            wanted = [slots[i] for i in todo]
+        else:  # (the usual case: nothing read in this block yet)
+            out = [None] * len(slots)
+            todo = range(len(slots))
+            wanted = list(slots)
+        if wanted:
             state = self.state
             ids = state.catalog.ids
-            wanted = [slots[i] for i in todo]
-            seqs = state.catalog.seq.view()[np.asarray(wanted, dtype=np.intp)].tolist()
-            found = state.text.read_each(wanted, seqs)
+            text = state.text
+            # (A version 2 file's records are not bound to their transactions' seqs.)
+            seqs = (state.catalog.seq.view()[np.asarray(wanted, dtype=np.intp)].tolist()
+                    if text.binds_seq else None)
+            found = text.read_each(wanted, seqs)
             for i, slot, rec in zip(todo, wanted, found, strict=True):
                 if rec is None or rec.id != ids[slot]:
                     rec = self.record(slot)

@@ -76,21 +76,40 @@ def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None
     """:func:`fact_record` of each of ``slots`` (the same records); ``statuses``: their
     statuses at ``at`` (knowing what was ingested by ``known_at``) when the caller has
     them. The text records are read together (:meth:`View.records_of`), each column
-    in one gather, and the tables only for the facts that are in them."""
+    in one gather (none for a column the store leaves unset everywhere), and the
+    tables only for the facts that are in them."""
     facts = view.facts
-    if statuses is None:
-        statuses = [STATUSES[c] for c in facts.status_codes(
-            np.asarray(slots, dtype=np.int64), at, known_at).tolist()]
-    recs = view.records_of(slots)
     at_slots = np.asarray(slots, dtype=np.intp)
+    if statuses is None:
+        statuses = [STATUSES[c] for c in facts.status_codes(at_slots, at, known_at).tolist()]
+    recs = view.records_of(slots)
     is_fact = facts.is_fact.view()[at_slots].tolist()
     ingest = facts.ingest.view()[at_slots].tolist()
     events = facts.event.view()[at_slots].tolist()
-    starts = facts.valid_from.view()[at_slots].tolist()
-    ends = facts.valid_to.view()[at_slots].tolist()
-    subjects = facts.subject.view()[at_slots].tolist()
-    spaces = facts.namespaces.of_slot.view()[at_slots].tolist()
     names, ns_names, ids = facts.subject_names, facts.namespaces.names, view.catalog.ids
+    rooted = len(ns_names) == 1 and not ns_names[0]
+    load = validate.load_metadata
+    if rooted and not names and not facts.windows and not view.embedding_dim and not (
+            facts.ttl or facts.feedback or facts.confidence or facts.turns.of
+            or facts.supersedes or facts.superseded_by):
+        # A store with no namespace, subject, window, vector or table entry (what
+        # recall's identity rule covers): each record from its text and two columns.
+        return [FactRecord(ids[slot] or "", rec.text, ingested, status,
+                           None, list(rec.entities),
+                           load(rec.metadata) if rec.metadata else None, None,
+                           None if event == UNSET else event)
+                if fact else
+                FactRecord(ids[slot] or "", rec.text, 0, "current", None, list(rec.entities),
+                           load(rec.metadata) if rec.metadata else None)
+                for slot, status, rec, fact, ingested, event
+                in zip(slots, statuses, recs, is_fact, ingest, events, strict=True)]
+    unset = [UNSET] * len(slots)
+    # No live fact with a window: every valid_from and valid_to is unset. No subject
+    # ever named: none has one. Only the root namespace: every fact is there.
+    starts = facts.valid_from.view()[at_slots].tolist() if facts.windows else unset
+    ends = facts.valid_to.view()[at_slots].tolist() if facts.windows else unset
+    subjects = facts.subject.view()[at_slots].tolist() if names else [-1] * len(slots)
+    spaces = facts.namespaces.of_slot.view()[at_slots].tolist() if not rooted else None
     # The tables few stores fill are looked at only when they hold something.
     ttl = facts.ttl or None
     feedback = facts.feedback or None
@@ -100,7 +119,9 @@ def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None
     preds = facts.supersedes or None
     succs = facts.superseded_by or None
     vectors = view.embeddings if view.embedding_dim else None
-    load = validate.load_metadata
+    # Nothing in any table (the usual store): FactRecord's defaults are the answer.
+    bare = (ttl is None and feedback is None and confidence is None and turns is None
+            and preds is None and succs is None)
     out = []
     for i, (slot, status, rec) in enumerate(zip(slots, statuses, recs, strict=True)):
         fid = ids[slot] or ""
@@ -109,28 +130,39 @@ def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None
         embedding = vec.tolist() if vec is not None else None
         if not is_fact[i]:
             out.append(FactRecord(fid, rec.text, 0, "current", None, list(rec.entities),
-                                  metadata, embedding, None, None, None, [], [], 1.0, 0, 0,
-                                  [], [], None, None, None, None, None))
+                                  metadata, embedding))
             continue
-        sid, nid, ingested = subjects[i], spaces[i], ingest[i]
+        sid, ingested = subjects[i], ingest[i]
+        subject = names[sid] if sid >= 0 else None
+        event, start, end = events[i], starts[i], ends[i]
+        if spaces is None:
+            namespace = []
+        else:
+            nid = spaces[i]
+            namespace = list(ns_names[nid]) if nid >= 0 else []
+        if bare and not namespace:  # (the other fields' defaults are the answer)
+            out.append(FactRecord(
+                fid, rec.text, ingested, status,  # type: ignore[arg-type]
+                subject, list(rec.entities), metadata, embedding,
+                None if event == UNSET else event, None if start == UNSET else start,
+                None if end == UNSET else end))
+            continue
         trust = confidence.get(fid, 1.0) if confidence is not None else 1.0
         fb = feedback.get(fid) if feedback is not None else None
         ttl_ms = ttl.get(fid) if ttl is not None else None
         turn = (turns.get(fid) or NO_TURN) if turns is not None else NO_TURN
         out.append(FactRecord(
             fid, rec.text, ingested, status,  # type: ignore[arg-type]
-            names[sid] if sid >= 0 else None, list(rec.entities), metadata, embedding,
-            None if events[i] == UNSET else events[i],
-            None if starts[i] == UNSET else starts[i],
-            None if ends[i] == UNSET else ends[i],
+            subject, list(rec.entities), metadata, embedding,
+            None if event == UNSET else event, None if start == UNSET else start,
+            None if end == UNSET else end,
             facts.predecessors(fid, known_at) if preds is not None and fid in preds else [],
             facts.successors(fid, known_at) if succs is not None and fid in succs else [],
             trust,
             sum(1 for h, _, _ in fb if h) if fb else 0,
             sum(1 for h, _, _ in fb if not h) if fb else 0,
             [FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb] if fb else [],
-            list(ns_names[nid]) if nid >= 0 else [],
-            ttl_ms, ingested + ttl_ms if ttl_ms is not None else None, *turn))
+            namespace, ttl_ms, ingested + ttl_ms if ttl_ms is not None else None, *turn))
     return out
 
 

@@ -40,11 +40,18 @@ def recall(s: Session, /, query: str, options: RecallOptions | Mapping[str, Any]
     candidates' ids), ``limit``.
     """
     q = validate.query(query)
-    o, ranking_of = _ranking(s, q, options, fields)
+    o, at, ranking_of = _ranking(s, q, options, fields)
     if rerank is not None:
         return reranking.recall(s.store, q, ranking_of, rerank)
+    # The default options and no embedder: on a store the identity rule covers, the
+    # answer is document search's, with no ranking built (rank.plain).
+    plain = options is None and not fields and s.embedder is None
 
     def run(view: View) -> builtins.list[Recalled]:
+        if plain:
+            got = rank.plain(view, s.policies, q, o, at)
+            if got is not None:
+                return got
         ranking = ranking_of(view)
         found, statuses = ranking.found()
         why = explanation.explain_many(ranking, [slot for slot, _ in found]) if o.explain else None
@@ -63,7 +70,7 @@ def explain(s: Session, /, query: str, id: str,
     """
     q = validate.query(query)
     fid = validate.doc_id(id)
-    o, ranking_of = _ranking(s, q, options, fields)
+    o, _, ranking_of = _ranking(s, q, options, fields)
     ns = validate.namespace(o.namespace)
 
     def slot_of(view: View) -> int:
@@ -87,10 +94,11 @@ def explain(s: Session, /, query: str, id: str,
 
 def _ranking(s: Session, query: str, options: RecallOptions | Mapping[str, Any] | None,
              fields: Mapping[str, Any]
-             ) -> tuple[RecallOptions, Callable[[View], rank.Ranking]]:
+             ) -> tuple[RecallOptions, int, Callable[[View], rank.Ranking]]:
     """What recall and explain both start from: the checked options (with the query's
-    vector when there is an embedder and the call brought none), and the ranking they
-    make of a view (refused if the store's embedder is no longer this session's)."""
+    vector when there is an embedder and the call brought none), the time they rank
+    at, and the ranking they make of a view (refused if the store's embedder is no
+    longer this session's)."""
     o, where = rank.checked(options, fields)
     embedded = s.embedder is not None and o.embedding is None
     if s.embedder is not None and o.embedding is None:
@@ -102,4 +110,4 @@ def _ranking(s: Session, query: str, options: RecallOptions | Mapping[str, Any] 
             s.check_pinned(view)
         return rank.Ranking(view, s.policies, query, o, at, where)
 
-    return o, ranking_of
+    return o, at, ranking_of

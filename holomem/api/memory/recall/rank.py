@@ -493,6 +493,25 @@ class Ranking:
                 [STATUSES[c] for c in codes.tolist()]), examined
 
 
+def plain(view: View, policies: Policies, query: str, o: RecallOptions, at: int
+          ) -> list[Recalled] | None:
+    """Recall with the default options and no query vector on a store the identity
+    rule covers (docs/contract.md §4): document search's top k, each with its record,
+    every one current — what :meth:`Ranking.found` and :func:`recalled` answer there,
+    without a ranking. None when the rule does not hold (the caller ranks)."""
+    facts, p = view.facts, policies
+    if (facts.windows or facts.links or facts.max_eff > at or p.recency is not None
+            or p.feedback_weight is not None or p.context is not None
+            or p.dialogue is not None or o.embedding is not None):
+        return None
+    # (the default options' restriction: only holomem's own facts are left out)
+    fused, best = view.top(query, o.k, b"", filters.unreserved(view))
+    slots = fused.slots[best].tolist()
+    recs = fact_records(view, slots, at, None, [CURRENT] * len(slots))
+    return [Recalled(rec.id, rec.text, score, rec.status, rec)  # (by position: _RECALLED)
+            for rec, score in zip(recs, fused.score[best].tolist(), strict=True)]
+
+
 def recalled(ranking: Ranking, found: list[tuple[int, float]],
              explanations: list[Explanation] | None,
              statuses: list[str] | None = None) -> list[Recalled]:

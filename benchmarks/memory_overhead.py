@@ -213,8 +213,8 @@ def main() -> None:
                              "recall_over_search_cpu_median": round(median(cpu_ratios), 3)}
                 row[kind].update(extras)
                 if kind == "history":
-                    size, facts = fact_index_bytes(path)
-                    row["fact_index_bytes_per_fact"] = round(size / max(1, facts), 1)
+                    size, counted = fact_index_bytes(path)
+                    row["fact_index_bytes_per_fact"] = round(size / max(1, counted), 1)
             runs[str(n)] = row
     targets: dict[str, Any] = {}
     for n, row in runs.items():

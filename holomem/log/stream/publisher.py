@@ -5,10 +5,10 @@ flight at a time: what is queued while a burst travels goes out in the next), wi
 its message id (``<store id>:<generation>:<seq>``, so a resend after a lost
 acknowledgement is recognised by the server's duplicate window) and the stream
 sequence it must follow (``Nats-Expected-Last-Sequence``: the stream refuses it if
-anyone else appended),
-resends from the first unacknowledged message after a lost connection or a leader
-change, and acknowledges a transaction only when the stream did *and* the writer's
-lease is still held. Imports the standard library, ``nats`` and the stream modules.
+anyone else appended); resends from the first unacknowledged message after a lost
+connection, a leader change or a silence; and acknowledges a transaction only when
+the stream did *and* the writer's lease is still held. Imports the standard library,
+``nats`` and the stream modules.
 
 Failure is final: after ``locked`` (another writer appended, or the lease was lost) or
 ``unavailable`` (no quorum acknowledged within the timeout) nothing more is

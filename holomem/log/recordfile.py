@@ -22,6 +22,7 @@ and the file's salt alone: a compaction's new file that keeps the salt
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from holomem.errors import ReadOnlyError, StorageIOError
 from holomem.log import crashpoints as cp
@@ -243,32 +244,32 @@ class RecordFile:
             return None
         return body if isinstance(body, bytes) else bytes(body)
 
-    def decode_many(self, raw: bytes, starts: list[int], sizes: list[int], offsets: list[int],
-                    seqs: list[int]) -> list[bytes | None]:
-        """:meth:`decode` of several records of one read: record ``k`` is ``sizes[k]``
-        bytes of ``raw`` from ``starts[k]``, at ``offsets[k]`` in the file, written by
-        ``seqs[k]``. The same answers; a plaintext file's records (what a compaction
-        reads, and recall's k) are checked in one loop, without a slice or call per
-        field."""
+    def decode_many(self, bufs: Sequence[bytes], starts: list[int], sizes: list[int],
+                    offsets: list[int], seqs: list[int]) -> list[bytes | None]:
+        """:meth:`decode` of several records: record ``k`` is ``sizes[k]`` bytes of
+        ``bufs[k]`` from ``starts[k]`` (one read's buffer for all of them, or a buffer
+        each), at ``offsets[k]`` in the file, written by ``seqs[k]``. The same answers;
+        a plaintext file's records (what a compaction reads, and recall's k) are
+        checked in one loop, without a slice or call per field."""
         if self._envelope is not None:
-            return [self.decode(raw[s : s + n], off, seq) for s, n, off, seq
-                    in zip(starts, sizes, offsets, seqs, strict=True)]
-        unpack, salt, end = RECORD.unpack_from, self.salt, len(raw)
+            return [self.decode(buf[s : s + n], off, seq) for buf, s, n, off, seq
+                    in zip(bufs, starts, sizes, offsets, seqs, strict=True)]
+        unpack, salt, hashed = RECORD.unpack_from, self.salt, xxh3
         v1 = self.version == 1  # a version 2 record carries 0, not its seq
         out: list[bytes | None] = []
-        for s, n, seq in zip(starts, sizes, seqs, strict=True):
-            if n < RECORD_SIZE or s + n > end:
+        for buf, s, n, seq in zip(bufs, starts, sizes, seqs, strict=True):
+            if n < RECORD_SIZE or s + n > len(buf):
                 out.append(None)
                 continue
-            length, flags, reserved, rseq, stored = unpack(raw, s)
+            length, flags, reserved, rseq, stored = unpack(buf, s)
             # (decode's checks, inline to save a call per record: keep the two the same;
             # a sealed record has no place in a plaintext file)
             if (rseq != (seq if v1 else 0) or reserved or flags & RECORD_FLAG_SEALED
                     or RECORD_SIZE + length != n):
                 out.append(None)
                 continue
-            body = raw[s + RECORD_SIZE : s + n]
-            out.append(body if checksum(raw[s : s + RECORD_CHECKSUMMED] + body, salt) == stored
+            body = buf[s + RECORD_SIZE : s + n]
+            out.append(body if hashed(buf[s : s + RECORD_CHECKSUMMED] + body, salt) == stored
                        else None)
         return out
 
@@ -306,26 +307,7 @@ class RecordFile:
             raws = self._mapping.read_each(offsets, sizes)
         except StorageIOError:
             return [None] * len(offsets)
-        if self._envelope is not None:
-            return [self.decode(raw, off, seq) for raw, off, seq
-                    in zip(raws, offsets, seqs, strict=True)]
-        unpack, salt, v1, hashed = RECORD.unpack_from, self.salt, self.version == 1, xxh3
-        out: list[bytes | None] = []
-        for raw, seq in zip(raws, seqs, strict=True):
-            if len(raw) < RECORD_SIZE:
-                out.append(None)
-                continue
-            length, flags, reserved, rseq, stored = unpack(raw)
-            # (decode's checks, inline to save a call per record: keep the two the same;
-            # a sealed record has no place in a plaintext file)
-            if (rseq != (seq if v1 else 0) or reserved or flags & RECORD_FLAG_SEALED
-                    or RECORD_SIZE + length != len(raw)):
-                out.append(None)
-                continue
-            body = raw[RECORD_SIZE:]
-            out.append(body if hashed(raw[:RECORD_CHECKSUMMED] + body, salt) == stored
-                       else None)
-        return out
+        return self.decode_many(raws, [0] * len(raws), list(map(len, raws)), offsets, seqs)
 
     def read_span(self, offset: int, size: int) -> bytes:
         """``size`` raw bytes at ``offset`` (several records back to back, unverified:

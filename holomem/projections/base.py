@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 import numpy as np
@@ -281,7 +281,7 @@ class RecordStore(Protocol):
 
     def read_span(self, offset: int, size: int) -> bytes: ...
 
-    def decode_many(self, raw: bytes, starts: list[int], sizes: list[int], offsets: list[int],
-                    seqs: list[int]) -> list[bytes | None]: ...
+    def decode_many(self, bufs: Sequence[bytes], starts: list[int], sizes: list[int],
+                    offsets: list[int], seqs: list[int]) -> list[bytes | None]: ...
 
     def zero(self, offset: int, size: int) -> None: ...

@@ -266,8 +266,8 @@ class TextSegment:
                 hi = off + size
                 j += 1
             raw = store.read_span(lo, hi - lo)
-            bodies = store.decode_many(raw, [o - lo for o in offs[i:j]], sizes[i:j],
-                                       offs[i:j], seqs[i:j])
+            bodies = store.decode_many([raw] * (j - i), [o - lo for o in offs[i:j]],
+                                       sizes[i:j], offs[i:j], seqs[i:j])
             for k, body in enumerate(bodies, i):
                 if body is not None:
                     rec = out[k] = decode_body(body)

@@ -137,7 +137,7 @@ def test_a_compactions_read_of_many_records_gives_each_records_own_answer(
         sizes = [records.record_size(len(b)) for b in bodies]
         starts = [o - HEADER_SIZE for o in offsets]
         seqs = [7] * len(bodies)
-        assert records.decode_many(span, starts, sizes, offsets, seqs) == [
+        assert records.decode_many([span] * len(starts), starts, sizes, offsets, seqs) == [
             records.decode(span[s:s + n], o, 7) for s, n, o in zip(starts, sizes, offsets,
                                                                   strict=True)]
     finally:

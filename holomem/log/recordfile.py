@@ -72,8 +72,6 @@ class RecordFile:
         self.read_only = read_only
         self._envelope = envelope
         self._fd = -1
-        #: recall's few records anywhere in the file are read from a mapping of it
-        self._mapping: fs.Mapping | None = None
         self.salt = 0
         #: the format version of the file's records (RECORD_FILE_VERSIONS)
         self.version = RECORD_FILE_VERSION
@@ -300,11 +298,8 @@ class RecordFile:
         if seqs is None:
             assert not self.binds_seq, "a version 1 file's records are read by seq"
             seqs = [0] * len(offsets)
-        if self._mapping is None:
-            # (a follower's file is the writer's, which may shrink at the writer's open)
-            self._mapping = fs.Mapping(self._fd, self.path, watched=self.read_only)
         try:
-            raws = self._mapping.read_each(offsets, sizes)
+            raws = fs.read_each(self._fd, offsets, sizes, self.path)
         except StorageIOError:
             return [None] * len(offsets)
         return self.decode_many(raws, [0] * len(raws), list(map(len, raws)), offsets, seqs)
@@ -333,13 +328,7 @@ class RecordFile:
 
     def truncate(self, size: int) -> None:
         self._writable()
-        self._unmap()  # (nothing may read a mapping past the file's end)
         fs.truncate(self._fd, size, self.path)
-
-    def _unmap(self) -> None:
-        if self._mapping is not None:
-            self._mapping.close()
-            self._mapping = None
 
     def sync(self) -> None:
         self._writable()
@@ -355,7 +344,6 @@ class RecordFile:
         self.synced_seq = synced_seq
 
     def close(self) -> None:
-        self._unmap()
         if self._fd >= 0:
             fs.close(self._fd)
             self._fd = -1

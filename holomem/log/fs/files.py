@@ -1,10 +1,9 @@
 """Files and directories: opening, reading, writing, listing, creating and removing.
 
 Owns: the operations on one file or one name -- creating and opening a file,
-positioned reads and writes (and small reads from a mapping: :class:`Mapping`),
-sizes, truncating, closing, listing and walking directories, making and removing a
-directory, unlinking, a scratch directory, a copy of a tree, pointing a descriptor
-at the null device. None of them syncs: what makes a
+positioned reads and writes, sizes, truncating, closing, listing and walking
+directories, making and removing a directory, unlinking, a scratch directory, a copy
+of a tree, pointing a descriptor at the null device. None of them syncs: what makes a
 change durable is :mod:`holomem.log.fs.durable`'s. Imports the standard library and
 :mod:`holomem.log.fs.base` (the tap and the errors).
 """
@@ -13,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import mmap
 import os
 import tempfile
 from collections.abc import Iterator
@@ -151,89 +149,6 @@ def read_each(fd: int, offsets: list[int], lengths: list[int], path: str) -> lis
         if 0 < len(out[i]) < length:  # the kernel gave fewer: read the rest
             out[i] = read_at(fd, length, offsets[i], path)
     return out
-
-
-class Mapping:
-    """Small reads anywhere in one open file, served from a read-only shared mapping
-    of it (:mod:`mmap`) instead of a system call each: what a text segment's reader
-    does for recall's few records.
-
-    The mapping covers the file as it was when it was made; a read past it (the file
-    grew since) is :func:`read_each`'s, and the file is mapped again once what lies
-    past the mapping is more than :data:`REMAP_GROWTH` of it (so a growing file is
-    mapped again a logarithmic number of times). The bytes are the file's page cache,
-    so a record zeroed in the file reads as zeros here at once. :meth:`close` unmaps
-    (the owner closes it with the file).
-
-    A read of a mapped page past the file's end is a bus error, so the file must not
-    shrink below what a read reaches: in the writer's own process only its replay
-    truncates a record file, before anything reads it (and its owner unmaps first).
-    Another process may (a store's writer reopening under a follower, after a repair
-    cut the journal's tail): with ``watched``, each read first looks at the file's
-    size (one ``fstat``) and reads by system calls whatever lies past it.
-    """
-
-    #: Map again when the file has grown by more than this share of the mapping.
-    REMAP_GROWTH = 0.125
-
-    def __init__(self, fd: int, path: str, *, watched: bool = False) -> None:
-        self._fd = fd
-        self._path = path
-        self._watched = watched
-        self._map: mmap.mmap | None = None
-        self._closed = False
-
-    def read_each(self, offsets: list[int], lengths: list[int]) -> list[bytes]:
-        """:func:`read_each` of ``lengths`` bytes at ``offsets`` (fewer at the end of the
-        file): slices of the mapping when it covers them all."""
-        if not offsets:
-            return []
-        m = self._map
-        # (the largest offset plus the largest length bounds every read's end)
-        end = max(offsets) + max(lengths)
-        if m is None or end > len(m):
-            end = max(o + n for o, n in zip(offsets, lengths, strict=True))
-            if m is None or end > len(m):
-                m = self._remap(end)
-        if m is not None and end <= len(m) and (not self._watched or self._holds(end)):
-            try:
-                return [m[o : o + n] for o, n in zip(offsets, lengths, strict=True)]
-            except ValueError:  # (closed meanwhile by another thread)
-                pass
-        return read_each(self._fd, offsets, lengths, self._path)
-
-    def _holds(self, end: int) -> bool:
-        """Whether the file still reaches ``end`` (if it cannot be examined, the reads
-        are system calls, whose error the caller gets)."""
-        try:
-            return os.fstat(self._fd).st_size >= end
-        except OSError:
-            return False
-
-    def _remap(self, end: int) -> mmap.mmap | None:
-        """The mapping, made again if the file grew enough (None: none to use)."""
-        if self._closed:
-            return None
-        old = self._map
-        mapped = len(old) if old is not None else 0
-        length = size(self._fd, self._path)
-        if length < end or length - mapped <= max(1, int(mapped * self.REMAP_GROWTH)):
-            return old  # (not grown enough: reads past the mapping are system calls)
-        try:
-            new = mmap.mmap(self._fd, length, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
-        except (OSError, ValueError, OverflowError):
-            return old
-        self._map = new
-        if old is not None:
-            old.close()
-        return new
-
-    def close(self) -> None:
-        """Unmap (later reads are system calls, which fail once the fd is closed)."""
-        self._closed = True
-        m, self._map = self._map, None
-        if m is not None:
-            m.close()
 
 
 def truncate(fd: int, length: int, path: str) -> None:

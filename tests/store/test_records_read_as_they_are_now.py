@@ -1,8 +1,11 @@
-"""Recall's k records are read from a mapping of the text file (``fs.Mapping``), and
-what it reads is always the file's bytes as they are now: a record zeroed (forgotten)
-after the file was mapped reads as gone at once, records written past the mapping
-(the file grew) read back, and nothing is read through a mapping after a truncate or
-a close.
+"""Recall's k records (``RecordFile.read_each``) are always the file's bytes as they are
+now: a record zeroed (forgotten) reads as gone at once, records written since read back,
+and a file cut short, by this process or by a writer under a follower, reads as gone
+past its end, never as an error or a crash; nothing is read after a close.
+
+(The reads are system calls, not slices of a mapping of the file: a mapped page past a
+file's end, or one the disk fails to read, is a bus error that kills the process; a
+read's error is ``io`` and the record comes back from the journal.)
 """
 
 from __future__ import annotations
@@ -24,18 +27,18 @@ def _write(records: RecordFile, at: int, bodies: list[bytes]) -> tuple[list[int]
     return offsets, sizes
 
 
-def test_a_mapped_read_sees_zeroed_grown_and_truncated_files_as_they_are_now(
+def test_a_read_sees_zeroed_grown_and_truncated_files_as_they_are_now(
         tmp_path: Path) -> None:
     records = RecordFile(str(tmp_path / "text.seg"), store_id=bytes(16), generation=1,
                          envelope=None, read_only=False)
     try:
         first = [f"record {i} ".encode() * 5 for i in range(20)]
         offs, sizes = _write(records, HEADER_SIZE, first)
-        assert records.read_each(offs, sizes, None) == first  # (maps the file)
+        assert records.read_each(offs, sizes, None) == first
         records.zero(offs[3], sizes[3])  # a forgotten fact's record
         got = records.read_each(offs, sizes, None)
         assert got[3] is None and got[:3] + got[4:] == first[:3] + first[4:]
-        # Past the mapping: a little (read by system calls), then a lot (mapped again).
+        # Records written since: a few, then many.
         end = offs[-1] + sizes[-1]
         few_offs, few_sizes = _write(records, end, [b"one more"])
         assert records.read_each(few_offs, few_sizes, None) == [b"one more"]
@@ -44,7 +47,7 @@ def test_a_mapped_read_sees_zeroed_grown_and_truncated_files_as_they_are_now(
         many_offs, many_sizes = _write(records, end, many)
         assert records.read_each(many_offs, many_sizes, None) == many
         assert records.read_each(offs[:2], sizes[:2], None) == first[:2]
-        # A truncate unmaps: what lies past the new end reads as gone, never a bus error.
+        # Cut short: what lies past the new end reads as gone.
         records.truncate(offs[10])
         got = records.read_each(offs, sizes, None)
         assert got[:10] == [*first[:3], None, *first[4:10]] and got[10:] == [None] * 10
@@ -54,11 +57,10 @@ def test_a_mapped_read_sees_zeroed_grown_and_truncated_files_as_they_are_now(
     assert records.read_each(offs[:2], sizes[:2], None) == [None, None]  # closed
 
 
-def test_a_followers_mapping_never_reads_past_a_file_another_process_shrank(
+def test_a_follower_reads_a_file_the_writer_shrank_as_gone_past_its_end(
         tmp_path: Path) -> None:
     """A follower's file is the writer's, which the writer's open may cut short under
-    it: what lies past the new end reads as gone (through a system call), never
-    through the mapping (a bus error would kill the process)."""
+    it: what lies past the new end reads as gone."""
     path = str(tmp_path / "text.seg")
     writer = RecordFile(path, store_id=bytes(16), generation=1, envelope=None,
                         read_only=False)
@@ -68,8 +70,8 @@ def test_a_followers_mapping_never_reads_past_a_file_another_process_shrank(
         offs, sizes = _write(writer, HEADER_SIZE, bodies)
         follower = RecordFile(path, store_id=bytes(16), generation=1, envelope=None,
                               read_only=True)
-        assert follower.read_each(offs, sizes, None) == bodies  # (maps the file)
-        writer.truncate(offs[40])  # the writer's, not the follower's: still mapped there
+        assert follower.read_each(offs, sizes, None) == bodies
+        writer.truncate(offs[40])  # the writer's descriptor, not the follower's
         got = follower.read_each(offs, sizes, None)
         assert got[:40] == bodies[:40] and got[40:] == [None] * 260
         assert follower.read_each(offs[-3:], sizes[-3:], None) == [None] * 3

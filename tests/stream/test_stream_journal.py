@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import Any
 
 import nats
 import pytest
@@ -137,6 +138,35 @@ def test_a_second_writer_is_locked_out_while_the_lease_is_held(single: Cluster) 
     with Store.open(url) as second:  # closing gave the lease back: no wait
         Memory(second).remember("the second writer")
         assert len(second) == 2
+
+
+def test_a_resend_whose_read_back_fails_once_is_looked_at_again_not_fenced(
+        single: Cluster) -> None:
+    """The writer's own resend is refused for its expected sequence, and reading the
+    stored message back fails once (as it does while a stream elects its leader): the
+    writer resends and reads it again, and acknowledges it, instead of taking it for
+    another writer's and giving up for good."""
+    url = single.url("readback")
+    with open_journal(url, key=None, sync="full") as j:
+        assert isinstance(j, StreamJournal)
+        j.append([b"first"])
+        publisher = j._publisher
+        assert publisher is not None
+        real = publisher.js.get_msg
+        calls = []
+
+        async def flaky(*args: Any, **kwargs: Any) -> Any:
+            calls.append(args)
+            if len(calls) == 1:
+                raise nats.errors.TimeoutError
+            return await real(*args, **kwargs)
+
+        publisher.js.get_msg = flaky  # type: ignore[method-assign]
+        again = Item(1, j._codec.encode(1, [b"first"]))
+        j._conn.loop.call_soon_threadsafe(publisher.put, again)
+        again.done.result(10)  # acknowledged: not StoreLockedError
+        assert len(calls) == 2 and publisher.resends >= 1
+        assert j.append([b"second"]) == 2
 
 
 def test_a_writer_that_sees_another_writers_append_stops_acknowledging(single: Cluster

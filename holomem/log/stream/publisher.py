@@ -141,12 +141,17 @@ class Publisher:
                         asyncio.shield(fut), max(0.01, until - time.monotonic()))
                 except nats.js.errors.APIError as exc:
                     if exc.err_code == WRONG_LAST_SEQUENCE:
-                        if not await self._stored_already(item):
+                        stored = await self._stored_already(item)
+                        if stored is None:
+                            failed = True
+                            break  # not readable just now: resend, and look again
+                        if not stored:
                             raise self._fenced(f"the stream did not end at sequence "
                                                f"{item.seq - 1} (another writer appended)"
                                                ) from exc
-                        # An earlier send stored it and its acknowledgement was lost.
-                        ack = PubAck(stream=self.stream, seq=item.seq, duplicate=True)
+                        # An earlier send stored it and its acknowledgement was lost (read
+                        # back just now: not to be read again below).
+                        ack = PubAck(stream=self.stream, seq=item.seq, duplicate=False)
                     elif exc.code is not None and exc.code >= 500:
                         failed = True
                         break  # no leader or no quorum just now: resend
@@ -159,11 +164,16 @@ class Publisher:
                 if ack.seq != item.seq:
                     raise self._fenced(f"transaction {item.seq} was stored as stream message "
                                        f"{ack.seq}")
-                if ack.duplicate and not await self._stored_already(item):
-                    # The id matched a message another send stored (an earlier writer's
-                    # unacknowledged transaction of the same number): not this one.
-                    raise self._fenced(f"stream message {item.seq} is another writer's "
-                                       "transaction of that number")
+                if ack.duplicate:
+                    stored = await self._stored_already(item)
+                    if stored is None:
+                        failed = True
+                        break  # not readable just now: resend, and look again
+                    if not stored:
+                        # The id matched a message another send stored (an earlier
+                        # writer's unacknowledged transaction of the same number).
+                        raise self._fenced(f"stream message {item.seq} is another "
+                                           "writer's transaction of that number")
                 if not self.lease.held():
                     raise self._fenced(self.lease.lost or "the lease was lost")
                 item.done.set_result(None)
@@ -252,14 +262,23 @@ class Publisher:
             Header.EXPECTED_LAST_SEQUENCE.value: str(item.seq - 1)})
         return fut
 
-    async def _stored_already(self, item: Item) -> bool:
+    async def _stored_already(self, item: Item) -> bool | None:
         """Whether stream message ``item.seq`` is this very transaction (the stream checks
         the expected sequence before its duplicate window, so a resend of a stored
-        message is refused rather than recognised)."""
+        message is refused rather than recognised); None when the stream cannot say
+        just now (no answer, or no leader mid-election): the caller resends and asks
+        again, within its deadline."""
         try:
-            msg = await asyncio.wait_for(self.js.get_msg(self.stream, item.seq), self.timeout)
-        except (TimeoutError, nats.errors.Error):
+            msg = await asyncio.wait_for(self.js.get_msg(self.stream, item.seq),
+                                         min(self.timeout, ATTEMPT))
+        except nats.js.errors.NotFoundError:
             return False
+        except nats.js.errors.APIError as exc:
+            if exc.code is not None and exc.code >= 500:
+                return None
+            return False
+        except (TimeoutError, nats.errors.Error):
+            return None
         headers = msg.headers or {}
         return headers.get(Header.MSG_ID.value) == f"{self.msg_id}:{item.seq}" and \
             msg.data == item.data

@@ -91,15 +91,20 @@ class SegmentReader:
             fd = kept
         return fd
 
+    def _whole(self, seg: Segment) -> bytes:
+        """Segment ``seg``'s bytes up to its end, in one read; a read's ``io`` error
+        becomes what the ``unreadable`` callback makes of it."""
+        try:
+            return fs.read_at(self.fd(seg), seg.end, 0, seg.path)
+        except StorageIOError as exc:
+            raise self._unreadable(seg, exc) from exc
+
     def replay(self, from_seq: int, last: int) -> Iterator[tuple[int, list[bytes]]]:
         """``(seq, payloads)`` of every transaction from ``from_seq`` to ``last``."""
         for seg in list(self.segments):
             if seg.last_seq < from_seq or seg.first_seq > last:
                 continue
-            try:
-                data = fs.read_at(self.fd(seg), seg.end, 0, seg.path)
-            except StorageIOError as exc:
-                raise self._unreadable(seg, exc) from exc
+            data = self._whole(seg)
             binding = seg.binding()
             start = max(0, from_seq - seg.first_seq)
             count = min(len(seg.offsets), last - seg.first_seq + 1)
@@ -125,10 +130,7 @@ class SegmentReader:
             stop = bisect.bisect_right(seqs, min(seg.last_seq, last), lo=i)
             if stop == i:
                 continue
-            try:
-                data = fs.read_at(self.fd(seg), seg.end, 0, seg.path)
-            except StorageIOError as exc:
-                raise self._unreadable(seg, exc) from exc
+            data = self._whole(seg)
             binding = seg.binding()
             for seq in seqs[i:stop]:
                 yield Refile(data, seg.offsets[seq - seg.first_seq], binding, seq, seg.path)

@@ -141,14 +141,10 @@ class Publisher:
                         asyncio.shield(fut), max(0.01, until - time.monotonic()))
                 except nats.js.errors.APIError as exc:
                     if exc.err_code == WRONG_LAST_SEQUENCE:
-                        stored = await self._stored_already(item)
-                        if stored is None:
+                        if not await self._confirm(item, f"the stream did not end at sequence "
+                                                   f"{item.seq - 1} (another writer appended)"):
                             failed = True
                             break  # not readable just now: resend, and look again
-                        if not stored:
-                            raise self._fenced(f"the stream did not end at sequence "
-                                               f"{item.seq - 1} (another writer appended)"
-                                               ) from exc
                         # An earlier send stored it and its acknowledgement was lost (read
                         # back just now: not to be read again below).
                         ack = PubAck(stream=self.stream, seq=item.seq, duplicate=False)
@@ -164,16 +160,13 @@ class Publisher:
                 if ack.seq != item.seq:
                     raise self._fenced(f"transaction {item.seq} was stored as stream message "
                                        f"{ack.seq}")
-                if ack.duplicate:
-                    stored = await self._stored_already(item)
-                    if stored is None:
-                        failed = True
-                        break  # not readable just now: resend, and look again
-                    if not stored:
-                        # The id matched a message another send stored (an earlier
-                        # writer's unacknowledged transaction of the same number).
-                        raise self._fenced(f"stream message {item.seq} is another "
-                                           "writer's transaction of that number")
+                # A duplicate's id matched a message some send stored: this one's, or an
+                # earlier writer's unacknowledged transaction of the same number.
+                if ack.duplicate and not await self._confirm(
+                        item, f"stream message {item.seq} is another writer's transaction "
+                              "of that number"):
+                    failed = True
+                    break  # not readable just now: resend, and look again
                 if not self.lease.held():
                     raise self._fenced(self.lease.lost or "the lease was lost")
                 item.done.set_result(None)
@@ -261,6 +254,15 @@ class Publisher:
             Header.MSG_ID.value: f"{self.msg_id}:{item.seq}",
             Header.EXPECTED_LAST_SEQUENCE.value: str(item.seq - 1)})
         return fut
+
+    async def _confirm(self, item: Item, otherwise: str) -> bool:
+        """True when stream message ``item.seq`` is this very transaction; False when the
+        stream cannot say just now (the caller resends and asks again, within its
+        deadline). Errors: ``locked`` (``otherwise``) when it is another writer's."""
+        stored = await self._stored_already(item)
+        if stored is False:
+            raise self._fenced(otherwise)
+        return stored is True
 
     async def _stored_already(self, item: Item) -> bool | None:
         """Whether stream message ``item.seq`` is this very transaction (the stream checks

@@ -6,6 +6,7 @@ other than loopback needs a key."""
 
 from __future__ import annotations
 
+import base64
 import re
 import subprocess
 import sys
@@ -23,6 +24,9 @@ from holomem.api.doors.ui import query
 from holomem.api.doors.ui.routes import CSP, create_ui
 from holomem.api.doors.ui.source import OneStore
 from tests.ui.conftest import HOSTILE, build_store
+
+#: A list cursor a client altered: a slot far past the store's end.
+FORGED = base64.urlsafe_b64encode(b'{"g": 1, "s": 100000, "id": "x"}').decode()
 
 
 @pytest.fixture
@@ -48,7 +52,8 @@ def client(store: Path) -> Iterator[TestClient]:
     ("/?sort=text", "sort"), ("/?order=up", "order"), ("/?filter={", "filter"),
     ("/?filter=[1]", "filter"), ("/?metadata=3", "metadata"),
     ("/?filter={\"$bogus\": 1}", "bogus"), ("/?namespace=[1]", "namespace"),
-    ("/?cursor=nonsense", "cursor"), ("/fact", "which fact"),
+    ("/?cursor=nonsense", "cursor"), ("/?cursor=" + FORGED, "cursor"),
+    ("/conversations?cursor=" + FORGED, "cursor"), ("/fact", "which fact"),
     ("/forget", "choose a subject"), ("/forget?status=current&subject=x", "status"),
     ("/context", "session"), ("/?q=" + "x" * (query.MAX_FIELD + 1), "q"),
 ])

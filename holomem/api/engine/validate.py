@@ -424,14 +424,41 @@ def encode_cursor(**fields: int | str | list[str]) -> str:
 
 def decode_cursor(value: str, what: str) -> dict[str, Any]:
     """The fields of a cursor :func:`encode_cursor` made; ``invalid_request`` for
-    anything else (``what`` names the call that gave it out)."""
+    anything else (``what`` names the call that gave it out). A cursor is opaque but
+    not secret: a client can decode one, change it and send it back, so every field is
+    checked again where it is used (:func:`cursor_ints` for the integers)."""
     try:
-        data = json.loads(base64.urlsafe_b64decode(value.encode()))
-    except (ValueError, TypeError) as exc:
+        data = json.loads(base64.urlsafe_b64decode(value.encode()),
+                          parse_constant=_no_constant)
+    except (ValueError, TypeError, RecursionError) as exc:
         raise InvalidError(f"not a cursor {what} gave out") from exc
     if not isinstance(data, dict):
         raise InvalidError(f"not a cursor {what} gave out")
     return data
+
+
+def _no_constant(name: str) -> Any:
+    # NaN and Infinity: no cursor holds one (json.loads takes them unless told not to).
+    raise ValueError(f"{name} in a cursor")
+
+
+#: The range of a cursor's integers: what a slot, a time or a generation can be.
+_CURSOR_INT = 2**63
+
+
+def cursor_ints(data: Mapping[str, Any], names: Sequence[str], what: str) -> list[int]:
+    """The integer fields ``names`` of a decoded cursor, in that order: each a JSON
+    integer (not a float, a boolean or a string) within 64 bits, as
+    :func:`encode_cursor` wrote it. Whether each is in its own range (a slot below the
+    store's end, ...) is the caller's to check. Errors: ``invalid_request``."""
+    out: list[int] = []
+    for name in names:
+        value = data.get(name)
+        if (isinstance(value, bool) or not isinstance(value, int)
+                or not -_CURSOR_INT <= value < _CURSOR_INT):
+            raise InvalidError(f"not a cursor {what} gave out")
+        out.append(value)
+    return out
 
 
 def entity(value: object, field: str = "entity") -> str:

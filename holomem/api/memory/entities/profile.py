@@ -124,12 +124,13 @@ def _asked(req: ProfileRequest) -> str:
 
 def _decode(req: ProfileRequest, text: str, view: View) -> _Cursor:
     data = validate.decode_cursor(text, _WHAT)
-    try:
-        asked = str(data["q"])
-        cur = _Cursor(*(int(data[f]) for f in ("g", "n", "t", "c", "e", "s")))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidError(f"not a cursor {_WHAT} gave out") from exc
-    if asked != _asked(req):
+    cur = _Cursor(*validate.cursor_ints(data, ("g", "n", "t", "c", "e", "s"), _WHAT))
+    # Each where the first page put it: a group, a slot bound within the store, a time
+    # as a caller's (a client may have changed any of them).
+    if (cur.group not in (0, 1) or not 0 <= cur.bound <= view.catalog.slots
+            or not -validate.TIME_LIMIT < cur.at < validate.TIME_LIMIT):
+        raise InvalidError(f"not a cursor {_WHAT} gave out")
+    if data.get("q") != _asked(req):
         raise InvalidError("the cursor is another profile's (another name, namespace, "
                            "as_of or known_at); ask with the first page's arguments")
     if cur.generation != view.generation:

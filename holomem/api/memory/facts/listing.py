@@ -37,10 +37,11 @@ MAX_SCAN = 10_000
 
 def _decode(cursor: str) -> tuple[int, int, str]:
     data = validate.decode_cursor(cursor, "list()")
-    try:
-        return int(data["g"]), int(data["s"]), str(data["id"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InvalidError("not a cursor list() gave out") from exc
+    gen, slot = validate.cursor_ints(data, ("g", "s"), "list()")
+    fid = data.get("id")
+    if not isinstance(fid, str):
+        raise InvalidError("not a cursor list() gave out")
+    return gen, slot, fid
 
 
 class Listing(NamedTuple):
@@ -79,6 +80,9 @@ def page(view: View, req: Listing, now: int, known_at: int | None = None) -> Lis
     if cursor is not None:
         gen, slot, fid = _decode(cursor)
         if gen == view.generation:
+            # The last slot a page of this generation examined: below the store's end.
+            if not -1 <= slot < view.catalog.slots:
+                raise InvalidError("not a cursor list() gave out")
             start = slot + 1
         else:
             moved = view.catalog.slot(fid)

@@ -69,10 +69,7 @@ def _cursor(value: object) -> tuple[int, int, int] | None:
     if text is None:
         return None
     data = validate.decode_cursor(text, "contradict()")
-    try:
-        gen, a, b = int(data["g"]), int(data["a"]), int(data["b"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InvalidError("not a cursor contradict() gave out") from exc
+    gen, a, b = validate.cursor_ints(data, ("g", "a", "b"), "contradict()")
     if not 0 <= a < b:
         raise InvalidError("not a cursor contradict() gave out")
     return gen, a, b

@@ -211,3 +211,30 @@ def test_every_item_of_several_pages_is_read_once_even_when_their_times_tie(
         report = from_langgraph_store(reader, memory, batch_size=700)
     assert (report.read, report.created, report.skipped) == (n, n, 0)
     assert sum(ns.facts for ns in report.namespaces) == n
+
+
+def _holds_itself() -> dict[str, Any]:
+    value: dict[str, Any] = {"text": "a value that holds itself"}
+    value["self"] = value
+    return value
+
+
+@pytest.mark.parametrize("namespace, key, value", [
+    (("notes",), "mixed", {"text": "keys of two types", 1: "one"}),
+    (("notes",), "lone", {"text": "a lone surrogate \ud800 in the text"}),
+    (("notes",), "deep", {"text": "a lone surrogate deeper", "tags": ["\udfff"]}),
+    (("notes",), "\ud800", {"text": "a lone surrogate in the key"}),
+    (("\ud800",), "k", {"text": "a lone surrogate in the namespace"}),
+    (("notes",), "cycle", _holds_itself()),
+])
+def test_an_item_holomem_cannot_take_is_skipped_and_the_others_are_moved(
+        memory: Memory, namespace: tuple[str, ...], key: str, value: dict[Any, Any]) -> None:
+    peer = InMemoryStore()
+    peer.put(("notes",), "ok", {"text": "kept"})
+    peer.put(namespace, key, value)
+    report = from_langgraph_store(peer, memory)
+    assert report.read == 2 and report.created + report.skipped == 2
+    assert report.created >= 1
+    again = from_langgraph_store(peer, memory)
+    assert again.created == 0 and again.unchanged == report.created
+    assert "ok" in [f.subject for f in memory.list().facts]

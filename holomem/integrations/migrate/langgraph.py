@@ -159,7 +159,11 @@ def _add(out: writer.Writer, tally: Tally, checks: Any, base: Any, item: Any,
         return
     # The version's identity: where it is, when it was written, and what it holds as
     # this migration reads it (its value, and the fields that make its text).
-    version = (*ns, str(key), str(updated), writer.digest([item.value, paths]))
+    try:
+        version = (*ns, str(key), str(updated), writer.digest([item.value, paths]))
+    except HolomemError as exc:
+        tally.skip(source_id, str(exc))
+        return
     if out.already((*into, *ns), version):
         return  # moved by an earlier run: not checked again
     try:

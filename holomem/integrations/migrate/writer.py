@@ -65,7 +65,7 @@ def fact_id(source: str, namespace: Sequence[str], key: Sequence[str]) -> str:
     into two namespaces is two facts, and a retry is the same fact)."""
     raw = json.dumps([source, list(namespace), list(key)], ensure_ascii=False,
                      separators=(",", ":"))
-    return f"{source}-{hashlib.sha256(raw.encode('utf-8')).hexdigest()[:32]}"
+    return f"{source}-{hashlib.sha256(_utf8(raw)).hexdigest()[:32]}"
 
 
 def batch_size(value: object) -> int:
@@ -84,10 +84,30 @@ def progress_callback(value: object) -> Progress | None:
 
 
 def digest(value: object) -> str:
-    """A short, stable digest of a JSON value (a record's content, in its key)."""
-    raw = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str,
-                     separators=(",", ":"))
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+    """A short, stable digest of a JSON value (a record's content, in its key).
+
+    A peer holds what its own checks let in, which is more than JSON: a dict whose
+    keys are of several types (which ``sort_keys`` cannot order) is digested with its
+    keys as JSON writes them; a lone surrogate is digested as its code point. Values
+    that cannot be written at all (a cycle, nesting past the recursion limit) are an
+    ``invalid_request``, which a reader reports as a skipped record. Text that was
+    digested before keeps its digest (and so its fact id)."""
+    try:
+        try:
+            raw = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str,
+                             separators=(",", ":"))
+        except TypeError:  # keys of several types: ordered as the strings JSON makes
+            keyed = json.loads(json.dumps(value, default=str))
+            raw = json.dumps(keyed, sort_keys=True, ensure_ascii=False,
+                             separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidError(f"the value cannot be written as JSON ({exc})") from None
+    return hashlib.sha256(_utf8(raw)).hexdigest()[:16]
+
+
+def _utf8(text: str) -> bytes:
+    # Lone surrogates pass as their code points: the bytes of valid text are unchanged.
+    return text.encode("utf-8", "surrogatepass")
 
 
 class Writer:

@@ -235,3 +235,20 @@ def test_a_record_over_holomems_limits_is_skipped_and_the_rest_of_its_batch_move
     assert report.skipped_examples[0].reason == "text has 5000 words; the limit is 4096"
     assert report.namespaces[0].facts == 2
     assert sorted(r.subject or "" for r in memory.list().facts) == ["s1", "s2"]
+
+
+def test_a_record_whose_id_is_too_long_for_a_subject_is_skipped_on_every_run(
+        tmp_path: Path, memory: Memory) -> None:
+    path = tmp_path / "chroma"
+    col = chromadb.PersistentClient(path=str(path)).get_or_create_collection(
+        "ids", embedding_function=None)
+    docs = ["a short note about kites", "a note under a very long id"]
+    col.add(ids=["s1", "x" * 600], documents=docs,
+            embeddings=[list(map(float, v)) for v in tiny_vectors(docs)])
+    first = from_chroma(path, "ids", memory)
+    assert (first.created, first.skipped) == (1, 1)
+    revision = memory.store.stats().revision
+    for _ in range(2):  # the namespace now holds a fact: the record is looked up
+        again = from_chroma(path, "ids", memory)
+        assert (again.created, again.unchanged, again.skipped) == (0, 1, 1)
+    assert memory.store.stats().revision == revision

@@ -194,8 +194,14 @@ class Writer:
             if has(fid):
                 self.tally.unchanged += 1
                 continue
-            before = [self._id(entry, k) for k in entry.supersedes] \
-                or self._replaced(entry, fid)
+            try:
+                before = [self._id(entry, k) for k in entry.supersedes] \
+                    or self._replaced(entry, fid)
+            except InvalidError as exc:  # (LimitError included) a key no lookup takes,
+                # e.g. a subject past its limit, which the import would refuse too
+                self.tally.namespaces[entry.namespace] -= 1
+                self.tally.skip(entry.source_id, exc.message.removeprefix("filter."))
+                continue
             valid_from = entry.valid_from
             if before and valid_from is None and entry.event_time is not None:
                 # A supersession takes effect at valid_from, else at the event time: a

@@ -98,6 +98,21 @@ def test_limits_refuse_oversized_bodies_and_batches(server: Server) -> None:
     assert post(server, "/api/v1/memory/list", {}).json()["facts"] == []  # nothing written
 
 
+def test_a_conversation_of_more_messages_than_the_batch_bound_is_refused_with_a_limit_error(
+        server: Server) -> None:
+    # Each message is a fact: the server's bound of facts per request holds for them too.
+    said = [{"role": "user" if i % 2 else "assistant", "text": f"turn {i}"}
+            for i in range(1001)]
+    r = post(server, "/api/v1/memory/rememberConversation",
+             {"messages": said, "session": "s"})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "limit", r.text[:300]
+    assert "1000 messages" in r.json()["error"]["message"]
+    assert post(server, "/api/v1/memory/list", {}).json()["facts"] == []  # nothing written
+    r = post(server, "/api/v1/memory/rememberConversation",
+             {"messages": said[:1000], "session": "s"})
+    assert r.status_code == 200 and len(r.json()["turns"]) == 1000
+
+
 def test_tenants_are_isolated_in_answers_and_in_files(server: Server) -> None:
     marker = "ZEBRAQUARTZ"
     post(server, "/api/v1/memory/remember", {"text": f"secret {marker}"}, tenant="alpha")

@@ -190,6 +190,9 @@ def test_the_servers_key_host_origin_and_batch_bound_apply_to_mcp(server: Server
     with mcp(server) as s:
         too_many = [{"text": f"fact {i}"} for i in range(1001)]
         assert error_code(s.call("remember", {"facts": too_many})) == "limit"
+        said = [{"role": "user", "text": f"turn {i}"} for i in range(1001)]
+        assert error_code(s.call("remember_conversation", {"messages": said,
+                                                           "session": "s"})) == "limit"
         assert error_code(s.call("remember", {"facts": too_many[:1], "text": "x"})) == \
             "invalid_request"
         # Refused by the memory, not by the request's shape: nothing either.

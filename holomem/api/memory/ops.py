@@ -88,6 +88,10 @@ class Op(NamedTuple):
     #: The method answers one item of ``result`` (a list), which the response holds as
     #: a list of one: a remember of one fact answers as a batch of one does.
     single: bool = False
+    #: The request's list field each of whose items is a fact written (remember's
+    #: ``facts``, rememberConversation's ``messages``): what a server's bound of facts
+    #: per request counts (None: the op writes no batch of facts).
+    batch: str | None = None
 
 
 def fields(request: Any) -> dict[str, Any]:
@@ -118,13 +122,13 @@ def _why_asked(given: dict[str, Any]) -> dict[str, Any]:
 _OPS = (
     Op("remember", "remember", RememberInput, list[Remembered], "remembered", True, "place",
        "Store one fact, or several ({\"facts\": [...]}) in one transaction",
-       lambda req: ((req,), {}), single=True),
+       lambda req: ((req,), {}), single=True, batch="facts"),
     Op("rememberConversation", "remember_conversation", rq.RememberConversationRequest,
        RememberedConversation, None, True, "place",
        "Store a conversation: each message a turn (speaker, session, position), each "
        "linked to the turn it answers, in one transaction",
        lambda req: ((req.messages,), {k: v for k, v in fields(req).items()
-                                      if k != "messages"})),
+                                      if k != "messages"}), batch="messages"),
     Op("recall", "recall", rq.RecallRequest, list[Recalled], "results", False, "prefix",
        "The facts most relevant to a query, best first",
        lambda req: ((req.query, _recall_options(req)), {})),
@@ -209,6 +213,17 @@ REMEMBER_MANY = Op("remember", "remember_many", rq.RememberMany, list[Remembered
 #: The ops that only read, and those that can write.
 READS = frozenset(op.name for op in _OPS if not op.writes)
 WRITES = frozenset(op.name for op in _OPS if op.writes)
+
+
+def batch_size(name: str, request: object) -> tuple[str, int] | None:
+    """How many facts ``request`` for op ``name`` writes as a batch, and the field that
+    holds them (:attr:`Op.batch`); None when the op writes no batch or the field is not
+    a list (the request's own checks refuse that)."""
+    op = OPS.get(name)
+    field = op.batch if op is not None else None
+    items = request.get(field) if field is not None and isinstance(request, Mapping) \
+        else None
+    return (field, len(items)) if field is not None and isinstance(items, list) else None
 
 
 def row(name: str, request: dict[str, Any]) -> Op:

@@ -84,9 +84,9 @@ class MemoryRoute:
         """The request body. Errors: ``invalid_request``, ``limit`` (too deep; a batch
         past ``max_batch``)."""
         data = decode_body(raw)
-        facts = data.get("facts") if op == "remember" else None
-        if isinstance(facts, list) and len(facts) > self.max_batch:
-            raise LimitError(f"at most {self.max_batch} facts per request")
+        batch = ops.batch_size(op, data)
+        if batch is not None and batch[1] > self.max_batch:
+            raise LimitError(f"at most {self.max_batch} {batch[0]} per request")
         return data
 
     def run(self, op: str, tenant: str, raw: bytes) -> Any:

@@ -24,7 +24,8 @@ Everything else the server's routes get applies here too, before the SDK sees a
 request: the Host and Origin checks and the bound on request heads (the server's
 middleware), the API key (``Authorization: Bearer`` or ``X-API-Key``; 401 with the
 server's error body), the body bound (the server's ``max_body``), and at most
-``max_batch`` facts in one ``remember``. Sessions are the SDK's (``Mcp-Session-Id``);
+``max_batch`` facts in one ``remember`` (messages in one ``remember_conversation``:
+the op table's ``batch``). Sessions are the SDK's (``Mcp-Session-Id``);
 answers are single JSON bodies (no SSE stream per call: the tools send no progress).
 """
 
@@ -51,6 +52,7 @@ from holomem.api.doors.http.webguard import error_response
 from holomem.api.doors.mcp.server import build_server
 from holomem.api.doors.mcp.tools import ToolSpec
 from holomem.api.doors.scoping import Scope
+from holomem.api.memory import ops
 from holomem.errors import InvalidError, LimitError
 
 NAMESPACE_HEADER = "x-holomem-namespace"
@@ -97,9 +99,9 @@ class TenantTools:
         name = requested_tenant(headers.raw) if isinstance(headers, Headers) else \
             DEFAULT_TENANT
         scope = header_scope(headers.get(NAMESPACE_HEADER))
-        facts = request.get("facts") if spec.batch and isinstance(request, dict) else None
-        if isinstance(facts, list) and len(facts) > self.max_batch:
-            raise LimitError(f"at most {self.max_batch} facts per request")
+        batch = ops.batch_size(spec.op, request)
+        if batch is not None and batch[1] > self.max_batch:
+            raise LimitError(f"at most {self.max_batch} {batch[0]} per request")
         writes = isinstance(request, Mapping) and spec.changes(request)
         return self.pool.call(name, lambda t: scope.call(t.memory.memory, spec.op, request),
                               writes=writes)

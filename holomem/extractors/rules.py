@@ -66,7 +66,8 @@ nothing else of its subject said in between, is one fact with both turns as sour
 **Bounds.** At most :data:`MAX_CHARS` characters and :data:`MAX_SENTENCES` sentences of
 a turn are read, at most ``max_facts_per_turn`` facts come from one turn and
 ``max_facts`` from one call; the work is linear in what is read. Any text gives facts
-or nothing: never an error.
+or nothing: never an error, and never a fact the store refuses (a name past
+:data:`MAX_ENTITY_CHARS` gives no fact).
 """
 
 from __future__ import annotations
@@ -91,6 +92,11 @@ MAX_OBJECT_WORDS = 6
 MAX_NAME_WORDS = 4
 #: Source turns one fact names (a fact repeated more often keeps the first ones).
 MAX_SOURCES = 8
+#: holomem's limits on a fact's entity and subject (docs/contract.md §5d; a test pins
+#: them to the engine's): a fact past them is not given, so that what the rules find
+#: never turns a conversation the store takes into one it refuses.
+MAX_ENTITY_CHARS = 256
+MAX_SUBJECT_CHARS = 512
 #: The speakers whose turns are not read.
 SKIPPED_SPEAKERS = ("system", "developer", "tool", "function", "assistant")
 
@@ -312,11 +318,18 @@ class RuleExtractor:
                 continue
             for clause in _CLAUSES.split(sentence.strip()):
                 found = _clause(clause.strip().rstrip(".!;"), who, owner)
-                if found is not None and found not in out and encodable(found.text):
+                if found is not None and found not in out and _takeable(found):
                     out.append(found)
                     if len(out) >= self.max_facts_per_turn:
                         return out
         return out
+
+
+def _takeable(found: Found) -> bool:
+    """Whether a store takes the fact: UTF-8 text, and its subject and entities within
+    holomem's limits (a "name" of 300 letters is none)."""
+    return (encodable(found.text) and len(found.subject) <= MAX_SUBJECT_CHARS
+            and all(0 < len(e) <= MAX_ENTITY_CHARS for e in found.entities))
 
 
 def _readable(sentence: str) -> bool:

@@ -306,3 +306,41 @@ def test_any_conversation_with_the_rules_is_stored_whole(
             assert memory.links(d.id, relation="derived_from").links
     finally:
         store.close()
+
+
+# -- what the store takes ------------------------------------------------------------
+#: Words past any name, and speakers up to the longest a message may name.
+_LONG = st.sampled_from(["Paris" * 60, "A" * 300, "Rio " + "de" * 200, "São" * 100])
+_LONG_TEXT = st.builds(lambda a, b, c: f"{a} {b} {c}",
+                       st.sampled_from(["I live in", "My name is", "I work at", "I love",
+                                        "My sister", "I moved to", "Bob lives in"]),
+                       _LONG, st.sampled_from([".", " and I love tea.", " lives in Rome."]))
+_SPEAKER = st.sampled_from(["alice", "x" * 300, "Zoë " * 100, "y" * 512])
+
+
+def test_rules_limits_are_holomems() -> None:
+    from holomem.api.engine import validate
+
+    assert rules_module.MAX_ENTITY_CHARS == validate.MAX_ENTITY_CHARS
+    assert rules_module.MAX_SUBJECT_CHARS == validate.MAX_ID_CHARS
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_LONG_TEXT | _TEXT, speaker=_SPEAKER)
+def test_every_fact_is_within_the_limits_of_a_fact(text: str, speaker: str) -> None:
+    for f in RuleExtractor()([turn(text, speaker)]):
+        assert len(f["subject"]) <= rules_module.MAX_SUBJECT_CHARS
+        assert all(0 < len(e) <= rules_module.MAX_ENTITY_CHARS for e in f["entities"])
+
+
+@pytest.mark.parametrize("speaker, text", [
+    ("x" * 300, "I live in Paris. I love tea."),
+    ("alice", "I live in " + "Paris" * 60 + "."),
+    ("alice", "My name is " + "A" * 600 + "."),
+])
+def test_a_conversation_with_a_name_past_the_entity_limit_is_stored_with_the_rules(
+        memory: Memory, speaker: str, text: str) -> None:
+    done = memory.call("rememberConversation", {
+        "messages": [{"speaker": speaker, "text": text}], "session": "s",
+        "extractor": "rules"})
+    assert len(done["turns"]) == 1

@@ -12,6 +12,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
 from holomem.api.memory import dates
@@ -311,6 +313,28 @@ def test_dates_are_read_as_windows() -> None:
     assert dates.windows("You may go now.", NOW) == []  # "may" the verb
     assert dates.windows("on 31 February 2023", NOW) == []  # no such day
     assert len(dates.windows("in May 2023 " * 10_000, NOW)) == 1  # bounded, no repeats
+
+
+_PHRASES = ["today", "yesterday", "last night", "this week", "last weekend", "this weekend",
+            "last month", "this year", "last year", "last Sunday", "999 years ago",
+            "999 months ago", "a couple of weeks ago", "29 February 2023", "Feb. 29, 2024",
+            "2024-02-29", "31 April 2023", "in 1900", "during 2099", "2099-12-31",
+            "early Jan", "mid-December", "since Sept", "in May"]
+#: Moments up to the edges of what a datetime holds (years 1 and 9999) and past them.
+_MOMENTS = st.one_of(st.integers(-2**62 + 1, 2**62 - 1), st.sampled_from([
+    -62_135_596_800_000, -62_135_596_800_001, -62_135_596_800_000 + 6 * 86_400_000,
+    253_402_300_799_999, 253_402_300_800_000, 253_402_300_799_999 - 3 * 86_400_000, 0, -1]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.one_of(st.text(max_size=80),
+                      st.lists(st.sampled_from([*_PHRASES, "and", ","]), max_size=12)
+                      .map(" ".join)), at=_MOMENTS)
+def test_any_question_at_any_moment_gives_bounded_windows_never_an_error(text: str,
+                                                                         at: int) -> None:
+    found = dates.windows(text, at)
+    assert len(found) <= dates.MAX_WINDOWS
+    assert all(start < end for start, end in found)
 
 
 def test_a_store_without_conversations_ranks_as_before(tmp_path: Path) -> None:

@@ -99,3 +99,25 @@ def test_a_store_that_cannot_be_opened_exits_3(tmp_path: Path) -> None:
     assert [r.returncode for r in reads] == [0, 0], [r.stderr for r in reads]
     assert json.loads(reads[1].stdout)["removed"] == ["a"]
     assert not os.path.exists(missing)
+
+
+def test_json_nested_past_the_limit_on_the_command_line_or_in_a_file_is_bad_input_exit_2(
+        tmp_path: Path) -> None:
+    # Deep enough to exhaust a JSON decoder's recursion, short enough for one argument.
+    s = str(tmp_path / "s")
+    make_store(tmp_path / "s", [{"id": "a", "text": "Ann lives in Oslo"}])
+    deep_array, deep_object = "[" * 50_000, '{"a":' * 20_000
+    lines = tmp_path / "deep.jsonl"
+    lines.write_text('{"speaker": "ann", "text": "hi"}\n' + deep_array + "\n")
+    config = tmp_path / "mem0.json"
+    config.write_text('{"a":' * 100_000)
+    check([
+        ["recall", s, "Oslo", "--namespace", deep_array],
+        ["list", s, "--namespace", deep_array],
+        ["remember", s, "--text", "x", "--metadata", deep_object],
+        ["list", s, "--filter", deep_object],
+        ["remember-conversation", s, str(lines), "--session", "c"],
+        ["migrate", "mem0", s, "--mem0-config", str(config), "--user-id", "u"],
+    ], 2)
+    with Store.open(s, read_only=True) as store:
+        assert [f.id for f in Memory(store).list().facts] == ["a"]  # nothing written

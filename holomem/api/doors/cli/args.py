@@ -43,6 +43,11 @@ def when_ms(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc.message}") from exc
 
 
+#: A JSON value nested past what the decoder's recursion takes (far past any limit of
+#: the contract, which refuses a request nested deeper than 64).
+_TOO_DEEP = "JSON nested too deeply"
+
+
 def namespace_parts(text: str) -> list[str]:
     """A namespace on the command line: a JSON array (``'["users", "ann"]'``), or the
     contract's one string (``users/ann``; "" is the root; docs/contract.md §4a)."""
@@ -51,6 +56,8 @@ def namespace_parts(text: str) -> list[str]:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             raise argparse.ArgumentTypeError(f"not a JSON array: {exc}") from exc
+        except RecursionError:
+            raise argparse.ArgumentTypeError(_TOO_DEEP) from None
         if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
             raise argparse.ArgumentTypeError("a namespace is an array of strings")
         return value
@@ -66,6 +73,8 @@ def json_object(text: str) -> dict[str, Any]:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"not JSON: {exc}") from exc
+    except RecursionError:
+        raise argparse.ArgumentTypeError(_TOO_DEEP) from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"not a JSON object: {text!r}")
     return value

@@ -65,6 +65,8 @@ def _messages(lines: Iterator[bytes]) -> list[Any]:
             out.append(msgspec.json.decode(line))
         except msgspec.DecodeError as exc:
             raise Failure(EXIT_USAGE, f"line {n} is not JSON: {exc}") from None
+        except RecursionError:  # (past any limit of the contract: 64 levels)
+            raise Failure(EXIT_USAGE, f"line {n} is JSON nested too deeply") from None
     return out
 
 

@@ -116,7 +116,7 @@ def _peer(args: argparse.Namespace) -> Iterator[Any]:
                               "(Mem0 lists memories only by them)")
             try:
                 config = json.loads(option_file(args.mem0_config, "--mem0-config"))
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # (nested past the decoder)
                 raise Failure(EXIT_USAGE, f"--mem0-config {args.mem0_config}: not JSON: "
                               f"{exc}") from exc
             yield migrate.open_mem0(config)

@@ -69,6 +69,8 @@ import msgspec
 
 from holomem.api.engine import validate
 from holomem.api.memory import contract, filters, ops
+from holomem.api.memory.conversation import calls as conversation
+from holomem.api.memory.conversation import messages
 from holomem.api.memory.facts import listing
 from holomem.api.memory.forget import consolidation, removal
 from holomem.api.memory.memory import Memory
@@ -125,6 +127,15 @@ def _remember_many(a: Given) -> Given:
                                           validate.TIME_FIELDS) for i, x in enumerate(inputs)]}
 
 
+def _conversation(a: Given) -> Given:
+    """The messages and the call's time as the library takes them: each time made
+    milliseconds, so a naive datetime or a date is refused here as it is there (sent as
+    ISO strings they would be read as UTC)."""
+    given = conversation.given_messages(a["messages"])
+    return {**a, "messages": [messages.message(m, f"message {i}") for i, m in enumerate(given)],
+            "time": validate.to_ms(a["time"], "time")}
+
+
 def _options(a: Given, convert: Callable[[Any, Any], Any], first: Given | None = None) -> Given:
     """``a`` with its options and keyword fields one options Struct (after ``first``,
     what Memory converts before them)."""
@@ -146,6 +157,7 @@ def _check(ok: bool, message: str, a: Given) -> Given:
 _CONVERTED: dict[str, Callable[[Given], Given]] = {
     "remember": _remember,
     "remember_many": _remember_many,
+    "remember_conversation": _conversation,
     "recall": lambda a: _options(a, rank.options, {"query": validate.query(a["query"])}),
     "explain": lambda a: _options(a, rank.options, {"query": validate.query(a["query"])}),
     "forget": lambda a: _options(a, removal.options, {"scope": removal.scope(a["scope"])}),

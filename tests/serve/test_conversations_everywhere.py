@@ -4,6 +4,7 @@ the library (tests/memory/test_conversations.py)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -96,3 +97,26 @@ def test_the_cli_reads_json_lines_messages_from_a_file_or_stdin(tmp_path: Path) 
         ids = [t["id"] for t in done["turns"]]
         assert _replies(memory, ids) == [None, ids[0]]
         assert memory.get(ids[1]).speaker == "assistant"  # type: ignore[union-attr]
+
+
+def test_the_client_refuses_a_time_the_library_refuses_before_sending_it(
+        tmp_path: Path) -> None:
+    # A naive datetime is the process's local time to the library (refused), and a date
+    # no time at all: sent as ISO strings they would have been read as UTC midnight.
+    srv = start(tmp_path / "data")
+    client = Client(srv.url, api_key=API_KEY, tenant="t1")
+    try:
+        remote, said = client.memory, [{"role": "user", "content": "hi"}]
+        for bad in ({"time": dt.datetime(2024, 1, 1)}, {"time": dt.date(2024, 1, 1)}):
+            with pytest.raises(InvalidError, match="time"):
+                remote.remember_conversation(said, session="s1", **bad)
+            with pytest.raises(InvalidError, match="time"):
+                remote.remember_conversation([{**said[0], **bad}], session="s1")
+        assert remote.list().facts == []  # nothing was written
+        aware = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+        done = remote.remember_conversation([{**said[0], "time": aware}], session="s1")
+        fact = remote.get(done.turns[0].id)
+        assert fact is not None and fact.event_time == 1_704_067_200_000
+    finally:
+        client.close()
+        srv.stop()

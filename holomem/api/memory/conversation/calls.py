@@ -88,14 +88,7 @@ def remember_conversation(s: Session, /, messages: Iterable[Message | Mapping[st
     elif extractor is not None and not callable(extractor):
         raise InvalidError("extractor must be a callable (turns -> facts) or the name "
                            "of a built-in one")
-    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
-        raise InvalidError("messages must be a list of messages")
-    # Counted while reading: an endless iterable stops here.
-    given = builtins.list(itertools.islice(messages, MAX_MESSAGES + 1))
-    if len(given) > MAX_MESSAGES:
-        raise LimitError(f"more than {MAX_MESSAGES} messages in one call")
-    if not given:
-        raise InvalidError("remember_conversation needs at least one message")
+    given = given_messages(messages)
     if start + len(given) - 1 > intake.MAX_POSITION:
         raise InvalidError(f"start + the messages pass position {intake.MAX_POSITION}")
     checked: builtins.list[Checked] = []
@@ -135,6 +128,20 @@ def remember_conversation(s: Session, /, messages: Iterable[Message | Mapping[st
     results = remember_checked(s, checked, more=more)
     return RememberedConversation(turns=results[:len(planned)], skipped=skipped,
                                   derived=results[len(planned):], linked=linked[0])
+
+
+def given_messages(messages: object) -> builtins.list[Any]:
+    """The messages of a call, as given (each read later: :func:`.messages.read`),
+    counted while they are taken: an endless iterable stops at the limit. The client
+    takes them so too. Errors: ``invalid_request`` (not a list, or none), ``limit``."""
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        raise InvalidError("messages must be a list of messages")
+    given = builtins.list(itertools.islice(messages, MAX_MESSAGES + 1))
+    if len(given) > MAX_MESSAGES:
+        raise LimitError(f"more than {MAX_MESSAGES} messages in one call")
+    if not given:
+        raise InvalidError("remember_conversation needs at least one message")
+    return given
 
 
 def _checked(x: RememberInput, label: str) -> Checked:

@@ -47,10 +47,18 @@ class Read(NamedTuple):
     id: str | None
 
 
+def message(value: object, where: str) -> Message:
+    """A message (a Message or a dict) as a :class:`Message`, its ``time`` made
+    milliseconds (an int, an ISO 8601 string or an aware datetime; a naive one is the
+    process's local time, and refused). The client sends what this gives. Errors:
+    ``invalid_request``."""
+    return validate.to_struct(Message, value, {}, where, ("time",))
+
+
 def read(value: object, where: str) -> Read:
     """A message (a Message or a dict) read by the module's rules. Errors:
     ``invalid_request``, ``limit``."""
-    m = validate.to_struct(Message, value, {}, where, ("time",))
+    m = message(value, where)
     who = m.speaker if m.speaker is not None else m.name if m.name is not None else m.role
     if who is None:
         raise InvalidError(f"{where}: a message needs a speaker (speaker, name or role)")

@@ -93,14 +93,16 @@ class Turns:
         """The facts of ``session``, by position."""
         return [fid for _, fid in self.by_session.get(session, ())]
 
-    def before(self, session: str, position: int, limit: int) -> list[str]:
-        """Up to ``limit`` facts of ``session`` with a position below ``position``,
-        the nearest first."""
+    def between(self, session: str, low: int, high: int) -> list[str]:
+        """Every fact of ``session`` with a position from ``low`` up to ``high``
+        (excluded), the nearest to ``high`` first: of every namespace that has a session
+        of that name, which the caller tells apart."""
         row = self.by_session.get(session)
         if not row:
             return []
-        end = bisect.bisect_left(row, (position, ""))
-        return [fid for p, fid in reversed(row[max(0, end - limit):end]) if p >= 0]
+        start = bisect.bisect_left(row, (max(low, 0), ""))
+        end = bisect.bisect_left(row, (high, ""))
+        return [fid for _, fid in reversed(row[start:end])]
 
     def after(self, session: str, position: int) -> Iterator[str]:
         """The facts of ``session`` with a position above ``position``, the nearest

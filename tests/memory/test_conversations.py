@@ -10,6 +10,7 @@ survive a reopen, a checkpoint and a compaction.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,26 @@ def test_sessions_and_namespaces_keep_their_turns_apart(memory: Memory) -> None:
     later = memory.remember_conversation([{"role": "user", "text": "ok"}], session="s",
                                          namespace="users/u1", start=2)
     assert reply_of(memory, later.turns[0].id) == b.turns[1].id
+
+
+def test_a_session_name_shared_by_many_namespaces_still_links_each_answer_to_its_question(
+        memory: Memory) -> None:
+    # One namespace per user, each with a session "s1": the commonest layout. The turn a
+    # later call answers is found in its own namespace however many others share the
+    # session's name (the stored turns once looked at were the 32 nearest of them all).
+    from holomem.api.memory.conversation import links
+
+    asked = [memory.remember_conversation([{"role": "user", "text": f"question {i}"}],
+                                          session="s1", namespace=["users", f"u{i}"])
+             for i in range(60)]
+    for i, question in enumerate(asked):
+        answer = memory.remember_conversation([{"role": "assistant", "text": f"answer {i}"}],
+                                              session="s1", namespace=["users", f"u{i}"],
+                                              start=1)
+        assert reply_of(memory, answer.turns[0].id) == question.turns[0].id, i
+        # The rule read back over stored turns (recall's inferred replies) agrees.
+        fid = answer.turns[0].id
+        assert memory.store.read(partial(links.answered, fid=fid)) == question.turns[0].id
 
 
 def test_the_event_time_is_the_messages_else_the_calls_else_none(memory: Memory) -> None:

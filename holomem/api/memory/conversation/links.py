@@ -117,15 +117,19 @@ def answering(view: View, fid: str) -> list[str]:
 def _stored_before(view: View, namespace: tuple[str, ...], session: str, first: int
                    ) -> dict[int, tuple[str, str]]:
     """The stored turns of ``session`` in ``namespace`` in the window before
-    ``first``: position -> (speaker, id)."""
+    ``first``: position -> (speaker, id).
+
+    Every turn of the window is looked at, of every namespace with a session of that
+    name (one namespace per user, each with a session "s1", is common): a count of the
+    nearest would miss this namespace's own behind the others'. The work is the turns
+    of that name in those :data:`REPLY_WINDOW` positions."""
     facts, turns = view.facts, view.facts.turns
     out: dict[int, tuple[str, str]] = {}
-    for fid in turns.before(session, first, REPLY_WINDOW * 4):
+    for fid in turns.between(session, first - REPLY_WINDOW, first):
         turn = turns.get(fid)
         slot = facts.slot(fid)
         if (turn is None or turn.position is None or turn.speaker is None or slot < 0
-                or first - turn.position > REPLY_WINDOW or turn.position in out
-                or facts.namespace(slot) != namespace):
+                or turn.position in out or facts.namespace(slot) != namespace):
             continue
         out[turn.position] = (turn.speaker, fid)
     return out

@@ -63,8 +63,9 @@ def units(rows: np.ndarray) -> np.ndarray:
     product), the products all in one stacked ``matmul`` (a dot product per row, in C;
     tests/replay/test_vectors_normalised_alike.py checks the bits against :func:`unit`)."""
     r64 = np.asarray(rows, dtype=np.float64)
-    norms = np.sqrt(np.matmul(r64[:, None, :], r64[:, :, None])[:, 0, 0])
-    return np.asarray(rows, dtype=np.float32) / norms.astype(np.float32)[:, None]
+    norms: np.ndarray = np.sqrt(np.matmul(r64[:, None, :], r64[:, :, None])[:, 0, 0])
+    out: np.ndarray = np.asarray(rows, dtype=np.float32) / norms.astype(np.float32)[:, None]
+    return out
 
 
 class Embeddings:

@@ -7,6 +7,8 @@ modules, in the order a run uses them:
 - :mod:`~holomem.crashtest.workload`: the child's deterministic workload and the
   acknowledgement lines it writes;
 - :mod:`~holomem.crashtest.child`: the child process, both sides of its command line;
+- :mod:`~holomem.crashtest.forkserver`: where the children are forked from: a process
+  that imported holomem once;
 - :mod:`~holomem.crashtest.disk`: the power-loss model of the disk: what a power cut
   could leave, rebuilt from the operations log the child's file layer records
   (:mod:`holomem.log.tap`);

@@ -65,6 +65,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import hmac
+import importlib.util
 import os
 import signal
 import sys
@@ -88,6 +89,12 @@ try:
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Mount, Route
     from starlette.types import ASGIApp
+
+    # The MCP SDK (the /mcp route) is half a second of imports: it is imported where the
+    # app is built, after every option is checked, so that a bad one is refused at once.
+    # Here it is only looked for, so that its absence is named at import all the same.
+    if importlib.util.find_spec("mcp") is None:
+        raise ModuleNotFoundError("No module named 'mcp'", name="mcp")
 except ImportError as _missing:  # the serve extra is not installed
     raise missing_extra(_missing, "holomem.api.doors.http.server", "serve") from _missing
 
@@ -111,7 +118,6 @@ from holomem.api.doors.http.webguard import (
     error_response,
     read_body,
 )
-from holomem.api.doors.mcp.streamable import McpEndpoint
 from holomem.api.doors.ui.routes import create_ui
 from holomem.api.doors.ui.source import Tenants
 from holomem.api.engine import DocumentInput
@@ -315,6 +321,8 @@ def create_app(data_dir: str, *, api_key: str | None = None,
     async def openapi_document(request: Request) -> Response:
         # What the API is, like /healthz, is no secret: no key needed.
         return Response(openapi, media_type="application/json")
+
+    from holomem.api.doors.mcp.streamable import McpEndpoint
 
     mcp = McpEndpoint(pool, authorised=authorised, max_body=max_body, max_batch=max_batch)
 

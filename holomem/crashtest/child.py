@@ -58,21 +58,17 @@ def spawn(run_dir: str, key: bytes | None, sync: str, env: dict[str, str], recor
     if record:
         env = {**env, "HOLOMEM_FAULT_LOG": os.path.join(run_dir, FAULT_LOG)}
     acks = "acks-resumed.jsonl" if resume else "acks.jsonl"
-    cmd = [sys.executable, "-m", "holomem.crashtest", "--child",
-           store_path(run_dir), os.path.join(run_dir, acks), "--sync", sync]
+    args = ["--child", store_path(run_dir), os.path.join(run_dir, acks), "--sync", sync]
     if recover:
-        cmd.append("--recover")
+        args.append("--recover")
     if resume:
-        cmd.append("--resume")
+        args.append("--resume")
     if create:
-        cmd.append("--create")
+        args.append("--create")
     if key is not None:
-        cmd += ["--key-hex", key.hex()]
-    if forkserver.fresh():
-        return subprocess.run(cmd, env=_child_env(env), cwd=run_dir, capture_output=True,
-                              text=True, timeout=CHILD_TIMEOUT, check=False)
-    return forkserver.server(_child_env({})).run(cmd, cmd[3:], _child_env(env), run_dir,
-                                                 CHILD_TIMEOUT)
+        args += ["--key-hex", key.hex()]
+    return forkserver.run("holomem.crashtest", args, env=_child_env(env), cwd=run_dir,
+                          timeout=CHILD_TIMEOUT, server_env=_child_env({}))
 
 
 def main(argv: Sequence[str]) -> int:

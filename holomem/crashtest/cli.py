@@ -146,10 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--child" in argv:
         return child.main(argv)
-    if argv[:1] == [forkserver.OPTION] and len(argv) == 2:
-        # The server returns in each child it forks, with that child's command line.
-        forked = forkserver.serve(int(argv[1]))
-        return 0 if forked is None else child.main(forked)
+    if argv[:1] == [forkserver.OPTION] and len(argv) >= 2:
+        # The server returns in each child it forks, with what that child is to run.
+        forked = forkserver.serve(int(argv[1]), argv[2:])
+        return 0 if forked is None else forkserver.run_forked(forked)
     # Only the children record (they get the variable from spawn): not this process,
     # nor the pool's, which inherit its environment.
     os.environ.pop("HOLOMEM_FAULT_LOG", None)

@@ -84,13 +84,13 @@ def test_a_forked_child_past_its_deadline_is_killed_and_reported_as_subprocess_d
     try:
         for name, timeout in (("late", 0.0), ("in-time", 120.0)):
             (tmp_path / name).mkdir()
-            cmd = ["python", "-m", "holomem.crashtest", "--child",
-                   str(tmp_path / name / "store"), str(tmp_path / name / "acks.jsonl")]
+            args = ["--child", str(tmp_path / name / "store"),
+                    str(tmp_path / name / "acks.jsonl")]
             if timeout:  # and the server goes on serving
-                done = server.run(cmd, cmd[3:], env, str(tmp_path), timeout)
+                done = server.run("holomem.crashtest", args, env, str(tmp_path), timeout)
                 assert done.returncode == 0, done.stderr
             else:
                 with pytest.raises(subprocess.TimeoutExpired):
-                    server.run(cmd, cmd[3:], env, str(tmp_path), timeout)
+                    server.run("holomem.crashtest", args, env, str(tmp_path), timeout)
     finally:
         server.close()

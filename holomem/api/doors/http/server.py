@@ -306,7 +306,6 @@ def create_app(data_dir: str, *, api_key: str | None = None,
             return _json({"status": "ok", "openTenants": len(pool)})
         return _json({"status": "ok"})
 
-    openapi = httpschema.document_bytes()  # the same for every request (and process)
     metrics = Metrics(pool, version=holomem_version())
 
     async def metrics_page(request: Request) -> Response:
@@ -319,8 +318,10 @@ def create_app(data_dir: str, *, api_key: str | None = None,
         return Response(body, headers={"content-type": content_type})
 
     async def openapi_document(request: Request) -> Response:
-        # What the API is, like /healthz, is no secret: no key needed.
-        return Response(openapi, media_type="application/json")
+        # What the API is, like /healthz, is no secret: no key needed. The same bytes
+        # for every request (and process); built off the loop the first time.
+        body = await offload(httpschema.document_bytes, workers)
+        return Response(body, media_type="application/json")
 
     from holomem.api.doors.mcp.streamable import McpEndpoint
 

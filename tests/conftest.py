@@ -4,12 +4,14 @@ The README's command runs the suite on every core (pytest-xdist, ``-n auto`` in
 pyproject's addopts); each worker is its own process with its own temporary
 directories (``tmp_path``), free ports (bound to port 0), and environment. Tests that
 share an expensive module fixture (a NATS cluster, the crash matrix's reference runs)
-are kept on one worker by ``pytest.mark.xdist_group`` (``--dist loadgroup``).
+are kept on one worker by ``pytest.mark.xdist_group`` (``--dist loadgroup``). Every
+process of the run writes and reuses Python's bytecode caches (see pytest_configure).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +32,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # xdist workers start after this and inherit it (and run this hook themselves).
     if config.getoption("exhaustive"):
         os.environ[exhaustive.ENV] = "1"
+    # The suite starts hundreds of interpreters (the command line, servers, the crash
+    # harness's pools): with PYTHONDONTWRITEBYTECODE set, each one compiled holomem's
+    # sources again (a third of its start), and each worker every test module. The
+    # suite's processes write and reuse the bytecode caches (``__pycache__``, which git
+    # ignores) whatever the calling shell asked.
+    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+        sys.dont_write_bytecode = False
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

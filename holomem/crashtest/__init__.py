@@ -7,6 +7,8 @@ modules, in the order a run uses them:
 - :mod:`~holomem.crashtest.workload`: the child's deterministic workload and the
   acknowledgement lines it writes;
 - :mod:`~holomem.crashtest.child`: the child process, both sides of its command line;
+- :mod:`~holomem.crashtest.forkserver`: where the children are forked from: a process
+  that imported holomem once;
 - :mod:`~holomem.crashtest.disk`: the power-loss model of the disk: what a power cut
   could leave, rebuilt from the operations log the child's file layer records
   (:mod:`holomem.log.tap`);
@@ -44,6 +46,7 @@ from __future__ import annotations
 from holomem.crashtest.cases import (
     DEFAULT_FAULTS,
     SYNC_MODES,
+    case_pool,
     case_seed,
     default_jobs,
     hit_counts,
@@ -84,7 +87,7 @@ __all__ = [
     "FAULT_LOG", "KEY", "MARKERS", "RESUMED", "SEGMENT_SIZE", "STEP_MS", "STORE_IN_RUN",
     "SYNC_MODES",
     "Case", "Disk", "ModelError", "Progress", "Reference", "Result", "Verdict",
-    "case_seed", "default_jobs", "hit_counts", "main", "marker_needle", "matrix",
+    "case_pool", "case_seed", "default_jobs", "hit_counts", "main", "marker_needle", "matrix",
     "parser", "partial_batches", "plan", "power_loss", "read_acks", "read_resumed_acks",
     "read_tree", "reference_run", "resume_workload", "run_case", "run_matrix",
     "run_workload", "scan_files", "spawn", "store_path", "summary", "table",

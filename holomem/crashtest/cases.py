@@ -5,17 +5,19 @@ middle and the last time the uncrashed workload reaches it, or with ``soak`` eve
 times the fault kinds; for a plain or encrypted store in ``full`` or ``batch`` sync
 mode), the seed of each case (drawn from a base seed, so that a failing run is replayed
 with ``--point P --hits N --fault F --seed S``), and a pool that runs the cases in
-parallel, each in a process of its own. What a case is, and what running one does, is
+parallel, each in a process of its own (:func:`case_pool`, which several matrices can
+share). What a case is, and what running one does, is
 :mod:`holomem.crashtest.run`, the one module of the harness this one imports.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import multiprocessing
 import os
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from holomem.crashtest.run import Case, Reference, Result, run_case
 
@@ -57,18 +59,31 @@ def default_jobs() -> int:
     return int(env) if env.isdigit() and int(env) > 0 else 2 * (os.cpu_count() or 1)
 
 
+@contextlib.contextmanager
+def case_pool(jobs: int | None = None) -> Iterator[concurrent.futures.Executor]:
+    """The processes that run cases, ``jobs`` at a time (default :func:`default_jobs`),
+    for one or several :func:`run_matrix` calls: each process imports the harness and
+    starts its fork server once, however many matrices it serves."""
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs or default_jobs(),
+                                                mp_context=ctx) as pool:
+        yield pool
+
+
 def run_matrix(cases: Sequence[Case], references: Sequence[Reference], *,
                jobs: int | None = None, workdir: str | None = None, keep: str | None = None,
-               progress: Callable[[Result], None] | None = None) -> list[Result]:
-    """Run every case, ``jobs`` at a time (each job: a child, then the checks).
+               progress: Callable[[Result], None] | None = None,
+               pool: concurrent.futures.Executor | None = None) -> list[Result]:
+    """Run every case, ``jobs`` at a time (each job: a child, then the checks), in
+    ``pool`` (:func:`case_pool`; by default one of its own).
 
     ``references`` holds the uncrashed run of each variant the cases use.
     """
     by_variant = {r.variant: r.results for r in references}
-    ctx = multiprocessing.get_context("spawn")
     results: list[Result] = []
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs or default_jobs(),
-                                                mp_context=ctx) as pool:
+    with contextlib.ExitStack() as stack:
+        if pool is None:
+            pool = stack.enter_context(case_pool(jobs))
         futures = [pool.submit(run_case, c, by_variant[c.variant], workdir, keep)
                    for c in cases]
         for fut in concurrent.futures.as_completed(futures):

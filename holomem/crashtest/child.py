@@ -5,8 +5,8 @@ child (:func:`spawn`, with an environment of its own: ``HOLOMEM_CRASH_AT``,
 ``HOLOMEM_CRASH_TRACE``, and for a power-loss run ``HOLOMEM_FAULT_LOG``, which makes the
 child's file layer record every operation in the run's operations log), and the child
 parses that command line and runs the workload, the recovery alone (``--recover``) or
-the writes after a restart (``--resume``) (:func:`main`). Imports the workload and the
-disk model's log name.
+the writes after a restart (``--resume``) (:func:`main`). Imports the workload, the
+disk model's log name and the fork server that starts the children.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 import holomem
 from holomem import Store
+from holomem.crashtest import forkserver
 from holomem.crashtest.disk import FAULT_LOG
 from holomem.crashtest.workload import SEGMENT_SIZE, resume_workload, run_workload
 
@@ -50,22 +51,24 @@ def spawn(run_dir: str, key: bytes | None, sync: str, env: dict[str, str], recor
           recover: bool = False, create: bool = False, resume: bool = False
           ) -> subprocess.CompletedProcess[str]:
     """Run a child on the store in ``run_dir`` and wait for it to end (or abort); with
-    ``record``, its file operations are appended to the run's operations log."""
+    ``record``, its file operations are appended to the run's operations log. The child
+    is forked from this process's fork server (:mod:`holomem.crashtest.forkserver`), or
+    is a fresh interpreter with ``HOLOMEM_CRASH_FRESH=1``; either way it is
+    ``python -m holomem.crashtest --child ...`` in ``run_dir`` with ``env``."""
     if record:
         env = {**env, "HOLOMEM_FAULT_LOG": os.path.join(run_dir, FAULT_LOG)}
     acks = "acks-resumed.jsonl" if resume else "acks.jsonl"
-    cmd = [sys.executable, "-m", "holomem.crashtest", "--child",
-           store_path(run_dir), os.path.join(run_dir, acks), "--sync", sync]
+    args = ["--child", store_path(run_dir), os.path.join(run_dir, acks), "--sync", sync]
     if recover:
-        cmd.append("--recover")
+        args.append("--recover")
     if resume:
-        cmd.append("--resume")
+        args.append("--resume")
     if create:
-        cmd.append("--create")
+        args.append("--create")
     if key is not None:
-        cmd += ["--key-hex", key.hex()]
-    return subprocess.run(cmd, env=_child_env(env), cwd=run_dir, capture_output=True,
-                          text=True, timeout=CHILD_TIMEOUT, check=False)
+        args += ["--key-hex", key.hex()]
+    return forkserver.run("holomem.crashtest", args, env=_child_env(env), cwd=run_dir,
+                          timeout=CHILD_TIMEOUT, server_env=_child_env({}))
 
 
 def main(argv: Sequence[str]) -> int:

@@ -5,7 +5,8 @@ matrix), its progress on stderr (:class:`Progress`: one line per case when stder
 a terminal -- a CI log, a pipe, a file --, one status line rewritten in place when it
 is), and what is printed on stdout: a table of every run and every finding in full
 (:func:`table`), or with ``--json`` the same as JSON. Exits 0 if every run passed and
-every crash point was reached. Hands ``--child`` to :mod:`holomem.crashtest.child`. The
+every crash point was reached. Hands ``--child`` to :mod:`holomem.crashtest.child` and
+``--fork-server`` to :mod:`holomem.crashtest.forkserver`. The
 harness's own files go through :mod:`holomem.log.fs` too, but only the children record
 what it does: the parent (and the pool it starts) never has a tap installed.
 """
@@ -22,7 +23,7 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from holomem.crashtest import child
+from holomem.crashtest import child, forkserver
 from holomem.crashtest.cases import SYNC_MODES, default_jobs, matrix, run_matrix
 from holomem.crashtest.run import FAULTS, Reference, Result, reference_run
 from holomem.log import fs
@@ -145,6 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--child" in argv:
         return child.main(argv)
+    if argv[:1] == [forkserver.OPTION] and len(argv) >= 2:
+        # The server returns in each child it forks, with what that child is to run.
+        forked = forkserver.serve(int(argv[1]), argv[2:])
+        return 0 if forked is None else forkserver.run_forked(forked)
     # Only the children record (they get the variable from spawn): not this process,
     # nor the pool's, which inherit its environment.
     os.environ.pop("HOLOMEM_FAULT_LOG", None)

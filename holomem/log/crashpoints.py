@@ -15,7 +15,9 @@ registered here. In normal use the environment variables below are unset and
 - ``HOLOMEM_CRASH_TRACE=path`` — append every reached name to ``path`` (one per
   line), so a test can prove that every registered point was exercised.
 
-Both are read once, at import.
+Both are read at import, and again by :func:`configure`: the harness forks its children
+from a process that imported holomem already (:mod:`holomem.crashtest.forkserver`), and
+each child arms the switch from its own environment that way.
 """
 
 from __future__ import annotations
@@ -43,10 +45,9 @@ def _parse(spec: str) -> tuple[str, int]:
     return name, int(count)
 
 
-_SPEC = os.environ.get("HOLOMEM_CRASH_AT", "")
 #: The file every reached point is appended to (``HOLOMEM_CRASH_TRACE``), or "".
-TRACE = os.environ.get("HOLOMEM_CRASH_TRACE", "")
-_target = _parse(_SPEC) if _SPEC else None
+TRACE = ""
+_target: tuple[str, int] | None = None
 _counts: dict[str, int] = {}
 _trace: Callable[[bytes], None] | None = None
 
@@ -75,7 +76,21 @@ def _idle_hit(name: str) -> None:
 
 
 #: Reach crash point ``name``: a no-op unless the harness armed it.
-hit = _armed_hit if (_target is not None or TRACE) else _idle_hit
+hit: Callable[[str], None] = _idle_hit
+
+
+def configure(spec: str, trace: str) -> None:
+    """Arm the switch as ``HOLOMEM_CRASH_AT=spec`` and ``HOLOMEM_CRASH_TRACE=trace`` say
+    ("" for unset), with no point reached yet and no trace sink (the file layer sets it:
+    :func:`holomem.log.fs.arm_from_environment`). Done at import from the environment."""
+    global TRACE, _target, _trace, hit
+    target = _parse(spec) if spec else None
+    TRACE, _target, _trace = trace, target, None
+    _counts.clear()
+    hit = _armed_hit if (target is not None or trace) else _idle_hit
+
+
+configure(os.environ.get("HOLOMEM_CRASH_AT", ""), os.environ.get("HOLOMEM_CRASH_TRACE", ""))
 
 
 def armed() -> bool:

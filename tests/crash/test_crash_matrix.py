@@ -21,9 +21,10 @@ every transaction, and the long soak (every hit count of every point, every vari
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pytest
 
@@ -33,6 +34,7 @@ from holomem.log import crashpoints
 from tests import exhaustive
 
 SOAK = exhaustive.on("HOLOMEM_CRASH_SOAK")
+Pool = concurrent.futures.Executor
 #: The hit counts a point is crashed at, by name (see _hits).
 KINDS = ("first", "second", "third", "middle", "last")
 #: In CI, one transaction in this many is crashed inside.
@@ -49,9 +51,17 @@ def references() -> dict[str, ct.Reference]:
     return {r.variant: r for r in refs}
 
 
-def _run(cases: Sequence[ct.Case], refs: Sequence[ct.Reference]) -> list[ct.Result]:
+@pytest.fixture(scope="module")
+def pool() -> Iterator[Pool]:
+    """The processes every matrix of this module runs in (each starts once)."""
+    with ct.case_pool() as p:
+        yield p
+
+
+def _run(cases: Sequence[ct.Case], refs: Sequence[ct.Reference],
+         pool: Pool) -> list[ct.Result]:
     print(f"crash matrix: {len(cases)} runs, seed {SEED} (HOLOMEM_CRASH_SEED={SEED} replays)")
-    results = ct.run_matrix(cases, refs)
+    results = ct.run_matrix(cases, refs, pool=pool)
     bad = [r for r in results if r.outcome != "pass"]
     assert not bad, ct.table(bad, refs, SEED, 0.0)
     return results
@@ -109,7 +119,7 @@ def test_the_crash_points_issue_6_asks_for_exist() -> None:
 
 
 def test_a_process_crash_at_any_point_loses_no_acknowledged_write(
-        references: dict[str, ct.Reference]) -> None:
+        references: dict[str, ct.Reference], pool: Pool) -> None:
     ref = references["plain/full"]
     # The chosen hits of every point, and one crash inside every transaction (the hit
     # before each frame write): every kind of step that writes is crashed in,
@@ -119,7 +129,7 @@ def test_a_process_crash_at_any_point_loses_no_acknowledged_write(
     every_tx = ct.matrix(ref, faults=["crash"], seed=SEED, points=["journal.frame.write.before"],
                          hits=exhaustive.strided(range(1, txs + 1), 1 if SOAK else TX_STRIDE))
     cases = {(c.point, c.hit): c for c in [*_cases(ref, ["crash"], None, 2), *every_tx]}
-    results = _run(list(cases.values()), [ref])
+    results = _run(list(cases.values()), [ref], pool)
     # Crashes landed in every kind of step, and some of them while a write was running.
     assert {r.step_kind for r in results} >= {"open", "remember", "remember_many", "forget",
                                               "compact", "reopen_torn", "close"}
@@ -127,37 +137,39 @@ def test_a_process_crash_at_any_point_loses_no_acknowledged_write(
 
 
 def test_a_power_loss_at_any_point_loses_no_acknowledged_write(
-        references: dict[str, ct.Reference]) -> None:
+        references: dict[str, ct.Reference], pool: Pool) -> None:
     ref = references["plain/full"]
-    results = _run(_cases(ref, ["power"], None, 2), [ref])
+    results = _run(_cases(ref, ["power"], None, 2), [ref], pool)
     # The faults really landed: most runs changed files the crashed process had left.
     landed = [r for r in results if any("paths differ" in n for n in r.notes)]
     assert len(landed) > len(results) // 3, [r.notes for r in results]
 
 
 def test_a_restart_after_a_crash_then_a_power_loss_loses_no_acknowledged_write(
-        references: dict[str, ct.Reference]) -> None:
+        references: dict[str, ct.Reference], pool: Pool) -> None:
     """The process crashes; the next one opens the store (recovery), acknowledges more
     writes and the power fails: names and bytes the first one never synced must not
     take the second one's acknowledged writes with them (the bug this issue fixed in
     ``Journal._settle``)."""
     ref = references["plain/full"]
-    results = _run(_cases(ref, ["restart"], None, 1), [ref])
+    results = _run(_cases(ref, ["restart"], None, 1), [ref], pool)
     assert all("acknowledged r1, r2, r3" in " ".join(r.notes) for r in results)
 
 
-def test_an_encrypted_store_survives_both_faults(references: dict[str, ct.Reference]) -> None:
+def test_an_encrypted_store_survives_both_faults(references: dict[str, ct.Reference],
+                                                 pool: Pool) -> None:
     ref = references["encrypted/full"]
-    _run(_cases(ref, ct.DEFAULT_FAULTS, ["first", "last"], 1), [ref])
+    _run(_cases(ref, ct.DEFAULT_FAULTS, ["first", "last"], 1), [ref], pool)
 
 
 def test_a_group_commit_store_survives_both_faults(
-        references: dict[str, ct.Reference]) -> None:
+        references: dict[str, ct.Reference], pool: Pool) -> None:
     ref = references["plain/batch"]
-    _run(_cases(ref, ct.DEFAULT_FAULTS, ["middle"], 1), [ref])
+    _run(_cases(ref, ct.DEFAULT_FAULTS, ["middle"], 1), [ref], pool)
 
 
-def test_a_crash_during_recovery_is_survivable_too(references: dict[str, ct.Reference]) -> None:
+def test_a_crash_during_recovery_is_survivable_too(references: dict[str, ct.Reference],
+                                                   pool: Pool) -> None:
     """Crash the workload where the next open has work to do (finish a purge, erase a
     replaced generation, repair the text segment), then crash that open at every point
     it reaches, and check again."""
@@ -166,13 +178,14 @@ def test_a_crash_during_recovery_is_survivable_too(references: dict[str, ct.Refe
              ("journal.generation.switched", 3)]
     cases = [c for point, hit in first
              for c in ct.matrix(ref, faults=["recover"], seed=SEED, points=[point], hits=[hit])]
-    results = _run(cases, [ref])
+    results = _run(cases, [ref], pool)
     assert all("recovery crashes" in r.effect for r in results), [r.effect for r in results]
 
 
 @pytest.mark.skipif(not SOAK, reason="the soak runs only with --exhaustive "
                     "(or HOLOMEM_CRASH_SOAK=1)")
-def test_soak_every_hit_count_of_every_point(references: dict[str, ct.Reference]) -> None:
+def test_soak_every_hit_count_of_every_point(references: dict[str, ct.Reference],
+                                             pool: Pool) -> None:
     refs = list(references.values())
     cases = [c for ref in refs for c in ct.matrix(ref, faults=ct.FAULTS, seed=SEED, soak=True)]
-    _run(cases, refs)
+    _run(cases, refs, pool)

@@ -28,7 +28,8 @@ being destroyed. ``pytest --exhaustive`` (or ``HOLOMEM_PURGE_CRASH_ALL=1``) cras
 at every hit of every point (about a hundred per store, and the double-crash test at
 every hit too). Each
 child also traces its points, which proves the abort landed at the point and hit
-count aimed at.
+count aimed at. The children are forked from a process that imported holomem once
+(holomem.crashtest.forkserver; ``HOLOMEM_CRASH_FRESH=1``: fresh interpreters).
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from holomem.crashtest import forkserver
 from holomem.fsck import check
 from tests import exhaustive
 from tests.purge import markers
@@ -80,14 +81,22 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _workload(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``python -m tests.purge.workload ARGS``: forked from a process that imported
+    holomem already, as the crash harness's children are (or a fresh interpreter with
+    HOLOMEM_CRASH_FRESH=1); it arms its crash point from ``env`` all the same."""
+    return forkserver.run("tests.purge.workload", args, env=env, cwd=str(REPO), timeout=120,
+                          server_env=_env(), preload=["tests.purge.workload"])
+
+
 def _run_child(store: str, key: bytes | None, env: dict[str, str],
                abort_after_forget: bool = False) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "tests.purge.workload", store]
+    args = [store]
     if key is not None:
-        cmd += ["--key", key.hex()]
+        args += ["--key", key.hex()]
     if abort_after_forget:
-        cmd.append("--abort-after-forget")
-    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        args.append("--abort-after-forget")
+    return _workload(args, env)
 
 
 def _spread(total: int) -> set[int]:
@@ -233,10 +242,10 @@ def test_purge_crash_at_every_point_leaves_no_marker_after_reopen(tmp_path: Path
 
 def _run_reopen(store: str, key: bytes | None, env: dict[str, str]
                 ) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "tests.purge.workload", store, "--reopen"]
+    args = [store, "--reopen"]
     if key is not None:
-        cmd += ["--key", key.hex()]
-    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        args += ["--key", key.hex()]
+    return _workload(args, env)
 
 
 @pytest.mark.parametrize("kind", ["plain", "encrypted"])

@@ -15,6 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import web
+
 API_KEY = "test-key-0123456789"
 
 
@@ -62,7 +64,7 @@ def start(data: Path, *extra: str, api_key: str | None = API_KEY) -> Server:
             err = (data.parent / f"server-{port}.log").read_text()
             raise RuntimeError(f"server exited early: {err[-2000:]}")
         try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+            if web.get(url + "/healthz", timeout=1).status_code == 200:
                 return Server(url, data, proc, args)
         except httpx.TransportError:
             time.sleep(0.05)

@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 
 from holomem import Memory, Store
+from tests import web
 
 from ..cli.run import holomem
 from ._readme import ROOT
@@ -97,8 +98,8 @@ def ids(block: str) -> list[str]:
 
 
 def http(server: Server, op: str, body: dict[str, Any]) -> httpx.Response:
-    return httpx.post(f"{server.url}/api/v1/memory/{op}", json=body, headers=headers(),
-                      timeout=60)
+    return web.post(f"{server.url}/api/v1/memory/{op}", json=body, headers=headers(),
+                    timeout=60)
 
 
 def recalled_over_http(server: Server) -> list[str]:
@@ -138,8 +139,8 @@ def test_every_door_reads_a_store_another_process_holds(tmp_path: Path) -> None:
         holder.write("h2", "Alice keeps bees")  # after every door began to follow
         assert {door: read() for door, read in readers.items()} == {
             door: ["h1", "h2"] for door in readers}
-        r = httpx.post(f"{server.url}/api/v1/documents/search", headers=headers(),
-                       json={"query": "Alice", "k": 5}, timeout=60)
+        r = web.post(f"{server.url}/api/v1/documents/search", headers=headers(),
+                     json={"query": "Alice", "k": 5}, timeout=60)
         assert r.status_code == 200, r.text  # the document routes read through it too
         assert sorted(hit["id"] for hit in r.json()["hits"]) == ["h1", "h2"]
 

@@ -12,14 +12,14 @@ from pathlib import Path
 import httpx
 
 from holomem import Store
-from tests import exhaustive
+from tests import exhaustive, web
 
 from .conftest import API_KEY, Server, headers, start
 
 
 def post(srv: Server, path: str, body: object, tenant: str | None = None,
          key: str | None = API_KEY) -> httpx.Response:
-    return httpx.post(srv.url + path, json=body, headers=headers(tenant, key), timeout=30)
+    return web.post(srv.url + path, json=body, headers=headers(tenant, key), timeout=30)
 
 
 def test_every_op_of_the_contract_answers_over_http(server: Server) -> None:
@@ -71,10 +71,10 @@ def test_errors_have_the_contract_codes_statuses_and_body(server: Server) -> Non
         assert r.status_code == status, (op, r.text)
         assert r.json()["error"]["code"] == code and r.json()["error"]["message"]
     as_json = {**headers(), "content-type": "application/json"}
-    r = httpx.post(server.url + "/api/v1/memory/recall", content=b"{not json",
-                   headers=as_json)
+    r = web.post(server.url + "/api/v1/memory/recall", content=b"{not json",
+                 headers=as_json)
     assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_request"
-    r = httpx.post(server.url + "/api/v1/memory/recall", content=b"[1, 2]", headers=as_json)
+    r = web.post(server.url + "/api/v1/memory/recall", content=b"[1, 2]", headers=as_json)
     assert r.status_code == 422
 
 
@@ -82,8 +82,8 @@ def test_an_api_key_is_required_and_compared_exactly(server: Server) -> None:
     assert post(server, "/api/v1/memory/recall", {"query": "x"}, key=None).status_code == 401
     assert post(server, "/api/v1/memory/recall", {"query": "x"},
                 key=API_KEY + "x").status_code == 401
-    r = httpx.post(server.url + "/api/v1/memory/recall", json={"query": "x"},
-                   headers={"x-api-key": API_KEY})
+    r = web.post(server.url + "/api/v1/memory/recall", json={"query": "x"},
+                 headers={"x-api-key": API_KEY})
     assert r.status_code == 200
     assert r.json() == {"results": []}
 
@@ -140,10 +140,10 @@ def test_document_routes_add_get_search_and_delete_with_purge(server: Server) ->
     assert r.status_code == 200 and r.json()["revision"] >= 1
     hits = post(server, "/api/v1/documents/search", {"query": "fox", "k": 5}).json()["hits"]
     assert [h["id"] for h in hits] == ["d1"]
-    doc = httpx.get(server.url + "/api/v1/documents/d1", headers=headers()).json()
+    doc = web.get(server.url + "/api/v1/documents/d1", headers=headers()).json()
     assert doc["document"]["text"] == "the quick brown fox"
-    assert httpx.get(server.url + "/api/v1/documents/nope", headers=headers()).status_code == 404
-    r = httpx.delete(server.url + "/api/v1/documents/d2?purge=true", headers=headers())
+    assert web.get(server.url + "/api/v1/documents/nope", headers=headers()).status_code == 404
+    r = web.delete(server.url + "/api/v1/documents/d2?purge=true", headers=headers())
     assert r.json() == {"deleted": True}
     store = server.data / "tenants" / "default"
     for root, _, files in os.walk(store):

@@ -30,13 +30,14 @@ from holomem.api.engine.nesting import check_depth, nesting_depth
 from holomem.api.memory.config import Exponential, MemoryConfig, RecencyConfig
 from holomem.api.memory.contract import decode_body
 from holomem.errors import InvalidError, StoreLockedError
+from tests import web
 
 from .conftest import Server, free_port, headers
 
 
 def post(srv: Server, path: str, content: bytes, tenant: str | None = None) -> httpx.Response:
-    return httpx.post(srv.url + path, content=content, timeout=60,
-                      headers={**headers(tenant), "content-type": "application/json"})
+    return web.post(srv.url + path, content=content, timeout=60,
+                    headers={**headers(tenant), "content-type": "application/json"})
 
 
 def nested(depth: int, kind: str) -> bytes:
@@ -191,7 +192,7 @@ def test_a_tenant_that_fails_after_opening_is_closed_again(
 def test_unknown_routes_and_wrong_methods_answer_json_errors(server: Server) -> None:
     for method, path in (("GET", "/nope"), ("POST", "/api/v1/nope"), ("GET", "/api/v2/x"),
                          ("GET", "/"), ("DELETE", "/api/v1/memory")):
-        r = httpx.request(method, server.url + path, headers=headers(), timeout=30)
+        r = web.request(method, server.url + path, headers=headers(), timeout=30)
         assert r.status_code == 404, (method, path, r.text)
         assert r.headers["content-type"] == "application/json"
         assert r.json()["error"]["code"] == "not_found" and r.json()["error"]["message"]
@@ -199,7 +200,7 @@ def test_unknown_routes_and_wrong_methods_answer_json_errors(server: Server) -> 
                                   ("PUT", "/healthz", "GET"),
                                   ("PATCH", "/api/v1/documents", "POST"),
                                   ("POST", "/api/v1/documents/d1", "DELETE")):
-        r = httpx.request(method, server.url + path, headers=headers(), timeout=30)
+        r = web.request(method, server.url + path, headers=headers(), timeout=30)
         assert r.status_code == 405, (method, path, r.text)
         assert r.headers["content-type"] == "application/json"
         assert r.json()["error"]["code"] == "invalid_request"
@@ -226,4 +227,4 @@ def test_serve_exits_with_status_3_when_its_port_is_taken(server: Server) -> Non
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 3, done.stderr
     assert "address already in use" in done.stderr and "listening on" not in done.stderr
-    assert httpx.get(server.url + "/healthz", timeout=5).status_code == 200
+    assert web.get(server.url + "/healthz", timeout=5).status_code == 200

@@ -19,6 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import web
+
 from .conftest import API_KEY, Server, headers, start
 
 MARKER = "QUOKKAMARKER"
@@ -37,13 +39,13 @@ def open_server(tmp_path: Path) -> Iterator[Server]:
 
 
 def remember_marker(srv: Server) -> None:
-    r = httpx.post(srv.url + "/api/v1/memory/remember",
-                   json={"id": "m", "text": f"secret {MARKER}"}, timeout=30)
+    r = web.post(srv.url + "/api/v1/memory/remember",
+                 json={"id": "m", "text": f"secret {MARKER}"}, timeout=30)
     assert r.status_code == 200, r.text
 
 
 def still_there(srv: Server) -> bool:
-    r = httpx.post(srv.url + "/api/v1/memory/get", json={"id": "m"}, timeout=30)
+    r = web.post(srv.url + "/api/v1/memory/get", json={"id": "m"}, timeout=30)
     assert r.status_code == 200, r.text
     return bool(r.json()["fact"]) and MARKER in r.text
 
@@ -59,13 +61,13 @@ def test_a_simple_cross_site_request_cannot_forget_or_purge(open_server: Server)
         for path, body in (("/api/v1/memory/forget", forget),
                            ("/api/v1/memory/applyForgetting", b""),
                            ("/api/v1/documents", b'{"id": "d", "text": "x"}')):
-            r = httpx.post(srv.url + path, content=body, headers=h, timeout=30)
+            r = web.post(srv.url + path, content=body, headers=h, timeout=30)
             assert r.status_code == 415, (path, content_type, r.text)
             assert r.json()["error"]["code"] == "invalid_request"
             assert "application/json" in r.json()["error"]["message"]
     assert still_there(srv)
-    r = httpx.post(srv.url + "/api/v1/memory/forget", content=forget,
-                   headers={"content-type": "application/json; charset=utf-8"}, timeout=30)
+    r = web.post(srv.url + "/api/v1/memory/forget", content=forget,
+                 headers={"content-type": "application/json; charset=utf-8"}, timeout=30)
     assert r.status_code == 200 and r.json()["removed"] == ["m"]
 
 
@@ -80,8 +82,8 @@ def test_a_browser_origin_that_is_not_allowed_is_refused(open_server: Server) ->
                                    ("DELETE", "/api/v1/documents/m?purge=true", None),
                                    ("OPTIONS", "/api/v1/memory/forget", None),
                                    ("GET", "/healthz", None)):
-            r = httpx.request(method, srv.url + path, json=body, timeout=30,
-                              headers={"origin": origin,
+            r = web.request(method, srv.url + path, json=body, timeout=30,
+                            headers={"origin": origin,
                                        "access-control-request-method": "POST"})
             assert r.status_code == 403, (origin, method, path, r.text)
             assert r.json()["error"]["code"] == "forbidden"
@@ -95,8 +97,8 @@ def test_a_browser_origin_that_is_not_allowed_is_refused(open_server: Server) ->
         "access-control-request-headers": "content-type, x-tenant-id"})
     assert pre.status_code == 200
     assert pre.headers["access-control-allow-origin"] == "https://app.example"
-    r = httpx.post(srv.url + "/api/v1/memory/recall", json={"query": MARKER}, timeout=30,
-                   headers=allowed)
+    r = web.post(srv.url + "/api/v1/memory/recall", json={"query": MARKER}, timeout=30,
+                 headers=allowed)
     assert r.status_code == 200 and MARKER in r.text
     assert r.headers["access-control-allow-origin"] == "https://app.example"
 
@@ -113,12 +115,12 @@ def test_an_allowed_origin_may_speak_mcp_with_its_session_headers(open_server: S
     hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "page", "version": "0"}}}
-    r = httpx.post(srv.url + "/mcp", json=hello, timeout=30, headers={
+    r = web.post(srv.url + "/mcp", json=hello, timeout=30, headers={
         **allowed, "accept": "application/json, text/event-stream"})
     assert r.status_code == 200 and r.headers["mcp-session-id"]
     # A page can read the session id only when it is exposed.
     assert "mcp-session-id" in r.headers["access-control-expose-headers"].lower()
-    r = httpx.post(srv.url + "/mcp", json=hello, timeout=30, headers={
+    r = web.post(srv.url + "/mcp", json=hello, timeout=30, headers={
         "origin": "https://evil.example", "accept": "application/json, text/event-stream"})
     assert r.status_code == 403
 
@@ -134,7 +136,7 @@ def test_a_host_that_is_not_this_server_is_refused(open_server: Server) -> None:
                  f"127.0.0.1:{int(port) + 1}", "127.0.0.1", f"memory.internal.evil:{port}",
                  "", f"127.0.0.1:{port}:1", f"[::1:{port}"):
         for path in ("/api/v1/memory/forget", "/healthz", "/nowhere"):
-            r = httpx.post(srv.url + path, json=body, headers={"host": host}, timeout=30)
+            r = web.post(srv.url + path, json=body, headers={"host": host}, timeout=30)
             assert r.status_code == 403, (host, path, r.text)
             assert r.json()["error"]["code"] == "forbidden"
     assert still_there(srv)
@@ -143,20 +145,20 @@ def test_a_host_that_is_not_this_server_is_refused(open_server: Server) -> None:
     for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}",
                  f"[::1]:{port}", f"10.1.2.3:{port}", "memory.internal",
                  "memory.internal:443"):
-        r = httpx.post(srv.url + "/api/v1/memory/get", json={"id": "m"},
-                       headers={"host": host}, timeout=30)
+        r = web.post(srv.url + "/api/v1/memory/get", json={"id": "m"},
+                     headers={"host": host}, timeout=30)
         assert r.status_code == 200, (host, r.text)
 
 
 def test_healthz_shows_only_liveness_without_the_key(tmp_path: Path) -> None:
     srv = start(tmp_path / "data")
     try:
-        httpx.post(srv.url + "/api/v1/memory/remember", json={"text": "x"},
-                   headers=headers("t1"), timeout=30).raise_for_status()
+        web.post(srv.url + "/api/v1/memory/remember", json={"text": "x"},
+                 headers=headers("t1"), timeout=30).raise_for_status()
         for h in ({}, {"authorization": "Bearer wrong"}, {"x-api-key": API_KEY + "x"}):
-            r = httpx.get(srv.url + "/healthz", headers=h, timeout=30)
+            r = web.get(srv.url + "/healthz", headers=h, timeout=30)
             assert r.status_code == 200 and r.json() == {"status": "ok"}, h
-        r = httpx.get(srv.url + "/healthz", headers=headers(), timeout=30)
+        r = web.get(srv.url + "/healthz", headers=headers(), timeout=30)
         assert r.json() == {"status": "ok", "openTenants": 1}
     finally:
         srv.stop()
@@ -188,7 +190,7 @@ def test_request_heads_are_bounded_in_size_and_header_count(server: Server) -> N
         assert b'"code":"limit"' in reply
     # The server is still there, and a request with a big body and a normal head,
     # sent in one write, is not mistaken for a big head.
-    assert httpx.get(server.url + "/healthz", timeout=30).status_code == 200
+    assert web.get(server.url + "/healthz", timeout=30).status_code == 200
     body = b'{"text": "a fact with padding"' + b" " * 900_000 + b"}"
     head = (f"POST /api/v1/memory/remember HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
             f"Authorization: Bearer {API_KEY}\r\nContent-Type: application/json\r\n"

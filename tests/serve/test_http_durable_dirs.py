@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
+
+from tests import web
 
 from .conftest import headers, start
 
@@ -25,8 +26,8 @@ def test_the_tenants_directory_and_its_new_parents_are_synced_before_the_answer(
     srv = start(data)  # makes DATA's parent (for its log), not DATA
     assert not data.exists()
     try:
-        r = httpx.post(srv.url + "/api/v1/memory/remember", json={"text": "x"},
-                       headers=headers("t1"), timeout=30)
+        r = web.post(srv.url + "/api/v1/memory/remember", json={"text": "x"},
+                     headers=headers("t1"), timeout=30)
         assert r.status_code == 200, r.text
         ops = [tuple(line.split("\t")[:2]) for line in trace.read_text().splitlines()]
     finally:

@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 from holomem.api.doors.http import openapi
 from holomem.api.memory import contract, ops
 from holomem.errors import InvalidError
+from tests import web
 from tests.test_doc_examples import requests
 
 from .conftest import Server, headers, start
@@ -35,7 +36,7 @@ def readme_examples() -> list[tuple[str, dict[str, Any]]]:
 
 
 def fetch(srv: Server) -> httpx.Response:
-    return httpx.get(srv.url + "/openapi.json", timeout=30)  # no API key: it is public
+    return web.get(srv.url + "/openapi.json", timeout=30)  # no API key: it is public
 
 
 def validator(doc: dict[str, Any], schema: dict[str, Any]) -> Draft202012Validator:
@@ -92,7 +93,7 @@ def test_the_mcp_endpoint_is_described_with_its_headers_and_messages(server: Ser
         "clientInfo": {"name": "t", "version": "0"}}}
     validator(doc, request_schema(doc, "/mcp")).validate(hello)
     assert not validator(doc, request_schema(doc, "/mcp")).is_valid({"method": "x"})
-    r = httpx.post(server.url + "/mcp", json=hello, timeout=30, headers={
+    r = web.post(server.url + "/mcp", json=hello, timeout=30, headers={
         **headers(), "accept": "application/json, text/event-stream"})
     assert r.status_code == 200, r.text
     validator(doc, response_schema(doc, "/mcp")).validate(r.json())
@@ -232,5 +233,5 @@ def test_the_document_routes_answer_camel_case_as_documented(server: Server) -> 
         error = http.post("/api/v1/memory/get", json={"id": 5}).json()
         assert validator(doc, response_schema(doc, MEMORY + "get", status="422")
                          ).is_valid(error)
-    health = httpx.get(server.url + "/healthz", headers=headers(), timeout=30).json()
+    health = web.get(server.url + "/healthz", headers=headers(), timeout=30).json()
     assert validator(doc, response_schema(doc, "/healthz", "get")).is_valid(health)

@@ -18,10 +18,10 @@ import subprocess
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from holomem import Memory, Store
+from tests import web
 
 from .conftest import API_KEY, Server, headers, start
 
@@ -55,8 +55,8 @@ def read_until(conn: socket.socket, end: bytes) -> bytes:
 
 
 def write(server: Server, fid: str) -> None:
-    r = httpx.post(f"{server.url}/api/v1/memory/remember", headers=headers(),
-                   json={"id": fid, "text": f"written as {fid}"}, timeout=HUNG)
+    r = web.post(f"{server.url}/api/v1/memory/remember", headers=headers(),
+                 json={"id": fid, "text": f"written as {fid}"}, timeout=HUNG)
     assert r.status_code == 200, r.text
 
 

@@ -18,6 +18,7 @@ from holomem.api.doors.http.memoryroute import READ_OPS, WRITE_OPS
 from holomem.api.memory.ops import OPS
 from holomem.client import Client
 from holomem.errors import LimitError
+from tests import web
 
 from .conftest import API_KEY, Server, headers, start
 
@@ -143,8 +144,8 @@ def start_bounded(data: Path, stores: int) -> Server:
 
 
 def remember(srv: Server, tenant: str, text: str) -> httpx.Response:
-    return httpx.post(srv.url + "/api/v1/memory/remember", json={"text": text},
-                      headers=headers(tenant), timeout=30)
+    return web.post(srv.url + "/api/v1/memory/remember", json={"text": text},
+                    headers=headers(tenant), timeout=30)
 
 
 def test_a_new_tenant_past_the_bound_is_a_limit_error_and_the_others_keep_working(
@@ -162,13 +163,13 @@ def test_a_new_tenant_past_the_bound_is_a_limit_error_and_the_others_keep_workin
         # Every op that writes is refused alike; reads of d answer as empty.
         for op, body in (("forget", {"scope": {"ids": ["x"]}}),
                          ("setConfidence", {"id": "x", "confidence": 0.5})):
-            r = httpx.post(f"{srv.url}/api/v1/memory/{op}", json=body, headers=headers("d"))
+            r = web.post(f"{srv.url}/api/v1/memory/{op}", json=body, headers=headers("d"))
             assert r.status_code == 507, r.text
-        r = httpx.post(srv.url + "/api/v1/documents", json={"id": "x", "text": "y"},
-                       headers=headers("d"))
+        r = web.post(srv.url + "/api/v1/documents", json={"id": "x", "text": "y"},
+                     headers=headers("d"))
         assert r.status_code == 507
-        assert httpx.post(srv.url + "/api/v1/memory/list", json={},
-                          headers=headers("d")).json()["facts"] == []
+        assert web.post(srv.url + "/api/v1/memory/list", json={},
+                        headers=headers("d")).json()["facts"] == []
         # The existing tenants are served as before, writes included.
         for name in ("a", "b", "c"):
             assert remember(srv, name, "another fact").status_code == 200

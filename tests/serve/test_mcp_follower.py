@@ -19,11 +19,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 from holomem import Memory, Store
 from holomem.errors import StoreLockedError
+from tests import web
 
 from ._readme import ROOT
 from .conftest import API_KEY, Server, headers
@@ -35,8 +35,8 @@ def ids(block: str) -> list[str]:
 
 
 def contract(server: Server, op: str, body: dict[str, object]) -> dict[str, object]:
-    response = httpx.post(f"{server.url}/api/v1/memory/{op}", json=body, headers=headers(),
-                          timeout=30)
+    response = web.post(f"{server.url}/api/v1/memory/{op}", json=body, headers=headers(),
+                        timeout=30)
     assert response.status_code == 200, response.text
     answer: dict[str, object] = response.json()
     return answer

@@ -33,6 +33,8 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from tests import web
+
 from ._readme import blocks
 from .conftest import Server, free_port, headers, start
 from .test_mcp import VENV_BIN, Session, error_code, fenced, ok, serving
@@ -66,8 +68,8 @@ def ids(block: str) -> list[str]:
 
 def contract(server: Server, op: str, body: dict[str, Any], tenant: str | None = None
              ) -> dict[str, Any]:
-    response = httpx.post(f"{server.url}/api/v1/memory/{op}", json=body,
-                          headers=headers(tenant), timeout=30)
+    response = web.post(f"{server.url}/api/v1/memory/{op}", json=body,
+                        headers=headers(tenant), timeout=30)
     assert response.status_code == 200, response.text
     answer: dict[str, Any] = response.json()
     return answer
@@ -178,10 +180,10 @@ def test_the_servers_key_host_origin_and_batch_bound_apply_to_mcp(server: Server
             ({**headers(), "authorization": "Bearer wrong"}, 401, "unauthorized"),
             ({**headers(), "host": "attacker.example"}, 403, "forbidden"),
             ({**headers(), "origin": "https://attacker.example"}, 403, "forbidden")):
-        answer = httpx.post(server.url + "/mcp", json=hello, headers={**accept, **head})
+        answer = web.post(server.url + "/mcp", json=hello, headers={**accept, **head})
         assert answer.status_code == status, answer.text
         assert answer.json()["error"]["code"] == code
-    answer = httpx.post(server.url + "/mcp", json=hello, headers={**accept, **headers()})
+    answer = web.post(server.url + "/mcp", json=hello, headers={**accept, **headers()})
     assert answer.status_code == 200 and answer.json()["result"]["serverInfo"]["name"] == \
         "holomem"
     assert answer.headers["mcp-session-id"]
@@ -243,7 +245,7 @@ def test_readme_http_examples_run(tmp_path: Path) -> None:
             assert proc.poll() is None and time.monotonic() < deadline, \
                 (tmp_path / "serve.log").read_text()
             try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                if web.get(url + "/healthz", timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
                 time.sleep(0.05)

@@ -15,19 +15,19 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from holomem import Memory, Store
 from holomem.api.doors.http.server import create_app
+from tests import web
 from tests.serve.conftest import API_KEY, Server, headers, start
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 def scrape(url: str, key: str | None = API_KEY) -> tuple[str, Samples]:
-    r = httpx.get(url + "/metrics", headers=headers(key=key), timeout=30)
+    r = web.get(url + "/metrics", headers=headers(key=key), timeout=30)
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith("text/plain")
     samples: Samples = {}
@@ -42,8 +42,8 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 
 def remember(url: str, text: str, tenant: str | None = None) -> None:
-    r = httpx.post(url + "/api/v1/memory/remember", json={"text": text},
-                   headers=headers(tenant), timeout=30)
+    r = web.post(url + "/api/v1/memory/remember", json={"text": text},
+                 headers=headers(tenant), timeout=30)
     assert r.status_code == 200, r.text
 
 
@@ -61,8 +61,8 @@ def test_a_write_raises_the_acknowledged_writes_and_the_fsyncs(server: Server) -
     assert value(after, "holomem_journal_fsyncs_total") >= \
         value(before, "holomem_journal_fsyncs_total") + 1
     # A read writes nothing.
-    r = httpx.post(server.url + "/api/v1/memory/recall", json={"query": "Paris"},
-                   headers=headers(), timeout=30)
+    r = web.post(server.url + "/api/v1/memory/recall", json={"query": "Paris"},
+                 headers=headers(), timeout=30)
     assert r.status_code == 200
     _, read = scrape(server.url)
     assert value(read, "holomem_acknowledged_writes_total") == \
@@ -72,16 +72,16 @@ def test_a_write_raises_the_acknowledged_writes_and_the_fsyncs(server: Server) -
 def test_requests_are_counted_by_route_template_op_and_status_without_ids_or_tenants(
         server: Server) -> None:
     remember(server.url, "Carol works at Acme", tenant="tenant-secret-name")
-    bad = httpx.post(server.url + "/api/v1/memory/noSuchOp", json={},
-                     headers=headers(), timeout=30)
+    bad = web.post(server.url + "/api/v1/memory/noSuchOp", json={},
+                   headers=headers(), timeout=30)
     assert bad.status_code == 422
-    missing = httpx.get(server.url + "/api/v1/documents/doc-secret-id", headers=headers(),
-                        timeout=30)
+    missing = web.get(server.url + "/api/v1/documents/doc-secret-id", headers=headers(),
+                      timeout=30)
     assert missing.status_code == 404
-    refused = httpx.post(server.url + "/api/v1/memory/recall", json={"query": "x"},
-                         headers=headers(key=None), timeout=30)
+    refused = web.post(server.url + "/api/v1/memory/recall", json={"query": "x"},
+                       headers=headers(key=None), timeout=30)
     assert refused.status_code == 401
-    odd = httpx.request("PATCH", server.url + "/healthz", timeout=30)
+    odd = web.request("PATCH", server.url + "/healthz", timeout=30)
     assert odd.status_code == 405
     text, samples = scrape(server.url)
     count = "holomem_http_requests_total"
@@ -156,8 +156,8 @@ def test_the_checkpoint_age_is_there_for_a_store_that_has_one(tmp_path: Path) ->
     try:
         _, none_open = scrape(srv.url)
         assert ("holomem_checkpoint_age_seconds", frozenset()) not in none_open
-        recall = httpx.post(srv.url + "/api/v1/memory/recall", json={"query": "Oslo"},
-                            headers=headers("kept"), timeout=30)
+        recall = web.post(srv.url + "/api/v1/memory/recall", json={"query": "Oslo"},
+                          headers=headers("kept"), timeout=30)
         assert recall.status_code == 200 and recall.json()["results"]
         remember(srv.url, "Eve lives in Lima", tenant="fresh")
         text, samples = scrape(srv.url)
@@ -172,12 +172,12 @@ def test_the_checkpoint_age_is_there_for_a_store_that_has_one(tmp_path: Path) ->
 
 def test_metrics_need_the_api_key_when_one_is_set(server: Server, tmp_path: Path) -> None:
     for given in ({}, {"authorization": "Bearer wrong"}, {"x-api-key": "wrong"}):
-        r = httpx.get(server.url + "/metrics", headers=given, timeout=30)
+        r = web.get(server.url + "/metrics", headers=given, timeout=30)
         assert r.status_code == 401
         assert r.json()["error"]["code"] == "unauthorized"
         assert "holomem_" not in r.text
-    assert httpx.get(server.url + "/metrics", headers={"x-api-key": API_KEY},
-                     timeout=30).status_code == 200
+    assert web.get(server.url + "/metrics", headers={"x-api-key": API_KEY},
+                   timeout=30).status_code == 200
     scrape(server.url)  # the bearer form
     # A server with no key (loopback only, by default) answers anyone, as its API does.
     open_srv = start(tmp_path / "open", api_key=None)
@@ -188,8 +188,8 @@ def test_metrics_need_the_api_key_when_one_is_set(server: Server, tmp_path: Path
 
 
 def test_openmetrics_is_answered_when_asked_for(server: Server) -> None:
-    r = httpx.get(server.url + "/metrics", timeout=30,
-                  headers={**headers(), "accept": "application/openmetrics-text"})
+    r = web.get(server.url + "/metrics", timeout=30,
+                headers={**headers(), "accept": "application/openmetrics-text"})
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("application/openmetrics-text")
     assert r.text.rstrip().endswith("# EOF")

@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import msgspec
 import pytest
 from hypothesis import given
@@ -31,6 +30,7 @@ from holomem import AsyncMemory, HolomemError, InvalidError, Memory, Store
 from holomem.api.engine import nspath, validate
 from holomem.api.memory.types import RememberInput
 from holomem.client import Client
+from tests import web
 
 from .conftest import API_KEY, Server, headers, start
 
@@ -295,8 +295,8 @@ def by_memory_call(memory: Memory) -> Callable[[str, dict[str, Any]], Any]:
 
 def by_http(srv: Server, tenant: str) -> Callable[[str, dict[str, Any]], Any]:
     def call(op: str, request: dict[str, Any]) -> Any:
-        r = httpx.post(f"{srv.url}/api/v1/memory/{op}", json=request,
-                       headers=headers(tenant), timeout=30)
+        r = web.post(f"{srv.url}/api/v1/memory/{op}", json=request,
+                     headers=headers(tenant), timeout=30)
         body = r.json()
         return [r.status_code, body["error"]["code"], body["error"]["message"]] \
             if r.status_code != 200 else timeless(body)

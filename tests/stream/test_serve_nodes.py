@@ -9,10 +9,9 @@ import asyncio
 import time
 from pathlib import Path
 
-import httpx
-
 from holomem.client import AsyncClient, Client
 from holomem.errors import StoreLockedError, UnavailableError
+from tests import web
 
 from ..serve.conftest import API_KEY, Server, start
 from .cluster import Cluster, needs_server
@@ -54,10 +53,10 @@ def test_three_servers_share_tenants_writes_reach_the_writer_and_resume_after_it
         _eventually(lambda: b.get(first) is not None and c.get(first) is not None)
         # A write sent to a server that is not the writer is a 307 to the writer's
         # advertised URL, naming the holder (nothing written by the follower itself) ...
-        raw = httpx.post(servers[1].url + "/api/v1/memory/remember",
-                         json={"text": "sent raw to a follower"},
-                         headers={"authorization": f"Bearer {API_KEY}",
-                                  "x-tenant-id": "acme.team"}, timeout=30)
+        raw = web.post(servers[1].url + "/api/v1/memory/remember",
+                       json={"text": "sent raw to a follower"},
+                       headers={"authorization": f"Bearer {API_KEY}",
+                                "x-tenant-id": "acme.team"}, timeout=30)
         assert raw.status_code == 307, raw.text
         assert raw.headers["location"] == servers[0].url + "/api/v1/memory/remember"
         assert raw.json()["error"]["code"] == "locked"

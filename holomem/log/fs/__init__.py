@@ -33,7 +33,8 @@ installed with :func:`install_tap` (:class:`holomem.log.tap.Tap`). When
 ``HOLOMEM_FAULT_LOG`` names a file, a recorder appending to it (:func:`recorder`) is
 installed at import: the crash harness's child records there what its power-loss model
 replays, and tests read the order of writes and syncs from it. The crash points named
-in ``HOLOMEM_CRASH_TRACE`` are appended through a :class:`LogFile` set up here too.
+in ``HOLOMEM_CRASH_TRACE`` are appended through a :class:`LogFile` set up here too
+(:func:`arm_from_environment`).
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ from holomem.log.fs.logfile import LogFile, recorder
 from holomem.log.fs.sockets import listen_unix, private_dir, remove_socket
 
 __all__ = [
-    "LogFile", "close", "copy_tree", "create", "discard_output", "erase", "erase_tree",
+    "LogFile", "arm_from_environment", "close", "copy_tree", "create", "discard_output",
+    "erase", "erase_tree",
     "file_id", "install_tap", "listdir", "listen_unix", "lock", "lock_holder", "make_dirs",
     "make_temp_dir", "mkdir", "modified", "open_ro", "open_rw", "path_size", "private_dir",
     "read_at", "read_each", "read_file", "read_file_or_none", "recorder", "remove_socket",
@@ -81,8 +83,21 @@ __all__ = [
     "unlock", "walk", "write_at", "write_file_atomic", "zero_range",
 ]
 
+
+def arm_from_environment() -> None:
+    """Set this process up as the environment asks: the crash points
+    (``HOLOMEM_CRASH_AT``, ``HOLOMEM_CRASH_TRACE``, with the trace appended through a
+    :class:`LogFile`) and the recorder (``HOLOMEM_FAULT_LOG``; no tap when unset). Done
+    once at import; a crash-harness child forked from a process that imported holomem
+    already does it again with its own environment (:mod:`holomem.crashtest.forkserver`).
+    """
+    cp.configure(os.environ.get("HOLOMEM_CRASH_AT", ""),
+                 os.environ.get("HOLOMEM_CRASH_TRACE", ""))
+    log = os.environ.get("HOLOMEM_FAULT_LOG", "")
+    install_tap(recorder(log) if log else None)
+    if cp.TRACE:
+        cp.trace_to(LogFile(cp.TRACE).append)
+
+
 # Set up once, at import, for a process the crash harness or a test started.
-if os.environ.get("HOLOMEM_FAULT_LOG", ""):
-    install_tap(recorder(os.environ["HOLOMEM_FAULT_LOG"]))
-if cp.TRACE:
-    cp.trace_to(LogFile(cp.TRACE).append)
+arm_from_environment()

@@ -17,6 +17,7 @@ milliseconds, so the document widens the time fields of request shapes to say bo
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -370,7 +371,9 @@ def build() -> dict[str, Any]:
     }
 
 
+@functools.cache
 def document_bytes() -> bytes:
     """The document as served: JSON with sorted keys, so every process serves the same
-    bytes."""
+    bytes. Built once per process, when first asked for (a seventh of a second: not
+    every server start needs it)."""
     return msgspec.json.encode(build(), order="sorted")

@@ -65,6 +65,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import hmac
+import importlib.util
 import os
 import signal
 import sys
@@ -88,6 +89,12 @@ try:
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Mount, Route
     from starlette.types import ASGIApp
+
+    # The MCP SDK (the /mcp route) is half a second of imports: it is imported where the
+    # app is built, after every option is checked, so that a bad one is refused at once.
+    # Here it is only looked for, so that its absence is named at import all the same.
+    if importlib.util.find_spec("mcp") is None:
+        raise ModuleNotFoundError("No module named 'mcp'", name="mcp")
 except ImportError as _missing:  # the serve extra is not installed
     raise missing_extra(_missing, "holomem.api.doors.http.server", "serve") from _missing
 
@@ -111,7 +118,6 @@ from holomem.api.doors.http.webguard import (
     error_response,
     read_body,
 )
-from holomem.api.doors.mcp.streamable import McpEndpoint
 from holomem.api.doors.ui.routes import create_ui
 from holomem.api.doors.ui.source import Tenants
 from holomem.api.engine import DocumentInput
@@ -300,7 +306,6 @@ def create_app(data_dir: str, *, api_key: str | None = None,
             return _json({"status": "ok", "openTenants": len(pool)})
         return _json({"status": "ok"})
 
-    openapi = httpschema.document_bytes()  # the same for every request (and process)
     metrics = Metrics(pool, version=holomem_version())
 
     async def metrics_page(request: Request) -> Response:
@@ -313,8 +318,12 @@ def create_app(data_dir: str, *, api_key: str | None = None,
         return Response(body, headers={"content-type": content_type})
 
     async def openapi_document(request: Request) -> Response:
-        # What the API is, like /healthz, is no secret: no key needed.
-        return Response(openapi, media_type="application/json")
+        # What the API is, like /healthz, is no secret: no key needed. The same bytes
+        # for every request (and process); built off the loop the first time.
+        body = await offload(httpschema.document_bytes, workers)
+        return Response(body, media_type="application/json")
+
+    from holomem.api.doors.mcp.streamable import McpEndpoint
 
     mcp = McpEndpoint(pool, authorised=authorised, max_body=max_body, max_batch=max_batch)
 

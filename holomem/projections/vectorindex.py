@@ -23,6 +23,7 @@ never lost and never applied twice out of order.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -56,6 +57,13 @@ QUEUE_MAX_BYTES = 256 * 1024 * 1024
 
 
 def _usearch_index() -> Any:
+    # onnxruntime (the built-in embedder's runtime) first: both are pybind11 modules,
+    # and with usearch loaded first, importing onnxruntime crashes the process (a
+    # segmentation fault, seen with usearch 2.26.6 and onnxruntime 1.32.0); loaded in
+    # this order, both work. tests/memory/test_vector_index_build.py starts a process
+    # that builds an index and then embeds.
+    with contextlib.suppress(ImportError):
+        import onnxruntime  # noqa: F401
     try:
         from usearch.index import Index
     except ImportError as exc:

@@ -10,6 +10,8 @@ forgotten or purged meanwhile is caught up — a forgotten fact never comes back
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -189,3 +191,25 @@ def test_auto_searches_exactly_below_its_floor_and_never_builds(tmp_path: Path) 
         assert store.read(lambda v: v.catalog.live) < embeddings.AUTO_MIN
         memory.recall("apple", embedding=vecs[0].tolist(), k=5)
         assert store.read(lambda v: (v.embeddings.build, v.embeddings.index)) == (None, None)
+
+
+def test_the_embedder_loads_in_a_process_that_already_built_an_index(tmp_path: Path) -> None:
+    # usearch loaded before onnxruntime once crashed the process at the embedder's
+    # first use (a pybind11 clash): a store past the index's floor, then an embed.
+    code = (
+        "import numpy as np\n"
+        "from holomem import Memory, Store\n"
+        "from holomem.embedders import MiniLM\n"
+        f"store = Store.open({str(tmp_path / 's')!r}, sync='none')\n"
+        "m = Memory(store, config={'vectorSearch': 'approximate'})\n"
+        "rows = np.random.default_rng(1).standard_normal((64, 8)).astype('f4')\n"
+        "m.remember_many([{'text': f'fact {i}', 'embedding': r} for i, r in enumerate(rows)])\n"
+        "m.recall('fact', embedding=rows[0])\n"
+        "import sys\n"
+        "assert 'usearch.index' in sys.modules\n"
+        "print(MiniLM().embed(['after the index']).shape)\n"
+        "store.close()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "(1, 384)" in done.stdout

@@ -64,6 +64,10 @@ SEMANTIC_FIRST = 32
 #: depth, when more) are scored first: with the index's list they set the score the
 #: others must be able to reach to be scored at all.
 LEXICAL_SCORED_FIRST = 64
+#: The index compares 8-bit copies of the vectors, so a vector it leaves out may lie a
+#: little above the worst cosine it proposed: a lexical candidate is left unscored only
+#: if it stays below the k-th score with this much more cosine than that worst one.
+FLOOR_MARGIN = 0.05
 #: Rewrites a record that did not read back intact (the writer's; None on a follower).
 Heal = Callable[[ProjectionState, int, int, DocEvent], None]
 
@@ -397,10 +401,11 @@ class View:
                 # Four phantoms, scored as the candidates are (their scale, their best
                 # cosine): the worst of the lexical list alone, of the vector's alone, of
                 # both, and the best lexical candidate left unscored (its cosine at most
-                # the vector list's worst, or the index would have proposed it).
+                # the vector list's worst and the margin, or the index would have
+                # proposed it).
                 bound = scored(np.array([lex_floor, 0.0, lex_floor, unscored]),
-                               np.maximum(np.array([-1.0, sem_floor, sem_floor, sem_floor]),
-                                          0.0),
+                               np.clip([-1.0, sem_floor, sem_floor, sem_floor + FLOOR_MARGIN], 0.0,
+                                       1.0),
                                fusion, fused.lexical_scale, fused.semantic_best).tolist()
                 if not prune or unscored < 0.0 or bound[3] < kth:
                     break
@@ -453,8 +458,8 @@ class View:
             prelim = scored(lex, cos, fusion, scale, best)
             kth = float(np.partition(prelim, len(prelim) - depth)[len(prelim) - depth])
             other_lex = lex_scores[others]
-            could = scored(other_lex, np.full(len(others), max(floor, 0.0)), fusion, scale,
-                           best) >= kth
+            reach = min(1.0, max(floor + FLOOR_MARGIN, 0.0))
+            could = scored(other_lex, np.full(len(others), reach), fusion, scale, best) >= kth
             more = others[could]
             left = other_lex[~could]
             unscored = float(left.max()) if len(left) else -1.0

@@ -295,27 +295,41 @@ class Embeddings:
             keep |= extra[slots]
         return slots[keep], cos[keep]
 
-    def nearest(self, query: np.ndarray, allowed: np.ndarray | None, count: int,
-                include: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
+    def nearest(self, q: np.ndarray, allowed: np.ndarray | None, count: int
+                ) -> tuple[np.ndarray, np.ndarray, float] | None:
         """Through the approximate index (built: :meth:`approximate`): (slots ascending,
-        exact cosine, floor) of about the ``count`` live vectors nearest ``query`` that
-        ``allowed`` lets through, and of ``include``; ``floor`` bounds the cosine of any
-        other (as far as the index can tell: the worst of those it proposed, or -1 when it
-        proposed every vector). None: search exactly (no index, or a restriction that
-        allows few documents)."""
+        exact cosine, floor) of about the ``count`` live vectors nearest the unit vector
+        ``q`` (:func:`unit`) that ``allowed`` lets through; ``floor`` bounds the cosine
+        of any other (as far as the index can tell: the worst of those it proposed, or -1
+        when it proposed every vector). None: search exactly (no index, or a restriction
+        that allows few documents)."""
         index = self.index
         if self._mat is None or index is None:
             return None
-        q = unit(query)
         searched = self._approximate(index, q, allowed, max(1, count // OVERSAMPLE))
         if searched is None:
             return None
         found, everything = searched
-        floor = -1.0
-        if len(found) and not everything:
-            floor = float(np.min(self._mat.view()[found] @ q))
-        slots, cos = self._exact(q, found, include)
-        return slots, cos, floor
+        found = np.sort(found)  # (the index holds a slot once)
+        found = found[found < self.has.n]
+        cos = gathered_cosine(self._mat.view(), found, q)
+        floor = -1.0 if everything or not len(found) else float(cos.min())
+        # (whatever the index held, a forgotten fact is never a candidate)
+        keep = self.has.view()[found]
+        if self.catalog.live != self.catalog.slots:
+            keep &= self.catalog.alive.view()[found]
+        if keep.all():
+            return found, cos, floor
+        return found[keep], cos[keep], floor
+
+    def cosines(self, q: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """The exact cosine (float64) of the unit vector ``q`` with each of ``slots``
+        (live documents): 0 for one without a vector."""
+        if self._mat is None or not len(slots):
+            return np.zeros(len(slots))
+        cos = gathered_cosine(self._mat.view(), slots, q)
+        has = self.has.view()[slots]
+        return cos if has.all() else np.where(has, cos, 0.0)
 
     def _approximate(self, index: VectorIndex, q: np.ndarray, allowed: np.ndarray | None,
                      depth: int) -> tuple[np.ndarray, bool] | None:

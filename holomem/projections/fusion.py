@@ -114,20 +114,37 @@ def fuse(lexical: tuple[np.ndarray, np.ndarray],
             ranks[np.lexsort((slots[at], -values))] = np.arange(1, len(at) + 1)
             score[at] += weight / (params.rrf_k + ranks)
         return Fusion(slots, score, lex, sem)
+    return aligned(slots, lex, sem, params, word_ceiling)
+
+
+def aligned(slots: np.ndarray, lex: np.ndarray, sem: np.ndarray,
+            params: FusionParams = DEFAULT_FUSION, word_ceiling: float = 0.0) -> Fusion:
+    """:func:`fuse` (linear or bounded) of candidates already gathered into one list:
+    ``slots`` ascending, each one's raw BM25 ``lex`` (0: no lexical match) and cosine
+    ``sem`` (0: no vector) — the same scores, bit for bit, as :func:`fuse` gives them
+    from the two lists."""
     top = lex.max() if len(lex) else 0.0
     cos = np.maximum(sem, 0.0)
     best = float(cos.max()) if len(cos) else 0.0
+    scale = max(float(top), word_ceiling) if params.method == "bounded" else float(top)
+    return Fusion(slots, scored(lex, cos, params, scale, best), lex, sem, scale, best)
+
+
+def scored(lex: np.ndarray, cos: np.ndarray, params: FusionParams, scale: float,
+           best: float) -> np.ndarray:
+    """The linear or bounded fused score of raw BM25 ``lex`` and ``cos`` (max(cosine,
+    0)) when the candidates' lexical scale is ``scale`` and their best ``cos`` is
+    ``best`` (a :class:`Fusion`'s ``lexical_scale`` and ``semantic_best``): what a
+    document with those signals scores among those candidates."""
+    w = params.lexical_weight
+    lex_part = lex / scale if scale > 0 else lex
     if params.method == "bounded":
-        scale = max(float(top), word_ceiling)
-        lex_part = lex / scale if scale > 0 else lex
-        score = w * lex_part + (1.0 - w) * semantic_part(cos, best)
-        return Fusion(slots, score, lex, sem, scale, best)
-    lex_part = lex / top if top > 0 else lex
-    if params == DEFAULT_FUSION:  # spelled out: the same floating-point steps as ever
-        score = W_LEXICAL * lex_part + W_SEMANTIC * cos
+        out: np.ndarray = w * lex_part + (1.0 - w) * semantic_part(cos, best)
+    elif params == DEFAULT_FUSION:  # spelled out: the same floating-point steps as ever
+        out = W_LEXICAL * lex_part + W_SEMANTIC * cos
     else:
-        score = w * lex_part + (1.0 - w) * cos
-    return Fusion(slots, score, lex, sem, float(top), best)
+        out = w * lex_part + (1.0 - w) * cos
+    return out
 
 
 def semantic_part(cos: np.ndarray, best: float) -> np.ndarray:

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from holomem import ManualClock, Memory, Store
+from holomem.api.engine import view as view_module
 from holomem.projections import embeddings, vectorindex
 
 DIM = 24
@@ -213,3 +214,53 @@ def test_the_embedder_loads_in_a_process_that_already_built_an_index(tmp_path: P
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "(1, 384)" in done.stdout
+
+
+@pytest.mark.parametrize("fusion", [None, {"method": "linear", "lexicalWeight": 0.4},
+                                    {"method": "bounded", "lexicalWeight": 0.5}],
+                         ids=["default", "linear", "bounded"])
+def test_lexical_candidates_left_unscored_change_no_approximate_answer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fusion: dict[str, object] | None
+) -> None:
+    """The approximate path reads the vectors of only the lexical candidates that could
+    still reach the top k (View._candidates): its answers, scores included, are those it
+    gives when it scores every lexical candidate, and it does leave some unscored."""
+    rng = np.random.default_rng(21)
+    vocabulary = [f"w{i}" for i in range(80)]
+    vecs, _ = corpus(3_000, seed=21)
+    # Words drawn unevenly (a few common, many rare), so BM25 scores spread out.
+    weights = 1.0 / np.arange(1, len(vocabulary) + 1)
+    texts = [" ".join(rng.choice(vocabulary, size=6, p=weights / weights.sum()))
+             for _ in range(len(vecs))]
+    config: dict[str, object] = dict(APPROX)
+    if fusion is not None:
+        config["fusion"] = fusion
+    scored_rows: list[int] = []
+    cosines = embeddings.Embeddings.cosines
+
+    def counted(self: embeddings.Embeddings, q: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        scored_rows.append(len(slots))
+        return cosines(self, q, slots)
+
+    monkeypatch.setattr(embeddings.Embeddings, "cosines", counted)
+    clock = ManualClock(1_000_000)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store, config, clock=clock, persist=True)
+        memory.remember_many({"id": f"f{i}", "text": texts[i], "embedding": vecs[i].tolist()}
+                             for i in range(len(vecs)))
+        built(store)
+        asks = [(" ".join(rng.choice(vocabulary, size=3)),
+                 (vecs[rng.integers(0, len(vecs))] + 0.3 * rng.standard_normal(DIM)).tolist())
+                for _ in range(40)]
+
+        def answers() -> tuple[list[list[tuple[str, float]]], int]:
+            scored_rows.clear()
+            out = [[(r.id, r.score) for r in memory.recall(words, embedding=q, k=10)]
+                   for words, q in asks]
+            return out, sum(scored_rows)
+
+        pruned, rows = answers()
+        monkeypatch.setattr(view_module, "LEXICAL_SCORED_FIRST", 10**9)  # score them all
+        whole, all_rows = answers()
+        assert pruned == whole
+        assert rows < all_rows

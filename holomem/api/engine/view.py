@@ -27,10 +27,18 @@ from holomem.log.backend import JournalBackend
 from holomem.projections.bm25 import BM25
 from holomem.projections.candidates import Candidates, Scorer
 from holomem.projections.catalog import Catalog
-from holomem.projections.embeddings import OVERSAMPLE, Embeddings
+from holomem.projections.embeddings import OVERSAMPLE, Embeddings, unit
 from holomem.projections.entities import Entities
 from holomem.projections.facts import FactIndex
-from holomem.projections.fusion import DEFAULT_FUSION, Fusion, FusionParams, fuse, top_k
+from holomem.projections.fusion import (
+    DEFAULT_FUSION,
+    Fusion,
+    FusionParams,
+    aligned,
+    fuse,
+    scored,
+    top_k,
+)
 from holomem.projections.hrr import HRRIndex
 from holomem.projections.metadata import MetadataIndex
 from holomem.projections.relations import Relations
@@ -47,6 +55,19 @@ RECORD_KEPT_BYTES = 16 * 1024
 #: are candidates, so that the bound on a document outside them is usually low enough
 #: at once (their cosines are one small gather).
 LEXICAL_FIRST = 256
+#: And the index's first depth: its nearest this many (the index explores about as many
+#: whatever it is asked for: vectorindex.EXPANSION_SEARCH), so that the cosine it leaves
+#: to a document outside them is usually low enough to leave most lexical candidates
+#: unscored (:meth:`View._candidates`).
+SEMANTIC_FIRST = 32
+#: Of the lexical candidates outside the index's list, the BM25 best this many (or the
+#: depth, when more) are scored first: with the index's list they set the score the
+#: others must be able to reach to be scored at all.
+LEXICAL_SCORED_FIRST = 64
+#: The index compares 8-bit copies of the vectors, so a vector it leaves out may lie a
+#: little above the worst cosine it proposed: a lexical candidate is left unscored only
+#: if it stays below the k-th score with this much more cosine than that worst one.
+FLOOR_MARGIN = 0.05
 #: Rewrites a record that did not read back intact (the writer's; None on a follower).
 Heal = Callable[[ProjectionState, int, int, DocEvent], None]
 
@@ -352,35 +373,45 @@ class View:
     def _nearest(self, query: str, vector: np.ndarray, allowed: np.ndarray | None,
                  fusion: FusionParams, depth: int) -> Fusion | None:
         """:meth:`fused`'s approximate path: BM25's ``n`` best and the approximate index's
-        ``n`` nearest (each scored by both signals), for ``n`` from ``depth`` up, until no
-        document outside both lists could enter the fused top ``depth`` — a document
-        scoring the worst of each list on both signals (fused with the candidates, so
-        whatever the fusion's normalisation) ranks below that top. None: search exactly
-        (a restriction that allows few documents)."""
+        ``n`` nearest, for ``n`` from ``depth`` up, until no document outside both lists
+        could enter the fused top ``depth`` — a document scoring the worst of each list
+        on both signals ranks below that top. A lexical candidate outside the index's
+        list is scored by its cosine only if it could enter that top with the most
+        cosine the index leaves to such a document (:meth:`_candidates`). None: search
+        exactly (a restriction that allows few documents)."""
         bm25, embeddings = self.state.bm25, self.state.embeddings
-        phantoms = self.state.catalog.slots  # (slots no document holds)
-        lex_n, sem_n = max(depth, LEXICAL_FIRST), depth
+        ceiling = bm25.word_ceiling() if fusion.method == "bounded" else 0.0
+        q = unit(vector)  # (once: every cosine below is of this vector)
+        lex_n, sem_n = max(depth, LEXICAL_FIRST), max(depth, SEMANTIC_FIRST)
         while True:
             # Every document BM25 says may be among its lex_n best (often every match:
             # cheap to score, and the more lexical candidates the lower the bound).
             lex_slots, lex_scores, lex_floor = bm25.top_bounded(query, lex_n, allowed)
-            lex = (lex_slots, lex_scores)
-            found = embeddings.nearest(vector, allowed, sem_n * OVERSAMPLE, lex[0])
+            found = embeddings.nearest(q, allowed, sem_n * OVERSAMPLE)
             if found is None:
                 return None
-            slots, cos, sem_floor = found
-            fused = fuse(lex, (slots, cos), fusion)
-            if len(fused.slots) <= depth and lex_floor == 0.0 and sem_floor < 0.0:
+            sem_floor = found[2]
+            prune = True
+            while True:
+                fused, unscored = self._candidates(q, (lex_slots, lex_scores), found,
+                                                   fusion, ceiling, depth, prune)
+                n = len(fused.score)
+                kth = float(np.partition(fused.score, n - depth)[n - depth]) if n >= depth \
+                    else -np.inf
+                # Four phantoms, scored as the candidates are (their scale, their best
+                # cosine): the worst of the lexical list alone, of the vector's alone, of
+                # both, and the best lexical candidate left unscored (its cosine at most
+                # the vector list's worst and the margin, or the index would have
+                # proposed it).
+                bound = scored(np.array([lex_floor, 0.0, lex_floor, unscored]),
+                               np.clip([-1.0, sem_floor, sem_floor, sem_floor + FLOOR_MARGIN], 0.0,
+                                       1.0),
+                               fusion, fused.lexical_scale, fused.semantic_best).tolist()
+                if not prune or unscored < 0.0 or bound[3] < kth:
+                    break
+                prune = False  # (a candidate left unscored could enter: score them all)
+            if n <= depth and lex_floor == 0.0 and sem_floor < 0.0:
                 return fused  # every candidate there is
-            kth = (np.partition(fused.score, len(fused.score) - depth)[len(fused.score) - depth]
-                   if len(fused.score) >= depth else -np.inf)
-            # Three phantoms, fused with the candidates: the worst of the lexical list
-            # alone, of the vector's alone, and of both.
-            floors = np.array([[lex_floor, 0.0, lex_floor], [-1.0, sem_floor, sem_floor]])
-            ghosts = phantoms + np.arange(3)
-            bound = fuse((np.concatenate([lex[0], ghosts]), np.concatenate([lex[1], floors[0]])),
-                         (np.concatenate([slots, ghosts]), np.concatenate([cos, floors[1]])),
-                         fusion).score[-3:]  # (the phantoms' slots are the largest)
             more_lex = lex_floor > 0.0 and bound[0] >= kth
             more_sem = sem_floor > 0.0 and bound[1] >= kth
             if not (more_lex or more_sem):
@@ -388,6 +419,60 @@ class View:
                     return fused
                 more_lex, more_sem = lex_floor > 0.0, sem_floor > 0.0
             lex_n, sem_n = lex_n * (4 if more_lex else 1), sem_n * (4 if more_sem else 1)
+
+    def _candidates(self, q: np.ndarray, lexical: tuple[np.ndarray, np.ndarray],
+                    nearest: tuple[np.ndarray, np.ndarray, float], fusion: FusionParams,
+                    ceiling: float, depth: int, prune: bool) -> tuple[Fusion, float]:
+        """The fused scores of the index's list (``nearest``: slots ascending, cosine,
+        floor) and of BM25's (``lexical``: slots ascending, scores), each candidate
+        scored exactly, and the best BM25 score of a lexical candidate left out (-1.0:
+        none). With ``prune``, a lexical candidate outside the index's list is left out
+        when, even with the floor's cosine, it scores below the ``depth``-th best of the
+        index's list and BM25's ``depth`` best: its cosine (a gathered row each) is
+        never computed. Without it, or when fewer than ``depth`` are scored, every
+        lexical candidate is scored (the exact path's candidates)."""
+        lex_slots, lex_scores = lexical
+        sem_slots, sem_cos, floor = nearest
+        # BM25 of each of the index's list; which lexical candidates it holds.
+        sem_lex = np.zeros(len(sem_slots))
+        inside = np.zeros(len(lex_slots), dtype=bool)
+        if len(sem_slots) and len(lex_slots):
+            at = np.minimum(np.searchsorted(sem_slots, lex_slots), len(sem_slots) - 1)
+            inside = sem_slots[at] == lex_slots
+            sem_lex[at[inside]] = lex_scores[inside]
+        rest = np.flatnonzero(~inside)  # (indices into the lexical list)
+        first_n = max(depth, LEXICAL_SCORED_FIRST)
+        unscored = -1.0
+        cosines = self.state.embeddings.cosines
+        if prune and len(rest) > first_n:
+            # BM25's best outside the index's list first: with the index's list, a k-th
+            # score that the others must reach with the floor's cosine to matter.
+            order = np.argpartition(-lex_scores[rest], first_n - 1)
+            first, others = rest[order[:first_n]], rest[order[first_n:]]
+            first_cos = cosines(q, lex_slots[first])
+            lex = np.concatenate([sem_lex, lex_scores[first]])
+            cos = np.maximum(np.concatenate([sem_cos, first_cos]), 0.0)
+            top = float(lex.max())  # (the best BM25 there is: BM25's best is in one list)
+            scale = max(top, ceiling) if fusion.method == "bounded" else top
+            best = float(cos.max())
+            prelim = scored(lex, cos, fusion, scale, best)
+            kth = float(np.partition(prelim, len(prelim) - depth)[len(prelim) - depth])
+            other_lex = lex_scores[others]
+            reach = min(1.0, max(floor + FLOOR_MARGIN, 0.0))
+            could = scored(other_lex, np.full(len(others), reach), fusion, scale, best) >= kth
+            more = others[could]
+            left = other_lex[~could]
+            unscored = float(left.max()) if len(left) else -1.0
+            picked = np.concatenate([first, more])
+            cand_cos = np.concatenate([first_cos, cosines(q, lex_slots[more])])
+        else:
+            picked = rest
+            cand_cos = cosines(q, lex_slots[rest])
+        slots = np.concatenate([sem_slots, lex_slots[picked]])
+        lex = np.concatenate([sem_lex, lex_scores[picked]])
+        sem = np.concatenate([sem_cos, cand_cos])
+        order = np.argsort(slots, kind="stable")
+        return aligned(slots[order], lex[order], sem[order], fusion, ceiling), unscored
 
     def best(self, query: str, k: int, allowed: np.ndarray | None) -> Fusion:
         """:meth:`fused` without an embedding, for the documents that may be among the

@@ -1,11 +1,12 @@
 """Measuring the constants of the 8-bit encoder graph, and their stored text form.
 
-Owns: :func:`calibration_texts` (the fixed texts measured), :func:`calibrate` (which
-runs the exact graph of ``holomem.embedders.graph`` over them and derives a
-:class:`~holomem.embedders.graph.Calibration`), and :func:`to_source` /
-:func:`from_source`, the form ``holomem.embedders.minilm_calibration`` stores it in.
-Imports numpy, the stdlib, ``holomem.embedders.graph`` and ``holomem.embedders.bert``;
-onnxruntime only inside :func:`calibrate`.
+Owns: :func:`calibration_texts` (the fixed texts measured) and :func:`calibrate`
+(which runs the exact graph of ``holomem.embedders.graph`` over them and derives a
+:class:`~holomem.embedders.graph.Calibration`); run as a module, it prints the
+constants ``holomem.embedders.minilm_calibration`` stores. Imports numpy, the stdlib,
+``holomem.embedders.graph`` and ``holomem.embedders.bert``; onnxruntime only inside
+:func:`calibrate`, and ``holomem.embedders.minilm`` (for the model files) only when
+run as a module.
 
 The measurement, for each layer's query-key-value and first feed-forward products:
 ``x[j]``, the largest magnitude input channel ``j`` takes over every token of every
@@ -31,15 +32,12 @@ import numpy as np
 import numpy.typing as npt
 
 from holomem.embedders.bert import BertWeights
-from holomem.embedders.graph import OUTLIERS, PRODUCTS, Calibration, encoder_graph
+from holomem.embedders.graph import OUTLIERS, PRODUCTS, Calibration, encoder_graph, to_source
 
-__all__ = ["ALPHA", "calibrate", "calibration_texts", "from_source", "to_source"]
+__all__ = ["ALPHA", "calibrate", "calibration_texts"]
 
 #: SmoothQuant's migration strength: 0 leaves the inputs, 1 moves all their range.
 ALPHA = 0.7
-#: Shifts are stored one character per channel: ``_DIGITS[e + 8]`` for e in -8..7
-#: (``.`` for 0, ``1``-``7`` up, ``a``-``h`` down by 1-8).
-_DIGITS = "hgfedcba.1234567"
 _SEED = 29
 
 _WHO = ("I", "She", "My brother", "Our team", "The doctor", "Alice", "We", "They",
@@ -108,34 +106,6 @@ def _shifts(peak: npt.NDArray[np.float32], weight: npt.NDArray[np.float32],
            for x, r in zip(peak.tolist(), np.abs(weight).max(axis=1).tolist(), strict=True)]
     common = max(sorted(set(raw)), key=raw.count)  # the most common, the lowest of a tie
     return np.array([min(7, max(-8, e - common)) for e in raw], dtype=np.int8)
-
-
-def to_source(calibration: Calibration) -> str:
-    """The Python source of ``holomem.embedders.minilm_calibration``'s constants."""
-    lines = ["SHIFTS = ("]
-    for i, (qkv, ff1) in enumerate(zip(calibration.qkv_shift, calibration.ff1_shift,
-                                       strict=True)):
-        for name, shift in (("qkv", qkv), ("ff1", ff1)):
-            text = "".join(_DIGITS[int(e) + 8] for e in shift)
-            chunks = [text[k:k + 96] for k in range(0, len(text), 96)]
-            lines.append(f"    # layer {i}, {name}")
-            lines += [f'    "{c}"' for c in chunks[:-1]]
-            lines.append(f'    "{chunks[-1]}",')
-    lines += [")", "OUTLIERS = ("]
-    lines += [f"    ({', '.join(str(int(c)) for c in out)}),"
-              for out in calibration.outliers]
-    lines.append(")")
-    return "\n".join(lines) + "\n"
-
-
-def from_source(shifts: Sequence[str], outliers: Sequence[Sequence[int]]) -> Calibration:
-    """The :class:`Calibration` stored as ``to_source`` writes it (``SHIFTS``: per
-    layer the query-key-value then the first feed-forward shifts; ``OUTLIERS``)."""
-    if len(shifts) != 2 * len(outliers):
-        raise ValueError("the stored calibration needs two shift rows per layer")
-    rows = [np.array([_DIGITS.index(c) - 8 for c in row], dtype=np.int8) for row in shifts]
-    return Calibration(qkv_shift=tuple(rows[0::2]), ff1_shift=tuple(rows[1::2]),
-                       outliers=tuple(np.array(o, dtype=np.int64) for o in outliers))
 
 
 def _main() -> None:  # python -m holomem.embedders.calibrate: print the stored constants

@@ -4,7 +4,9 @@ Owns: :func:`encoder_graph`, which turns :class:`~holomem.embedders.bert.BertWei
 into the serialized bytes of an ONNX model mapping word-piece ids ``[n, length]``
 (int64, whole sequences, no padding) to mean-pooled token states ``[n, d]`` (float32,
 not yet normalised); :class:`Calibration`, the per-channel constants its 8-bit form
-needs, and :func:`quantize_columns`, the weights' 8-bit form. Imports numpy and
+needs, with :func:`to_source` / :func:`from_source`, the text form
+``holomem.embedders.minilm_calibration`` stores them in; and :func:`quantize_columns`,
+the weights' 8-bit form. Imports numpy and
 ``onnx`` (its graph builder only); nothing here runs a model (the calibration is
 measured by ``holomem.embedders.calibrate``).
 
@@ -35,6 +37,7 @@ throughout: the exact model, which tests compare the quantised one against.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,8 +46,8 @@ import numpy.typing as npt
 
 from holomem.embedders.bert import BertWeights, Layer
 
-__all__ = ["OPSET", "OUTLIERS", "PRODUCTS", "Calibration", "encoder_graph",
-           "quantize_columns"]
+__all__ = ["OPSET", "OUTLIERS", "PRODUCTS", "Calibration", "encoder_graph", "from_source",
+           "quantize_columns", "to_source"]
 
 #: The ONNX opset the graph is written for (Gelu needs 20).
 OPSET = 20
@@ -53,6 +56,9 @@ _MS = "com.microsoft"
 PRODUCTS = ("qkv", "attn", "ff1", "ff2")
 #: Input channels of each layer's second feed-forward product kept in float32.
 OUTLIERS = 16
+#: A stored shift is one character per channel: ``_DIGITS[e + 8]`` for e in -8..7
+#: (``.`` for 0, ``1``-``7`` up, ``a``-``h`` down by 1-8).
+_DIGITS = "hgfedcba.1234567"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +86,34 @@ class Calibration:
                     or out.shape != (OUTLIERS,) or np.any(np.diff(out) <= 0)
                     or out.min() < 0 or out.max() >= hidden):
                 raise ValueError(f"the calibration does not fit layer {i}")
+
+
+def to_source(calibration: Calibration) -> str:
+    """The Python source of ``holomem.embedders.minilm_calibration``'s constants."""
+    lines = ["SHIFTS = ("]
+    for i, (qkv, ff1) in enumerate(zip(calibration.qkv_shift, calibration.ff1_shift,
+                                       strict=True)):
+        for name, shift in (("qkv", qkv), ("ff1", ff1)):
+            text = "".join(_DIGITS[int(e) + 8] for e in shift)
+            chunks = [text[k:k + 96] for k in range(0, len(text), 96)]
+            lines.append(f"    # layer {i}, {name}")
+            lines += [f'    "{c}"' for c in chunks[:-1]]
+            lines.append(f'    "{chunks[-1]}",')
+    lines += [")", "OUTLIERS = ("]
+    lines += [f"    ({', '.join(str(int(c)) for c in out)}),"
+              for out in calibration.outliers]
+    lines.append(")")
+    return "\n".join(lines) + "\n"
+
+
+def from_source(shifts: Sequence[str], outliers: Sequence[Sequence[int]]) -> Calibration:
+    """The :class:`Calibration` stored as ``to_source`` writes it (``SHIFTS``: per
+    layer the query-key-value then the first feed-forward shifts; ``OUTLIERS``)."""
+    if len(shifts) != 2 * len(outliers):
+        raise ValueError("the stored calibration needs two shift rows per layer")
+    rows = [np.array([_DIGITS.index(c) - 8 for c in row], dtype=np.int8) for row in shifts]
+    return Calibration(qkv_shift=tuple(rows[0::2]), ff1_shift=tuple(rows[1::2]),
+                       outliers=tuple(np.array(o, dtype=np.int64) for o in outliers))
 
 
 def quantize_columns(w: npt.NDArray[np.float32]) -> tuple[

@@ -67,8 +67,7 @@ import numpy.typing as npt
 
 from holomem.embedders.base import EmbedderIdentity, check_texts
 from holomem.embedders.bert import weights_from_state
-from holomem.embedders.calibrate import from_source
-from holomem.embedders.graph import encoder_graph
+from holomem.embedders.graph import encoder_graph, from_source
 from holomem.embedders.minilm_calibration import OUTLIERS, SHIFTS
 from holomem.errors import UnavailableError
 
@@ -102,7 +101,7 @@ MAX_TOKENS = 256
 MAX_WORKERS = 8
 #: A text of this many word pieces or more, embedded alone, runs on one thread per
 #: core; a shorter one on one thread (waking a second thread for each of a short
-#: text's 80-odd operations costs more than it saves).
+#: text's hundred operations costs more than it saves).
 WIDE_TOKENS = 64
 
 IDENTITY = EmbedderIdentity(name=NAME, digest=DIGEST, dim=DIM, normalized=True,

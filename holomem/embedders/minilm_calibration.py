@@ -1,13 +1,14 @@
 """The stored calibration of the built-in ``"minilm"`` embedder's 8-bit graph.
 
 Owns: ``SHIFTS`` and ``OUTLIERS``, the constants ``holomem.embedders.graph`` quantises
-all-MiniLM-L6-v2's encoder layers with (``holomem.embedders.calibrate.from_source``
+all-MiniLM-L6-v2's encoder layers with (``holomem.embedders.graph.from_source``
 reads them; the module docstrings there say what they mean). Imports nothing.
 
-Generated, not edited: ``python -m holomem.embedders.calibrate > this file's constants``
-measures them on the pinned model files and the fixed calibration texts, and a test
-checks that it still gives exactly these. Changing them changes vectors: the
-embedder's revision (``holomem.embedders.minilm.REVISION``) must change with them.
+Generated, not edited: ``python -m holomem.embedders.calibrate`` prints the constants
+below, measured on the pinned model files and the fixed calibration texts, and
+tests/embedders/test_calibration.py checks that it still gives exactly these.
+Changing them changes vectors: the embedder's revision
+(``holomem.embedders.minilm.REVISION``) must change with them.
 """
 
 __all__ = ["OUTLIERS", "SHIFTS"]

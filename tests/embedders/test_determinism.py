@@ -1,8 +1,9 @@
 """An embedder is deterministic: the same text gives the same bytes, on repeat and in
 any batch composition (issue 14, item 2).
 
-``minilm`` runs each text alone, as one unpadded sequence on one thread, and spreads
-a batch over a pool of threads, so a text's vector cannot depend on its neighbours,
+``minilm`` runs each text alone, as one unpadded sequence on one thread (a long text
+embedded alone on one thread per core), and spreads a batch over a pool of threads,
+so a text's vector cannot depend on its neighbours,
 their number, their order, which thread ran it, or the process (a forked child
 starts threads of its own). Hypothesis draws batches mixing arbitrary text with
 sentences of equal token counts and compares each row's bytes with the text embedded
@@ -18,7 +19,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from holomem.embedders import MiniLM, by_name
+from holomem.embedders import MiniLM, by_name, minilm
 
 EMBEDDER = by_name("minilm")
 _ALONE: dict[str, bytes] = {}
@@ -45,6 +46,18 @@ def test_a_vector_has_the_same_bytes_in_any_batch_as_alone(batch: list[str]) -> 
     assert vectors.shape == (len(batch), 384)
     for text, row in zip(batch, vectors, strict=True):
         assert row.tobytes() == alone(text)
+
+
+def test_a_long_text_alone_has_the_bytes_it_has_in_a_batch() -> None:
+    # A text of WIDE_TOKENS word pieces or more, alone, runs on one thread per core;
+    # in a batch, on one thread: the bytes are the same, at every length up to the cap.
+    words = "we went hiking near the lake and talked about her new job at the hospital"
+    texts = [" ".join([words] * n) + f" ({n})" for n in (4, 5, 8, 12, 17, 40)]
+    lengths = [len(MiniLM().token_ids(t)) for t in texts]
+    assert min(lengths) >= minilm.WIDE_TOKENS and max(lengths) == minilm.MAX_TOKENS
+    together = EMBEDDER.embed([*texts, "a short one"])
+    for text, row in zip(texts, together, strict=False):
+        assert row.tobytes() == EMBEDDER.embed([text]).tobytes()
 
 
 def test_repeated_calls_give_the_same_bytes() -> None:

@@ -25,7 +25,7 @@ from holomem.embedders.minilm import DIGEST, archive_path, files_digest
 
 PINNED = EmbedderIdentity(
     name="minilm",
-    digest="f0021502724893fe953241c06351d80334620d0ed7c59e0d4371fddebe018406",
+    digest="3b7b65b62a9b0a96c89e2e29eef928891c7b69aebfac79897565e22b66353cf2",
     dim=384, normalized=True, pooling="mean", max_tokens=256)
 
 
@@ -69,30 +69,39 @@ def test_an_identity_is_a_frozen_keyword_only_struct_that_round_trips() -> None:
     assert hash(identity) == hash(PINNED)
 
 
-#: What minilm's identity was at revision 1 (the float32 model run in numpy).
-REVISION_1 = msgspec.structs.replace(
-    PINNED, digest="7724eb53b53eb72106f6a5edb9afd7af5043ae750f5a9cca5de825192b6d0c79")
+#: What minilm's identity was at revision 1 (the float32 model run in numpy) and at
+#: revision 2 (8-bit weights in blocks of 32 with onnxruntime's MatMulNBits).
+OLDER = {
+    1: msgspec.structs.replace(
+        PINNED, digest="7724eb53b53eb72106f6a5edb9afd7af5043ae750f5a9cca5de825192b6d0c79"),
+    2: msgspec.structs.replace(
+        PINNED, digest="f0021502724893fe953241c06351d80334620d0ed7c59e0d4371fddebe018406"),
+}
 
 
-class _Revision1:
-    """Stands in for holomem before issue 29: revision 1's identity; its vectors are
-    revision 2's, which is all a store can tell apart by."""
+class _Older:
+    """Stands in for an older holomem: an older revision's identity; its vectors are
+    today's, which is all a store can tell apart by."""
 
-    identity = REVISION_1
+    def __init__(self, identity: EmbedderIdentity) -> None:
+        self.identity = identity
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return by_name("minilm").embed(texts)
 
 
-def test_a_store_written_by_revision_1_is_a_conflict_until_it_is_reembedded(
-        tmp_path: Path) -> None:
+@pytest.mark.parametrize("revision", sorted(OLDER))
+def test_a_store_written_by_an_older_revision_is_a_conflict_until_it_is_reembedded(
+        tmp_path: Path, revision: int) -> None:
+    older = OLDER[revision]
     texts = ["She works as a nurse", "Alice lives in Paris", "Bob drinks green tea"]
     with Store.open(tmp_path / "s", sync="none") as store:
-        Memory(store, embedder=_Revision1()).remember_many([{"text": t} for t in texts])
+        Memory(store, embedder=_Older(older)).remember_many([{"text": t} for t in texts])
     with Store.open(tmp_path / "s", sync="none") as store:
         with pytest.raises(ConflictError, match="reembed") as refused:
             Memory(store, embedder="minilm")
-        assert "7724eb53b53e" in str(refused.value) and PINNED.digest[:12] in str(refused.value)
+        assert older.digest[:12] in str(refused.value)
+        assert PINNED.digest[:12] in str(refused.value)
         memory = Memory(store, embedder="minilm", reembed=True)
         assert memory.reembed() == len(texts)
     with Store.open(tmp_path / "s", sync="none") as store:

@@ -53,7 +53,7 @@ def exact_embed() -> Callable[[str], npt.NDArray[np.float64]]:
     weights, _ = minilm.read_files(minilm.archive_path())
     encoder = weights_from_state(load_state(weights), heads=minilm.HEADS,
                                  eps=minilm.LAYER_NORM_EPS)
-    session = onnxruntime.InferenceSession(encoder_graph(encoder, quantized=False),
+    session = onnxruntime.InferenceSession(encoder_graph(encoder),
                                            providers=["CPUExecutionProvider"])
 
     def embed(text: str) -> npt.NDArray[np.float64]:

@@ -119,7 +119,9 @@ def cached_vectors(texts: list[str], cache_dir: str | None
     folder = cache_dir or os.path.join(tempfile.gettempdir(), "holomem-embed-cache",
                                        ident.digest[:16])
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "vectors.npz")
+    # Named by the identity too: a folder given by the caller may hold another
+    # revision's vectors.
+    path = os.path.join(folder, f"vectors-{ident.digest[:16]}.npz")
     vectors: dict[str, npt.NDArray[np.float32]] = {}
     if os.path.exists(path):
         with np.load(path) as z:

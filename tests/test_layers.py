@@ -71,8 +71,9 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     # Extractors (issue 30) stand apart too: conversation turns in, fact inputs out; the
     # chat adapter's transport is the standard library's.
     ("holomem.extractors", ("holomem.errors", "holomem.extractors"), ("msgspec",)),
-    # The approximate vector index (the ann extra) is the only user of usearch.
-    ("holomem.projections.vectorindex", PROJECTIONS, ("numpy", "usearch")),
+    # The approximate vector index (the ann extra) is the only user of usearch; it
+    # imports onnxruntime first, only so that the two load in the order that works.
+    ("holomem.projections.vectorindex", PROJECTIONS, ("numpy", "usearch", "onnxruntime")),
     ("holomem.projections", PROJECTIONS, ("numpy", "msgspec", "Stemmer")),
     ("holomem.api.engine", ENGINE, ("msgspec", "numpy")),
     ("holomem.api.doors", DOORS, ("msgspec", "numpy", "starlette", "uvicorn", "mcp", "anyio",

@@ -183,6 +183,22 @@ def test_a_filter_that_cannot_be_evaluated_is_refused(memory: Memory, bad: dict[
         memory.call("recall", {"query": "anything", "filter": bad})
 
 
+@pytest.mark.parametrize("bad, named", [
+    ({"position": 2**70}, "filter.position"),
+    ({"speaker": "a", "position": {"$in": [1, -2**65]}}, "filter.position"),
+    ({"metadata": {"a": {"$gt": 2**64}}}, "filter.metadata.a"),
+    ({"metadata": {"a": {"$eq": {"deep": [float("nan")]}}}}, "filter.metadata.a"),
+])
+def test_a_filter_value_json_cannot_hold_is_refused_naming_its_field(
+        memory: Memory, bad: dict[str, Any], named: str) -> None:
+    memory.remember(text="anything at all", metadata={"a": 1}, speaker="a", session="s",
+                    position=1)
+    with pytest.raises(InvalidError) as refused:
+        memory.list(filter=bad)
+    assert str(refused.value).startswith(named), str(refused.value)
+    assert "metadata.v" not in str(refused.value)
+
+
 def test_a_filter_nested_too_deeply_is_a_limit(memory: Memory) -> None:
     deep: dict[str, Any] = {"metadata": {"a": 1}}
     for _ in range(filters.MAX_DEPTH):

@@ -191,11 +191,23 @@ def metadata(value: object) -> bytes:
         return b""
     if not isinstance(value, Mapping):
         raise InvalidError(f"metadata must be a dict, got {type(value).__name__}")
-    _json_check(value, 0, "metadata")
+    return _canonical_json(value, 0, "metadata")
+
+
+def json_value(value: object, field: str) -> None:
+    """``value`` is a JSON value a metadata dict could hold (at one key: the same
+    depth, number and size limits), the errors naming ``field``. Errors:
+    ``invalid_request``, ``limit``."""
+    _canonical_json(value, 1, field)
+
+
+def _canonical_json(value: object, depth: int, field: str) -> bytes:
+    _json_check(value, depth, field)
     raw = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                      allow_nan=False, default=_mapping_as_dict).encode("utf-8")
     if len(raw) > MAX_METADATA_BYTES:
-        raise LimitError(f"metadata is {len(raw)} bytes of JSON; the limit is {MAX_METADATA_BYTES}")
+        raise LimitError(f"{field} is {len(raw)} bytes of JSON; the limit is "
+                         f"{MAX_METADATA_BYTES}")
     return raw
 
 

@@ -204,7 +204,7 @@ def _operand(op: object, value: object, where: str) -> Any:
             raise LimitError(f"{where}: {op} lists at most {MAX_IN} values")
     elif op == "$exists" and not isinstance(value, bool):
         raise InvalidError(f"{where}: $exists takes true or false")
-    validate.metadata({"v": value})  # a JSON value, within the metadata limits
+    validate.json_value(value, where)  # a JSON value, within the metadata limits
     return value
 
 

@@ -450,16 +450,16 @@ class View:
             order = np.argpartition(-lex_scores[rest], first_n - 1)
             first, others = rest[order[:first_n]], rest[order[first_n:]]
             first_cos = cosines(q, lex_slots[first])
-            lex = np.concatenate([sem_lex, lex_scores[first]])
-            cos = np.maximum(np.concatenate([sem_cos, first_cos]), 0.0)
-            top = float(lex.max())  # (the best BM25 there is: BM25's best is in one list)
-            scale = max(top, ceiling) if fusion.method == "bounded" else top
-            best = float(cos.max())
-            prelim = scored(lex, cos, fusion, scale, best)
-            kth = float(np.partition(prelim, len(prelim) - depth)[len(prelim) - depth])
+            # (its lexical scale is the best BM25 there is: BM25's best is in one list)
+            prelim = aligned(np.concatenate([sem_slots, lex_slots[first]]),
+                             np.concatenate([sem_lex, lex_scores[first]]),
+                             np.concatenate([sem_cos, first_cos]), fusion, ceiling)
+            n = len(prelim.score)
+            kth = float(np.partition(prelim.score, n - depth)[n - depth])
             other_lex = lex_scores[others]
             reach = min(1.0, max(floor + FLOOR_MARGIN, 0.0))
-            could = scored(other_lex, np.full(len(others), reach), fusion, scale, best) >= kth
+            could = scored(other_lex, np.full(len(others), reach), fusion,
+                           prelim.lexical_scale, prelim.semantic_best) >= kth
             more = others[could]
             left = other_lex[~could]
             unscored = float(left.max()) if len(left) else -1.0

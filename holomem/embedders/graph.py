@@ -37,6 +37,7 @@ throughout: the exact model, which tests compare the quantised one against.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -132,11 +133,9 @@ def _outliers_last(layer: Layer, outliers: npt.NDArray[np.int64]) -> Layer:
     last (the first product's columns and the second's rows together: the same sum)."""
     hidden = layer.ff1_w.shape[1]
     order = np.concatenate([np.setdiff1d(np.arange(hidden), outliers), outliers])
-    return Layer(qkv_w=layer.qkv_w, qkv_b=layer.qkv_b, out_w=layer.out_w, out_b=layer.out_b,
-                 ln1_g=layer.ln1_g, ln1_b=layer.ln1_b,
-                 ff1_w=np.ascontiguousarray(layer.ff1_w[:, order]), ff1_b=layer.ff1_b[order],
-                 ff2_w=np.ascontiguousarray(layer.ff2_w[order]), ff2_b=layer.ff2_b,
-                 ln2_g=layer.ln2_g, ln2_b=layer.ln2_b)
+    return dataclasses.replace(layer, ff1_w=np.ascontiguousarray(layer.ff1_w[:, order]),
+                               ff1_b=layer.ff1_b[order],
+                               ff2_w=np.ascontiguousarray(layer.ff2_w[order]))
 
 
 def encoder_graph(w: BertWeights, calibration: Calibration | None = None, *,

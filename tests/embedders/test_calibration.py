@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from safetensors.numpy import load as load_state
 
 from holomem.embedders import MiniLM, minilm
-from holomem.embedders.bert import BertWeights, weights_from_state
+from holomem.embedders.bert import BertWeights
 from holomem.embedders.calibrate import calibrate, calibration_texts
 from holomem.embedders.graph import OUTLIERS, Calibration, encoder_graph, from_source, to_source
 from holomem.embedders.minilm_calibration import OUTLIERS as STORED_OUTLIERS
@@ -25,7 +24,7 @@ from holomem.embedders.minilm_calibration import SHIFTS
 @pytest.fixture(scope="module")
 def weights() -> BertWeights:
     data, _ = minilm.read_files(minilm.archive_path())
-    return weights_from_state(load_state(data), heads=minilm.HEADS, eps=minilm.LAYER_NORM_EPS)
+    return minilm.encoder_weights(data)
 
 
 def _same(a: Calibration, b: Calibration) -> bool:

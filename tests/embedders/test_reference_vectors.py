@@ -24,10 +24,8 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime
 import pytest
-from safetensors.numpy import load as load_state
 
 from holomem.embedders import by_name, minilm
-from holomem.embedders.bert import weights_from_state
 from holomem.embedders.graph import encoder_graph
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "minilm_reference.json")
@@ -51,8 +49,7 @@ def exact_embed() -> Callable[[str], npt.NDArray[np.float64]]:
     """The unquantised graph over the shipped weights, tokenized as the embedder does."""
     embedder = by_name("minilm")
     weights, _ = minilm.read_files(minilm.archive_path())
-    encoder = weights_from_state(load_state(weights), heads=minilm.HEADS,
-                                 eps=minilm.LAYER_NORM_EPS)
+    encoder = minilm.encoder_weights(weights)
     session = onnxruntime.InferenceSession(encoder_graph(encoder),
                                            providers=["CPUExecutionProvider"])
 

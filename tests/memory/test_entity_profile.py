@@ -184,6 +184,25 @@ def test_speakers_and_sessions_are_the_conversation_turns(tmp_path: Path) -> Non
         assert all(k.from_id in on_page or k.to_id in on_page for k in p.links)
 
 
+def test_one_session_name_in_two_namespaces_is_two_sessions(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "c", sync="none") as store:
+        m = Memory(store, {"entityExtractor": "regex"}, clock=ManualClock(10_000))
+        m.remember_conversation([{"speaker": "Bob", "text": "Alice called"},
+                                 {"speaker": "Alice", "text": "Yes I did"}],
+                                session="monday", namespace="users/bob")
+        m.remember_conversation([{"speaker": "Carol", "text": "Nothing new"},
+                                 {"speaker": "Dan", "text": "Nor here"},
+                                 {"speaker": "Carol", "text": "Alice wrote to me"}],
+                                session="monday", namespace="users/carol")
+        sessions = m.entity_profile("Alice").summary.sessions  # type: ignore[union-attr]
+        assert [(s.session, s.namespace, s.mentions, s.said, s.first, s.last)
+                for s in sessions] == [("monday", ["users", "bob"], 1, 1, 0, 1),
+                                       ("monday", ["users", "carol"], 1, 0, 2, 2)]
+        only = m.entity_profile("Alice", namespace="users/carol").summary
+        assert only is not None and [(s.namespace, s.first) for s in only.sessions] == [
+            (["users", "carol"], 2)]
+
+
 def test_a_page_shows_at_most_max_fact_links_per_fact(memory: Memory) -> None:
     memory.remember(id="hub", text="Alice hub", entities=["Alice"])
     memory.remember_many([{"id": f"n{i}", "text": f"note {i}"} for i in range(20)])

@@ -115,7 +115,8 @@ def print_summary(page: dict[str, Any]) -> None:
         print(f"  mentioned by {s['speaker']}: {s['facts']}")
     _more("speakers", summary["speakers"], summary["speakersTotal"])
     for s in summary["sessions"]:
-        print(f"  session {s['session']}: {s['mentions']} mentions, {s['said']} said")
+        where = f" [{'/'.join(s['namespace'])}]" if s["namespace"] else ""
+        print(f"  session {s['session']}{where}: {s['mentions']} mentions, {s['said']} said")
     _more("sessions", summary["sessions"], summary["sessionsTotal"])
 
 

@@ -172,8 +172,9 @@ def _profile_block(profile: EntityProfile) -> str:
                          f"{f' in {neutralise(where)}' if where else ''}: {values}")
         lines += [f"- speaker {neutralise(s.speaker)}: {s.facts} facts"
                   for s in summary.speakers]
-        lines += [f"- session {neutralise(s.session)}: {s.mentions} mentions, "
-                  f"{s.said} said" for s in summary.sessions]
+        lines += [f"- session {neutralise(s.session)}"
+                  f"{f' in {neutralise(where)}' if (where := '/'.join(s.namespace)) else ''}"
+                  f": {s.mentions} mentions, {s.said} said" for s in summary.sessions]
     lines += [f"- [{neutralise(k.from_id)}] -[{neutralise(k.relation)}]-> "
               f"[{neutralise(k.to_id)}]" for k in profile.links]
     return fence("\n".join(lines) if lines else "(nothing known)")

@@ -259,10 +259,12 @@ def _appearances(view: View, name: str, found: np.ndarray, allowed: np.ndarray
     if not turns.of:
         return [], []
     speakers: dict[str, int] = {}
-    sessions: dict[str, list[int]] = {}  # session -> [mentions, said, first, last]
+    #: (session, namespace) -> [mentions, said, first, last]: a session name is a
+    #: different session in each namespace
+    sessions: dict[tuple[str, tuple[str, ...]], list[int]] = {}
 
-    def seen(session: str, position: int | None, said: bool) -> None:
-        row = sessions.setdefault(session, [0, 0, -1, -1])
+    def seen(slot: int, session: str, position: int | None, said: bool) -> None:
+        row = sessions.setdefault((session, view.facts.namespace(slot)), [0, 0, -1, -1])
         row[1 if said else 0] += 1
         if position is not None:
             row[2] = position if row[2] < 0 else min(row[2], position)
@@ -275,15 +277,15 @@ def _appearances(view: View, name: str, found: np.ndarray, allowed: np.ndarray
         if turn.speaker is not None:
             speakers[turn.speaker] = speakers.get(turn.speaker, 0) + 1
         if turn.session is not None:
-            seen(turn.session, turn.position, False)
+            seen(slot, turn.session, turn.position, False)
     for fid in turns.speaker_facts(name):
         slot = view.facts.slot(fid)
         turn = turns.get(fid)
         if slot >= 0 and allowed[slot] and turn is not None and turn.session is not None:
-            seen(turn.session, turn.position, True)
+            seen(slot, turn.session, turn.position, True)
     by_count = sorted(speakers.items(), key=lambda kv: (-kv[1], kv[0]))
     in_sessions = sorted(sessions.items(), key=lambda kv: (-(kv[1][0] + kv[1][1]), kv[0]))
     return ([SpeakerCount(speaker=s, facts=n) for s, n in by_count],
-            [SessionCount(session=s, mentions=m, said=d,
+            [SessionCount(session=s, namespace=list(ns), mentions=m, said=d,
                           first=None if f < 0 else f, last=None if last < 0 else last)
-             for s, (m, d, f, last) in in_sessions])
+             for (s, ns), (m, d, f, last) in in_sessions])

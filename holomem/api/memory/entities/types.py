@@ -44,11 +44,13 @@ class SpeakerCount(Response, frozen=True):
 
 
 class SessionCount(Response, frozen=True):
-    """A session the name appears in: ``mentions`` — its turns that mention the name;
+    """A session the name appears in, in one ``namespace`` (a session name used in two
+    namespaces is two sessions): ``mentions`` — its turns that mention the name;
     ``said`` — its turns the name spoke (a speaker of that name); the first and last
     position of either."""
 
     session: str
+    namespace: list[str]
     mentions: int
     said: int
     first: int | None = None

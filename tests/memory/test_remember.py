@@ -157,7 +157,8 @@ def test_batch_with_one_conflicting_input_stores_nothing(memory: Memory, store: 
     with pytest.raises(ConflictError):
         memory.remember_many([{"id": "h2", "text": "heidi reads poems"},
                               {"id": "h1", "text": "heidi reads comics"}])
-    with pytest.raises(ConflictError):  # a conflict inside the batch itself
+    # A conflict inside the batch itself, said so (h3 is stored nowhere).
+    with pytest.raises(ConflictError, match="two items of this request have the id 'h3'"):
         memory.remember_many([{"id": "h3", "text": "one"}, {"id": "h3", "text": "two"}])
     assert store.revision == revision
     assert memory.get("h2") is None and memory.get("h3") is None

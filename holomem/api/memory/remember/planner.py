@@ -263,7 +263,10 @@ class Planner:
                 legacy = intake.legacy_digest(x)
                 same = legacy is not None and facts.times(slot).digest == legacy[:8]
             if not same:
-                raise ConflictError(f"fact {fid!r} already exists with a different payload")
+                raise ConflictError(
+                    f"fact {fid!r} already exists with a different payload" if slot >= 0
+                    else f"two items of this request have the id {fid!r} with different "
+                    "payloads")
             self.results.append(Remembered(id=fid, created=False, ingest_time=first_ingest))
             return []
         ns: Namespace = tuple(x.namespace) if x.namespace else ()

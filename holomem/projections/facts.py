@@ -93,7 +93,7 @@ class FactIndex:
         #: each fact's request, feedback and confidence
         self.notes = FactNotes(catalog)
         #: each conversation turn's speaker, session and position
-        self.turns = Turns(catalog)
+        self.turns = Turns(catalog, self.namespaces)
         #: the time to live of the facts remembered with one (ms)
         self.ttl: dict[str, int] = {}
         self.windows = 0  # live facts with valid_from, valid_to or a time to live
@@ -186,7 +186,7 @@ class FactIndex:
             sid = self.subject[slot] = self.subject_index.add(fid, nid, e.subject)
         self.notes.added(fid, e)
         if e.turn is not None:
-            self.turns.added(fid, e)
+            self.turns.added(fid, e, self.namespaces.names[nid])
         return sid
 
     @property

@@ -3,10 +3,12 @@
 Owns: :class:`Turns` — per fact id, the speaker, session and position it was
 remembered with (docs/contract.md §4g; any of the three may be absent), and the
 look-ups a filter and ``remember_conversation`` need: the facts of a speaker, the
-facts of a session in position order, and the fact at a session's position. Part of
-the fact index (:mod:`holomem.projections.facts`), which tells it of every fact added
-and removed and carries it through checkpoints and compactions. Imports
-:mod:`holomem.events` and the catalog.
+facts of a session name, and a session's facts in position order. A session is a
+session name in one namespace: each namespace's session "s1" is its own, filed apart,
+so that the look-ups of one cost the same however many namespaces use that name. Part
+of the fact index (:mod:`holomem.projections.facts`), which tells it of every fact
+added and removed and carries it through checkpoints and compactions. Imports
+:mod:`holomem.events`, the catalog and the namespace index.
 
 Only facts that carry a turn field occupy a row, so a store without conversations
 pays nothing. The tables are keyed by fact id (the catalog's own string), never by
@@ -22,14 +24,16 @@ from typing import ClassVar, NamedTuple
 from holomem.events import FactAdded
 from holomem.projections.base import Snapshot
 from holomem.projections.catalog import Catalog
+from holomem.projections.namespaces import ROOT, Namespace, NamespaceIndex
 
 
 class Turn(NamedTuple):
-    """A fact's turn fields (None: not given)."""
+    """A fact's turn fields (None: not given), and the fact's namespace."""
 
     speaker: str | None
     session: str | None
     position: int | None
+    namespace: Namespace = ROOT
 
 
 class Turns:
@@ -38,28 +42,37 @@ class Turns:
         "turns": list[tuple[str, str | None, str | None, int | None]],
     }
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, namespaces: NamespaceIndex) -> None:
         self.catalog = catalog
+        self.namespaces = namespaces
         #: fact id -> its turn fields (only facts that have one)
         self.of: dict[str, Turn] = {}
         #: speaker -> the facts it said (an ordered set: dict keys)
         self.by_speaker: dict[str, dict[str, None]] = {}
-        #: session -> (position, fact id) of its facts, sorted; a fact of the session
-        #: without a position sorts first, as position -1
-        self.by_session: dict[str, list[tuple[int, str]]] = {}
+        #: (session name, namespace) -> (position, fact id) of its facts, sorted; a fact
+        #: of the session without a position sorts first, as position -1
+        self.by_session: dict[tuple[str, Namespace], list[tuple[int, str]]] = {}
+        #: session name -> the namespaces that have a session of that name (an ordered
+        #: set)
+        self.named: dict[str, dict[Namespace, None]] = {}
 
     # -- changes ------------------------------------------------------------------------
-    def added(self, fid: str, e: FactAdded) -> None:
-        """The turn of the new fact ``fid`` (the catalog's string), remembered by ``e``."""
+    def added(self, fid: str, e: FactAdded, namespace: Namespace) -> None:
+        """The turn of the new fact ``fid`` (the catalog's string) in ``namespace``,
+        remembered by ``e``."""
         if e.turn is not None and e.turn != (None, None, None):
-            self._add(fid, Turn(*e.turn))
+            self._add(fid, Turn(*e.turn, namespace))
+
+    def _namespace(self, fid: str) -> Namespace:
+        return self.namespaces.namespace(self.catalog.slot(fid))
 
     def _add(self, fid: str, turn: Turn) -> None:
         self.of[fid] = turn
         if turn.speaker is not None:
             self.by_speaker.setdefault(turn.speaker, {})[fid] = None
         if turn.session is not None:
-            row = self.by_session.setdefault(turn.session, [])
+            self.named.setdefault(turn.session, {})[turn.namespace] = None
+            row = self.by_session.setdefault((turn.session, turn.namespace), [])
             entry = (-1 if turn.position is None else turn.position, fid)
             if not row or row[-1] <= entry:
                 row.append(entry)  # (turns mostly arrive in order)
@@ -76,10 +89,15 @@ class Turns:
             if not said:
                 del self.by_speaker[turn.speaker]
         if turn.session is not None:
-            row = self.by_session[turn.session]
+            key = (turn.session, turn.namespace)
+            row = self.by_session[key]
             row.remove((-1 if turn.position is None else turn.position, fid))
             if not row:
-                del self.by_session[turn.session]
+                del self.by_session[key]
+                spaces = self.named[turn.session]
+                del spaces[turn.namespace]
+                if not spaces:
+                    del self.named[turn.session]
 
     # -- queries ------------------------------------------------------------------------
     def get(self, fid: str) -> Turn | None:
@@ -90,54 +108,47 @@ class Turns:
         return list(self.by_speaker.get(speaker, ()))
 
     def session_facts(self, session: str) -> list[str]:
-        """The facts of ``session``, by position."""
-        return [fid for _, fid in self.by_session.get(session, ())]
+        """The facts of every session named ``session`` (of any namespace), each
+        namespace's by position."""
+        return [fid for ns in self.named.get(session, ())
+                for _, fid in self.by_session[session, ns]]
 
-    def between(self, session: str, low: int, high: int) -> list[str]:
-        """Every fact of ``session`` with a position from ``low`` up to ``high``
-        (excluded), the nearest to ``high`` first: of every namespace that has a session
-        of that name, which the caller tells apart."""
-        row = self.by_session.get(session)
+    def between(self, session: str, namespace: Namespace, low: int, high: int
+                ) -> list[str]:
+        """The facts of ``session`` in ``namespace`` with a position from ``low`` up to
+        ``high`` (excluded), the nearest to ``high`` first."""
+        row = self.by_session.get((session, namespace))
         if not row:
             return []
         start = bisect.bisect_left(row, (max(low, 0), ""))
         end = bisect.bisect_left(row, (high, ""))
         return [fid for _, fid in reversed(row[start:end])]
 
-    def after(self, session: str, position: int) -> Iterator[str]:
-        """The facts of ``session`` with a position above ``position``, the nearest
-        first (lazily: the caller stops when it has seen enough)."""
-        row = self.by_session.get(session)
+    def after(self, session: str, namespace: Namespace, position: int) -> Iterator[str]:
+        """The facts of ``session`` in ``namespace`` with a position above ``position``,
+        the nearest first (lazily: the caller stops when it has seen enough)."""
+        row = self.by_session.get((session, namespace))
         if not row:
             return
         for i in range(bisect.bisect_left(row, (position + 1, "")), len(row)):
             yield row[i][1]
 
-    def at(self, session: str, position: int) -> list[str]:
-        """The facts of ``session`` at ``position`` (one per namespace at most, unless
-        callers gave ids of their own)."""
-        row = self.by_session.get(session)
-        if not row:
-            return []
-        i = bisect.bisect_left(row, (position, ""))
-        out = []
-        while i < len(row) and row[i][0] == position:
-            out.append(row[i][1])
-            i += 1
-        return out
-
     # -- checkpoints and compaction -----------------------------------------------------
     def snapshot(self) -> Snapshot:
         """The table, copied at the top (its entries are tuples)."""
-        return {"turns": [(f, *t) for f, t in self.of.items()]}
+        return {"turns": [(f, t.speaker, t.session, t.position) for f, t in self.of.items()]}
 
     def restore(self, snap: Snapshot) -> None:
+        """Fill this fresh table from :meth:`snapshot`, once the namespace index holds
+        the facts' namespaces."""
         for fid, speaker, session, position in snap["turns"]:
-            self._add(self._own(fid), Turn(speaker, session, position))
+            own = self._own(fid)
+            self._add(own, Turn(speaker, session, position, self._namespace(own)))
 
     def compacted(self, old: Turns, fact_ids: list[str]) -> None:
         """Fill this fresh table with the turns of ``fact_ids`` in ``old``, in that
-        order (a compaction writes the kept facts again in slot order)."""
+        order (a compaction writes the kept facts again in slot order; a fact keeps its
+        namespace)."""
         for fid in fact_ids:
             turn = old.of.get(fid)
             if turn is not None:

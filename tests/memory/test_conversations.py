@@ -178,6 +178,40 @@ def test_a_session_name_shared_by_many_namespaces_still_links_each_answer_to_its
         assert memory.store.read(partial(links.answered, fid=fid)) == question.turns[0].id
 
 
+def test_a_sessions_turns_are_filed_under_its_namespace_through_checkpoints_and_compaction(
+        tmp_path: Path) -> None:
+    # Finding the turn an answer replies to reads its own session's turns only, however
+    # many namespaces use the same session name: a session is filed under (name,
+    # namespace), and stays so after a checkpoint is restored and after a compaction.
+    def filed(store: Store, user: int) -> list[str]:
+        return store.read(lambda view: view.facts.turns.between(
+            "s1", ("users", f"u{user}"), 0, REPLY_WINDOW))
+
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store, clock=ManualClock(10_000))
+        made = [memory.remember_conversation(
+            [{"role": "user", "text": f"question {i}"},
+             {"role": "assistant", "text": f"answer {i}"}],
+            session="s1", namespace=["users", f"u{i}"]) for i in range(40)]
+        own = {i: [t.id for t in reversed(m.turns)] for i, m in enumerate(made)}
+        assert all(filed(store, i) == own[i] for i in range(40))
+        memory.forget({"ids": [own[3][0]]})  # a removed turn leaves its session
+        own[3] = own[3][1:]
+        assert filed(store, 3) == own[3]
+        store.checkpoint()
+    with Store.open(tmp_path / "s", sync="none") as store:
+        assert all(filed(store, i) == own[i] for i in range(40))
+        store.compact()
+        assert all(filed(store, i) == own[i] for i in range(40))
+        memory = Memory(store, clock=ManualClock(20_000))
+        later = memory.remember_conversation([{"role": "user", "text": "and then?"}],
+                                             session="s1", namespace="users/u5", start=2)
+        assert reply_of(memory, later.turns[0].id) == own[5][0]  # u5's answer
+        # The session filter still finds the name in every namespace.
+        assert {r.id for r in memory.list(filter={"session": "s1"}, limit=200).facts} == {
+            i for k in range(40) for i in own[k]} | {later.turns[0].id}
+
+
 def test_the_event_time_is_the_messages_else_the_calls_else_none(memory: Memory) -> None:
     done = memory.remember_conversation([
         {"role": "user", "text": "a", "time": 1_000},

@@ -100,12 +100,11 @@ def answering(view: View, fid: str) -> list[str]:
     namespace = facts.namespace(slot)
     out: list[str] = []
     by: str | None = None  # the speaker of the run
-    for other in turns.after(turn.session, turn.position):
+    for other in turns.after(turn.session, namespace, turn.position):
         t = turns.get(other)
         if t is None or t.position is None or t.position - turn.position > REPLY_WINDOW:
             break
-        at = facts.slot(other)
-        if t.speaker is None or at < 0 or facts.namespace(at) != namespace:
+        if t.speaker is None:
             continue
         if t.speaker == turn.speaker or (by is not None and t.speaker != by):
             break
@@ -117,19 +116,15 @@ def answering(view: View, fid: str) -> list[str]:
 def _stored_before(view: View, namespace: tuple[str, ...], session: str, first: int
                    ) -> dict[int, tuple[str, str]]:
     """The stored turns of ``session`` in ``namespace`` in the window before
-    ``first``: position -> (speaker, id).
-
-    Every turn of the window is looked at, of every namespace with a session of that
-    name (one namespace per user, each with a session "s1", is common): a count of the
-    nearest would miss this namespace's own behind the others'. The work is the turns
-    of that name in those :data:`REPLY_WINDOW` positions."""
-    facts, turns = view.facts, view.facts.turns
+    ``first``: position -> (speaker, id). The work is that session's turns in those
+    :data:`REPLY_WINDOW` positions, however many namespaces have a session of that
+    name (one namespace per user, each with a session "s1", is common)."""
+    turns = view.facts.turns
     out: dict[int, tuple[str, str]] = {}
-    for fid in turns.between(session, first - REPLY_WINDOW, first):
+    for fid in turns.between(session, namespace, first - REPLY_WINDOW, first):
         turn = turns.get(fid)
-        slot = facts.slot(fid)
-        if (turn is None or turn.position is None or turn.speaker is None or slot < 0
-                or turn.position in out or facts.namespace(slot) != namespace):
+        if (turn is None or turn.position is None or turn.speaker is None
+                or turn.position in out):
             continue
         out[turn.position] = (turn.speaker, fid)
     return out

@@ -162,7 +162,8 @@ def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None
             sum(1 for h, _, _ in fb if h) if fb else 0,
             sum(1 for h, _, _ in fb if not h) if fb else 0,
             [FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb] if fb else [],
-            namespace, ttl_ms, ingested + ttl_ms if ttl_ms is not None else None, *turn))
+            namespace, ttl_ms, ingested + ttl_ms if ttl_ms is not None else None,
+            turn.speaker, turn.session, turn.position))
     return out
 
 

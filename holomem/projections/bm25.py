@@ -291,6 +291,23 @@ class BM25:
         n = self.catalog.live
         return self.idf(n, 1) * (self.k1 + 1.0) if n else 0.0
 
+    def words_matched(self, query: str, slots: np.ndarray) -> np.ndarray:
+        """How many of ``query``'s distinct terms each live document of ``slots`` holds
+        (the number of terms :meth:`matched` lists for it): one binary search per
+        term over its live postings, so bounded by the terms times ``len(slots)`` log
+        postings. The graded fusion asks it which documents match a single word."""
+        out = np.zeros(len(slots), dtype=np.int64)
+        if not len(slots):
+            return out
+        alive = None if self.catalog.live == self.catalog.slots else self.catalog.alive.view()
+        for tid in self.query_terms(query):
+            posting, _ = self._live_postings(tid, alive)  # slots ascending
+            if not len(posting):
+                continue
+            at = np.minimum(np.searchsorted(posting, slots), len(posting) - 1)
+            out += posting[at] == slots
+        return out
+
     def top(self, query: str, k: int, allowed: np.ndarray | None = None
             ) -> tuple[np.ndarray, np.ndarray]:
         """Every live document that may be among the ``k`` best for ``query``, with its

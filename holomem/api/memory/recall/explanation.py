@@ -53,7 +53,6 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
     # Every explained fact's matched terms at once: each term's postings read once.
     query = ranking.query if ranking.reading is None else ranking.reading.lexical
     terms = view.bm25.matched_many(query, [int(s) for s in slots])
-    ceiling = view.bm25.word_ceiling()  # (the graded fusion's, for a one-word match)
     cut = reach.bounds(ranking.reached)
     out = []
     for slot, matched in zip(slots, terms, strict=True):
@@ -80,8 +79,7 @@ def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
             lexical_score=mine.lexical if mine else 0.0,
             semantic_score=mine.semantic if mine else None,
             fusion=_fusion(method, w_lex, w_sem, mine.fused if mine else 0.0,
-                           parts(params, fused, mine.lexical, mine.semantic, ceiling,
-                                 len(matched))
+                           parts(params, fused, mine.lexical, mine.semantic)
                            if mine and emb else None),
             matched_terms=[MatchedTerm(term=m.term, tf=m.tf, idf=m.idf, score=m.score)
                            for m in matched],

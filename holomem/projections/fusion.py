@@ -80,9 +80,8 @@ SEMANTIC_TEMPERATURE = 0.2
 
 class FusionParams(NamedTuple):
     """How a query's two signals combine: ``method`` "linear", "bounded", "floored" or
-    "rrf"; the
-    lexical signal's weight (the semantic one gets the rest); RRF's rank offset
-    ``rrf_k``."""
+    "rrf"; the lexical signal's weight (the semantic one gets the rest); RRF's rank
+    offset ``rrf_k``."""
 
     method: str = "linear"
     lexical_weight: float = W_LEXICAL
@@ -147,10 +146,9 @@ def fuse(lexical: tuple[np.ndarray, np.ndarray],
 def aligned(slots: np.ndarray, lex: np.ndarray, sem: np.ndarray,
             params: FusionParams = DEFAULT_FUSION, word_ceiling: float = 0.0) -> Fusion:
     """:func:`fuse` (linear, bounded or floored) of candidates already gathered into
-    one list:
-    ``slots`` ascending, each one's raw BM25 ``lex`` (0: no lexical match) and cosine
-    ``sem`` (0: no vector) — the same scores, bit for bit, as :func:`fuse` gives them
-    from the two lists."""
+    one list: ``slots`` ascending, each one's raw BM25 ``lex`` (0: no lexical match)
+    and cosine ``sem`` (0: no vector) — the same scores, bit for bit, as :func:`fuse`
+    gives them from the two lists."""
     top = lex.max() if len(lex) else 0.0
     cos = np.maximum(sem, 0.0)
     best = float(cos.max()) if len(cos) else 0.0

@@ -23,8 +23,9 @@ re-embeds a sample of cached texts with the real model and stops if a byte diffe
 Rows (each a MemoryConfig, recall(question, k=10), ``candidate_limit`` 100 unless
 named): the lexical default; lexical + context (neighbour weight 0.1-1.0 x window
 1-3); minilm with the embedder's default fusion (what ``fusion="default"`` gives a
-Memory with an embedder: linear, lexical weight 0.4 since this study chose it) and
-with linear lexical weights 0.0-0.8 (0.5 is document search's fusion, 0.5 bm25/max +
+Memory with an embedder: floored, lexical weight 0.55 — the default this study chose
+before it, linear at 0.4, is the ``linear(w=0.4)`` row) and with linear lexical
+weights 0.0-0.8 (0.5 is document search's fusion, 0.5 bm25/max +
 0.5 cosine, the default before the study), each without context and with every neighbour
 weight 0.1-0.5 x window 1-3; minilm with RRF (rank offset 10-60 x lexical weight
 0.5-0.7), without context and with five context settings (RRF was behind everywhere

@@ -206,11 +206,15 @@ def test_fusion_is_configurable_and_without_an_embedder_the_default_is_document_
     assert own_vectors.embedder is None
     assert [(r.id, r.score) for r in own_vectors.recall("nurse job", k=4, embedding=query)] \
         == [(h.id, h.score) for h in hits]
-    default = memory.recall("nurse job", k=4)  # with the embedder: lexical weight 0.4
+    default = memory.recall("nurse job", k=4)  # with the embedder: floored, weight 0.55
     assert [r.score for r in default] != [h.score for h in hits]
-    same = Memory(store, MemoryConfig(fusion=FusionConfig(lexical_weight=0.4)), clock=clock,
-                  embedder=Fake(), persist=True)
+    same = Memory(store, MemoryConfig(fusion=FusionConfig(method="floored",
+                                                          lexical_weight=0.55)),
+                  clock=clock, embedder=Fake(), persist=True)
     assert same.recall("nurse job", k=4) == default
+    old = Memory(store, MemoryConfig(fusion=FusionConfig(lexical_weight=0.4)), clock=clock,
+                 embedder=Fake(), persist=True)  # the default before the floored fusion
+    assert [r.score for r in old.recall("nurse job", k=4)] != [r.score for r in default]
     rrf = Memory(store, MemoryConfig(fusion=FusionConfig(method="rrf")), clock=clock,
                  embedder=Fake(), persist=True)
     ranked = rrf.recall("nurse job", k=4)

@@ -217,8 +217,9 @@ def test_the_embedder_loads_in_a_process_that_already_built_an_index(tmp_path: P
 
 
 @pytest.mark.parametrize("fusion", [None, {"method": "linear", "lexicalWeight": 0.4},
-                                    {"method": "bounded", "lexicalWeight": 0.5}],
-                         ids=["default", "linear", "bounded"])
+                                    {"method": "bounded", "lexicalWeight": 0.5},
+                                    {"method": "floored", "lexicalWeight": 0.55}],
+                         ids=["default", "linear", "bounded", "floored"])
 def test_lexical_candidates_left_unscored_change_no_approximate_answer(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fusion: dict[str, object] | None
 ) -> None:

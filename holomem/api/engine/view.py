@@ -547,8 +547,8 @@ class View:
 
 def _truncates(fusion: FusionParams) -> bool:
     """Whether a fusion's top ``depth`` depends only on the ``depth`` best cosines (and
-    every lexical match): linear or bounded (a document's part rises with its own
-    cosine and depends otherwise only on the best one), with some weight on the
+    every lexical match): linear, bounded or floored (a document's part rises with its
+    own cosine and depends otherwise only on the best one), with some weight on the
     vector. RRF ranks a lexical match by its cosine's rank among every document,
     which a cut would lose."""
-    return fusion.method in ("linear", "bounded") and fusion.lexical_weight < 1.0
+    return fusion.method in ("linear", "bounded", "floored") and fusion.lexical_weight < 1.0

@@ -179,10 +179,12 @@ class FusionConfig(_Config, frozen=True):
     ``linear`` (w * bm25 / max bm25 + (1 - w) * cosine), ``bounded`` (each part
     relative to the best candidate's, BM25's never to less than one word's most, the
     cosine's through exp(gap / 0.2): a single weak lexical hit does not beat a clearly
-    better semantic match) or ``rrf`` (reciprocal ranks, w / (rrfK + lexical rank) +
-    (1 - w) / (rrfK + semantic rank)); w is ``lexical_weight``."""
+    better semantic match), ``floored`` (the bounded fusion with BM25 relative to the
+    best candidate's but never to less than a fixed 4.0, a weak match's score; the
+    default with an embedder, at w = 0.55) or ``rrf`` (reciprocal ranks, w / (rrfK +
+    lexical rank) + (1 - w) / (rrfK + semantic rank)); w is ``lexical_weight``."""
 
-    method: Literal["linear", "bounded", "rrf"] = "linear"
+    method: Literal["linear", "bounded", "floored", "rrf"] = "linear"
     lexical_weight: Fraction = 0.5
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 60
 
@@ -213,9 +215,10 @@ class MemoryConfig(_Config, frozen=True):
     #: The built-in embedder facts and queries without a vector are embedded with
     #: (docs/contract.md §4e), or None: none (unless the store recorded one, or Memory(embedder=)).
     embedder: EmbedderName | None = None
-    #: The fusion of the two signals. "default": with an embedder, linear with lexical
-    #: weight 0.4 (chosen on LoCoMo, benchmarks/fusion_study.py); without one, document
-    #: search's own (linear, 0.5), so that a caller's own vectors rank as search does.
+    #: The fusion of the two signals. "default": with an embedder, floored with lexical
+    #: weight 0.55 (docs/contract.md §4e; the linear fusion at 0.4 before it); without
+    #: one, document search's own (linear, 0.5), so that a caller's own vectors rank as
+    #: search does.
     fusion: Literal["default"] | FusionConfig = "default"
     #: How a query's vector finds its candidates: "exact" (every vector's cosine),
     #: "approximate" (an in-memory HNSW index, built in the background, at any size) or

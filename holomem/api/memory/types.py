@@ -148,9 +148,9 @@ class MatchedTerm(Response, frozen=True):
 
 class FusionInfo(Response, frozen=True, omit_defaults=True):
     """How the score was fused: ``method`` is "bm25", "bm25+cosine" (the linear
-    fusion), "bm25+cosine bounded" or "bm25+cosine rrf". With the linear or bounded
-    fusion, ``lexical_part`` and ``semantic_part`` are the two signals as the fusion
-    normalised them: ``lexical_weight * lexical_part + semantic_weight *
+    fusion), "bm25+cosine bounded", "bm25+cosine floored" or "bm25+cosine rrf". With the
+    linear, bounded or floored fusion, ``lexical_part`` and ``semantic_part`` are the two
+    signals as the fusion normalised them: ``lexical_weight * lexical_part + semantic_weight *
     semantic_part`` is the fused score before any context share (None, and left out
     of the JSON, otherwise)."""
 

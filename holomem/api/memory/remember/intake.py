@@ -80,8 +80,10 @@ def convert_all(items: Sequence[object]) -> Converted | None:
         out = msgspec.convert(batch, list[RememberInput])
     except (msgspec.ValidationError, TypeError, ValueError, OverflowError, RecursionError):
         return None
+    # (Set on the structs just made, which nothing else holds yet: no copy of each.)
+    set_field = msgspec.structs.force_setattr
     for i, e in arrays.items():
-        out[i] = msgspec.structs.replace(out[i], embedding=e)
+        set_field(out[i], "embedding", e)
     return Converted(out, checked)
 
 

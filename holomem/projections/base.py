@@ -75,6 +75,13 @@ class GrowArray:
         out.extend(values)
         return out
 
+    def reserve(self, n: int, spare: int = 0) -> None:
+        """Room for ``n`` values; when the array must grow for them, room for ``spare``
+        more as well (a bulk load: the next run of the same size then lands without a
+        copy of the whole array into fresh memory)."""
+        if n > len(self._data):
+            self._reserve(n + spare)
+
     def _reserve(self, n: int) -> None:
         if n > len(self._data):
             cap = max(n, len(self._data) * 2)

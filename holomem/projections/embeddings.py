@@ -141,6 +141,9 @@ class Embeddings:
         else:
             mat = np.zeros((len(embs), dim), dtype=np.float32)
             mat[has] = rows
+        # Room for another run this size when it grows: a bulk load's next run is
+        # written into pages never touched, not into a copy of the whole matrix.
+        self._mat.reserve(first + len(embs), spare=len(embs))
         self._mat.extend(mat)
         self.has.extend(has)
         if self.index is not None:

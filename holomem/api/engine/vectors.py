@@ -159,21 +159,16 @@ def _floats_into(buf: bytearray, n: int, head: np.ndarray, out: np.ndarray) -> b
 
 def _arrays(rows: Sequence[np.ndarray]) -> np.ndarray | None:
     """Numeric 1-d numpy arrays of one length as the rows of a float32 matrix (None:
-    they are not). Arrays of one type, each contiguous, are joined as bytes (a copy of
-    each, no Python call per row); others are stacked."""
+    they are not). Arrays of one type are concatenated (one loop in C, into memory numpy
+    allocates); others are stacked."""
     shapes = {v.shape for v in rows}
     dtypes = {v.dtype for v in rows}
     if (len(shapes) != 1 or not {d.kind for d in dtypes} <= set("iuf")
             or len(shape := shapes.pop()) != 1 or not 1 <= shape[0] <= MAX_DIM):
         return None
     if len(dtypes) == 1:
-        try:
-            joined = b"".join(rows)  # type: ignore[arg-type]  # (a contiguous array only)
-        except (TypeError, BufferError, ValueError):
-            pass
-        else:
-            flat = np.frombuffer(joined, dtype=dtypes.pop())
-            return flat.reshape(len(rows), shape[0]).astype(_F32, copy=False)
+        flat = np.concatenate(rows)
+        return flat.reshape(len(rows), shape[0]).astype(_F32, copy=False)
     return np.stack(rows).astype(_F32, copy=False)
 
 

@@ -113,6 +113,17 @@ class GrowArray:
         self.n += len(values)
         self._filled = self.n
 
+    def grow(self, count: int) -> np.ndarray:
+        """``count`` values added at the end, as a writable view of them for the caller
+        to fill before anything reads them (:meth:`extend` without a source array: a
+        copy fewer)."""
+        self._flush()
+        self._reserve(self.n + count)
+        out = self._data[self.n : self.n + count]
+        self.n += count
+        self._filled = self.n
+        return out
+
     def view(self) -> np.ndarray:
         self._flush()
         return self._data[: self.n]

@@ -191,6 +191,14 @@ COMPRESS_KEEP_RATIO = 0.9
 #: Level 1: half the time of level 3 on a 10,000-fact transaction for ~4 % more bytes;
 #: the level is the writer's choice (every level decodes alike).
 ZSTD_LEVEL = 1
+#: A body of at least COMPRESS_PROBE_MIN bytes whose first COMPRESS_PROBE bytes level 1
+#: leaves above COMPRESS_PROBE_RATIO of their size (float vectors, which barely
+#: compress: the rest of the body is mostly the same) is compressed at this fast level
+#: instead: on 384-d vector facts, 0.38x the time of level 1 for a body 9 % larger.
+ZSTD_FAST_LEVEL = -5
+COMPRESS_PROBE_MIN = 1 << 20
+COMPRESS_PROBE = 1 << 16
+COMPRESS_PROBE_RATIO = 0.6
 
 # -- defaults -----------------------------------------------------------------------
 DEFAULT_SEGMENT_SIZE = 64 * 1024 * 1024

@@ -29,6 +29,9 @@ from holomem.log.format import (
     AAD,
     COMPRESS_KEEP_RATIO,
     COMPRESS_MIN,
+    COMPRESS_PROBE,
+    COMPRESS_PROBE_MIN,
+    COMPRESS_PROBE_RATIO,
     FRAME_CHECKSUMMED,
     FRAME_FLAG_COMPRESSED,
     FRAME_FLAG_ENCRYPTED,
@@ -40,6 +43,7 @@ from holomem.log.format import (
     MAX_PAYLOADS,
     TX_COUNT,
     TX_LENGTH,
+    ZSTD_FAST_LEVEL,
     ZSTD_LEVEL,
 )
 
@@ -134,13 +138,27 @@ class FrameCodec:
         self.envelope = envelope
         self.compress = compress
         self._zc = zstandard.ZstdCompressor(level=ZSTD_LEVEL) if compress else None
+        self._zc_fast = zstandard.ZstdCompressor(level=ZSTD_FAST_LEVEL) if compress else None
         self._zd = zstandard.ZstdDecompressor()
+
+    def level(self, body: bytes) -> int:
+        """The zstd level this writer compresses ``body`` at (FORMAT.md §6; every level
+        decodes alike): :data:`ZSTD_LEVEL`, or :data:`ZSTD_FAST_LEVEL` for a large body
+        whose first :data:`COMPRESS_PROBE` bytes barely compress at level 1."""
+        if self._zc is None or len(body) < COMPRESS_PROBE_MIN:
+            return ZSTD_LEVEL
+        probe = self._zc.compress(body[:COMPRESS_PROBE])
+        return ZSTD_FAST_LEVEL if len(probe) > COMPRESS_PROBE * COMPRESS_PROBE_RATIO \
+            else ZSTD_LEVEL
 
     def encode(self, seq: int, payloads: Sequence[bytes], where: Binding) -> bytes:
         body = pack_tx(payloads)
         flags = 0
         if self._zc is not None and len(body) >= COMPRESS_MIN:
-            packed = self._zc.compress(body)
+            zc = self._zc
+            if self._zc_fast is not None and self.level(body) == ZSTD_FAST_LEVEL:
+                zc = self._zc_fast
+            packed = zc.compress(body)
             if len(packed) <= len(body) * COMPRESS_KEEP_RATIO:
                 body = packed
                 flags |= FRAME_FLAG_COMPRESSED

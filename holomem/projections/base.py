@@ -75,6 +75,13 @@ class GrowArray:
         out.extend(values)
         return out
 
+    def reserve(self, n: int, spare: int = 0) -> None:
+        """Room for ``n`` values; when the array must grow for them, room for ``spare``
+        more as well (a bulk load: the next run of the same size then lands without a
+        copy of the whole array into fresh memory)."""
+        if n > len(self._data):
+            self._reserve(n + spare)
+
     def _reserve(self, n: int) -> None:
         if n > len(self._data):
             cap = max(n, len(self._data) * 2)
@@ -105,6 +112,17 @@ class GrowArray:
         self._data[self.n : self.n + len(values)] = values
         self.n += len(values)
         self._filled = self.n
+
+    def grow(self, count: int) -> np.ndarray:
+        """``count`` values added at the end, as a writable view of them for the caller
+        to fill before anything reads them (:meth:`extend` without a source array: a
+        copy fewer)."""
+        self._flush()
+        self._reserve(self.n + count)
+        out = self._data[self.n : self.n + count]
+        self.n += count
+        self._filled = self.n
+        return out
 
     def view(self) -> np.ndarray:
         self._flush()

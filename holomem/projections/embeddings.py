@@ -57,14 +57,33 @@ def unit(vector: np.ndarray) -> np.ndarray:
     return v / np.float32(np.linalg.norm(v.astype(np.float64)))
 
 
-def units(rows: np.ndarray) -> np.ndarray:
+def units(rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """:func:`unit` of each row of a float32 matrix, bit for bit: each row's norm is
     taken as ``numpy.linalg.norm`` takes a vector's (the square root of a float64 dot
     product), the products all in one stacked ``matmul`` (a dot product per row, in C;
-    tests/replay/test_vectors_normalised_alike.py checks the bits against :func:`unit`)."""
-    r64 = np.asarray(rows, dtype=np.float64)
+    tests/replay/test_vectors_normalised_alike.py checks the bits against :func:`unit`).
+    A block of rows at a time (:data:`UNIT_BLOCK_BYTES` of float64), so that the float64
+    copy stays in the cache. ``out``: a float32 array of the same shape to write them
+    to (returned), instead of a new one."""
+    rows = np.asarray(rows, dtype=np.float32)
+    step = max(1, UNIT_BLOCK_BYTES // (8 * rows.shape[1])) if rows.ndim == 2 else len(rows)
+    if len(rows) <= step and out is None:
+        return _units(rows)
+    if out is None:
+        out = np.empty(rows.shape, dtype=np.float32)
+    for i in range(0, len(rows), step):
+        out[i : i + step] = _units(rows[i : i + step])
+    return out
+
+
+#: The float64 bytes :func:`units` normalises at a time.
+UNIT_BLOCK_BYTES = 2**19
+
+
+def _units(rows: np.ndarray) -> np.ndarray:
+    r64 = rows.astype(np.float64)
     norms: np.ndarray = np.sqrt(np.matmul(r64[:, None, :], r64[:, :, None])[:, 0, 0])
-    out: np.ndarray = np.asarray(rows, dtype=np.float32) / norms.astype(np.float32)[:, None]
+    out: np.ndarray = rows / norms.astype(np.float32)[:, None]
     return out
 
 
@@ -118,13 +137,16 @@ class Embeddings:
         assert self._mat is not None
         has = np.fromiter(map(bool, embs), dtype=np.bool_, count=len(embs))
         given = np.frombuffer(b"".join(embs), dtype="<f4").reshape(-1, dim)
-        rows = units(given)
-        if has.all():
-            mat = rows
+        # Room for another run this size when it grows: a bulk load's next run is
+        # written into pages never touched, not into a copy of the whole matrix.
+        self._mat.reserve(first + len(embs), spare=len(embs))
+        if has.all():  # normalised straight into the matrix's new rows
+            rows = units(given, out=self._mat.grow(len(embs)))
         else:
+            rows = units(given)
             mat = np.zeros((len(embs), dim), dtype=np.float32)
             mat[has] = rows
-        self._mat.extend(mat)
+            self._mat.extend(mat)
         self.has.extend(has)
         if self.index is not None:
             self.index.add(first + np.flatnonzero(has), rows)

@@ -9,7 +9,9 @@ stored (issue 29, "vectors that cost what they should").
   or a memoryview give the same stored bytes, the same digest and the same content id;
 - a fact stored with digest 1 (the versions before digest 2 hashed the vector's JSON)
   is still recognised by a retry with the same id;
-- a batch checked together (``vectors.matrix``) gives what one at a time gives.
+- a batch checked together (``vectors.matrix``) gives what one at a time gives, for
+  every form, and a list not decoded as JSON passes together only when it holds
+  Python floats alone (anything else is checked one at a time, and named).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def _bad_values() -> list[Any]:
         array.array("b", [1] * DIM), memoryview(np.ones((2, DIM))),
         [1e39] + [0.5] * (DIM - 1), [10**400] * DIM, [], [0.0] * DIM, np.zeros(DIM),
         [-0.0] * DIM, [0] * DIM, [1e-46] * DIM,  # rounds to float32 zeros
+        (True,) * DIM, ("0.5",) * DIM, (0.5,) * (DIM - 1) + (None,),  # tuples are looked at too
         [0.5] * (vectors.MAX_DIM + 1), np.ones(vectors.MAX_DIM + 1),
         np.ones(10**6, dtype=np.float32), _endless(),
     ]
@@ -192,3 +195,73 @@ def test_a_fact_stored_with_digest_1_is_recognised_by_a_retry(tmp_path: Path) ->
         assert again.created is False
         with pytest.raises(ConflictError):
             m.remember(text="old fact", id="old1", embedding=[0.9, *vec[1:]])
+
+
+def test_a_batch_of_any_form_checked_together_equals_one_at_a_time() -> None:
+    rng = np.random.default_rng(7)
+    rows = rng.standard_normal((40, DIM)).astype(np.float32)
+    forms = [rows.tolist(), rows.astype(np.float64).tolist(), list(rows),
+             list(rows.astype(">f4")), list(rows.astype(np.float64)),
+             list(np.repeat(rows, 2, axis=1)[:, ::2]),  # arrays that are not contiguous
+             [array.array("f", r.tobytes()) for r in rows],
+             [array.array("d", r.astype(np.float64).tobytes()) for r in rows],
+             [memoryview(r) for r in rows], [memoryview(r) for r in rows.astype(">f8")]]
+    for given_rows in forms:
+        m = vectors.matrix(given_rows, decoded=False)
+        assert m is not None and m.dtype == np.dtype("<f4")
+        assert m.tobytes() == rows.astype("<f4").tobytes()
+        assert [vectors.vector(r).tobytes() for r in given_rows] == [r.tobytes() for r in m]
+
+
+class _Float(float):
+    pass
+
+
+@pytest.mark.parametrize("odd", [True, False, 1, 0, "0.5", None, [0.5], np.float64(0.5),
+                                 np.float32(0.5), _Float(0.5), 10**400],
+                         ids=repr)
+def test_a_list_not_decoded_passes_together_only_with_floats_alone(odd: object) -> None:
+    """A list a caller built may hold anything: in a batch it is read at once only
+    when every item is a Python float; else each is looked at (and a bad one named)."""
+    rows = [[0.5] * DIM for _ in range(20)]
+    rows[13] = [0.5] * (DIM - 1) + [odd]
+    assert vectors.matrix(rows, decoded=False) is None
+    assert vectors.matrix(rows[:13], decoded=False) is not None
+
+
+def test_remember_many_reads_a_batch_of_lists_as_one_at_a_time_does(tmp_path: Path) -> None:
+    rng = np.random.default_rng(11)
+    rows = rng.standard_normal((30, DIM)).astype(np.float32).tolist()
+    rows[3] = [1, 0, 0, 0, 0, 0, 0, 0]  # ints: msgspec converts the batch
+    with Store.open(str(tmp_path / "s"), sync="none") as store:
+        m = Memory(store)
+        for batch in ([{"text": f"t{i}", "embedding": r} for i, r in enumerate(rows)],
+                      [{"text": f"t{i}", "embedding": r} for i, r in enumerate(rows) if i != 3]):
+            converted = intake.convert_all(batch)
+            assert converted is not None
+            together = intake.check_all(*converted)
+            alone = [intake.check(RememberInput(**x), i)  # type: ignore[arg-type]
+                     for i, x in enumerate(batch)]
+            assert [c.digest for c in together] == [c.digest for c in alone]
+            assert [c.vector.tobytes() for c in together] == \
+                [c.vector.tobytes() for c in alone]  # type: ignore[union-attr]
+        first = m.remember_many([{"text": f"t{i}", "embedding": r} for i, r in enumerate(rows)])
+        again = [m.remember(f"t{i}", embedding=r) for i, r in enumerate(rows)]
+        assert [(a.id, a.created) for a in again] == [(f.id, False) for f in first]
+        with pytest.raises(InvalidError, match="input 5"):
+            m.remember_many([{"text": f"u{i}", "embedding": [True] * DIM if i == 5 else r}
+                             for i, r in enumerate(rows)])
+
+
+@pytest.mark.parametrize("vec", [(True,) * DIM, ("0.5",) * DIM, (0.5,) * (DIM - 1) + ("1",)],
+                         ids=repr)
+def test_a_tuple_of_strings_or_booleans_is_refused_by_remember_many(
+        memory: Memory, vec: tuple[object, ...]) -> None:
+    """A tuple is never what a JSON decoder gives: its items are looked at (a batch
+    once read them as numbers, "0.5" and True included)."""
+    before = _state(memory)
+    for call in (lambda: memory.remember_many([{"text": "x", "embedding": vec}]),
+                 lambda: memory.remember(RememberInput(text="x", embedding=vec))):  # type: ignore[arg-type]
+        with pytest.raises(InvalidError, match="embedding"):
+            call()
+    assert _state(memory) == before

@@ -205,3 +205,30 @@ def test_a_remember_batch_applied_in_bulk_matches_one_event_at_a_time(
         one.apply(1, e)
     bulk.apply_all(1, events)
     assert _picture(bulk, bulk_records) == _picture(one, one_records)
+
+
+def test_runs_of_vectors_that_grow_the_matrix_match_one_event_at_a_time() -> None:
+    """remember_many with a vector on every fact, in runs larger than the matrix: each
+    run is normalised straight into the rows it grows (with room left for the next run),
+    a run with a fact without a vector is not; the matrix is the one-at-a-time one."""
+    rng = np.random.default_rng(3)
+    one_records, bulk_records = MemoryRecords(), MemoryRecords()
+    one, bulk = ProjectionState(one_records), ProjectionState(bulk_records)
+    n = 0
+    for seq, (size, gap) in enumerate([(1500, None), (1500, None), (2500, 17), (4000, None)],
+                                      start=1):
+        vecs = rng.standard_normal((size, 24)).astype("<f4")
+        events: list[Event] = []
+        for i, v in enumerate(vecs):
+            fid = f"f{n + i}"
+            events.append(DocumentAdded(id=fid, text=f"{WORDS[i % 10]} {i}",
+                                        embedding=b"" if i == gap else v.tobytes()))
+            events.append(FactAdded(id=fid, ingest_time=10 + i, digest=b"12345678"))
+        n += size
+        for e in events:
+            one.apply(seq, e)
+        bulk.apply_all(seq, events)
+    assert len(bulk.embeddings.has) == n
+    assert bulk.embeddings._mat is not None and one.embeddings._mat is not None
+    assert bulk.embeddings._mat.view().tobytes() == one.embeddings._mat.view().tobytes()
+    assert _picture(bulk, bulk_records) == _picture(one, one_records)

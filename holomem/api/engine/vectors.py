@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
-from typing import cast
 
+import msgspec
 import numpy as np
 
 from holomem.errors import InvalidError
@@ -48,7 +48,8 @@ def vector(value: object, dim: int = 0, field: str = "embedding", *,
     if isinstance(value, np.ndarray):
         arr = _numeric(value, field)
     elif type(value) is list or type(value) is tuple:
-        arr = _from_list(value, field, decoded)
+        # Only a list comes out of a JSON decoder: a tuple's items are looked at.
+        arr = _from_list(value, field, decoded and type(value) is list)
     elif isinstance(value, (bytes, bytearray)):
         raise InvalidError(f"{field} must be a sequence of numbers, not {type(value).__name__}"
                            " (raw bytes could hold float32, float64 or 8-bit numbers: give"
@@ -60,35 +61,141 @@ def vector(value: object, dim: int = 0, field: str = "embedding", *,
     return _checked(arr, dim, field)
 
 
-def matrix(values: Sequence[object], field: str = "embedding") -> np.ndarray | None:
+def matrix(values: Sequence[object], field: str = "embedding", *,
+           decoded: bool = True) -> np.ndarray | None:
     """:func:`vector` of each of ``values`` at once, as the rows of one ``<f4`` matrix,
-    when they are all lists decoded as JSON numbers (``decoded``) or all numeric 1-d
-    numpy arrays, of one length; None when they are not, or when any fails a check (the
-    caller then checks them one at a time, and the first bad one is named)."""
+    when they are all of one length and all lists (of Python floats; with ``decoded``,
+    lists decoded as JSON numbers may hold ints too), all numeric 1-d numpy arrays, or
+    all 1-d buffers of float32 or float64 items; None when they are not, or when any
+    fails a check (the caller then checks them one at a time, and the first bad one is
+    named). ``decoded``: as :func:`vector`'s, for the lists."""
     if not values:
         return None
     kinds = set(map(type, values))
     try:
         with np.errstate(over="ignore", invalid="ignore"):
             if kinds == {list}:
-                lengths = set(map(len, values))  # type: ignore[arg-type]
-                if len(lengths) != 1 or not 1 <= lengths.pop() <= MAX_DIM:
-                    return None
-                m = np.array(values, dtype=_F32)
+                m = _float_lists(values)  # type: ignore[arg-type]
+                if m is None and decoded:
+                    lengths = set(map(len, values))  # type: ignore[arg-type]
+                    if len(lengths) != 1 or not 1 <= lengths.pop() <= MAX_DIM:
+                        return None
+                    m = np.array(values, dtype=_F32)
             elif kinds == {np.ndarray}:
-                shapes = {v.shape for v in values}  # type: ignore[attr-defined]
-                kinds_of = {v.dtype.kind for v in values}  # type: ignore[attr-defined]
-                if (len(shapes) != 1 or not kinds_of <= set("iuf")
-                        or len(shape := shapes.pop()) != 1 or not 1 <= shape[0] <= MAX_DIM):
-                    return None
-                m = np.stack(cast("Sequence[np.ndarray]", values)).astype(_F32, copy=False)
+                m = _arrays(values)  # type: ignore[arg-type]
+            elif len(kinds) == 1 and not kinds & _NOT_BUFFERS:
+                m = _buffers(values)
             else:
                 return None
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, BufferError):
         return None
-    if m.ndim != 2 or not np.isfinite(m).all() or not m.any(axis=1).all():
+    if m is None or m.ndim != 2 or not np.isfinite(m).all() or not m.any(axis=1).all():
         return None
     return m
+
+
+#: Types that are never read as a buffer of numbers (bytes: see the module docstring).
+_NOT_BUFFERS = frozenset({list, tuple, bytes, bytearray, str, dict, set, frozenset})
+_MSGPACK = msgspec.msgpack.Encoder()
+#: A msgpack float64: its marker byte, then the number, big-endian.
+_MSGPACK_FLOAT = 0xCB
+
+
+def _float_lists(rows: Sequence[list[object]]) -> np.ndarray | None:
+    """The rows, lists of one length each holding only Python floats, as float32; None
+    when they are not. One pass of C reads and checks every number: msgspec writes the
+    rows as msgpack, where a float (and nothing else: not a bool, an int, a str, a float
+    subclass or a numpy scalar) is the byte 0xcb and eight bytes of float64, so the
+    rows are floats alone exactly when their encoding is each row's array header and
+    then that byte every nine bytes. A few hundred KiB of rows at a time, into one
+    buffer (kept in the cache)."""
+    lengths = set(map(len, rows))
+    if len(lengths) != 1:
+        return None
+    dim = lengths.pop()
+    if not 1 <= dim <= MAX_DIM:
+        return None
+    head = np.frombuffer(bytes([0x90 | dim]) if dim < 16 else b"\xdc" + dim.to_bytes(2, "big"),
+                         dtype=np.uint8)
+    out = np.empty((len(rows), dim), dtype=_F32)
+    step = max(1, _CHUNK_BYTES // (9 * dim))
+    buf = bytearray()
+    for start in range(0, len(rows), step):
+        part = rows[start : start + step]
+        try:
+            _MSGPACK.encode_into(part, buf)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        if not _floats_into(buf, len(part), head, out[start : start + len(part)]):
+            return None
+    return out
+
+
+#: The bytes of msgpack :func:`_float_lists` encodes at a time.
+_CHUNK_BYTES = 2**19
+
+
+def _floats_into(buf: bytearray, n: int, head: np.ndarray, out: np.ndarray) -> bool:
+    """Whether ``buf``, the msgpack of ``n`` lists, holds ``head`` and then floats alone
+    in each (they are then written to ``out``, as float32). The views of ``buf`` end
+    here, so that the next encoding may resize it."""
+    dim = out.shape[1]
+    width = len(head) + 9 * dim
+    outer = 1 if n < 16 else 3  # (an array header: n is below 2**16)
+    if len(buf) != outer + width * n:
+        return False
+    table = np.frombuffer(buf, dtype=np.uint8, offset=outer).reshape(n, width)
+    if not (table[:, : len(head)] == head).all():
+        return False
+    # Each row's cells, nine bytes apart: the markers, and the numbers after them.
+    markers = np.ndarray((n, dim), dtype=np.uint8, buffer=buf, offset=outer + len(head),
+                         strides=(width, 9))
+    if not (markers == _MSGPACK_FLOAT).all():
+        return False
+    out[...] = np.ndarray((n, dim), dtype=">f8", buffer=buf, offset=outer + len(head) + 1,
+                          strides=(width, 9))
+    return True
+
+
+def _arrays(rows: Sequence[np.ndarray]) -> np.ndarray | None:
+    """Numeric 1-d numpy arrays of one length as the rows of a float32 matrix (None:
+    they are not). Arrays of one type are concatenated (one loop in C, into memory numpy
+    allocates); others are stacked."""
+    shapes = {v.shape for v in rows}
+    dtypes = {v.dtype for v in rows}
+    if (len(shapes) != 1 or not {d.kind for d in dtypes} <= set("iuf")
+            or len(shape := shapes.pop()) != 1 or not 1 <= shape[0] <= MAX_DIM):
+        return None
+    if len(dtypes) == 1:
+        flat = np.concatenate(rows)
+        return flat.reshape(len(rows), shape[0]).astype(_F32, copy=False)
+    return np.stack(rows).astype(_F32, copy=False)
+
+
+def _buffers(values: Sequence[object]) -> np.ndarray | None:
+    """Buffers of float32 or float64 items (``array.array``, ``memoryview``, ...), all
+    of one item format and length, as the rows of a float32 matrix; None when they
+    are not."""
+    views = [memoryview(v) for v in values]  # type: ignore[arg-type]
+    try:
+        formats = {v.format for v in views}
+        shapes = {v.shape for v in views}
+        if (len(formats) != 1 or not formats <= _FLOAT_FORMATS or len(shapes) != 1
+                or len(shape := shapes.pop() or ()) != 1
+                or not 1 <= shape[0] <= MAX_DIM):
+            return None
+        joined = b"".join(views)  # (a buffer that is not contiguous raises)
+        dtype = _item_dtype(views[0].format)
+    finally:
+        for v in views:
+            v.release()
+    return np.frombuffer(joined, dtype=dtype).reshape(len(values), shape[0]).astype(_F32)
+
+
+def _item_dtype(fmt: str) -> np.dtype:
+    """The numpy type of a float buffer's item format (one of :data:`_FLOAT_FORMATS`)."""
+    order = {"<": "<", ">": ">", "!": ">"}.get(fmt[0], "=") if len(fmt) == 2 else "="
+    return np.dtype(order + ("f4" if fmt[-1] == "f" else "f8"))
 
 
 def _numeric(arr: np.ndarray, field: str) -> np.ndarray:

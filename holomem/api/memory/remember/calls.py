@@ -73,7 +73,7 @@ def _remember_many(s: Session, /, inputs: Iterable[RememberInput | Mapping[str, 
     items = list(itertools.islice(inputs, MAX_FACTS + 1))
     converted = intake.convert_all(items) if len(items) <= MAX_FACTS else None
     if converted is not None:
-        checked = intake.check_all(converted)
+        checked = intake.check_all(*converted)
     else:  # one at a time: the first bad input (or the limit) is the one named
         checked = []
         for i, x in enumerate(items):

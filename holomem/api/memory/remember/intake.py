@@ -48,26 +48,43 @@ class Checked(NamedTuple):
     vector: np.ndarray | None = None
 
 
-def convert_all(items: Sequence[object]) -> list[RememberInput] | None:
+class Converted(NamedTuple):
+    """A batch converted by :func:`convert_all`: its inputs, and its vectors already
+    checked together (the rows of :func:`vectors.matrix`, in the inputs' order; None:
+    not checked yet)."""
+
+    inputs: list[RememberInput]
+    vectors: np.ndarray | None = None
+
+
+def convert_all(items: Sequence[object]) -> Converted | None:
     """Every input as a RememberInput in one msgspec call, when each is a dict that
     :func:`validate.to_struct` would hand msgspec as it is (under the names Python
     and JSON share, times in milliseconds); None when any is not, or any fails
     (converted one at a time, the first bad one is then named)."""
     if not items or set(map(type, items)) != {dict}:
         return None
-    # A vector given as an array or a buffer (msgspec takes lists only) is set aside and
-    # put back as it is: check_all checks the batch's vectors together.
-    arrays = {i: e for i, e in enumerate(map(_EMBEDDING_OF, items))
-              if e is not None and type(e) is not list}
-    given: Sequence[object] = items if not arrays else [
+    # A vector is set aside and put back as it is (msgspec takes lists only, and reads
+    # a list's numbers one by one): check_all checks the batch's vectors together.
+    # Lists are set aside only when they are all lists of floats (checked here, in one
+    # pass); else msgspec converts them, and says which number is not one.
+    given = {i: e for i, e in enumerate(map(_EMBEDDING_OF, items)) if e is not None}
+    checked: np.ndarray | None = None
+    if given and set(map(type, given.values())) == {list}:
+        checked = vectors.matrix(list(given.values()), decoded=False)
+    arrays = given if checked is not None else {
+        i: e for i, e in given.items() if type(e) is not list}
+    batch: Sequence[object] = items if not arrays else [
         {**d, "embedding": None} if i in arrays else d for i, d in enumerate(items)]  # type: ignore[dict-item]
     try:
-        out = msgspec.convert(given, list[RememberInput])
+        out = msgspec.convert(batch, list[RememberInput])
     except (msgspec.ValidationError, TypeError, ValueError, OverflowError, RecursionError):
         return None
+    # (Set on the structs just made, which nothing else holds yet: no copy of each.)
+    set_field = msgspec.structs.force_setattr
     for i, e in arrays.items():
-        out[i] = msgspec.structs.replace(out[i], embedding=e)
-    return out
+        set_field(out[i], "embedding", e)
+    return Converted(out, checked)
 
 
 def check(x: RememberInput, i: int, vec: np.ndarray | None = None) -> Checked:
@@ -77,14 +94,17 @@ def check(x: RememberInput, i: int, vec: np.ndarray | None = None) -> Checked:
     return Checked(x, digest(x, vec), vec)
 
 
-def check_all(items: Sequence[RememberInput]) -> list[Checked]:
+def check_all(items: Sequence[RememberInput], checked: np.ndarray | None = None
+              ) -> list[Checked]:
     """:func:`check` of each input: the same digests, and the same first error (a batch
     that is not plain, or may fail a check, is checked one input at a time). The
-    vectors of a batch are checked together when they can be (:func:`vectors.matrix`)."""
+    vectors of a batch are checked together when they can be (:func:`vectors.matrix`;
+    ``checked``: already, by :func:`convert_all`)."""
     given: list[object] = list(map(EMBEDDING, items))
     rows: list[np.ndarray | None] | None = None
-    if any(g is not None for g in given):  # (an array's == is elementwise: no count)
-        m = vectors.matrix([g for g in given if g is not None])
+    if checked is not None or any(g is not None for g in given):  # (an array's == is elementwise)
+        m = checked if checked is not None else vectors.matrix(
+            [g for g in given if g is not None])
         if m is None:  # one at a time: the first bad vector is named
             return [check(x, i) for i, x in enumerate(items)]
         it = iter(m)

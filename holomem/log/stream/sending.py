@@ -2,11 +2,12 @@
 
 Owns: :class:`Sender` -- giving each transaction of one generation its sequence number,
 encoding it, refusing (when asked) one larger than the server takes, handing it to the
-loop's :class:`~holomem.log.stream.publisher.Publisher` (which publishes it with the
-stream sequence it must follow), and the bounded wait until the transactions up to a
-number are acknowledged. The writer's journal and compaction's rewrite each send through
-one. Imports the standard library, :mod:`holomem.errors`, the stream modules and the
-writer's :class:`~holomem.log.writer.Tally` (what the journal counts).
+loop's :class:`~holomem.log.stream.publisher.Publisher` (which packs it, with the
+transactions queued beside it, into a stream message), and the bounded wait until the
+transactions up to a number are acknowledged. The writer's journal and compaction's
+rewrite each send through one. Imports the standard library, :mod:`holomem.errors`,
+the stream modules and the writer's :class:`~holomem.log.writer.Tally` (what the
+journal counts).
 """
 
 from __future__ import annotations
@@ -16,11 +17,8 @@ import threading
 from holomem.errors import ClosedError, LimitError, UnavailableError
 from holomem.log.stream.codec import StreamCodec
 from holomem.log.stream.loop import Connection
-from holomem.log.stream.publisher import Item, Publisher
+from holomem.log.stream.publisher import HEADROOM, Item, Publisher
 from holomem.log.writer import Tally
-
-#: Bytes of a message's headers and subject, kept free under the server's limit.
-HEADROOM = 512
 
 
 class Sender:

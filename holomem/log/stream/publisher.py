@@ -28,6 +28,7 @@ import collections
 import concurrent.futures
 import contextlib
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -43,6 +44,13 @@ from holomem.log.stream.lease import Lease
 #: The most messages in flight at once. While they travel, the writers' next
 #: transactions queue up and leave together, packed, in the next message.
 DEPTH = 2
+#: Beside a message in flight, the next leaves once the queue holds 1/SHARE of the
+#: transactions recently outstanding at once.
+SHARE = 2
+#: More transactions than ever wait at once (the loop is not called for arrivals).
+NEVER = 1 << 62
+#: Messages over which the number of transactions outstanding at once is remembered.
+PEAK_MESSAGES = 64
 #: Bytes of a message's headers and subject, kept free under the server's limit.
 HEADROOM = 512
 #: JetStream's error code for a failed expected-last-sequence check.
@@ -96,7 +104,20 @@ class Publisher:
         self._ready: collections.deque[Message] = collections.deque()  # to (re)send first
         self._flight: collections.deque[Message] = collections.deque()
         self._next_stream = last_stream + 1
+        #: transactions put and not yet acknowledged; the most of them at once lately
+        #: (over the last PEAK_MESSAGES messages sent, and the ones before)
+        self._outstanding = 0
+        self._peak = self._peak_next = 0
         self._wake: asyncio.Future[None] | None = None
+        #: transactions offered by the writers' threads, not yet taken by the loop; the
+        #: loop is called to take them only once they are ``_wake_at`` (it takes them
+        #: anyway whenever it runs): a writer's transaction wakes an idle loop at once,
+        #: but not one that waits for an answer and would not send it before
+        self._arrivals: list[Item] = []
+        self._arrivals_lock = threading.Lock()
+        self._wake_at = 1
+        self._called = False
+        self._loop = asyncio.get_running_loop()
         self._inbox: str | None = None
         self._waiting: dict[str, asyncio.Future[PubAck]] = {}
         self._count = 0
@@ -107,13 +128,59 @@ class Publisher:
         self.messages = 0
         self.packed = 0
 
+    def offer(self, item: Item) -> None:
+        """Queue ``item``, from any thread (items must be offered in sequence order)."""
+        with self._arrivals_lock:
+            failed = self.failed
+            if failed is None:
+                self._arrivals.append(item)
+            call = not self._called and len(self._arrivals) >= self._wake_at
+            if call:
+                self._called = True
+        if failed is not None:
+            item.done.set_exception(failed)
+        elif call:
+            self._loop.call_soon_threadsafe(self._take_arrivals)
+
+    def _take_arrivals(self) -> None:
+        with self._arrivals_lock:
+            items, self._arrivals = self._arrivals, []
+            self._called = False
+        for item in items:
+            self.put(item)
+
+    def _listen(self, wake_at: int) -> bool:
+        """Before the loop waits: be called once ``wake_at`` transactions arrived. False
+        when they already have (taken now: do not wait)."""
+        with self._arrivals_lock:
+            self._wake_at = wake_at
+            if len(self._arrivals) < wake_at:
+                return True
+        self._take_arrivals()
+        return False
+
     def put(self, item: Item) -> None:
-        """Queue ``item`` (on the loop: ``loop.call_soon_threadsafe(p.put, item)``)."""
+        """Queue ``item`` (on the loop)."""
         if self.failed is not None:
             item.done.set_exception(self.failed)
             return
         self._queue.append(item)
-        self._poke()
+        self._outstanding += 1
+        if self._outstanding > self._peak:
+            self._peak = self._outstanding
+        if self._outstanding > self._peak_next:
+            self._peak_next = self._outstanding
+        if self._room():
+            self._poke()
+
+    def _room(self) -> bool:
+        """Whether the queued transactions may leave now: at once when nothing is in
+        flight; beside messages in flight (up to ``DEPTH``) only once the queue holds
+        half the transactions recently outstanding at once (so that several writers'
+        transactions still travel together, while a lone writer's never waits)."""
+        if not self._flight:
+            return True
+        return len(self._flight) < DEPTH and len(self._queue) >= -(-self._peak // SHARE)
 
     def put_message(self, message: Message) -> None:
         """Queue an already formed message ahead of new transactions: a resend (its
@@ -143,6 +210,9 @@ class Publisher:
             for item in message.items:
                 if not item.done.done():
                     item.done.set_exception(failed)
+        with self._arrivals_lock:
+            self._queue.extend(self._arrivals)
+            self._arrivals.clear()
         for item in self._queue:
             item.done.set_exception(failed)
         self._flight.clear()
@@ -158,13 +228,15 @@ class Publisher:
         ``RETRY_PAUSE``), until ``timeout`` seconds pass without an acknowledgement."""
         progress = time.monotonic()  # the last acknowledgement (or the start of waiting)
         while True:
+            self._take_arrivals()
             if not self._flight and not self._ready and not self._queue:
-                await self._sleep(None)
+                if self._listen(1):
+                    await self._sleep(None)
                 progress = time.monotonic()
                 continue
             failed = False
             try:
-                while len(self._flight) < DEPTH and (self._ready or self._queue):
+                while self._ready or (self._queue and self._room()):
                     if not self.lease.held():
                         raise self._fenced(self.lease.lost or "the lease was lost")
                     message = self._ready.popleft() if self._ready else self._pack()
@@ -179,9 +251,12 @@ class Publisher:
                     left = min(progress + self.timeout, head.sent_at + ATTEMPT) - \
                         time.monotonic()
                     if left > 0:
-                        if len(self._flight) < DEPTH:  # room: wake for new work too
-                            await self._sleep(head.answer, left)
+                        if len(self._flight) < DEPTH:  # wake for new work too
+                            want = max(1, -(-self._peak // SHARE) - len(self._queue))
+                            if self._listen(want):
+                                await self._sleep(head.answer, left)
                         else:
+                            self._listen(NEVER)
                             await asyncio.wait({head.answer}, timeout=left)
                         continue
                     failed = True  # no answer: resend
@@ -241,6 +316,8 @@ class Publisher:
         message = Message(self._next_stream, items, data, msg_id)
         self._next_stream += 1
         self.messages += 1
+        if self.messages % PEAK_MESSAGES == 0:
+            self._peak, self._peak_next = self._peak_next, self._outstanding
         self.packed += len(items)
         return message
 
@@ -278,6 +355,7 @@ class Publisher:
         if not self.lease.held():
             raise self._fenced(self.lease.lost or "the lease was lost")
         self._flight.popleft()
+        self._outstanding -= len(head.items)
         self._waiting.pop(head.reply, None)
         for item in head.items:
             item.done.set_result(None)

@@ -190,6 +190,7 @@ class Publisher:
                 item.done.set_exception(self.failed)
             return
         self._ready.append(message)
+        self._outstanding += len(message.items)
         self._poke()
 
     def _poke(self) -> None:

@@ -232,7 +232,7 @@ class Publisher:
             self._take_arrivals()
             if not self._flight and not self._ready and not self._queue:
                 if self._listen(1):
-                    await self._sleep(None)
+                    await self._sleep()
                 progress = time.monotonic()
                 continue
             failed = False
@@ -254,11 +254,10 @@ class Publisher:
                     if left > 0:
                         if len(self._flight) < DEPTH:  # wake for new work too
                             want = max(1, -(-self._peak // SHARE) - len(self._queue))
-                            if self._listen(want):
-                                await self._sleep(head.answer, left)
                         else:
-                            self._listen(NEVER)
-                            await asyncio.wait({head.answer}, timeout=left)
+                            want = NEVER
+                        if self._listen(want):
+                            await self._sleep(left)  # the answer pokes (see answered)
                         continue
                     failed = True  # no answer: resend
                 else:
@@ -286,19 +285,18 @@ class Publisher:
             self.resends += 1
             await asyncio.sleep(RETRY_PAUSE)
 
-    async def _sleep(self, answer: asyncio.Future[PubAck] | None,
-                     timeout: float | None = None) -> None:
-        """Until something is queued, ``answer`` is answered, or ``timeout`` seconds
-        pass."""
-        wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    async def _sleep(self, timeout: float | None = None) -> None:
+        """Until poked (a transaction to send, the answer to the oldest message in
+        flight) or ``timeout`` seconds pass."""
+        wake: asyncio.Future[None] = self._loop.create_future()
         self._wake = wake
+        timer = None if timeout is None else self._loop.call_later(timeout, self._poke)
         try:
-            waits: set[asyncio.Future[None] | asyncio.Future[PubAck]] = {wake}
-            if answer is not None:
-                waits.add(answer)
-            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            await wake
         finally:
             self._wake = None
+            if timer is not None:
+                timer.cancel()
 
     def _pack(self) -> Message:
         """The next message: the queued consecutive transactions that fit in one."""
@@ -375,6 +373,8 @@ class Publisher:
             fut = self._waiting.pop(msg.subject, None)
             if fut is None or fut.done():
                 return
+            if self._flight and self._flight[0].answer is fut:
+                self._poke()  # the oldest message in flight: the pump goes on
             if msg.headers and msg.headers.get("Status") == "503":
                 fut.set_exception(nats.js.errors.NoStreamResponseError())
                 return

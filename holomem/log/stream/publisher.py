@@ -3,7 +3,9 @@
 Owns: the loop-side task that packs the transactions queued for a generation into
 stream messages (each message the consecutive transactions that were waiting when it
 left, up to the server's message size: FORMAT.md §11) and keeps up to :data:`DEPTH`
-of them in flight. Each message carries its message id (``<store id>:<generation>:``
+of them in flight (the next leaves at once when none is in flight, else once
+1/:data:`SHARE` of the transactions recently outstanding at once are waiting), and the
+hand-over from the writers' threads, which wakes the loop only when it would send. Each message carries its message id (``<store id>:<generation>:``
 then its first transaction's number, and ``-<last>`` when it holds several, so a resend
 after a lost acknowledgement is recognised by the server's duplicate window) and the
 stream sequence it must follow (``Nats-Expected-Last-Sequence``: the stream refuses it

@@ -5,8 +5,9 @@ stream messages (each message the consecutive transactions that were waiting whe
 left, up to the server's message size: FORMAT.md §11) and keeps up to :data:`DEPTH`
 of them in flight (the next leaves at once when none is in flight, else once
 1/:data:`SHARE` of the transactions recently outstanding at once are waiting), and the
-hand-over from the writers' threads, which wakes the loop only when it would send. Each message carries its message id (``<store id>:<generation>:``
-then its first transaction's number, and ``-<last>`` when it holds several, so a resend
+hand-over from the writers' threads, which wakes the loop only when it would send.
+Each message carries its message id (``<store id>:<generation>:`` then its first
+transaction's number, and ``-<last>`` when it holds several, so a resend
 after a lost acknowledgement is recognised by the server's duplicate window) and the
 stream sequence it must follow (``Nats-Expected-Last-Sequence``: the stream refuses it
 if anyone else appended, and refuses each later message in flight after one that was

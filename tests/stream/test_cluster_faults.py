@@ -44,6 +44,35 @@ def test_killing_the_stream_leader_mid_stream_loses_and_duplicates_nothing(three
     assert texts_in(url) == Counter(acked)
 
 
+def test_killing_the_stream_leader_under_eight_writers_loses_and_duplicates_no_packed_write(
+        three: Cluster) -> None:
+    """Eight writers fill messages of several transactions; the leader dies with some in
+    flight: each is resent unchanged and stored once, with all its transactions."""
+    url = three.url("packedkill", timeout=30)
+    acked: list[str] = []
+    mu = threading.Lock()
+    with Store.open(url) as store:
+        memory = Memory(store)
+
+        def writer(k: int) -> None:
+            for i in range(40):
+                memory.remember(f"godwit {k} {i}")
+                with mu:
+                    acked.append(f"godwit {k} {i}")
+
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        while len(acked) < 80 and any(t.is_alive() for t in threads):
+            threading.Event().wait(0.01)
+        three.nodes[three.stream_leader("HM_packedkill_G1")].kill()
+        for t in threads:
+            t.join(120)
+        publisher = store._journal._publisher  # type: ignore[attr-defined]
+        assert publisher.messages < publisher.packed  # some messages held several
+    assert texts_in(url) == Counter(acked) and len(acked) == 320
+
+
 def test_with_one_node_down_writes_go_on(three: Cluster) -> None:
     url = three.url("onedown")
     with Store.open(url) as store:

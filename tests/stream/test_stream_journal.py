@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import time
 from typing import Any
 
 import nats
@@ -11,6 +13,7 @@ import pytest
 
 from holomem import Memory, Store
 from holomem.errors import (
+    FormatVersionError,
     HolomemError,
     InvalidError,
     NotFoundError,
@@ -20,7 +23,7 @@ from holomem.errors import (
 from holomem.log.backend import open_journal
 from holomem.log.stream import follow, record
 from holomem.log.stream.journal import StreamJournal
-from holomem.log.stream.publisher import Item
+from holomem.log.stream.publisher import Item, Message
 
 from .cluster import Cluster, needs_server
 from .scan import files_with
@@ -105,7 +108,8 @@ def test_a_resent_transaction_is_stored_once(single: Cluster) -> None:
         again = Item(1, data)
         publisher = j._publisher
         assert publisher is not None
-        j._conn.loop.call_soon_threadsafe(publisher.put, again)
+        j._conn.loop.call_soon_threadsafe(publisher.put_message,
+                                          Message(1, [again], data, msg_id))
         again.done.result(10)
         assert j.append([b"second"]) == 2
 
@@ -163,7 +167,9 @@ def test_a_resend_whose_read_back_fails_once_is_looked_at_again_not_fenced(
 
         publisher.js.get_msg = flaky  # type: ignore[method-assign]
         again = Item(1, j._codec.encode(1, [b"first"]))
-        j._conn.loop.call_soon_threadsafe(publisher.put, again)
+        j._conn.loop.call_soon_threadsafe(
+            publisher.put_message,
+            Message(1, [again], again.data, f"{j.store_id.hex()}:1:1"))
         again.done.result(10)  # acknowledged: not StoreLockedError
         assert len(calls) == 2 and publisher.resends >= 1
         assert j.append([b"second"]) == 2
@@ -302,3 +308,121 @@ def test_a_follower_that_does_not_refresh_buffers_a_bounded_amount_and_still_cat
         assert follower.revision == writer.revision
         f = Memory(follower)
         assert all(f.get(i) is not None for i in ids)
+
+
+def _stream_messages(j: StreamJournal) -> int:
+    async def count() -> int:
+        info = await j._conn.js.stream_info(j.address.stream(j.generation))
+        return int(info.state.messages)
+
+    return j._conn.call(count(), 10.0, "counting")
+
+
+def _queue_together(j: StreamJournal, texts: list[bytes]) -> list[int]:
+    """Enqueue ``texts`` while the loop is held, so they leave in one message."""
+    j._conn.loop.call_soon_threadsafe(time.sleep, 0.3)
+    return [j.enqueue([t]) for t in texts]
+
+
+def test_transactions_queued_together_leave_in_one_message_and_read_back_one_by_one(
+        single: Cluster) -> None:
+    url = single.url("packed")
+    texts = [f"packed {i}".encode() for i in range(5)]
+    with open_journal(url, key=None, sync="full") as j, \
+            open_journal(url, key=None, sync="full", read_only=True) as follower:
+        assert isinstance(j, StreamJournal) and isinstance(follower, StreamJournal)
+        j.append([b"alone"])
+        seqs = _queue_together(j, texts)
+        j.wait(seqs[-1])
+        assert seqs == [2, 3, 4, 5, 6] and _stream_messages(j) == 2
+        assert [p for _, p in j.replay()] == [[b"alone"]] + [[t] for t in texts]
+        assert [j.read(s) for s in (4, 2, 6, 1)] == [[texts[2]], [texts[0]], [texts[4]],
+                                                    [b"alone"]]
+        assert list(j.replay(4)) == [(4, [texts[2]]), (5, [texts[3]]), (6, [texts[4]])]
+        assert follower.wait_for(6, 10.0)
+        follower.refresh()
+        assert [s for s, _ in follower.replay()] == [1, 2, 3, 4, 5, 6]
+    with open_journal(url, key=None, sync="full") as again:  # numbering goes on after 6
+        assert again.last_seq == 6 and again.append([b"next"]) == 7
+        assert again.read(7) == [b"next"] and again.read(3) == [texts[1]]
+
+
+def test_a_packed_messages_transactions_are_all_acknowledged_or_none(single: Cluster
+                                                                      ) -> None:
+    url = single.url("allornone")
+    with open_journal(url, key=None, sync="full") as j:
+        assert isinstance(j, StreamJournal)
+        j.append([b"mine"])
+
+        async def intrude() -> None:  # a writer that ignores the lease appends message 2
+            nc = await nats.connect(single.nodes[0].url)
+            try:
+                await nc.jetstream().publish("hm.allornone.g1", b"x", headers={
+                    "Nats-Expected-Last-Sequence": "1"})
+            finally:
+                await nc.close()
+
+        asyncio.run(intrude())
+        seqs = _queue_together(j, [b"a", b"b", b"c"])
+        for seq in seqs:  # the message was refused whole: none of them is acknowledged
+            with pytest.raises(StoreLockedError):
+                j.wait(seq)
+        assert j.last_seq == 1 and _stream_messages(j) == 2
+
+
+def test_a_packed_message_resent_after_a_lost_acknowledgement_is_stored_once(
+        single: Cluster) -> None:
+    url = single.url("packedresend")
+    with open_journal(url, key=None, sync="full") as j:
+        assert isinstance(j, StreamJournal)
+        j.wait(_queue_together(j, [b"one", b"two", b"three"])[-1])
+        assert _stream_messages(j) == 1
+        items = [Item(s, j._codec.encode(s, [t])) for s, t in
+                 ((1, b"one"), (2, b"two"), (3, b"three"))]
+        data = b"".join(item.data for item in items)
+        publisher = j._publisher
+        assert publisher is not None
+        j._conn.loop.call_soon_threadsafe(
+            publisher.put_message, Message(1, items, data, f"{j.store_id.hex()}:1:1-3"))
+        for item in items:
+            item.done.result(10)  # acknowledged: the stream holds exactly this message
+        assert _stream_messages(j) == 1 and j.append([b"four"]) == 4
+
+
+def test_a_version_1_store_with_one_transaction_per_message_still_reads_and_writes_on(
+        single: Cluster) -> None:
+    url = single.url("oldstore")
+    with open_journal(url, key=None, sync="full") as j:
+        assert isinstance(j, StreamJournal)
+        for i in range(4):  # one at a time: one message each, as version 1 wrote them
+            j.append([f"old {i}".encode()])
+        meta = j.address.meta_bucket
+        assert _stream_messages(j) == 4
+
+    async def as_version_1() -> None:
+        nc = await nats.connect(single.nodes[0].url)
+        try:
+            kv = await record.bucket(nc.jetstream(), meta, 1)
+            entry = await kv.get(record.KEY)
+            old = json.loads(entry.value or b"")
+            assert old["version"] == record.VERSION == 2
+            await kv.put(record.KEY, json.dumps(dict(old, version=1)).encode())
+        finally:
+            await nc.close()
+
+    asyncio.run(as_version_1())
+    with open_journal(url, key=None, sync="full", read_only=True) as reader:
+        assert [p for _, p in reader.replay()] == [[f"old {i}".encode()] for i in range(4)]
+    with open_journal(url, key=None, sync="full") as j:
+        assert isinstance(j, StreamJournal)
+        assert j.read(3) == [b"old 2"]
+        j.wait(_queue_together(j, [b"new 5", b"new 6"])[-1])
+    with open_journal(url, key=None, sync="full") as j:
+        assert [p for _, p in j.replay()][-3:] == [[b"old 3"], [b"new 5"], [b"new 6"]]
+
+
+def test_a_generation_record_of_a_later_version_is_refused_by_name() -> None:
+    raw = record.Record(1, 1, b"\0" * 16, False, b"").encode()
+    later = json.dumps(dict(json.loads(raw), version=record.VERSION + 1)).encode()
+    with pytest.raises(FormatVersionError, match=f"version {record.VERSION + 1}"):
+        record.Record.decode(later, "nats://x/s")

@@ -1,10 +1,11 @@
-"""A transaction as a stream message: the file journal's frame, bound to its place.
+"""Transactions as stream messages: the file journal's frames, bound to their place.
 
-Owns: encoding a transaction into the bytes of one message and checking and decoding
-a message back (FORMAT.md §11). The bytes are exactly a frame (checksum, zstd,
+Owns: encoding a transaction into one frame, splitting a message back into its frames
+(a message holds one or more consecutive transactions, FORMAT.md §11), and checking
+and decoding a frame. A frame is exactly the file journal's (checksum, zstd,
 AES-256-GCM); the associated data binds store id, generation and sequence number
 (segment 0), and the checksum is seeded with a salt derived from store id and
-generation, so a message copied into another stream, generation or position fails.
+generation, so a frame copied into another stream, generation or position fails.
 Imports the standard library and the log.
 """
 
@@ -51,15 +52,42 @@ class StreamCodec:
             except ValueError as exc:  # the frame's size limits
                 raise InvalidError(str(exc)) from exc
 
+    def split(self, stream_seq: int, data: bytes) -> list[tuple[int, bytes]]:
+        """The frames of stream message ``stream_seq`` as ``(transaction seq, frame)``:
+        one or more, their sequence numbers consecutive. Checks each header and length,
+        not the checksums (:meth:`decode` does). Errors: ``corrupt``."""
+        where = f"{self.where} stream message {stream_seq}"
+        out: list[tuple[int, bytes]] = []
+        off, end = 0, len(data)
+        while off < end:
+            if end - off < FRAME_HEADER_SIZE:
+                raise CorruptError(f"{where}: {end - off} bytes after frame {len(out)} are "
+                                   "shorter than a frame header")
+            fh = parse_header(data, off)
+            problem = header_problem(fh)
+            if problem is None and fh.length > end - off - FRAME_HEADER_SIZE:
+                problem = f"frame length {fh.length} runs past the message"
+            if problem is None and out and fh.seq != out[-1][0] + 1:
+                problem = f"frame sequence {fh.seq} does not follow {out[-1][0]}"
+            if problem is not None:
+                raise CorruptError(f"{where}: {problem}")
+            stop = off + FRAME_HEADER_SIZE + fh.length
+            out.append((fh.seq, data if off == 0 and stop == end else data[off:stop]))
+            off = stop
+        if not out:
+            raise CorruptError(f"{where}: empty")
+        return out
+
     def decode(self, seq: int, data: bytes) -> list[bytes]:
-        """The payloads of message ``seq``. Errors: ``corrupt``, ``corrupt.auth``."""
-        where = f"{self.where} message {seq}"
+        """The payloads of frame ``data``, transaction ``seq``. Errors: ``corrupt``,
+        ``corrupt.auth``."""
+        where = f"{self.where} transaction {seq}"
         if len(data) < FRAME_HEADER_SIZE:
             raise CorruptError(f"{where}: shorter than a frame header")
         fh = parse_header(data, 0)
         problem = header_problem(fh)
         if problem is None and fh.length != len(data) - FRAME_HEADER_SIZE:
-            problem = f"frame length {fh.length} does not match the message"
+            problem = f"frame length {fh.length} does not match its bytes"
         if problem is None and frame_checksum(data, 0, fh.length, self.binding.salt) != \
                 fh.checksum:
             problem = "checksum mismatch"

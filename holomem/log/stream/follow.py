@@ -1,7 +1,8 @@
 """A follower's view of the writer's stream: consuming new messages as they arrive.
 
 Owns: :class:`Tail`, a standing ordered consumer of one generation's stream that
-buffers every message the server delivers (in order) for the synchronous side to take,
+buffers every message the server delivers (in order, split into its transactions) for
+the synchronous side to take,
 and a poll of the generation record, so that a follower knows without asking the server
 when the writer switched generations. Imports the standard library, ``nats`` and the
 stream modules.
@@ -20,7 +21,9 @@ from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.kv import KeyValue
 
+from holomem.errors import CorruptError
 from holomem.log.stream import record
+from holomem.log.stream.codec import StreamCodec
 from holomem.log.stream.streams import PENDING
 
 #: Seconds between looks at the generation record.
@@ -31,15 +34,20 @@ MAX_BUFFERED = 64 << 20
 
 
 class Tail:
-    """Messages of one stream from ``start`` on, as delivered. Build on the loop with
-    :meth:`start`; :meth:`take` and :meth:`wait` are called from other threads."""
+    """Transactions of one generation's stream from its first on, as delivered (each
+    message split into its transactions' frames). Build on the loop with :meth:`start`;
+    :meth:`take` and :meth:`wait` are called from other threads."""
 
-    def __init__(self, start: int) -> None:
-        self.next = start  # the next sequence number the synchronous side takes
+    def __init__(self, start: int, codec: StreamCodec) -> None:
+        self.next = start  # the next transaction the synchronous side takes
+        self._codec = codec
         self._buffer: collections.deque[tuple[int, bytes]] = collections.deque()
         self._cond = threading.Condition()
         self._sub: object | None = None
-        self.high = start - 1  # the last sequence number buffered
+        self.high = start - 1  # the last transaction buffered
+        #: the stream message to consume from (the generation's first transaction and
+        #: its first stream message share a number)
+        self._stream_next = start
         self._bytes = 0
         #: the buffer reached MAX_BUFFERED: later messages were dropped (see refill)
         self.full = False
@@ -48,21 +56,26 @@ class Tail:
         async def deliver(msg: Msg) -> None:
             seq = msg.metadata.sequence.stream
             with self._cond:
-                if seq <= self.high or self.full:
+                if seq < self._stream_next or self.full:
                     return
                 if self._buffer and self._bytes + len(msg.data) > MAX_BUFFERED:
                     self.full = True
                     return
-                self._buffer.append((seq, msg.data))
+                try:
+                    frames = self._codec.split(seq, msg.data)
+                except CorruptError:  # decoding it names the problem to the reader
+                    frames = [(self.high + 1, msg.data)]
+                self._buffer.extend(frames)
                 self._bytes += len(msg.data)
-                self.high = seq
+                self._stream_next = seq + 1
+                self.high = max(self.high, frames[-1][0])
                 self._cond.notify_all()
 
         self._sub = await js.subscribe(
             subject, stream=stream, cb=deliver, ordered_consumer=True,
             deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-            config=ConsumerConfig(opt_start_seq=self.next), pending_msgs_limit=PENDING,
-            idle_heartbeat=1.0)
+            config=ConsumerConfig(opt_start_seq=self._stream_next),
+            pending_msgs_limit=PENDING, idle_heartbeat=1.0)
 
     def wait(self, seq: int, timeout: float) -> bool:
         """Wait until message ``seq`` was delivered; False after ``timeout`` seconds."""

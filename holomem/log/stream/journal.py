@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 
 from holomem.errors import (
     ClosedError,
+    CorruptError,
     HolomemError,
     InvalidError,
     NotFoundError,
@@ -142,16 +143,18 @@ class StreamJournal:
         if not await streams.exists(js, name):
             raise UnavailableError(f"{self.path}: the stream {name} of generation "
                                    f"{rec.generation} is missing")
-        _first, last, self._bytes = await streams.last_seq(js, name)
+        _first, last_stream, self._bytes = await streams.last_seq(js, name)
         self._codec = StreamCodec(rec.store_id, rec.generation, self._envelope,
                                   self._compress, f"{self.path} generation {rec.generation}")
-        self._reader = GenerationReader(self._conn, a, rec.generation, self._codec, self.path)
+        last = await self._last_transaction(name, last_stream, rec.first_seq)
+        self._reader = GenerationReader(self._conn, a, rec.generation, rec.first_seq,
+                                        self._codec, self.path)
         self._generation, self._first = rec.generation, rec.first_seq
         self._last = last  # a follower's: the writer's is its sender's
         assert self._local is not None
         self._gen_dir = self._local.generation_dir(rec.generation)
         if self.read_only:
-            old, self._tail = self._tail, Tail(rec.first_seq)
+            old, self._tail = self._tail, Tail(rec.first_seq, self._codec)
             if old is not None:
                 await old.stop()
             await self._tail.start(js, name, a.subject(rec.generation))
@@ -160,9 +163,25 @@ class StreamJournal:
             self._publisher = Publisher(
                 js, stream=name, subject=a.subject(rec.generation),
                 msg_id=f"{rec.store_id.hex()}:{rec.generation}", lease=self._lease,
-                timeout=a.timeout, where=self.path)
+                timeout=a.timeout, where=self.path, last_stream=last_stream)
             self._sender = Sender(self._conn, self._publisher, self._codec, last=last,
                                   timeout=a.timeout, where=self.path, tally=self._tally)
+
+    async def _last_transaction(self, name: str, last_stream: int, first: int) -> int:
+        """The number of the last transaction in stream ``name``: its last message's
+        last frame's (``first - 1`` when it holds none). Errors: ``corrupt``,
+        ``unavailable``."""
+        if last_stream < first:
+            return first - 1
+        data = await streams.get(self._conn.js, name, last_stream)
+        if data is None:
+            raise UnavailableError(f"{self.path}: {name} lost its last message "
+                                   f"{last_stream} while it was opened")
+        last = self._codec.split(last_stream, data)[-1][0]
+        if last < last_stream:
+            raise CorruptError(f"{self.path}: {name} message {last_stream} ends with "
+                               f"transaction {last}, before its own number")
+        return last
 
     def _release(self) -> None:
         if self._conn is not None:

@@ -19,13 +19,16 @@ from nats.js.kv import KeyValue
 from holomem.errors import CorruptError, FormatVersionError, StoreLockedError
 
 KEY = "generation"
-VERSION = 1
+#: 2: a stream message may hold several consecutive transactions (FORMAT.md §11); a
+#: version-1 store's streams (one transaction per message) read alike, and its first
+#: writer of this build writes the record again as version 2 at its open.
+VERSION = 2
 
 
 class Record(NamedTuple):
     generation: int
     #: the holomem sequence number of the generation's first transaction (and the
-    #: stream's first sequence number: the two are equal)
+    #: number of the stream's first message: the two are equal)
     first_seq: int
     store_id: bytes
     encrypted: bool

@@ -79,7 +79,8 @@ class StreamRewrite:
         self._publisher = Publisher(
             js, stream=self.name, subject=self._address.subject(self.generation),
             msg_id=f"{self.record.store_id.hex()}:{self.generation}", lease=self._lease,
-            timeout=self._address.timeout, where=self._address.url)
+            timeout=self._address.timeout, where=self._address.url,
+            last_stream=self.record.first_seq - 1)
 
     def append(self, payloads: Sequence[bytes]) -> int:
         """Send one transaction of the new generation; return its sequence number."""

@@ -2,11 +2,12 @@
 
 Owns: :class:`Sender` -- giving each transaction of one generation its sequence number,
 encoding it, refusing (when asked) one larger than the server takes, handing it to the
-loop's :class:`~holomem.log.stream.publisher.Publisher` (which publishes it with the
-stream sequence it must follow), and the bounded wait until the transactions up to a
-number are acknowledged. The writer's journal and compaction's rewrite each send through
-one. Imports the standard library, :mod:`holomem.errors`, the stream modules and the
-writer's :class:`~holomem.log.writer.Tally` (what the journal counts).
+loop's :class:`~holomem.log.stream.publisher.Publisher` (which packs it, with the
+transactions queued beside it, into a stream message), and the bounded wait until the
+transactions up to a number are acknowledged. The writer's journal and compaction's
+rewrite each send through one. Imports the standard library, :mod:`holomem.errors`,
+the stream modules and the writer's :class:`~holomem.log.writer.Tally` (what the
+journal counts).
 """
 
 from __future__ import annotations
@@ -16,11 +17,8 @@ import threading
 from holomem.errors import ClosedError, LimitError, UnavailableError
 from holomem.log.stream.codec import StreamCodec
 from holomem.log.stream.loop import Connection
-from holomem.log.stream.publisher import Item, Publisher
+from holomem.log.stream.publisher import HEADROOM, Item, Publisher
 from holomem.log.writer import Tally
-
-#: Bytes of a message's headers and subject, kept free under the server's limit.
-HEADROOM = 512
 
 
 class Sender:
@@ -37,6 +35,8 @@ class Sender:
         self._where = where
         self._lock = threading.Lock()
         self._inflight: dict[int, Item] = {}
+        #: taken to take acknowledged transactions off ``_inflight`` (not ``_lock``)
+        self._book = threading.Lock()
         #: the number the next transaction gets
         self.next = last + 1
         #: the last transaction acknowledged
@@ -59,8 +59,8 @@ class Sender:
             item = Item(seq, data)
             self._inflight[seq] = item
             self.next = seq + 1
-            self._conn.loop.call_soon_threadsafe(self.publisher.put, item)
             self.sent += len(data)
+            self.publisher.offer(item)
         return seq
 
     def in_flight(self, seq: int) -> bool:
@@ -69,21 +69,29 @@ class Sender:
 
     def wait(self, seq: int) -> None:
         """Return once every transaction up to ``seq`` is acknowledged. Errors:
-        ``locked``, ``unavailable`` (then nothing later is acknowledged)."""
-        with self._lock:
-            pending = [s for s in self._inflight if s <= seq]
-            items = [self._inflight[s] for s in sorted(pending)]
-        for item in items:
-            try:
-                item.done.result(self._timeout + 5.0)
-            except TimeoutError:
-                raise UnavailableError(
-                    f"{self._where}: transaction {item.seq} was not acknowledged in time"
-                ) from None
-            with self._lock:
-                if self._inflight.pop(item.seq, None) is not None:
+        ``locked``, ``unavailable`` (then nothing later is acknowledged).
+
+        The publisher acknowledges in order, so the newest transaction in flight up to
+        ``seq`` answers for all before it; the writers' numbering lock is not taken
+        (the dictionary's single reads and writes are atomic)."""
+        item = self._inflight.get(seq)
+        if item is None and self.last < seq:  # not a number sent: the newest before it
+            with self._book:
+                below = [s for s in list(self._inflight) if s <= seq]
+            item = self._inflight.get(max(below)) if below else None
+        if item is None or self.last >= item.seq:
+            return
+        try:
+            item.done.result(self._timeout + 5.0)
+        except TimeoutError:
+            raise UnavailableError(
+                f"{self._where}: transaction {item.seq} was not acknowledged in time"
+            ) from None
+        with self._book:
+            for s in range(self.last + 1, item.seq + 1):
+                if self._inflight.pop(s, None) is not None:
                     self.tally.acknowledged += 1
-                self.last = max(self.last, item.seq)
+            self.last = max(self.last, item.seq)
 
     def wait_all(self) -> None:
         """Return once every transaction sent so far is acknowledged."""
@@ -91,6 +99,6 @@ class Sender:
 
     def close(self) -> None:
         """Tell every transaction still waiting that the journal was closed."""
-        for item in self._inflight.values():
+        for item in list(self._inflight.values()):
             if not item.done.done():
                 item.done.set_exception(ClosedError("the journal was closed"))

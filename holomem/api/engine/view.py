@@ -75,6 +75,9 @@ FLOOR_MARGIN = 0.05
 #: more than the few hundred vectors read (benchmarks/vector_scale.py).
 SHALLOW_LEXICAL = 1_000
 SEMANTIC_SHALLOW = 8
+#: and asks it for that many and one (not twice as many, OVERSAMPLE): every lexical
+#: candidate is scored, so its list's worst cosine prunes nothing.
+SHALLOW_OVERSAMPLE = 1
 #: Rewrites a record that did not read back intact (the writer's; None on a follower).
 Heal = Callable[[ProjectionState, int, int, DocEvent], None]
 
@@ -401,7 +404,8 @@ class View:
                 shallow = depth <= len(lex_slots) <= SHALLOW_LEXICAL
                 if shallow:
                     sem_n = max(depth, SEMANTIC_SHALLOW)
-            found = embeddings.nearest(q, allowed, sem_n * OVERSAMPLE, shallow)
+            found = embeddings.nearest(
+                q, allowed, sem_n * (SHALLOW_OVERSAMPLE if shallow else OVERSAMPLE), shallow)
             if found is None:
                 return None
             sem_floor = found[2]

@@ -129,8 +129,8 @@ class VectorIndex:
     def nearest(self, query: np.ndarray, count: int, shallow: bool = False) -> np.ndarray:
         """Slots of (about) the ``count`` vectors nearest ``query``, nearest first.
         ``shallow``: explore :data:`EXPANSION_SHALLOW` candidates (or ``count``, when
-        more) instead of :data:`EXPANSION_SEARCH` — the nearest few are found as
-        reliably, the last of the ``count`` less so."""
+        more) instead of :data:`EXPANSION_SEARCH`: the nearest few are found nearly
+        as reliably, the last of the ``count`` less so."""
         size = len(self)
         if count <= 0 or not size:
             return np.zeros(0, dtype=np.int64)

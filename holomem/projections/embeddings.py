@@ -317,18 +317,19 @@ class Embeddings:
             keep |= extra[slots]
         return slots[keep], cos[keep]
 
-    def nearest(self, q: np.ndarray, allowed: np.ndarray | None, count: int
-                ) -> tuple[np.ndarray, np.ndarray, float] | None:
+    def nearest(self, q: np.ndarray, allowed: np.ndarray | None, count: int,
+                shallow: bool = False) -> tuple[np.ndarray, np.ndarray, float] | None:
         """Through the approximate index (built: :meth:`approximate`): (slots ascending,
         exact cosine, floor) of about the ``count`` live vectors nearest the unit vector
         ``q`` (:func:`unit`) that ``allowed`` lets through; ``floor`` bounds the cosine
         of any other (as far as the index can tell: the worst of those it proposed, or -1
-        when it proposed every vector). None: search exactly (no index, or a restriction
+        when it proposed every vector). ``shallow``: the index's shallow search
+        (:meth:`VectorIndex.nearest`). None: search exactly (no index, or a restriction
         that allows few documents)."""
         index = self.index
         if self._mat is None or index is None:
             return None
-        searched = self._approximate(index, q, allowed, max(1, count // OVERSAMPLE))
+        searched = self._approximate(index, q, allowed, max(1, count // OVERSAMPLE), shallow)
         if searched is None:
             return None
         found, everything = searched
@@ -354,7 +355,7 @@ class Embeddings:
         return cos if has.all() else np.where(has, cos, 0.0)
 
     def _approximate(self, index: VectorIndex, q: np.ndarray, allowed: np.ndarray | None,
-                     depth: int) -> tuple[np.ndarray, bool] | None:
+                     depth: int, shallow: bool = False) -> tuple[np.ndarray, bool] | None:
         """The slots the approximate index proposes (at least ``depth`` of them that
         ``allowed`` lets through, when there are that many) and whether it was asked for
         every vector it holds, or None: search exactly (a restriction that allows few
@@ -368,7 +369,7 @@ class Embeddings:
             share = allowed_n / live
         count = int(depth * OVERSAMPLE / share) + 1
         while True:
-            found = index.nearest(q, count)
+            found = index.nearest(q, count, shallow)
             if allowed is not None:
                 found = found[allowed[found]]
             if len(found) >= depth * OVERSAMPLE or count >= len(index):

@@ -265,3 +265,62 @@ def test_lexical_candidates_left_unscored_change_no_approximate_answer(
         whole, all_rows = answers()
         assert pruned == whole
         assert rows < all_rows
+
+
+@pytest.mark.parametrize("fusion", [None, {"method": "linear", "lexicalWeight": 0.2}],
+                         ids=["default", "vector-heavy"])
+def test_a_query_with_few_lexical_candidates_scores_them_all_from_a_shallow_search(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fusion: dict[str, object] | None
+) -> None:
+    """With at least the depth (k, or the candidate limit) and at most View's
+    SHALLOW_LEXICAL lexical candidates, the index is searched shallowly first and every
+    lexical candidate is scored (its vector read, in the index's list or after it): the
+    top 10 still agrees with exact search on a clustered corpus."""
+    vecs, texts = corpus(3_000, seed=23)
+    # 150 facts hold the rare word: more than recall's depth (candidate_limit 100 when a
+    # fusion other than the default ranks), far fewer than SHALLOW_LEXICAL.
+    rare = [i for i in range(len(texts)) if i % 20 == 0]
+    for i in rare:
+        texts[i] += " quartz"
+    shallow: list[bool] = []
+    read: list[int] = []
+    nearest, cosines = embeddings.Embeddings.nearest, embeddings.Embeddings.cosines
+
+    def searched(self: embeddings.Embeddings, q: np.ndarray, allowed: np.ndarray | None,
+                 count: int, flag: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray, float] | None:
+        shallow.append(flag)
+        found = nearest(self, q, allowed, count, flag)
+        if found is not None:
+            read.extend(found[0].tolist())
+        return found
+
+    def scored(self: embeddings.Embeddings, q: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        read.extend(slots.tolist())
+        return cosines(self, q, slots)
+
+    monkeypatch.setattr(embeddings.Embeddings, "nearest", searched)
+    monkeypatch.setattr(embeddings.Embeddings, "cosines", scored)
+    config: dict[str, object] = {} if fusion is None else {"fusion": fusion}
+    clock = ManualClock(1_000_000)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        exact = Memory(store, {**EXACT, **config}, clock=clock, persist=True)
+        fill(exact, clock, vecs, texts)
+        approx = Memory(store, {**APPROX, **config}, clock=clock)
+        built(store)
+        rare_slots = set(store.read(lambda v: [v.slot(f"f{i}") for i in rare]))
+        rng = np.random.default_rng(24)
+        agree = total = 0
+        for n in range(30):
+            # Half the queries near a fact holding the word, half anywhere.
+            at = rare[n % len(rare)] if n % 2 else int(rng.integers(0, len(vecs)))
+            q = (vecs[at] + 0.3 * rng.standard_normal(DIM)).tolist()
+            shallow.clear()
+            read.clear()
+            a = ids(approx.recall("quartz", embedding=q, k=10))
+            assert shallow[:1] == [True]
+            assert rare_slots <= set(read)  # every lexical candidate's vector was read
+            e = ids(exact.recall("quartz", embedding=q, k=10))
+            agree += len(set(a) & set(e))
+            total += len(e)
+        assert agree / total >= 0.95, agree / total

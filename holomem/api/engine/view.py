@@ -68,6 +68,16 @@ LEXICAL_SCORED_FIRST = 64
 #: little above the worst cosine it proposed: a lexical candidate is left unscored only
 #: if it stays below the k-th score with this much more cosine than that worst one.
 FLOOR_MARGIN = 0.05
+#: A query with at least its depth and at most this many lexical candidates scores every
+#: one of them (no vector of theirs left unread) and asks the index for a shallow list
+#: (:data:`SEMANTIC_SHALLOW`, ``vectorindex.EXPANSION_SHALLOW``): the graph then only has
+#: to find the few vectors near enough to pass them, and the deeper search it saves costs
+#: more than the few hundred vectors read (benchmarks/vector_scale.py).
+SHALLOW_LEXICAL = 1_000
+SEMANTIC_SHALLOW = 8
+#: and asks it for that many and one (not twice as many, OVERSAMPLE): every lexical
+#: candidate is scored, so its list's worst cosine prunes nothing.
+SHALLOW_OVERSAMPLE = 1
 #: Rewrites a record that did not read back intact (the writer's; None on a follower).
 Heal = Callable[[ProjectionState, int, int, DocEvent], None]
 
@@ -377,21 +387,29 @@ class View:
         could enter the fused top ``depth`` — a document scoring the worst of each list
         on both signals ranks below that top. A lexical candidate outside the index's
         list is scored by its cosine only if it could enter that top with the most
-        cosine the index leaves to such a document (:meth:`_candidates`). None: search
-        exactly (a restriction that allows few documents)."""
+        cosine the index leaves to such a document (:meth:`_candidates`); with few
+        lexical candidates (:data:`SHALLOW_LEXICAL`), every one is scored and the first
+        search of the index is shallow. None: search exactly (a restriction that allows
+        few documents)."""
         bm25, embeddings = self.state.bm25, self.state.embeddings
         ceiling = bm25.word_ceiling() if fusion.method == "bounded" else 0.0
         q = unit(vector)  # (once: every cosine below is of this vector)
         lex_n, sem_n = max(depth, LEXICAL_FIRST), max(depth, SEMANTIC_FIRST)
+        shallow: bool | None = None  # (decided by the first round's lexical candidates)
         while True:
             # Every document BM25 says may be among its lex_n best (often every match:
             # cheap to score, and the more lexical candidates the lower the bound).
             lex_slots, lex_scores, lex_floor = bm25.top_bounded(query, lex_n, allowed)
-            found = embeddings.nearest(q, allowed, sem_n * OVERSAMPLE)
+            if shallow is None:
+                shallow = depth <= len(lex_slots) <= SHALLOW_LEXICAL
+                if shallow:
+                    sem_n = max(depth, SEMANTIC_SHALLOW)
+            found = embeddings.nearest(
+                q, allowed, sem_n * (SHALLOW_OVERSAMPLE if shallow else OVERSAMPLE), shallow)
             if found is None:
                 return None
             sem_floor = found[2]
-            prune = True
+            prune = not shallow
             while True:
                 fused, unscored = self._candidates(q, (lex_slots, lex_scores), found,
                                                    fusion, ceiling, depth, prune)
@@ -419,6 +437,7 @@ class View:
                     return fused
                 more_lex, more_sem = lex_floor > 0.0, sem_floor > 0.0
             lex_n, sem_n = lex_n * (4 if more_lex else 1), sem_n * (4 if more_sem else 1)
+            shallow = False  # (a deeper round searches and prunes as usual)
 
     def _candidates(self, q: np.ndarray, lexical: tuple[np.ndarray, np.ndarray],
                     nearest: tuple[np.ndarray, np.ndarray, float], fusion: FusionParams,

@@ -64,9 +64,10 @@ SEMANTIC_FIRST = 32
 #: depth, when more) are scored first: with the index's list they set the score the
 #: others must be able to reach to be scored at all.
 LEXICAL_SCORED_FIRST = 64
-#: The index compares 8-bit copies of the vectors, so a vector it leaves out may lie a
-#: little above the worst cosine it proposed: a lexical candidate is left unscored only
-#: if it stays below the k-th score with this much more cosine than that worst one.
+#: The worst cosine the index proposed is an estimate of where the vectors it left out
+#: lie, not a bound (it compares 8-bit copies, and a graph search passes over some
+#: nearer vectors): a lexical candidate is left unscored only if it stays below the k-th
+#: score with this much more cosine than that worst one.
 FLOOR_MARGIN = 0.05
 #: A query with at least its depth and at most this many lexical candidates scores every
 #: one of them (no vector of theirs left unread) and asks the index for a shallow list

@@ -29,6 +29,24 @@ def texts_in(url: str) -> Counter[str]:
         return Counter(memory.get(i).text for i in store.ids())  # type: ignore[union-attr]
 
 
+def eight_writers(memory: Memory, each: int, text: str) -> tuple[list[threading.Thread],
+                                                                 list[str]]:
+    """Eight threads started, each remembering ``each`` facts (``text`` formatted with
+    the writer ``k`` and the fact ``i``); and the list of the texts acknowledged so far."""
+    acked: list[str] = []
+    mu = threading.Lock()
+
+    def writer(k: int) -> None:
+        for i in range(each):
+            memory.remember(said := text.format(k=k, i=i))
+            with mu:
+                acked.append(said)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    return threads, acked
+
 def test_killing_the_stream_leader_mid_stream_loses_and_duplicates_nothing(three: Cluster
                                                                            ) -> None:
     url = three.url("leaderkill")
@@ -49,20 +67,8 @@ def test_killing_the_stream_leader_under_eight_writers_loses_and_duplicates_no_p
     """Eight writers fill messages of several transactions; the leader dies with some in
     flight: each is resent unchanged and stored once, with all its transactions."""
     url = three.url("packedkill", timeout=30)
-    acked: list[str] = []
-    mu = threading.Lock()
     with Store.open(url) as store:
-        memory = Memory(store)
-
-        def writer(k: int) -> None:
-            for i in range(40):
-                memory.remember(f"godwit {k} {i}")
-                with mu:
-                    acked.append(f"godwit {k} {i}")
-
-        threads = [threading.Thread(target=writer, args=(k,)) for k in range(8)]
-        for t in threads:
-            t.start()
+        threads, acked = eight_writers(Memory(store), 40, "godwit {k} {i}")
         while len(acked) < 80 and any(t.is_alive() for t in threads):
             threading.Event().wait(0.01)
         three.nodes[three.stream_leader("HM_packedkill_G1")].kill()
@@ -184,21 +190,8 @@ def test_a_follower_on_another_node_sees_every_acknowledged_write_within_a_bound
 def test_soak_every_node_killed_in_turn_under_eight_writers_loses_nothing(three: Cluster
                                                                           ) -> None:
     url = three.url("soak", timeout=30)
-    acked: list[str] = []
-    mu = threading.Lock()
     with Store.open(url) as store:
-        memory = Memory(store)
-
-        def writer(k: int) -> None:
-            for i in range(150):
-                text = f"writer {k} fact {i}"
-                memory.remember(text)
-                with mu:
-                    acked.append(text)
-
-        threads = [threading.Thread(target=writer, args=(k,)) for k in range(8)]
-        for t in threads:
-            t.start()
+        threads, acked = eight_writers(Memory(store), 150, "writer {k} fact {i}")
         for victim in range(3):  # each node in turn: killed, then back
             while len(acked) < 250 * (victim + 1) and any(t.is_alive() for t in threads):
                 threading.Event().wait(0.05)

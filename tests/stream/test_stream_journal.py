@@ -31,6 +31,19 @@ from .scan import files_with
 pytestmark = needs_server
 
 
+def intrude(cluster: Cluster, subject: str) -> None:
+    """Publish one message to ``subject`` after stream message 1, as a writer that
+    ignores the lease would."""
+    async def publish() -> None:
+        nc = await nats.connect(cluster.nodes[0].url)
+        try:
+            await nc.jetstream().publish(subject, b"x", headers={
+                "Nats-Expected-Last-Sequence": "1"})
+        finally:
+            await nc.close()
+
+    asyncio.run(publish())
+
 def test_acknowledged_remembers_are_all_there_after_reopen(single: Cluster) -> None:
     url = single.url("reopen")
     with Store.open(url) as store:
@@ -180,16 +193,7 @@ def test_a_writer_that_sees_another_writers_append_stops_acknowledging(single: C
     url = single.url("fenced")
     with open_journal(url, key=None, sync="full") as j:
         j.append([b"mine"])
-
-        async def intrude() -> None:  # a writer that ignores the lease appends seq 2
-            nc = await nats.connect(single.nodes[0].url)
-            try:
-                await nc.jetstream().publish("hm.fenced.g1", b"x", headers={
-                    "Nats-Expected-Last-Sequence": "1"})
-            finally:
-                await nc.close()
-
-        asyncio.run(intrude())
+        intrude(single, "hm.fenced.g1")  # a writer that ignores the lease appends seq 2
         with pytest.raises(StoreLockedError):
             j.append([b"would interleave"])
         with pytest.raises(StoreLockedError):
@@ -353,16 +357,7 @@ def test_a_packed_messages_transactions_are_all_acknowledged_or_none(single: Clu
     with open_journal(url, key=None, sync="full") as j:
         assert isinstance(j, StreamJournal)
         j.append([b"mine"])
-
-        async def intrude() -> None:  # a writer that ignores the lease appends message 2
-            nc = await nats.connect(single.nodes[0].url)
-            try:
-                await nc.jetstream().publish("hm.allornone.g1", b"x", headers={
-                    "Nats-Expected-Last-Sequence": "1"})
-            finally:
-                await nc.close()
-
-        asyncio.run(intrude())
+        intrude(single, "hm.allornone.g1")  # another writer appends message 2
         seqs = _queue_together(j, [b"a", b"b", b"c"])
         for seq in seqs:  # the message was refused whole: none of them is acknowledged
             with pytest.raises(StoreLockedError):

@@ -321,11 +321,11 @@ class Embeddings:
                 shallow: bool = False) -> tuple[np.ndarray, np.ndarray, float] | None:
         """Through the approximate index (built: :meth:`approximate`): (slots ascending,
         exact cosine, floor) of about the ``count`` live vectors nearest the unit vector
-        ``q`` (:func:`unit`) that ``allowed`` lets through; ``floor`` bounds the cosine
-        of any other (as far as the index can tell: the worst of those it proposed, or -1
-        when it proposed every vector). ``shallow``: the index's shallow search
-        (:meth:`VectorIndex.nearest`). None: search exactly (no index, or a restriction
-        that allows few documents)."""
+        ``q`` (:func:`unit`) that ``allowed`` lets through; ``floor``, the worst cosine
+        of those it proposed, estimates where the others lie (not a bound: a graph
+        search passes over some nearer vectors), or is -1 when it proposed every vector.
+        ``shallow``: the index's shallow search (:meth:`VectorIndex.nearest`). None:
+        search exactly (no index, or a restriction that allows few documents)."""
         index = self.index
         if self._mat is None or index is None:
             return None

@@ -13,7 +13,11 @@ process, the kinds interleaved within a round:
 - ``numpy``: the same vectors as float32 numpy rows, one per fact;
 - ``array``: the same vectors as ``array.array("f")``, one per fact.
 
-The vectors are made before the clock starts (fixed seed, unit length). Figures are
+Before each measurement the parent calls ``os.sync()``: a measurement's journal (30 MB
+with vectors) is otherwise still being written back while the next one runs, and that
+writeback, on a 2-core machine, landed on whichever kind came next (ratios moved
+between 0.40 and 0.62 from run to run). The vectors are made before the clock starts
+(fixed seed, unit length). Figures are
 medians over rounds, wall seconds beside CPU seconds (``time.process_time``), since the
 machine is shared. Targets: facts/s with vectors over facts/s without, >= 0.5, for lists
 and for numpy rows. ``--profile KIND`` prints a cProfile table of one measurement
@@ -81,6 +85,7 @@ def worker(kind: str, n: int, dim: int, workdir: str) -> dict[str, Any]:
 
 
 def _spawn(kind: str, n: int, dim: int, workdir: str) -> dict[str, Any]:
+    os.sync()  # (the last measurement's journal written back first: a quiet disk for each)
     proc = subprocess.run([sys.executable, __file__, "--worker", kind, "--n", str(n),
                            "--dim", str(dim), "--workdir", workdir],
                           capture_output=True, text=True, check=False)

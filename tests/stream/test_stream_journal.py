@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 import time
 from typing import Any
 
@@ -21,7 +22,7 @@ from holomem.errors import (
     WrongKeyError,
 )
 from holomem.log.backend import open_journal
-from holomem.log.stream import follow, record
+from holomem.log.stream import follow, publisher, record
 from holomem.log.stream.journal import StreamJournal
 from holomem.log.stream.publisher import Item, Message
 
@@ -349,6 +350,48 @@ def test_transactions_queued_together_leave_in_one_message_and_read_back_one_by_
     with open_journal(url, key=None, sync="full") as again:  # numbering goes on after 6
         assert again.last_seq == 6 and again.append([b"next"]) == 7
         assert again.read(7) == [b"next"] and again.read(3) == [texts[1]]
+
+
+def _as_if_writers_were_outstanding(j: StreamJournal, n: int) -> None:
+    """Make the publisher remember ``n`` transactions lately outstanding at once."""
+    pub = j._publisher
+    assert pub is not None
+    done = threading.Event()
+
+    def peak() -> None:
+        pub._peak = pub._peak_next = n
+        done.set()
+
+    j._conn.loop.call_soon_threadsafe(peak)
+    assert done.wait(10)
+
+
+def test_with_nothing_in_flight_a_transaction_waits_for_the_writers_lately_outstanding(
+        single: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(publisher, "GATHER", 60.0)  # (only the arrivals end the wait)
+    url = single.url("gather")
+    with open_journal(url, key=None, sync="full") as j:
+        assert isinstance(j, StreamJournal)
+        j.append([b"alone"])  # a lone writer's transaction leaves at once
+        _as_if_writers_were_outstanding(j, 8)
+        seqs = [j.enqueue([b"a"])]
+        time.sleep(0.3)
+        assert j.last_seq == 1 and _stream_messages(j) == 1  # it waits for the others
+        seqs += [j.enqueue([t]) for t in (b"b", b"c", b"d")]  # half of eight: they leave
+        j.wait(seqs[-1])
+        assert seqs == [2, 3, 4, 5] and _stream_messages(j) == 2
+        assert [p for _, p in j.replay()] == [[b"alone"], [b"a"], [b"b"], [b"c"], [b"d"]]
+
+
+def test_the_wait_for_other_writers_is_bounded(single: Cluster,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(publisher, "GATHER", 0.05)
+    url = single.url("gatherbound")
+    with open_journal(url, key=None, sync="full") as j:
+        assert isinstance(j, StreamJournal)
+        _as_if_writers_were_outstanding(j, 8)
+        j.wait(j.enqueue([b"nobody else comes"]))  # leaves after the wait, alone
+        assert j.last_seq == 1 and _stream_messages(j) == 1
 
 
 def test_a_packed_messages_transactions_are_all_acknowledged_or_none(single: Cluster

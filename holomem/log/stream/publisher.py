@@ -3,8 +3,9 @@
 Owns: the loop-side task that packs the transactions queued for a generation into
 stream messages (each message the consecutive transactions that were waiting when it
 left, up to the server's message size: FORMAT.md §11) and keeps up to :data:`DEPTH`
-of them in flight (the next leaves at once when none is in flight, else once
-1/:data:`SHARE` of the transactions recently outstanding at once are waiting), and the
+of them in flight (the next leaves once 1/:data:`SHARE` of the transactions recently
+outstanding at once are waiting; with none in flight, after :data:`GATHER` seconds at
+most, and a lone writer's at once), and the
 hand-over from the writers' threads, which wakes the loop only when it would send.
 Each message carries its message id (``<store id>:<generation>:`` then its first
 transaction's number, and ``-<last>`` when it holds several, so a resend
@@ -50,6 +51,9 @@ DEPTH = 2
 #: Beside a message in flight, the next leaves once the queue holds 1/SHARE of the
 #: transactions recently outstanding at once.
 SHARE = 2
+#: With nothing in flight, how long (seconds) the queued transactions wait for the
+#: others several writers lately had outstanding (see :meth:`Publisher._pump`).
+GATHER = 0.001
 #: More transactions than ever wait at once (the loop is not called for arrivals).
 NEVER = 1 << 62
 #: Messages over which the number of transactions outstanding at once is remembered.
@@ -178,7 +182,7 @@ class Publisher:
 
     def _room(self) -> bool:
         """Whether the queued transactions may leave now: at once when nothing is in
-        flight; beside messages in flight (up to ``DEPTH``) only once the queue holds
+        flight (:meth:`_pump` has waited for the others first); beside messages in flight (up to ``DEPTH``) only once the queue holds
         half the transactions recently outstanding at once (so that several writers'
         transactions still travel together, while a lone writer's never waits)."""
         if not self._flight:
@@ -231,6 +235,7 @@ class Publisher:
         order; on a transient failure resend everything in flight (after
         ``RETRY_PAUSE``), until ``timeout`` seconds pass without an acknowledgement."""
         progress = time.monotonic()  # the last acknowledgement (or the start of waiting)
+        gathered = False
         while True:
             self._take_arrivals()
             if not self._flight and not self._ready and not self._queue:
@@ -238,6 +243,17 @@ class Publisher:
                     await self._sleep()
                 progress = time.monotonic()
                 continue
+            if not self._flight and not self._ready and not gathered:
+                # Nothing in flight, and fewer transactions queued than several writers
+                # lately had outstanding at once: the others are on their way (woken by
+                # the last answer); wait a moment for them to travel together.
+                short = -(-self._peak // SHARE) - len(self._queue)
+                if short > 0:
+                    gathered = True
+                    if self._listen(short):
+                        await self._sleep(GATHER)
+                    continue
+            gathered = False
             failed = False
             try:
                 while self._ready or (self._queue and self._room()):

@@ -182,9 +182,10 @@ class Publisher:
 
     def _room(self) -> bool:
         """Whether the queued transactions may leave now: at once when nothing is in
-        flight (:meth:`_pump` has waited for the others first); beside messages in flight (up to ``DEPTH``) only once the queue holds
-        half the transactions recently outstanding at once (so that several writers'
-        transactions still travel together, while a lone writer's never waits)."""
+        flight (:meth:`_pump` has waited for the others first); beside messages in
+        flight (up to ``DEPTH``) only once the queue holds half the transactions
+        recently outstanding at once (so that several writers' transactions still
+        travel together, while a lone writer's never waits)."""
         if not self._flight:
             return True
         return len(self._flight) < DEPTH and len(self._queue) >= -(-self._peak // SHARE)

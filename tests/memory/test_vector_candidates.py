@@ -81,17 +81,25 @@ def test_the_best_cosines_rank_a_linear_fusion_as_every_vector_does(tmp_path: Pa
                     assert cut == full, (fusion, n, depth)
 
 
-def dense_context(live: np.ndarray, plain: tuple[np.ndarray, np.ndarray], weight: float,
+def dense_context(view: View, plain: tuple[np.ndarray, np.ndarray], weight: float,
                   window: int) -> dict[int, float]:
-    """The context policy's totals by a pass over every live fact (the reference)."""
-    own = np.zeros(len(live))
-    own[np.searchsorted(live, plain[0])] = plain[1]
-    total = own.copy()
-    for d in range(1, window + 1):
-        total[d:] += weight * own[:-d]
-        total[:-d] += weight * own[d:]
-    keep = np.flatnonzero(total > 0)
-    return dict(zip(live[keep].tolist(), total[keep].tolist(), strict=True))
+    """The context policy's totals by a pass over every live fact of each namespace, in
+    write order (the reference: a fact's neighbours are its own namespace's)."""
+    col = view.facts.namespaces.of_slot.view()
+    out: dict[int, float] = {}
+    for nid in np.unique(col[col >= 0]).tolist():
+        live = view.live_slots()
+        live = live[col[live] == nid]
+        own = np.zeros(len(live))
+        mine = plain[0][col[plain[0]] == nid]
+        own[np.searchsorted(live, mine)] = plain[1][col[plain[0]] == nid]
+        total = own.copy()
+        for d in range(1, window + 1):
+            total[d:] += weight * own[:-d]
+            total[:-d] += weight * own[d:]
+        keep = np.flatnonzero(total > 0)
+        out.update(zip(live[keep].tolist(), total[keep].tolist(), strict=True))
+    return out
 
 
 @pytest.mark.parametrize("vacated", [False, True])
@@ -115,8 +123,8 @@ def test_the_context_policy_adds_what_a_pass_over_every_fact_adds(tmp_path: Path
                 plain = ranking.plain()
                 context = memory.policies.context
                 assert context is not None
-                ref = dense_context(view.live_slots(), (plain.slots, plain.score),
-                                    context.weight, context.window)
+                ref = dense_context(view, (plain.slots, plain.score), context.weight,
+                                    context.window)
                 got = ranking.fused()
                 return ref, dict(zip(got.slots.tolist(), got.score.tolist(), strict=True))
 

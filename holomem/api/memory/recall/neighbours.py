@@ -17,8 +17,10 @@ from holomem.projections.fusion import Fusion
 
 def with_context(view: View, policies: Policies, fused: Fusion,
                  allowed: np.ndarray | None) -> Fusion:
-    """``fused`` plus the context policy's share of each neighbour's score (in write
-    order); ``allowed`` (a slot mask) restricts the answer.
+    """``fused`` plus the context policy's share of each neighbour's score: a fact's
+    neighbours are the facts written just before and after it *in its own namespace*
+    (so no fact borrows from, or lends to, another namespace's facts); ``allowed`` (a
+    slot mask) restricts the answer.
 
     Only the candidates and their neighbours are visited (not every fact): a fact's
     total is its own score plus ``weight`` times each neighbour's within ``window``
@@ -26,16 +28,49 @@ def with_context(view: View, policies: Policies, fused: Fusion,
     the same order as a pass over every live fact would make."""
     context = policies.context
     assert context is not None
-    weight, window = context.weight, context.window
-    catalog = view.catalog
-    # Positions in write order among the live facts (the slots themselves when none
-    # has been vacated).
-    dense = catalog.live == catalog.slots
-    live = None if dense else view.live_slots()
-    pos = fused.slots if live is None else np.searchsorted(live, fused.slots)
-    n = catalog.live
-    if not len(pos):
+    if not len(fused.slots):
         return fused
+    namespaces = view.facts.namespaces
+    if len(namespaces.names) <= 1:  # one namespace (or none): write order among all
+        catalog = view.catalog
+        live = None if catalog.live == catalog.slots else view.live_slots()
+        parts = [_near(fused, np.arange(len(fused.slots)), live, catalog.live,
+                       context.weight, context.window)]
+    else:
+        nids = namespaces.of_slot.view()[fused.slots]
+        parts = []
+        for nid in np.unique(nids).tolist():
+            mine = np.flatnonzero(nids == nid)
+            if nid < 0:  # (not a fact: no neighbours)
+                parts.append((fused.slots[mine], fused.score[mine], mine))
+                continue
+            members = namespaces.members(nid)
+            parts.append(_near(fused, mine, members, len(members), context.weight,
+                               context.window))
+    slots = np.concatenate([p[0] for p in parts]).astype(np.int64)
+    total = np.concatenate([p[1] for p in parts])
+    source = np.concatenate([p[2] for p in parts])  # (-1: a neighbour, not a candidate)
+    order = np.argsort(slots, kind="stable")
+    slots, total, source = slots[order], total[order], source[order]
+    if allowed is not None:
+        held = allowed[slots]
+        slots, total, source = slots[held], total[held], source[held]
+    def of(values: np.ndarray) -> np.ndarray:
+        return np.where(source >= 0, values[np.maximum(source, 0)], 0.0)
+
+    semantic = None if fused.semantic is None else of(fused.semantic)
+    return Fusion(slots, total, of(fused.lexical), semantic, fused.lexical_scale,
+                  fused.semantic_best)
+
+
+def _near(fused: Fusion, mine: np.ndarray, order: np.ndarray | None, n: int, weight: float,
+          window: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(slots, totals, index into ``fused`` or -1) of the candidates ``mine`` (indices
+    into ``fused``, ascending) and their neighbours that score above 0, where the
+    ``n`` facts in write order are ``order`` (slots ascending; None: the slots
+    0..n-1 themselves)."""
+    slots = fused.slots[mine]
+    pos = slots if order is None else np.searchsorted(order, slots)
     near = np.unique((pos[:, None] + np.arange(-window, window + 1)).ravel())
     near = near[(near >= 0) & (near < n)]
 
@@ -44,16 +79,12 @@ def with_context(view: View, policies: Policies, fused: Fusion,
         i = np.minimum(np.searchsorted(pos, places), len(pos) - 1)
         return np.where(pos[i] == places, values[i], 0.0)
 
-    total = at(near, fused.score)
+    score = fused.score[mine]
+    total = at(near, score)
     for d in range(1, window + 1):
-        total += weight * at(near - d, fused.score)
-        total += weight * at(near + d, fused.score)
+        total += weight * at(near - d, score)
+        total += weight * at(near + d, score)
     keep = near[total > 0]
-    total = total[total > 0]
-    slots = keep if live is None else live[keep]
-    if allowed is not None:
-        held = allowed[slots]
-        keep, slots, total = keep[held], slots[held], total[held]
-    semantic = None if fused.semantic is None else at(keep, fused.semantic)
-    return Fusion(slots.astype(np.int64), total, at(keep, fused.lexical), semantic,
-                  fused.lexical_scale, fused.semantic_best)
+    i = np.minimum(np.searchsorted(pos, keep), len(pos) - 1)
+    source = np.where(pos[i] == keep, mine[i], -1)
+    return (keep if order is None else order[keep]), total[total > 0], source

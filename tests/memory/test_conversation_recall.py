@@ -359,6 +359,31 @@ def test_a_store_of_conversations_with_the_default_configuration_is_document_sea
         assert m.explain(q, m.recall(q)[0].id).dialogue is None
 
 
+@pytest.mark.parametrize("config", ["conversation", "replies", "context"])
+def test_a_turn_ingested_after_known_at_lends_nothing_to_the_turns_known_then(
+        tmp_path: Path, config: str) -> None:
+    """``known_at`` ignores the facts ingested after it: not only as results, but as
+    reply partners and neighbours lending their scores too."""
+    cfg = {"conversation": MemoryConfig.conversation(),
+           "replies": MemoryConfig(dialogue=DialogueConfig()),
+           "context": MemoryConfig(context={"neighbors": {"weight": 0.3, "window": 1}})}[config]
+    clock = ManualClock(NOW)
+    with Store.open(tmp_path / "s", sync="none") as s:
+        memory = Memory(s, cfg, clock=clock)
+        memory.remember_conversation([
+            {"speaker": "Alice", "text": "Where should we go hiking this weekend?"},
+            {"speaker": "Bob", "text": "I am not sure yet."}], session="walks")
+        then = clock.now_ms()
+        before = [(r.id, r.score) for r in memory.recall("mountain trail", k=5)]
+        clock.advance(3_600_000)
+        memory.remember_conversation([
+            {"speaker": "Carol", "text": "The mountain trail by the lake is the best."}],
+            session="walks", start=2)
+        clock.advance(1_000)
+        assert [(r.id, r.score) for r in memory.recall("mountain trail", k=5,
+                                                       known_at=then)] == before
+
+
 def test_the_filter_and_namespace_still_hold_under_the_dialogue_signals(
         store: Store) -> None:
     m = memory_with(store, DialogueConfig(replies=Replies(answer=1.0), speaker=1.0))

@@ -222,10 +222,24 @@ class Ranking:
 
     def plain(self) -> Fusion:
         """Document search's fused scores, no context policy, no id filter (BM25
-        matching the dialogue reading's words when the dialogue signals are on)."""
+        matching the dialogue reading's words when the dialogue signals are on); with
+        ``known_at``, without the facts ingested after it (they lend no score to their
+        neighbours or reply partners: the store did not know them)."""
         query = self.query if self.reading is None else self.reading.lexical
-        return self.view.fused(query, self.embedding, None, self.policies.fusion,
-                               self.depth(), self.approximate, self.include)
+        fused = self.view.fused(query, self.embedding, None, self.policies.fusion,
+                                self.depth(), self.approximate, self.include)
+        known = self._known()
+        return fused if known is None else fused.take(known[fused.slots])
+
+    def _known(self) -> np.ndarray | None:
+        """With ``known_at``, the slot mask of the documents known then (every one that
+        is not a fact, and the facts ingested by then); None without it."""
+        known_at = self.options.known_at
+        if known_at is None:
+            return None
+        facts = self.view.facts
+        out: np.ndarray = ~facts.is_fact.view() | (facts.ingest.view() <= known_at)
+        return out
 
     def fused(self) -> Fusion:
         """Every matching document's fused score, with the context policy's share and
@@ -236,14 +250,17 @@ class Ranking:
                                    self.policies.fusion, self.depth(),
                                    self.approximate, self.include)
         plain = self.plain()
+        known = self._known()
+        allowed = self.allowed if known is None else \
+            known if self.allowed is None else self.allowed & known
         if p.dialogue is None:
-            return neighbours.with_context(self.view, p, plain, self.allowed)
+            return neighbours.with_context(self.view, p, plain, allowed)
         near = plain if p.context is None else neighbours.with_context(self.view, p, plain,
-                                                                        None)
+                                                                        known)
         assert self.reading is not None
         o = self.options
         out, shares = dialogue.apply(self.view, p.dialogue, self.reading, plain, near,
-                                     self.allowed, dialogue.pool(o.candidate_limit, o.k))
+                                     allowed, dialogue.pool(o.candidate_limit, o.k))
         self.shares = (out.slots, shares)
         return out
 

@@ -5,7 +5,8 @@ stream messages (each message the consecutive transactions that were waiting whe
 left, up to the server's message size: FORMAT.md §11) and keeps up to :data:`DEPTH`
 of them in flight (the next leaves once 1/:data:`SHARE` of the transactions recently
 outstanding at once are waiting; with none in flight, after :data:`GATHER` seconds at
-most, and a lone writer's at once), and the
+most, and a lone writer's at once once the count of the last :data:`PEAK_MESSAGES`
+messages has forgotten any burst of writers), and the
 hand-over from the writers' threads, which wakes the loop only when it would send.
 Each message carries its message id (``<store id>:<generation>:`` then its first
 transaction's number, and ``-<last>`` when it holds several, so a resend

@@ -114,10 +114,12 @@ def _units(rows: np.ndarray) -> np.ndarray:
     # A row whose length is near or past where the float32 formula fails (huge or
     # subnormal numbers) is normalised by unit itself, which decides.
     low, high = _PLAIN_LENGTHS
-    odd = np.flatnonzero(~((norms >= low) & (norms <= high)))  # (a NaN is odd too)
-    if len(odd):
-        norms[odd] = 1.0
-    out: np.ndarray = rows / norms.astype(np.float32)[:, None]
+    if low <= norms.min() and norms.max() <= high:  # (False with a NaN)
+        out: np.ndarray = rows / norms.astype(np.float32)[:, None]
+        return out
+    odd = np.flatnonzero(~((norms >= low) & (norms <= high)))
+    norms[odd] = 1.0
+    out = rows / norms.astype(np.float32)[:, None]
     for i in odd:
         out[i] = unit(rows[i])
     return out

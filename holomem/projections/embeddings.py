@@ -53,8 +53,34 @@ def gathered_cosine(matrix: np.ndarray, slots: np.ndarray, q: np.ndarray) -> np.
 
 
 def unit(vector: np.ndarray) -> np.ndarray:
+    """``vector`` as float32 divided by its length: the unit vector of its direction.
+
+    The length is taken in float64 (where the squares of float32 numbers, however large
+    or small, neither overflow nor vanish) and rounded to float32, and the vector is
+    divided by that: the formula every store so far was built with, kept bit for bit.
+    It fails only when the length does not round to a normal float32: past float32's
+    range (finite numbers such as [3e38, 3e38, 0]) it rounds to infinity, which would
+    give zeros, and below the normal numbers (a vector of subnormal numbers) to a coarse
+    subnormal step, which would give a vector longer or shorter than 1. Such a vector is
+    divided by its float64 length instead, and rounded once to float32."""
     v = np.asarray(vector, dtype=np.float32)
-    return v / np.float32(np.linalg.norm(v.astype(np.float64)))
+    norm = np.linalg.norm(v.astype(np.float64))
+    if norm < _ROUNDS_TO_INF:
+        n32 = np.float32(norm)
+        if n32 >= _SMALLEST_NORMAL:
+            return v / n32
+    out: np.ndarray = (v.astype(np.float64) / norm).astype(np.float32)
+    return out
+
+
+#: A float64 from this one up rounds to an infinite float32 (halfway between the
+#: greatest float32 and 2**128).
+_ROUNDS_TO_INF = 2.0**128 - 2.0**103
+#: The smallest normal float32.
+_SMALLEST_NORMAL = np.float32(2.0**-126)
+#: :func:`units` leaves a row whose float64 length is outside these bounds to
+#: :func:`unit` (a margin about where the float32 formula fails: :func:`unit` decides).
+_PLAIN_LENGTHS = (2.0**-125, 2.0**127)
 
 
 def units(rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -62,6 +88,8 @@ def units(rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     taken as ``numpy.linalg.norm`` takes a vector's (the square root of a float64 dot
     product), the products all in one stacked ``matmul`` (a dot product per row, in C;
     tests/replay/test_vectors_normalised_alike.py checks the bits against :func:`unit`).
+    A row of huge or subnormal numbers, whose length is near or past where the float32
+    formula fails, is left to :func:`unit` itself.
     A block of rows at a time (:data:`UNIT_BLOCK_BYTES` of float64), so that the float64
     copy stays in the cache. ``out``: a float32 array of the same shape to write them
     to (returned), instead of a new one."""
@@ -83,7 +111,17 @@ UNIT_BLOCK_BYTES = 2**19
 def _units(rows: np.ndarray) -> np.ndarray:
     r64 = rows.astype(np.float64)
     norms: np.ndarray = np.sqrt(np.matmul(r64[:, None, :], r64[:, :, None])[:, 0, 0])
-    out: np.ndarray = rows / norms.astype(np.float32)[:, None]
+    # A row whose length is near or past where the float32 formula fails (huge or
+    # subnormal numbers) is normalised by unit itself, which decides.
+    low, high = _PLAIN_LENGTHS
+    if low <= norms.min() and norms.max() <= high:  # (False with a NaN)
+        out: np.ndarray = rows / norms.astype(np.float32)[:, None]
+        return out
+    odd = np.flatnonzero(~((norms >= low) & (norms <= high)))
+    norms[odd] = 1.0
+    out = rows / norms.astype(np.float32)[:, None]
+    for i in odd:
+        out[i] = unit(rows[i])
     return out
 
 

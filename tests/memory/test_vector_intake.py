@@ -3,8 +3,10 @@ stored (issue 29, "vectors that cost what they should").
 
 - every bad vector — not finite, the wrong dimension, not numbers (complex, objects,
   strings, booleans), hostile (past the limit, nested, 2-d, raw bytes, an endless
-  iterator) — is ``invalid_request`` and writes nothing, in remember, remember_many,
-  the JSON contract and the document engine;
+  iterator, a list that holds itself or is nested thousands deep) — is
+  ``invalid_request`` and writes nothing, in remember, remember_many, the JSON
+  contract and the document engine, and whatever a batch's vector holds, remember_many
+  raises only holomem's errors;
 - the same numbers as a list, a float32 or float64 numpy array, an ``array.array``
   or a memoryview give the same stored bytes, the same digest and the same content id;
 - a fact stored with digest 1 (the versions before digest 2 hashed the vector's JSON)
@@ -17,6 +19,7 @@ stored (issue 29, "vectors that cost what they should").
 from __future__ import annotations
 
 import array
+import contextlib
 import hashlib
 import itertools
 from collections.abc import Iterator
@@ -33,7 +36,7 @@ from holomem import Memory, Store
 from holomem.api.engine import vectors
 from holomem.api.memory.remember import intake
 from holomem.api.memory.types import RememberInput
-from holomem.errors import ConflictError, InvalidError
+from holomem.errors import ConflictError, HolomemError, InvalidError
 from holomem.events import DocumentAdded, FactAdded
 
 DIM = 8
@@ -265,3 +268,78 @@ def test_a_tuple_of_strings_or_booleans_is_refused_by_remember_many(
         with pytest.raises(InvalidError, match="embedding"):
             call()
     assert _state(memory) == before
+
+
+def _holds_itself() -> list[object]:
+    x: list[object] = []
+    x.append(x)
+    return [1.0, x] + [0.5] * (DIM - 2)
+
+
+def _nested(depth: int) -> list[object]:
+    deep: object = 1.0
+    for _ in range(depth):
+        deep = [deep]
+    return [1.0, deep] + [0.5] * (DIM - 2)
+
+
+@pytest.mark.parametrize("make", [_holds_itself, lambda: _nested(5_000)],
+                         ids=["holds itself", "nested 5,000 deep"])
+def test_a_list_that_holds_itself_or_is_nested_too_deep_is_invalid_in_a_batch(
+        memory: Memory, make: Any) -> None:
+    """The batch check walks such a list down until the interpreter's limit: it then
+    leaves the batch to the one-at-a-time check, which names the input."""
+    before = _state(memory)
+    assert vectors.matrix([make(), [0.5] * DIM], decoded=False) is None
+    assert vectors.matrix([make(), [0.5] * DIM]) is None
+    for bad in (0, 1):
+        batch = [{"text": f"t{i}", "embedding": make() if i == bad else [0.5] * DIM}
+                 for i in range(2)]
+        with pytest.raises(InvalidError, match=f"input {bad}: .*embedding"):
+            memory.remember_many(batch)
+        with pytest.raises(InvalidError, match=f"document {bad}: .*embedding"):
+            memory.store.add_documents([{"id": f"d{i}", **x} for i, x in enumerate(batch)])
+    with pytest.raises(InvalidError, match="embedding"):
+        memory.remember("x", embedding=make())
+    assert _state(memory) == before
+
+
+_leaves = st.one_of(st.floats(width=32), st.floats(), st.integers(), st.booleans(),
+                    st.none(), st.text(max_size=3), st.binary(max_size=8),
+                    st.complex_numbers(max_magnitude=10))
+_odd = st.recursive(_leaves, lambda inner: st.one_of(
+    st.lists(inner, max_size=DIM + 1), st.lists(inner, max_size=3).map(tuple),
+    st.dictionaries(st.text(max_size=2), inner, max_size=2),
+    st.lists(inner, min_size=1, max_size=DIM).map(lambda v: np.array(v, dtype=object))),
+    max_leaves=24)
+
+
+def _looped(value: object) -> object:
+    """``value`` made to hold itself, where it can."""
+    if isinstance(value, list):
+        value.append(value)
+    elif isinstance(value, dict):
+        value["self"] = value
+    return value
+
+
+odd_vectors = st.one_of(
+    _odd, _odd.map(_looped),
+    st.tuples(_odd, st.sampled_from([1, 30, 900, 1_100, 5_000])).map(
+        lambda t: _nested(t[1])[:1] + [t[0]] + [0.5] * (DIM - 2)),
+    st.lists(st.one_of(st.floats(-1, 1, width=32), _odd.map(_looped)), min_size=DIM,
+             max_size=DIM))
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(vec=odd_vectors, where=st.integers(0, 2), size=st.integers(2, 20))
+def test_remember_many_of_any_nested_or_odd_vector_raises_only_holomem_errors(
+        memory: Memory, vec: Any, where: int, size: int) -> None:
+    """Whatever a batch's vector holds, remember_many stores it (a vector after all) or
+    refuses it with holomem's own error, never one of the checks' own."""
+    batch: list[dict[str, Any]] = [{"text": f"fine {i}", "embedding": [0.5] * DIM}
+                                   for i in range(size)]
+    batch.insert(min(where, size), {"text": "odd", "embedding": vec})
+    with contextlib.suppress(HolomemError):
+        memory.remember_many(batch)

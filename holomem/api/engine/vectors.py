@@ -68,7 +68,8 @@ def matrix(values: Sequence[object], field: str = "embedding", *,
     lists decoded as JSON numbers may hold ints too), all numeric 1-d numpy arrays, or
     all 1-d buffers of float32 or float64 items; None when they are not, or when any
     fails a check (the caller then checks them one at a time, and the first bad one is
-    named). ``decoded``: as :func:`vector`'s, for the lists."""
+    named: a list that holds itself or is nested too deep too). ``decoded``: as
+    :func:`vector`'s, for the lists."""
     if not values:
         return None
     kinds = set(map(type, values))
@@ -87,7 +88,9 @@ def matrix(values: Sequence[object], field: str = "embedding", *,
                 m = _buffers(values)
             else:
                 return None
-    except (TypeError, ValueError, OverflowError, BufferError):
+    except (TypeError, ValueError, OverflowError, BufferError, RecursionError):
+        # (RecursionError: a list that holds itself, or lists nested past the
+        # interpreter's limit, which msgspec or numpy walk down)
         return None
     if m is None or m.ndim != 2 or not np.isfinite(m).all() or not m.any(axis=1).all():
         return None
@@ -124,8 +127,8 @@ def _float_lists(rows: Sequence[list[object]]) -> np.ndarray | None:
         part = rows[start : start + step]
         try:
             _MSGPACK.encode_into(part, buf)
-        except (TypeError, ValueError, OverflowError):
-            return None
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return None  # (RecursionError: a list that holds itself, or nested too deep)
         if not _floats_into(buf, len(part), head, out[start : start + len(part)]):
             return None
     return out
@@ -220,7 +223,7 @@ def _from_list(items: list[object] | tuple[object, ...], field: str,
     try:
         with np.errstate(over="ignore", invalid="ignore"):
             return np.array(items, dtype=_F32)
-    except (TypeError, ValueError, OverflowError) as exc:
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise InvalidError(f"{field} must be a sequence of numbers") from exc
 
 
@@ -242,7 +245,7 @@ def _from_items(items: Sequence[object], field: str) -> np.ndarray:
     try:
         with np.errstate(over="ignore", invalid="ignore"):
             return np.array(items, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError) as exc:
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise InvalidError(f"{field} must hold finite float32 numbers") from exc
 
 

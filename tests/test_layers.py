@@ -120,7 +120,8 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     _concept("transfer", "embedding", "forget", "graph", "remember"),
     # The token counter of compile_context uses tiktoken when it is installed (issue 19).
     (f"{MEMORY}.window.tokens", (*ENGINE, *SHARED), ("tiktoken",)),
-    _concept("window", "forget", "graph", "recall", "remember"),
+    # The prompt block reads a stored time as a date through dates.moment.
+    _concept("window", "forget", "graph", "recall", "remember", "dates"),
     # The contract: request shapes, the op table, decoding; and what a build can do.
     (f"{MEMORY}.requests", (*ENGINE, *SHARED, f"{MEMORY}.conversation.types",
                             f"{MEMORY}.entities.profile",

@@ -108,6 +108,16 @@ def test_a_put_value_comes_back_from_get_with_its_times(store: HolomemStore) -> 
     assert store.get(("users", "u1", "deeper"), "prefs") is None
 
 
+def test_an_ingest_time_past_year_9999_is_the_latest_datetime(hstore: Store) -> None:
+    """A store may hold ingest times a datetime cannot (up to 2**62 ms, §5d; an import
+    brings them): the item still comes back, its times the latest a datetime holds."""
+    store = HolomemStore(Memory(hstore, clock=ManualClock(2**62 - 1)))
+    store.put(("users", "u1"), "prefs", {"food": "pizza"})
+    item = store.get(("users", "u1"), "prefs")
+    assert item is not None and item.value == {"food": "pizza"}
+    assert item.created_at == item.updated_at == dt.datetime.max.replace(tzinfo=dt.UTC)
+
+
 @pytest.mark.parametrize("supersession", ["none", "latest-by-subject"])
 def test_a_put_of_an_existing_key_is_a_supersession_that_history_and_as_of_see(
         hstore: Store, clock: ManualClock, supersession: str) -> None:

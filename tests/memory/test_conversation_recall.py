@@ -292,6 +292,35 @@ def test_a_date_in_the_question_favours_facts_of_that_window(tmp_path: Path) -> 
         assert got[0].fact.session == "s1"
 
 
+def test_a_turn_stored_without_a_time_is_dated_by_its_ingest_time(tmp_path: Path) -> None:
+    """§4g: a turn without a time has no event time and its ingest time stands for it,
+    so the date signal favours the turns ingested on the day a question names."""
+    with Store.open(tmp_path / "s", sync="none") as s:
+        clock = ManualClock(ms(2025, 6, 10) + 12 * 3_600_000)
+        m = Memory(s, MemoryConfig(dialogue=DialogueConfig(dates=1.0)), clock=clock)
+        m.remember_conversation([{"speaker": "Ann", "text": "We talked about bread."}],
+                                session="mon")
+        clock.advance(24 * 3_600_000)
+        m.remember_conversation([{"speaker": "Ann", "text": "We talked about cake."}],
+                                session="tue")
+        for q, expected in (("What did we talk about today?", "tue"),
+                            ("What did we talk about yesterday?", "mon"),
+                            ("What did we talk about on 2025-06-10?", "mon")):
+            got = m.recall(q)
+            assert [r.fact.event_time for r in got] == [None, None]
+            assert got[0].fact.session == expected, q
+            assert got[0].score == pytest.approx(2 * got[1].score), q
+            why = m.explain(q, got[0].id)
+            assert why.dialogue is not None and why.dialogue.date_multiplier == 2.0
+        # A turn with a time is still dated by it, not by when it was stored.
+        m.remember_conversation([{"speaker": "Ann", "text": "We talked about pie."}],
+                                session="old", time=ms(2025, 6, 1))
+        got = m.recall("What did we talk about on 1 June 2025?")
+        assert got[0].fact.session == "old"
+        why = m.explain("What did we talk about today?", got[0].id)
+        assert why.dialogue is not None and why.dialogue.date_multiplier == 1.0
+
+
 def test_dates_are_read_as_windows() -> None:
     cases = {
         "on 16 November 2023": ("2023-11-16", "2023-11-17"),

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from holomem import (
     ConsolidateOptions,
@@ -21,6 +23,7 @@ from holomem import (
     Observation,
     Store,
 )
+from holomem.api.engine import validate
 from holomem.api.memory.config import (
     ConsolidationConfig,
     Duplicates,
@@ -97,6 +100,49 @@ def test_alice_and_bob_are_never_merged() -> None:
         got = regex_entities(text)
         assert "Alice" in got and "Bob" in got, text
         assert not any("Alice" in e and "Bob" in e for e in got), text
+
+
+FIRST = ("Alice Bob Carol Dave Erin Frank Grace Heidi Ivan Judy Karl Liam Mona Nina Oscar "
+         "Paul Quinn Rita Sam Tina").split()
+LAST = ("Smith Jones Brown Taylor Wilson Davies Evans Thomas Johnson Roberts Walker Wright "
+        "Robinson Thompson White").split()
+
+
+def test_the_regex_extractor_never_finds_more_than_a_fact_may_hold(
+        store: Store, clock: ManualClock) -> None:
+    """A text within every limit is taken whatever names it holds: of 300 names the
+    first 256 (text order) are its entities; a Title Case run past 256 characters is no
+    name; a name of exactly 256 characters is one."""
+    names = [f"{f} {last}" for f in FIRST for last in LAST]
+    assert len(names) == 300 > validate.MAX_ENTITIES
+    memory = Memory(store, MemoryConfig(entity_extractor="regex"), clock=clock)
+    memory.remember(id="party", text="Invited to the launch party: " + ", ".join(names) + ".")
+    title = " ".join(["Annual General Meeting Of The International Society For Very Long "
+                      "Title Case Names"] * 4)
+    assert len(title) > validate.MAX_ENTITY_CHARS
+    memory.remember(id="agm", text=title + " was held in Oslo")
+    exact = " ".join(["Abcdefg"] * 32) + "X"  # 32 words: 255 characters, and one
+    assert len(exact) == validate.MAX_ENTITY_CHARS
+    memory.remember(id="exact", text=f"{exact} met Bob")
+    party, agm, met = memory.get("party"), memory.get("agm"), memory.get("exact")
+    assert party is not None and party.entities == ["Invited", *names][:validate.MAX_ENTITIES]
+    assert agm is not None and agm.entities == ["Oslo"]
+    assert met is not None and met.entities == [exact, "Bob"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(count=st.integers(0, 600), width=st.integers(0, 300), every=st.integers(1, 50),
+       sep=st.sampled_from([", ", " and ", ". ", " ", "\n", "'s "]),
+       noise=st.lists(st.text(st.characters(categories=["Lu", "Ll", "Nd", "Zs", "Po"]),
+                              max_size=12), max_size=20))
+def test_what_the_regex_extractor_finds_a_fact_may_hold(
+        count: int, width: int, every: int, sep: str, noise: list[str]) -> None:
+    """Many names, long ones (a capitalised word of up to 300 letters, or a run of words
+    joined by spaces), and noise between them: what is found is always takeable."""
+    names = [f"P{i}" + "x" * (width if i % every == 0 else 0) for i in range(count)]
+    found = regex_entities(sep.join(names) + " ".join(noise))
+    assert validate.entities(found) == tuple(found)
+    assert len(found) <= validate.MAX_ENTITIES
 
 
 def test_extractor_fills_entities_when_none_are_given(store: Store, clock: ManualClock) -> None:

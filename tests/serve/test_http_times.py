@@ -147,3 +147,25 @@ def test_a_string_that_is_no_time_is_invalid_request_naming_the_field(tmp_path: 
             assert len(listed) == SEEDED
     finally:
         srv.stop()
+
+
+def test_times_at_the_ends_of_the_range_compile_into_a_context(tmp_path: Path) -> None:
+    """A fact's times and a fragment's time anywhere the contract accepts (±(2**62 - 1)
+    ms, years datetime cannot hold) render: compileContext answers 200 with the number
+    of milliseconds in the block (tests/memory/test_far_times_render.py)."""
+    far = 2**62 - 1
+    srv = start(tmp_path / "data")
+    try:
+        with httpx.Client(base_url=srv.url, headers=headers(), timeout=30) as http:
+            stored = answer(http, "remember", {"text": "Alice visited Nice", "eventTime": -far,
+                                               "validFrom": -far, "validTo": far})
+            assert stored.status_code == 200, stored.text
+            r = answer(http, "compileContext", {
+                "query": "Alice visited", "budgetTokens": 300,
+                "fragments": [{"id": "fr1", "text": "some note", "time": far}]})
+            assert r.status_code == 200, r.text
+            text = r.json()["text"]
+            assert f"(fragment; time {far} ms since the epoch) some note" in text
+            assert f"event {-far} ms since the epoch" in text
+    finally:
+        srv.stop()

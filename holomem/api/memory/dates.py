@@ -1,6 +1,10 @@
-"""Dates in a question: the time windows a text names (docs/contract.md §4g).
+"""Dates in a question: the time windows a text names (docs/contract.md §4g); and the
+moment a stored time stands for.
 
-Owns: :func:`windows` — reading absolute dates ("16 November 2023", "May 8, 2023",
+Owns: :func:`moment` — a time in milliseconds as a UTC ``datetime``, or ``None`` when
+its year is outside 1..9999 (the store accepts times far beyond that, §5d): the one
+guard every reading of a stored time as a calendar date goes through. And
+:func:`windows` — reading absolute dates ("16 November 2023", "May 8, 2023",
 "2023-11-16"), months ("in May 2023", "in June", a month without a year being the
 latest one that has begun at the reference time), years ("in 2022") and relative
 expressions ("today", "yesterday", "last night", "this week", "last week", "last
@@ -148,15 +152,24 @@ def _read(kind: str, m: re.Match[str], today: dt.date) -> tuple[int, int] | None
     return _month(year, month)
 
 
+def moment(ms: int) -> dt.datetime | None:
+    """``ms`` (milliseconds since the epoch) as a moment in UTC, or ``None`` if it falls
+    outside the years ``datetime`` can hold (1 to 9999)."""
+    try:
+        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def windows(text: str, at_ms: int) -> list[tuple[int, int]]:
     """The windows ``[start, end)`` (ms since the epoch, UTC) of the dates ``text``
     names, in the order they appear; relative ones read against ``at_ms``. A date
     that does not exist ("31 February 2023") is left out."""
     text = text[:MAX_CHARS]
-    try:
-        today = dt.datetime.fromtimestamp(at_ms / 1000, tz=dt.UTC).date()
-    except (OverflowError, OSError, ValueError):
+    at = moment(at_ms)
+    if at is None:
         return []
+    today = at.date()
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, tuple[int, int]]] = []
     for kind, pattern in _PATTERNS:

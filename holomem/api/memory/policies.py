@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
 
+from holomem.api.engine.validate import MAX_ENTITIES, MAX_ENTITY_CHARS
 from holomem.api.memory.config import (
     CUSTOM_PREFIX,
     ContextConfig,
@@ -192,6 +193,11 @@ def regex_entities(text: str) -> list[str]:
     leading capitalised function words ("The", "When", "I", ...) are dropped, and a
     run made only of them is not an entity. Entities keep their exact spelling:
     nothing is merged by case folding. Order of first appearance, no repeats.
+
+    What it finds is always what a fact may hold (docs/contract.md §5d), so no text the
+    store takes is refused for its entities: a name longer than ``MAX_ENTITY_CHARS``
+    characters is none, and only the first ``MAX_ENTITIES`` names (in text order) are
+    kept.
     """
     out: dict[str, None] = {}
     run: list[str] = []
@@ -199,12 +205,15 @@ def regex_entities(text: str) -> list[str]:
     def close() -> None:
         while run and run[0].casefold() in _NOT_NAMES:
             run.pop(0)
-        if run:
-            out.setdefault(" ".join(run), None)
+        name = " ".join(run)
+        if name and len(name) <= MAX_ENTITY_CHARS:
+            out.setdefault(name, None)
         run.clear()
 
     pending_space = False
     for m in _WORD.finditer(text):
+        if len(out) >= MAX_ENTITIES:
+            break
         tok = m.group()
         if tok.isspace():
             if tok != " " or not run:
@@ -222,7 +231,7 @@ def regex_entities(text: str) -> list[str]:
             close()
         pending_space = False
     close()
-    return list(out)
+    return list(out)[:MAX_ENTITIES]
 
 
 def no_entities(text: str) -> list[str]:

@@ -25,6 +25,7 @@ from langgraph.store.base import (
 )
 
 from holomem.api.engine import Store
+from holomem.api.memory.dates import moment
 from holomem.api.memory.memory import Memory
 from holomem.api.memory.types import FactRecord
 from holomem.integrations.langgraph.checks import MARK, Put, Search, full
@@ -42,7 +43,12 @@ def _writer_lock(store: Store) -> threading.Lock:
 
 
 def _ms_time(ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+    """``ms`` as LangGraph's datetime; a time past the years it can hold (an import may
+    bring one) is the nearest it can."""
+    at = moment(ms)
+    if at is not None:
+        return at
+    return (dt.datetime.max if ms > 0 else dt.datetime.min).replace(tzinfo=dt.UTC)
 
 
 def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:

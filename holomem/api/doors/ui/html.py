@@ -5,17 +5,18 @@ Owns: :func:`esc` (every value from a store is hostile input: a fact's text, its
 metadata, an id, a namespace — all of it goes out escaped, in text and in attributes),
 :class:`Here` (the request as the pages see it: its base path, the parameters that
 stay from page to page, the form token), times as a person reads them, and
-:func:`frame`. Imports nothing of holomem.
+:func:`frame`. Imports only the memory tier's reading of a time (``dates.moment``).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import html
 import json
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
+
+from holomem.api.memory.dates import moment
 
 #: The parameters every link and form keeps: the moment and the tenant.
 STICKY = ("asOf", "knownAt", "tenant")
@@ -30,11 +31,11 @@ def when(ms: int | None) -> str:
     """A time in milliseconds as a person reads it, in UTC (empty for None)."""
     if ms is None:
         return ""
-    try:
-        moment = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
-    except (OverflowError, OSError, ValueError):
+    at = moment(ms)
+    if at is None:  # a year outside 1..9999: the number, which a form takes back
         return str(ms)
-    shown = moment.strftime("%Y-%m-%d %H:%M:%S")
+    shown = (f"{at.year:04d}-{at.month:02d}-{at.day:02d} "
+             f"{at.hour:02d}:{at.minute:02d}:{at.second:02d}")
     if ms % 1000:
         shown += f".{ms % 1000:03d}"
     return shown + "Z"

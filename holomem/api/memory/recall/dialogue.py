@@ -308,12 +308,14 @@ def _speakers(view: View, reading: Reading, slots: np.ndarray, looked: np.ndarra
 def _dates(view: View, reading: Reading, slots: np.ndarray, looked: np.ndarray,
            boost: float) -> np.ndarray:
     """The date multiplier of each of ``slots``: ``1 + boost`` for a fact in
-    ``looked`` whose event time falls in one of the question's windows, else 1."""
+    ``looked`` whose event time (its ingest time when it has none: a turn stored
+    without a time) falls in one of the question's windows, else 1."""
     out = np.ones(len(slots))
     if not boost or not reading.windows or not len(slots):
         return out
     facts = view.facts
-    when = facts.event.view()[slots]
+    event = facts.event.view()[slots]
+    when = np.where(event != UNSET, event, facts.ingest.view()[slots])
     inside = np.zeros(len(slots), dtype=bool)
     for start, end in reading.windows:
         inside |= (when >= start) & (when < end)

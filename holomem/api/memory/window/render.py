@@ -9,10 +9,10 @@ Imports the memory API's types only.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 from collections.abc import Iterable
 
+from holomem.api.memory.dates import moment
 from holomem.api.memory.graph.types import WhyResult
 from holomem.api.memory.types import FactRecord, Recalled
 
@@ -79,9 +79,14 @@ def render_why(result: WhyResult) -> str:
 
 def format_time(ms: int | None, *, day: bool = False) -> str:
     """A time in milliseconds as ISO 8601 in UTC, to the minute (``2024-05-01T09:30Z``)
-    or, with ``day``, the date (``2024-05-01``); ``-`` for None. The one way holomem
-    shows a time to a person (the prompt block, the CLI, the demo)."""
+    or, with ``day``, the date (``2024-05-01``); ``-`` for None. A time whose year is
+    outside 1..9999 (the store accepts any within ±2⁶² ms) reads as its number:
+    ``4611686018427387903 ms since the epoch``. The one way holomem shows a time to a
+    person (the prompt block, the CLI, the MCP server, the demo)."""
     if ms is None:
         return "-"
-    when = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
-    return when.strftime("%Y-%m-%d" if day else "%Y-%m-%dT%H:%MZ")
+    when = moment(ms)
+    if when is None:
+        return f"{ms} ms since the epoch"
+    date = f"{when.year:04d}-{when.month:02d}-{when.day:02d}"
+    return date if day else f"{date}T{when.hour:02d}:{when.minute:02d}Z"

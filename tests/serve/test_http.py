@@ -143,6 +143,9 @@ def test_document_routes_add_get_search_and_delete_with_purge(server: Server) ->
     doc = web.get(server.url + "/api/v1/documents/d1", headers=headers()).json()
     assert doc["document"]["text"] == "the quick brown fox"
     assert web.get(server.url + "/api/v1/documents/nope", headers=headers()).status_code == 404
+    for odd in ("on", "maybe", ""):  # (not a delete that quietly keeps the text)
+        r = web.delete(server.url + f"/api/v1/documents/d2?purge={odd}", headers=headers())
+        assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_request"
     r = web.delete(server.url + "/api/v1/documents/d2?purge=true", headers=headers())
     assert r.json() == {"deleted": True}
     store = server.data / "tenants" / "default"

@@ -194,3 +194,22 @@ def test_a_new_tenant_past_the_bound_is_a_limit_error_and_the_others_keep_workin
         assert remember(srv, "e", "and none for this one").status_code == 507
     finally:
         srv.stop()
+
+
+def test_stores_opened_past_the_bound_while_all_were_busy_are_closed_when_used_again(
+        tmp_path: Path) -> None:
+    from holomem.api.doors.http.tenants import TenantPool
+    from holomem.api.memory.config import MemoryConfig
+
+    pool = TenantPool(str(tmp_path), key=None, config=MemoryConfig(), max_open=2)
+    try:
+        held = [pool.acquire(f"t{i}") for i in range(4)]  # all in use: over the bound
+        assert len(pool) == 4
+        for t in held:
+            pool.release(t, evict=False)  # (as the event loop releases: nothing closes)
+        assert len(pool) == 4
+        again = pool.acquire("t3")  # the next use closes the idle ones beyond it
+        assert len(pool) == 2
+        pool.release(again, evict=False)
+    finally:
+        pool.close()

@@ -149,6 +149,9 @@ STOP_GRACE = 1.0
 CORS_HEADERS = ("authorization", "content-type", "x-api-key", "x-tenant-id",
                 "mcp-session-id", "mcp-protocol-version", "x-holomem-namespace",
                 "last-event-id")
+#: What ``DELETE /api/v1/documents/{id}?purge=`` may say (any case); anything else is
+#: ``invalid_request``, not a delete that quietly keeps the text.
+PURGE_VALUES = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
 def _json(value: Any) -> Response:
@@ -273,12 +276,19 @@ def create_app(data_dir: str, *, api_key: str | None = None,
     async def document(request: Request) -> Response:
         doc_id = request.path_params["doc_id"]
         if request.method == "DELETE":
-            purge = request.query_params.get("purge", "false").lower() in ("1", "true", "yes")
+            given = request.query_params.get("purge", "false")
 
-            def delete(t: Tenant, _: object) -> Any:
+            def purge_flag(_: dict[str, Any]) -> bool:  # (before any store is opened)
+                flag = PURGE_VALUES.get(given.lower())
+                if flag is None:
+                    raise InvalidError("purge must be true, false, 1, 0, yes or no, not "
+                                       f"{given[:40]!r}")
+                return flag
+
+            def delete(t: Tenant, purge: bool) -> Any:
                 return {"deleted": t.store.delete_document(doc_id, purge=purge)}
 
-            return await with_tenant(request, delete, body=False)
+            return await with_tenant(request, delete, body=False, parse=purge_flag)
 
         def get(t: Tenant, _: object) -> Any:
             doc = t.store.get_document(doc_id)

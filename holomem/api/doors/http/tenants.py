@@ -169,6 +169,9 @@ class TenantPool:
                     return t
             self._open.move_to_end(tenant)
             t.users += 1
+            # (stores opened while every open one was busy went over the bound: the
+            # idle ones beyond it are closed here, as releases on the loop do not)
+            self._evict()
             return t
 
     def try_acquire(self, tenant: str) -> Tenant | None:
@@ -316,7 +319,9 @@ class TenantPool:
             self.release(t, evict=False)
 
     def _evict(self, room: int = 0) -> None:
-        """Close idle stores until ``room`` more fit under the bound."""
+        """Close idle stores until ``room`` more fit under the bound. When every open
+        store is in use the pool goes over it for now; the next :meth:`acquire` or
+        :meth:`release` that may close stores brings it back under."""
         while len(self._open) + room > self.max_open:
             idle = next((name for name, t in self._open.items() if t.users == 0), None)
             if idle is None:

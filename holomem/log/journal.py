@@ -166,17 +166,21 @@ class Journal:
     def _open(self, create: bool) -> None:
         self._lock_fd = opening.prepare(self.path, read_only=self.read_only, create=create)
         live, tmp = list_generations(self.path)
-        erased = [] if self.read_only else opening.erase_leftovers(self.path, live, tmp)
+        erased: list[str] = []
         if not live:
             if self.read_only or not create:
                 raise NotFoundError(f"no holomem store at {self.path!r}")
+            erased = opening.erase_leftovers(self.path, live, tmp)  # (a first one, unfinished)
             opening.initialize(self.path, self._key)
-            live = [1]
+            live, tmp = [1], []
         backups: list[str | None] = []
         if self._follower is not None:
             truncated = self._follower.load_newest(live[-1])
         else:
             truncated, backups = self._load(live[-1])
+            # Only once the load accepted the key (and the format): an open that is
+            # refused leaves every file as it found it.
+            erased += opening.erase_leftovers(self.path, live, tmp)
             assert self._appender is not None
             opening.settle(self._appender, self.gen_dir, self.path)
             self._mark_durable()

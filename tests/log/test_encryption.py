@@ -7,6 +7,9 @@ docs/guarantees.md §6 "Encrypted stores"; §2 "a wrong key is a clear error, ne
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 
 import pytest
 import surgery
@@ -89,6 +92,37 @@ def test_a_wrong_key_is_refused_before_anything_is_read_or_written(
         k: v for k, v in before.items() if k != "."}
     with Journal.open(store, key=KEY, read_only=read_only) as j:
         assert list(j.replay()) == [(1, [b"one"]), (2, [b"two"])]
+
+
+_REWRITE_CHILD = """
+import sys
+from holomem.log import Journal
+with Journal.open(sys.argv[1], key=bytes.fromhex(sys.argv[2]), sync="none") as j:
+    target = j.begin_rewrite()
+    j.refile(target, [j.first_seq])
+    j.switch(target)
+"""
+
+
+@pytest.mark.parametrize("point", ["journal.generation.created", "journal.generation.switched"])
+def test_an_open_refused_for_its_key_leaves_an_interrupted_rewrite_as_it_was(
+        tmp_path: object, point: str) -> None:
+    """The leftovers of a compaction cut short (a generation being built, or the old one
+    not yet erased) are erased by the next writer, but only once it has shown the key."""
+    store = _store(tmp_path, KEY)
+    child = subprocess.run([sys.executable, "-c", _REWRITE_CHILD, store, KEY.hex()],
+                           capture_output=True, env={**os.environ,
+                                                     "HOLOMEM_CRASH_AT": point + ":1"},
+                           check=False)
+    assert child.returncode == -signal.SIGABRT, child.stderr  # it died at the point
+    before = surgery.snapshot(store)
+    for key, error in ((OTHER_KEY, WrongKeyError), (None, KeyRequiredError)):
+        with pytest.raises(error):
+            Journal.open(store, key=key)
+        assert surgery.snapshot(store) == before
+    with Journal.open(store, key=KEY) as j:
+        assert j.recovery.erased_leftovers
+    assert len([n for n in os.listdir(store) if n.startswith("gen-")]) == 1
 
 
 @pytest.mark.parametrize("read_only", [False, True], ids=["writer", "follower"])

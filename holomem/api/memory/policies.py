@@ -48,11 +48,19 @@ class SystemClock:
         return time.time_ns() // 1_000_000
 
 
+def _whole_ms(ms: object) -> int:
+    """``ms`` as a clock's time: an integer (not a bool). Errors: ``invalid_request``."""
+    if isinstance(ms, bool) or not isinstance(ms, int):
+        raise InvalidError(f"a clock's time must be an integer number of milliseconds, "
+                           f"not {type(ms).__name__}")
+    return ms
+
+
 class ManualClock:
     """A clock that moves only when told to: for tests and reproducible runs."""
 
     def __init__(self, start_ms: int = 0) -> None:
-        self._now = start_ms
+        self._now = _whole_ms(start_ms)
         self._mu = threading.Lock()
 
     def now_ms(self) -> int:
@@ -60,10 +68,12 @@ class ManualClock:
             return self._now
 
     def set(self, ms: int) -> None:
+        ms = _whole_ms(ms)
         with self._mu:
             self._now = ms
 
     def advance(self, ms: int) -> int:
+        ms = _whole_ms(ms)
         with self._mu:
             self._now += ms
             return self._now

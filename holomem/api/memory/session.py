@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, Self
 
 import msgspec
+import numpy as np
 
-from holomem.api.engine import Store, View
+from holomem.api.engine import Store, View, validate
 from holomem.api.memory import checks
 from holomem.api.memory.config import MemoryConfig, config_from_json, config_to_json
 from holomem.api.memory.embedding import embedder as embedding
@@ -135,7 +136,7 @@ class Session:
         given = checks.memory_config(config) if config is not None else None
         start = checks.memory_config(initial) if initial is not None else None
         #: The configuration in force, checked whole (types and every number's range).
-        self.config = settle(store, given, start, persist, self.clock.now_ms())
+        self.config = settle(store, given, start, persist, self.now_ms())
         custom = checks.custom_policies(policies)
         self.policies = Policies.from_config(self.config, custom)
         if self.policies.vector_search == "approximate" and not vectorindex.available():
@@ -151,7 +152,7 @@ class Session:
         self.embedder: Embedder | None = embedding.choose(embedder, self.config, held)
         #: The embedder identity this session checks the store's against before it
         #: mixes a vector of its own with the store's (None: no embedder).
-        self.pinned = (embedding.settle(store, self.embedder, reembed, self.clock.now_ms())
+        self.pinned = (embedding.settle(store, self.embedder, reembed, self.now_ms())
                        if self.embedder is not None else None)
         if self.embedder is not None and self.config.fusion == "default":
             self.policies = self.policies._replace(fusion=EMBEDDER_FUSION)
@@ -210,6 +211,20 @@ class Session:
         if not callable(observer):
             raise InvalidError("observer must be callable")
         return self._copy(observers=[*self.observers, observer])
+
+    def now_ms(self) -> int:
+        """The clock's reading, checked: a whole number of milliseconds strictly between
+        -2**62 and 2**62, the times a store holds (docs/contract.md §5d). Every time the
+        memory API takes from its clock comes through here, so a clock that gives a
+        float, None or a time out of range is refused before anything is written, not
+        journalled. Errors: ``invalid_request``."""
+        now = self.clock.now_ms()
+        if isinstance(now, bool) or not isinstance(now, (int, np.integer)) \
+                or not -validate.TIME_LIMIT < now < validate.TIME_LIMIT:
+            raise InvalidError("the clock's now_ms() must give a whole number of "
+                               "milliseconds strictly between -2**62 and 2**62, not "
+                               f"{str(now)[:40]!r} ({type(now).__name__})")
+        return int(now)
 
     def with_clock(self, clock: Clock) -> Self:
         """Another clock (``now_ms()``)."""

@@ -121,7 +121,7 @@ def remember_conversation(s: Session, /, messages: Iterable[Message | Mapping[st
 
     def more(view: View, results: builtins.list[Remembered]) -> builtins.list[Event]:
         events = links.plan(view, results, planned, sources, where, session,
-                            s.clock.now_ms())
+                            s.now_ms())
         linked[0] = len(events)
         return events
 

@@ -38,5 +38,5 @@ def entity_profile(s: Session, /, name: str, *, as_of: Any = None, known_at: Any
     others), ``limit``.
     """
     req = profile.request(name, as_of, known_at, namespace, limit, cursor)
-    now = s.clock.now_ms()
+    now = s.now_ms()
     return s.store.read(lambda view: profile.page(view, req, now))

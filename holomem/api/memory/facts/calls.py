@@ -34,7 +34,7 @@ from holomem.events import ConfidenceSet, Event, FeedbackGiven
 def _moment(s: Session, as_of: Any, known_at: Any) -> tuple[int, int | None]:
     """The evaluation time (``as_of``, default now) and ``known_at``, checked."""
     at = validate.to_ms(as_of, "as_of")
-    return (s.clock.now_ms() if at is None else at), validate.to_ms(known_at, "known_at")
+    return (s.now_ms() if at is None else at), validate.to_ms(known_at, "known_at")
 
 
 def get(s: Session, /, id: str, as_of: Any = None,
@@ -123,7 +123,7 @@ def feedback(s: Session, /, id: str, helpful: bool, note: str | None = None) -> 
     def build(view: View) -> builtins.list[Event]:
         if view.facts.slot(fid) < 0:
             raise NotFoundError(f"no fact {fid!r}")
-        return [FeedbackGiven(id=fid, helpful=helpful, time=s.clock.now_ms(), note=note)]
+        return [FeedbackGiven(id=fid, helpful=helpful, time=s.now_ms(), note=note)]
 
     seq, _ = s.store.commit(build)
     s.notify("feedback", [fid], seq)
@@ -149,10 +149,10 @@ def set_confidence(s: Session, /, id: str, confidence: float) -> FactRecord:
     def build(view: View) -> builtins.list[Event]:
         if view.facts.slot(fid) < 0:
             raise NotFoundError(f"no fact {fid!r}")
-        return [ConfidenceSet(id=fid, confidence=value, time=s.clock.now_ms())]
+        return [ConfidenceSet(id=fid, confidence=value, time=s.now_ms())]
 
     s.store.commit(build)
-    now = s.clock.now_ms()
+    now = s.now_ms()
     record = s.store.read(lambda view: records.get(view, fid, now))
     assert record is not None
     return record

@@ -65,7 +65,7 @@ def _remove(s: Session, /, ids: builtins.list[str], *, purge: bool) -> ForgetRep
 
         def build(view: View, batch: builtins.list[str] = batch,
                   done: builtins.list[removal.Removal] = done) -> builtins.list[Event]:
-            done[:] = [removal.removal(view, batch, s.clock.now_ms(), purge=purge)]
+            done[:] = [removal.removal(view, batch, s.now_ms(), purge=purge)]
             return done[0].events
 
         seq, _ = s.store.commit(build)
@@ -88,7 +88,7 @@ def apply_forgetting(s: Session, /, options: MaintenanceOptions | Mapping[str, A
     """What the forgetting policy selects; removed only with ``dry_run=False``."""
     opts = validate.to_struct(MaintenanceOptions, options, fields,
                               "apply_forgetting options")
-    now = s.clock.now_ms()
+    now = s.now_ms()
     cfg = removal.builtin(s.config.forgetting)
     prefix = validate.namespace(opts.namespace)
     if s.forgetting is not None:
@@ -117,7 +117,7 @@ def consolidate(s: Session, /, options: ConsolidateOptions | Mapping[str, Any] |
     """
     opts = consolidation.options(options, fields)
     cfg = s.config.consolidation
-    now = s.clock.now_ms()
+    now = s.now_ms()
     prefix = validate.namespace(opts.namespace)
     if s.consolidation is not None:
         groups = list(s.consolidation(s.owner, now))

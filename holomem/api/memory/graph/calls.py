@@ -50,7 +50,7 @@ def relate(s: Session, /, from_id: str, to_id: str, relation: str,
     planned: builtins.list[relations.Planned] = []
 
     def build(view: View) -> builtins.list[Event]:
-        planned[:] = [relations.plan_relate(view, req, s.clock.now_ms(), prefix)]
+        planned[:] = [relations.plan_relate(view, req, s.now_ms(), prefix)]
         return planned[0].events
 
     seq, _ = s.store.commit(build)
@@ -78,7 +78,7 @@ def relate_many(s: Session, /, links: Iterable[LinkInput | Mapping[str, Any]], *
     planned: builtins.list[relations.Planned] = []
 
     def build(view: View) -> builtins.list[Event]:
-        planned[:] = relations.plan_relate_many(view, reqs, s.clock.now_ms(), prefix)
+        planned[:] = relations.plan_relate_many(view, reqs, s.now_ms(), prefix)
         return [e for p in planned for e in p.events]
 
     seq, written = s.store.commit(build)
@@ -100,7 +100,7 @@ def unrelate(s: Session, /, from_id: str, to_id: str, relation: str, *,
     prefix = validate.namespace(namespace)
 
     def build(view: View) -> builtins.list[Event]:
-        return relations.plan_unrelate(view, req, s.clock.now_ms(), prefix)
+        return relations.plan_unrelate(view, req, s.now_ms(), prefix)
 
     seq, written = s.store.commit(build)
     if written:
@@ -148,7 +148,7 @@ def why(s: Session, /, query_or_id: str, max_hops: int = 2,
     at = validate.to_ms(as_of, "as_of")
     known = validate.to_ms(known_at, "known_at")
     prefix = validate.namespace(namespace)
-    now = s.clock.now_ms()
+    now = s.now_ms()
     start_id = text if s.store.read(
         lambda view: evidence.is_start(view, text, prefix, known)) else None
     o, where = rank.checked({"k": 1, "as_of": at, "known_at": known,

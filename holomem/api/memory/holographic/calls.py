@@ -57,7 +57,7 @@ def contradict(s: Session, /, *, subject: str | None = None, entity: str | None 
 
     Limits: ``k`` <= ``holographic.MAX_K``, ``max_pairs`` <=
     ``contradiction.MAX_PAIRS_LIMIT``; a page stops there and gives a cursor."""
-    now = s.clock.now_ms()
+    now = s.now_ms()
     ns = validate.namespace(namespace)
     where = filters.compile_filter(filter)
     return s.store.read(lambda view: contradiction.contradict(

@@ -103,7 +103,7 @@ def _ranking(s: Session, query: str, options: RecallOptions | Mapping[str, Any] 
     embedded = s.embedder is not None and o.embedding is None
     if s.embedder is not None and o.embedding is None:
         o = msgspec.structs.replace(o, embedding=embedding.query_vector(s.embedder, query))
-    at = o.as_of if o.as_of is not None else s.clock.now_ms()
+    at = o.as_of if o.as_of is not None else s.now_ms()
 
     def ranking_of(view: View) -> rank.Ranking:
         if embedded:

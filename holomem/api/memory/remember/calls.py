@@ -106,7 +106,7 @@ def remember_checked(s: Session, /, checked: builtins.list[Checked],
     def build(view: View) -> builtins.list[Event]:
         if embedded:
             s.check_pinned(view)
-        planners[:] = [planner.Planner(view, s.policies, s.clock.now_ms())]
+        planners[:] = [planner.Planner(view, s.policies, s.now_ms())]
         events = planners[0].plan(checked)
         if more is not None:
             added = more(view, planners[0].results)

@@ -232,6 +232,25 @@ def test_after_every_run_the_records_current_fact_holds_the_sources_value(
                                    held["metadatas"][0] or None)
 
 
+def test_an_edit_made_in_holomem_stands_until_the_peers_record_changes(
+        tmp_path: Path, memory: Memory) -> None:
+    chroma = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    col = chroma.create_collection("notes", embedding_function=None)
+    col.add(ids=["a"], documents=["alice lives in paris"], embeddings=[[1.0, 0, 0]])
+    from_chroma(chroma, "notes", memory)
+    (moved,) = memory.list(namespace=["notes"], history="current").facts
+    memory.remember("alice lives in lisbon", namespace=["notes"], subject=moved.subject,
+                    supersedes=[moved.id])
+    report = from_chroma(chroma, "notes", memory)  # the peer did not change: the edit stands
+    assert (report.created, report.unchanged) == (0, 1)
+    assert [r.text for r in memory.recall("alice", namespace=["notes"])] == \
+        ["alice lives in lisbon"]
+    col.update(ids=["a"], documents=["alice lives in rome"], embeddings=[[1.0, 0, 0]])
+    from_chroma(chroma, "notes", memory)  # the peer changed: its value is current
+    assert [r.text for r in memory.recall("alice", namespace=["notes"])] == \
+        ["alice lives in rome"]
+
+
 def test_a_missing_collection_or_a_wrong_path_is_a_clear_error_and_writes_nothing(
         chroma_dir: Path, memory: Memory, tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match=r"no collection 'pantry' \(it has: recipes, "

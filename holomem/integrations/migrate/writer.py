@@ -206,19 +206,42 @@ class Writer:
         A fact already stored under ``fid`` is the record's value when it is the latest
         of its chain; when something superseded it since (the record changed, then
         changed back), the record's value is current only if one of its current facts
-        holds the same text, subject and metadata — otherwise the value becomes current
-        again as a new fact superseding them. Errors: ``invalid_request`` (a key no
-        lookup takes)."""
+        holds the same text, subject and metadata; it is left as it is too when the last
+        run moved this very value (a fact written in holomem over it since stands);
+        otherwise the peer changed it back, and the value becomes current again as a
+        new fact superseding them. Errors: ``invalid_request`` (a key no lookup
+        takes)."""
         if not self.memory.store.has_document(fid):
             return fid, [self._id(entry, k) for k in entry.supersedes] \
                 or self._replaced(entry, fid)
         if entry.replaces is None or self._latest(fid):
             return None
         current = self._current(entry)
-        if any(_holds(r, entry) for r in current):
+        if any(_holds(r, entry) for r in current) or self._moved_last(fid, entry):
             return None
         before = [r.id for r in current]
         return self._again(entry, before), before
+
+    def _moved_last(self, fid: str, entry: Entry) -> bool:
+        """Whether the value the last run moved for the record is the entry's: the fact
+        a migration from this peer wrote last on the way from ``fid`` through what
+        supersedes it (the peer's ingest times say nothing of which run came last). The
+        peer has not changed it since, so a fact written in holomem over it stands."""
+        prefix = f"{self.tally.source}-"
+        last, frontier, seen = fid, [fid], {fid}
+        while frontier:
+            after: list[str] = []
+            for fact in frontier:
+                record = self.memory.get(fact)
+                for later in record.superseded_by if record is not None else ():
+                    if later not in seen:
+                        seen.add(later)
+                        after.append(later)
+                        if later.startswith(prefix):
+                            last = later
+            frontier = after
+        record = self.memory.get(last)
+        return record is not None and _holds(record, entry)
 
     def _takeable(self, records: list[tuple[Entry, list[str], FactExport]]
                   ) -> list[tuple[Entry, list[str], FactExport]]:

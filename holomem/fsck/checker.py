@@ -201,8 +201,12 @@ def _scan(report: Report, path: str, key: bytes | None) -> None:
     # it leaves unknown whether a torn-looking tail was acknowledged.
     alone = all(_is_watermark(p.path) for p in problems)
     for p in problems:
+        # A torn tail is everything from its offset to the end of its file (what
+        # --repair cuts and --salvage leaves out), not the size a frame header there
+        # claims.
+        length = max(fs.path_size(p.path) - p.offset, 0) if p.tail else p.length
         report.findings.append(Finding(
-            "journal.torn" if p.tail else p.code, p.path, p.offset, p.length,
+            "journal.torn" if p.tail else p.code, p.path, p.offset, length,
             _explain_log(p, alone), p.tail or (alone and _is_watermark(p.path)),
             durable=p.durable))
     if segments:

@@ -1,15 +1,22 @@
-"""A repair never loses what it cuts: the backup is kept, durably, before the cut
-(docs/guarantees.md §7)."""
+"""A repair never loses what it cuts: the backup is kept, durably, before the cut, and
+what check, repair and salvage report as cut is what is cut (docs/guarantees.md §7)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from holomem import ManualClock, Memory, Store
-from holomem.fsck import check
+from holomem.fsck import check, salvage
+from holomem.log.format import FRAME_FLAG_COMPRESSED, FRAME_HEADER, FRAME_KIND_TRANSACTION
 from tests.fsck import corruption as c
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,3 +75,48 @@ def test_the_backup_is_durable_before_the_torn_tail_is_cut(tmp_path: Path) -> No
     assert backup_dir in synced_dirs, ops[:cut]
     assert str(tmp_path) in synced_dirs, f"the new backup directory's entry is not durable: " \
                                          f"{ops[:cut]}"
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("small") / "s")
+    with Store.open(path) as store:
+        memory = Memory(store, clock=ManualClock(c.CLOCK_START))
+        for i in range(5):
+            memory.remember(f"fact {i}")
+    return path
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(claimed=st.integers(0, 300), flags=st.sampled_from([0, FRAME_FLAG_COMPRESSED]),
+       seq=st.integers(0, 2**64 - 1), checksum=st.integers(0, 2**64 - 1),
+       body=st.binary(max_size=300), keep=st.integers(1, 400))
+def test_check_repair_and_salvage_report_a_torn_tails_length_as_the_bytes_cut(
+        small_store: str, claimed: int, flags: int, seq: int, checksum: int, body: bytes,
+        keep: int) -> None:
+    """An append that never completed: the first ``keep`` bytes of a frame whose header
+    claims a body of ``claimed`` bytes, followed by ``body`` (shorter or longer than it
+    claims; the checksum does not match). Check, repair and salvage all report the
+    bytes from the torn frame to the end of the file, the bytes the repair cuts and
+    backs up -- not the size the frame header claims."""
+    torn = (FRAME_HEADER.pack(claimed, flags, FRAME_KIND_TRANSACTION, 0, seq, checksum)
+            + body)[:keep]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "s")
+        shutil.copytree(small_store, path)
+        seg = c.segments(path)[-1]
+        end = os.path.getsize(seg)
+        with open(seg, "ab") as fh:
+            fh.write(torn)
+        cut = len(torn)
+
+        (found,) = check(path).findings
+        assert (found.code, found.path, found.offset, found.length) == \
+            ("journal.torn", seg, end, cut)
+        (lost,) = salvage(path, os.path.join(tmp, "salvaged")).losses
+        assert (lost.path, lost.offset, lost.length) == (seg, end, cut)
+        (repaired,) = check(path, repair=True, backup_dir=os.path.join(tmp, "cut")).findings
+        assert (repaired.code, repaired.offset, repaired.length) == ("journal.torn", end, cut)
+        assert repaired.repaired and repaired.backup is not None
+        assert os.path.getsize(repaired.backup) == cut and os.path.getsize(seg) == end

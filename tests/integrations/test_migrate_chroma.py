@@ -6,12 +6,15 @@ result read back through ``Memory``.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from holomem import InvalidError, Memory, NotFoundError, Store
 from holomem.integrations.migrate import from_chroma
@@ -165,6 +168,87 @@ def test_a_document_changed_since_the_last_run_supersedes_the_one_it_stored(
     assert hit.text == text
     assert [(r.text, r.status) for r in memory.history(hit.id)] == [
         ("Rhubarb crumble with oat and hazelnut topping", "superseded"), (text, "current")]
+
+
+def _migrate_and_check(chroma: Any, memory: Memory, document: str,
+                       metadata: dict[str, Any] | None) -> None:
+    """One run over a collection whose one record "a" holds ``document`` and
+    ``metadata``: afterwards the record's one current fact and recall hold the source's
+    value, and a second run at once is ``unchanged`` and writes nothing."""
+    from_chroma(chroma, "notes", memory)
+    current = memory.list(namespace=["notes"], history="current").facts
+    assert [(f.text, f.metadata) for f in current] == [(document, metadata)]
+    assert [h.text for h in memory.recall(document, namespace=["notes"], k=1)] == [document]
+    revision = memory.store.stats().revision
+    again = from_chroma(chroma, "notes", memory)
+    assert (again.created, again.unchanged, again.superseded) == (0, 1, 0)
+    assert memory.store.stats().revision == revision
+
+
+@pytest.mark.parametrize("values", [["paris", "rome", "paris"],
+                                    ["paris", "rome", "paris", "rome"],
+                                    ["paris", "rome", "oslo", "rome", "paris", "paris"]])
+def test_a_record_changed_back_to_an_earlier_value_makes_that_value_current_again(
+        tmp_path: Path, memory: Memory, values: list[str]) -> None:
+    chroma = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    col = chroma.create_collection("notes", embedding_function=None)
+    col.add(ids=["a"], documents=[f"alice lives in {values[0]}"], embeddings=[[1.0, 0, 0]])
+    for n, city in enumerate(values):
+        document = f"alice lives in {city}"
+        col.update(ids=["a"], documents=[document], embeddings=[[1.0, 0, 0]])
+        before = memory.list(namespace=["notes"], history="current").facts
+        report = from_chroma(chroma, "notes", memory)
+        changed = n > 0 and city != values[n - 1]
+        assert (report.created, report.unchanged, report.superseded) == \
+            ((1, 0, 1) if changed else (0, 1, 0) if n else (1, 0, 0))
+        _migrate_and_check(chroma, memory, document, None)
+        if changed:  # the new fact supersedes the one that was current
+            (now,) = memory.list(namespace=["notes"], history="current").facts
+            assert now.supersedes == [before[0].id]
+    history = memory.history(memory.list(namespace=["notes"], history="current").facts[0].id)
+    kept = [c for n, c in enumerate(values) if n == 0 or c != values[n - 1]]
+    assert [r.text for r in history] == [f"alice lives in {c}" for c in kept]
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["paris", "rome", "oslo"]),
+                          st.sampled_from([None, {"k": 1}, {"k": 2}])),
+                min_size=1, max_size=6))
+def test_after_every_run_the_records_current_fact_holds_the_sources_value(
+        values: list[tuple[str, dict[str, Any] | None]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        chroma = chromadb.PersistentClient(path=str(Path(tmp) / "chroma"))
+        col = chroma.create_collection("notes", embedding_function=None)
+        with Store.open(Path(tmp) / "holomem", sync="none") as store:
+            memory = Memory(store)
+            for city, metadata in values:
+                document = f"alice lives in {city}"
+                col.upsert(ids=["a"], documents=[document], metadatas=[metadata],
+                           embeddings=[[1.0, 0, 0]])
+                # (Chroma keeps a record's metadata when an upsert gives it none.)
+                held = col.get(ids=["a"], include=["documents", "metadatas"])
+                _migrate_and_check(chroma, memory, held["documents"][0],
+                                   held["metadatas"][0] or None)
+
+
+def test_an_edit_made_in_holomem_stands_until_the_peers_record_changes(
+        tmp_path: Path, memory: Memory) -> None:
+    chroma = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    col = chroma.create_collection("notes", embedding_function=None)
+    col.add(ids=["a"], documents=["alice lives in paris"], embeddings=[[1.0, 0, 0]])
+    from_chroma(chroma, "notes", memory)
+    (moved,) = memory.list(namespace=["notes"], history="current").facts
+    memory.remember("alice lives in lisbon", namespace=["notes"], subject=moved.subject,
+                    supersedes=[moved.id])
+    report = from_chroma(chroma, "notes", memory)  # the peer did not change: the edit stands
+    assert (report.created, report.unchanged) == (0, 1)
+    assert [r.text for r in memory.recall("alice", namespace=["notes"])] == \
+        ["alice lives in lisbon"]
+    col.update(ids=["a"], documents=["alice lives in rome"], embeddings=[[1.0, 0, 0]])
+    from_chroma(chroma, "notes", memory)  # the peer changed: its value is current
+    assert [r.text for r in memory.recall("alice", namespace=["notes"])] == \
+        ["alice lives in rome"]
 
 
 def test_a_missing_collection_or_a_wrong_path_is_a_clear_error_and_writes_nothing(

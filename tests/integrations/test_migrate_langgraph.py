@@ -137,6 +137,29 @@ def test_a_value_changed_since_the_last_run_supersedes_the_one_it_stored(
     assert from_langgraph_store(peer, memory).created == 0
 
 
+def test_a_peer_back_at_an_earlier_version_makes_that_version_current_again(
+        memory: Memory) -> None:
+    # A store restored from a copy taken before the change: its item's version was
+    # moved by an earlier run and superseded since.
+    ns, key = ("users", "ann", "memories"), "home"
+    brest, quimper = "Ann lives in a lighthouse at Brest", "Ann moved to a mill in Quimper"
+    before, after = InMemoryStore(), InMemoryStore()
+    before.put(ns, key, {"text": brest})
+    after.put(ns, key, {"text": quimper})
+    for n, (peer, text) in enumerate([(before, brest), (after, quimper), (before, brest),
+                                      (after, quimper)]):
+        report = from_langgraph_store(peer, memory)
+        assert (report.created, report.superseded) == (1, 1 if n else 0)
+        item = HolomemStore(memory).get(ns, key)
+        assert item is not None and item.value == {"text": text}
+        assert [(h.fact.metadata or {}).get("text")
+                for h in memory.recall(text, namespace=list(ns), k=1)] == [text]
+        revision = memory.store.stats().revision
+        again = from_langgraph_store(peer, memory)
+        assert (again.created, again.unchanged) == (0, 1)
+        assert memory.store.stats().revision == revision
+
+
 def test_prefix_and_namespace_choose_what_is_read_and_where_it_goes(memory: Memory) -> None:
     peer = InMemoryStore()
     fill(peer)

@@ -112,7 +112,8 @@ def from_chroma(path_or_client: object, collection: str | Sequence[str], memory:
     COLLECTION]``: the record's id is its subject, its document the text, its
     metadata the metadata. Chroma keeps no times: the ingest time is the run's
     (a second run leaves the facts as the first stored them). A record whose document
-    changed since an earlier run supersedes the fact that run stored. ``vectors``:
+    or metadata is not the value of its current fact in holomem (it changed since an
+    earlier run, back to an earlier value included) supersedes that fact. ``vectors``:
     ``"auto"`` keeps the collection's vectors when its embedding function is the
     memory's embedder's model with the same dimension, ``"keep"`` keeps them whatever
     it is, ``"drop"`` never. Records without a document (a vector alone) are skipped

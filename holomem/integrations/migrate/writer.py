@@ -4,8 +4,11 @@ Owns: :class:`Entry` (one peer record as the fact it becomes), :func:`fact_id` (
 fact's id, derived from the peer, the target namespace and the record's own identity,
 so a second run finds every record already stored and writes nothing), and
 :class:`Writer`, which every peer module feeds: each batch is checked against the store
-(records already there are counted ``unchanged`` and left alone), a record whose key
-holds an older value stored by an earlier run supersedes it, and the rest go in one
+(a record whose fact is there and still the latest of its chain, or whose record's
+latest fact holds the same value, is counted ``unchanged`` and left alone), a record
+whose key holds an older value stored by an earlier run supersedes it — a value the
+record held before, then changed, and now holds again included: it is a new fact that
+supersedes the record's latest — and the rest go in one
 ``Memory.import_`` transaction — with the peer's ingest times, supersession links and
 (when kept) vectors, and no policy of the memory run on them: what the peer held is
 what the store holds. Imports the memory API and its export record types.
@@ -21,6 +24,7 @@ from typing import Any, NamedTuple
 from holomem.api.memory.memory import Memory
 from holomem.api.memory.transfer import exchange
 from holomem.api.memory.transfer.records import FactExport, LinkRecord
+from holomem.api.memory.types import FactRecord
 from holomem.errors import InvalidError, LimitError
 from holomem.integrations.migrate.report import Tally
 
@@ -126,9 +130,13 @@ class Writer:
         self._empty: dict[tuple[str, ...], bool] = {}
 
     def already(self, namespace: tuple[str, ...], key: tuple[str, ...]) -> bool:
-        """Whether the record of ``key`` in ``namespace`` was moved by an earlier run —
-        then it is counted ``unchanged`` here, and its reader need not build its entry."""
-        if not self.memory.store.has_document(fact_id(self.tally.source, namespace, key)):
+        """Whether the record of ``key`` in ``namespace`` was moved by an earlier run and
+        is still the latest fact of its chain — then it is counted ``unchanged`` here,
+        and its reader need not build its entry. (A fact stored by an earlier run and
+        superseded since is left to :meth:`add`, which decides whether the record's
+        value is current.)"""
+        fid = fact_id(self.tally.source, namespace, key)
+        if not self.memory.store.has_document(fid) or not self._latest(fid):
             return False
         self.tally.unchanged += 1
         self.tally.namespaces[namespace] += 1
@@ -155,20 +163,85 @@ class Writer:
             self._empty[namespace] = not page.facts
         return self._empty[namespace]
 
-    def _replaced(self, entry: Entry, fid: str) -> list[str]:
-        """The current facts an earlier run stored for the entry's record."""
+    def _latest(self, fid: str) -> bool:
+        """Whether the stored fact ``fid`` is the latest of its chain (nothing supersedes it)."""
+        record = self.memory.get(fid)
+        return record is not None and not record.superseded_by
+
+    def _current(self, entry: Entry) -> list[FactRecord]:
+        """The current facts stored for the entry's record (found by ``entry.replaces``)."""
         if entry.replaces is None or self._was_empty(entry.namespace):
             return []
-        out: list[str] = []
+        out: list[FactRecord] = []
         cursor = None
         while True:
             page = self.memory.list(cursor=cursor, limit=_PAGE, filter=entry.replaces,
                                     history="current", namespace=list(entry.namespace))
-            out.extend(r.id for r in page.facts
-                       if tuple(r.namespace) == entry.namespace and r.id != fid)
+            out.extend(r for r in page.facts if tuple(r.namespace) == entry.namespace)
             if page.next_cursor is None:
                 return out
             cursor = page.next_cursor
+
+    def _replaced(self, entry: Entry, fid: str) -> list[str]:
+        """The current facts an earlier run stored for the entry's record."""
+        return [r.id for r in self._current(entry) if r.id != fid]
+
+    def _again(self, entry: Entry, before: list[str]) -> str:
+        """The id of a value the record held before (its fact is stored, superseded) and
+        holds again: derived from the record's key and the facts it supersedes now, so
+        each return to an earlier value is a fact of its own."""
+        has = self.memory.store.has_document
+        key = (*entry.key, "again", *before)
+        fid = self._id(entry, key)
+        n = 1
+        while has(fid):  # the same facts superseded twice over (one was forgotten since)
+            fid = self._id(entry, (*key, str(n)))
+            n += 1
+        return fid
+
+    def _placed(self, entry: Entry, fid: str) -> tuple[str, list[str]] | None:
+        """The id the entry is stored under and the facts it supersedes, or None when
+        holomem already holds its value as the record's current one (``unchanged``).
+
+        A fact already stored under ``fid`` is the record's value when it is the latest
+        of its chain; when something superseded it since (the record changed, then
+        changed back), the record's value is current only if one of its current facts
+        holds the same text, subject and metadata; it is left as it is too when the last
+        run moved this very value (a fact written in holomem over it since stands);
+        otherwise the peer changed it back, and the value becomes current again as a
+        new fact superseding them. Errors: ``invalid_request`` (a key no lookup
+        takes)."""
+        if not self.memory.store.has_document(fid):
+            return fid, [self._id(entry, k) for k in entry.supersedes] \
+                or self._replaced(entry, fid)
+        if entry.replaces is None or self._latest(fid):
+            return None
+        current = self._current(entry)
+        if any(_holds(r, entry) for r in current) or self._moved_last(fid, entry):
+            return None
+        before = [r.id for r in current]
+        return self._again(entry, before), before
+
+    def _moved_last(self, fid: str, entry: Entry) -> bool:
+        """Whether the value the last run moved for the record is the entry's: the fact
+        a migration from this peer wrote last on the way from ``fid`` through what
+        supersedes it (the peer's ingest times say nothing of which run came last). The
+        peer has not changed it since, so a fact written in holomem over it stands."""
+        prefix = f"{self.tally.source}-"
+        last, frontier, seen = fid, [fid], {fid}
+        while frontier:
+            after: list[str] = []
+            for fact in frontier:
+                record = self.memory.get(fact)
+                for later in record.superseded_by if record is not None else ():
+                    if later not in seen:
+                        seen.add(later)
+                        after.append(later)
+                        if later.startswith(prefix):
+                            last = later
+            frontier = after
+        record = self.memory.get(last)
+        return record is not None and _holds(record, entry)
 
     def _takeable(self, records: list[tuple[Entry, list[str], FactExport]]
                   ) -> list[tuple[Entry, list[str], FactExport]]:
@@ -186,22 +259,20 @@ class Writer:
         return out
 
     def _write(self, batch: list[Entry]) -> None:
-        has = self.memory.store.has_document
         records: list[tuple[Entry, list[str], FactExport]] = []
         for entry in batch:
-            fid = self._id(entry)
             self.tally.namespaces[entry.namespace] += 1
-            if has(fid):
-                self.tally.unchanged += 1
-                continue
             try:
-                before = [self._id(entry, k) for k in entry.supersedes] \
-                    or self._replaced(entry, fid)
+                placed = self._placed(entry, self._id(entry))
             except InvalidError as exc:  # (LimitError included) a key no lookup takes,
                 # e.g. a subject past its limit, which the import would refuse too
                 self.tally.namespaces[entry.namespace] -= 1
                 self.tally.skip(entry.source_id, exc.message.removeprefix("filter."))
                 continue
+            if placed is None:
+                self.tally.unchanged += 1
+                continue
+            fid, before = placed
             valid_from = entry.valid_from
             if before and valid_from is None and entry.event_time is not None:
                 # A supersession takes effect at valid_from, else at the event time: a
@@ -232,6 +303,12 @@ class Writer:
         self.tally.created += done.imported
         self.tally.unchanged += done.unchanged
         self.tally.batches += done.batches
+
+
+def _holds(record: FactRecord, entry: Entry) -> bool:
+    """Whether a stored fact holds the entry's value: its text, subject and metadata."""
+    return (record.text, record.subject, record.metadata or None) == \
+        (entry.text, entry.subject, entry.metadata or None)
 
 
 def metadata_of(value: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from holomem import (
@@ -33,7 +33,7 @@ from holomem.api.memory.config import (
     config_from_json,
     config_to_json,
 )
-from holomem.api.memory.policies import Links, regex_entities
+from holomem.api.memory.policies import EXTRACTORS, SUPERSESSION, Links, regex_entities
 
 HOUR = 3_600_000
 DAY = 24 * HOUR
@@ -361,11 +361,47 @@ def test_with_methods_reject_bad_policies(memory: Memory) -> None:
                  lambda: memory.with_supersession(3),  # type: ignore[arg-type]
                  lambda: memory.with_entity_extractor("spacy"),
                  lambda: memory.with_recency(2.0),  # type: ignore[arg-type]
+                 lambda: memory.with_forgetting({"expiredTtl": True}),  # type: ignore[arg-type]
+                 lambda: memory.with_consolidation("duplicates"),  # type: ignore[arg-type]
                  lambda: memory.with_observer(None),  # type: ignore[arg-type]
                  lambda: memory.with_clock(object())]  # type: ignore[arg-type]
     for call in calls:
         with pytest.raises(InvalidError):
             call()
+
+
+#: Every with_* call: (takes None, takes a built-in's name).
+WITH = {"with_supersession": (False, True), "with_recency": (True, False),
+        "with_entity_extractor": (False, True), "with_forgetting": (True, False),
+        "with_consolidation": (True, False), "with_observer": (False, False),
+        "with_clock": (False, False)}
+
+
+class _NowMsNotCallable:
+    now_ms = 5
+
+
+#: Values that are no callable (nor a clock): what a caller may pass by mistake.
+ODD = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+       | st.binary() | st.lists(st.integers(), max_size=3)
+       | st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)
+       | st.just(_NowMsNotCallable()) | st.just(object()))
+
+
+def test_the_table_of_with_calls_names_every_one() -> None:
+    assert {n for n in dir(Memory) if n.startswith("with_")} == set(WITH)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(sorted(WITH)), value=ODD)
+def test_every_with_call_refuses_a_value_that_is_no_callable_at_once(
+        memory: Memory, name: str, value: object) -> None:
+    takes_none, names = WITH[name]
+    builtin = {"with_supersession": SUPERSESSION, "with_entity_extractor": EXTRACTORS}
+    assume(not (takes_none and value is None))
+    assume(not (names and isinstance(value, str) and value in builtin[name]))
+    with pytest.raises(InvalidError):
+        getattr(memory, name)(value)
 
 
 # -- MemoryConfig JSON -----------------------------------------------------------------------

@@ -6,12 +6,16 @@ and pushes near-duplicates down below it. A reranker is code: never on the wire.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from holomem import InvalidError, Memory, Store
+from holomem import InvalidError, ManualClock, Memory, Store
+from holomem.api.memory.facts.records import wanted
 from holomem.api.memory.recall.rerank import MMR, RerankCandidate
 
 
@@ -146,3 +150,115 @@ def test_a_reranker_is_not_on_the_wire(memory: Memory) -> None:
     _fill(memory, 2)
     with pytest.raises(InvalidError):
         memory.call("recall", {"query": "tea", "rerank": "mmr"})
+
+
+# -- writes while the reranker runs ------------------------------------------------------
+def _while_it_runs(write: Callable[[], object], order: Callable[[list[str]], list[str]]
+                   = lambda ids: ids) -> Callable[[str, Sequence[RerankCandidate]], list[str]]:
+    """A reranker during whose call another thread of the application runs ``write``
+    (to its end: no timing involved), then answers ``order`` of the pool's ids."""
+    def rerank(query: str, candidates: Sequence[RerankCandidate]) -> list[str]:
+        t = threading.Thread(target=write)
+        t.start()
+        t.join()
+        return order([c.id for c in candidates])
+    return rerank
+
+
+def test_a_candidate_superseded_while_the_reranker_runs_is_no_current_result(
+        store: Store, clock: ManualClock) -> None:
+    memory = Memory(store, clock=clock)
+    memory.remember("apple note one", id="a1")
+    memory.remember("apple note two", id="a2")
+    write = _while_it_runs(lambda: memory.remember("pear note", id="n", supersedes=["a1"]))
+    got = memory.recall("apple", history="current", rerank=write)
+    assert [(r.id, r.status) for r in got] == [("a2", "current")]
+    # The first k that still pass are the results: a2 moves up into the k = 1.
+    memory.forget({"ids": ["n"]})
+    write = _while_it_runs(lambda: memory.remember("pear note", id="n", supersedes=["a1"]),
+                           lambda ids: sorted(ids))
+    got = memory.recall("apple", k=1, explain=True, rerank=write)
+    assert [r.id for r in got] == ["a2"]
+    e = got[0].explanation
+    assert e is not None and e.retrieved and e.reranked_rank == 2
+    memory.forget({"ids": ["n"]})
+    e = memory.explain("apple", "a1", rerank=_while_it_runs(
+        lambda: memory.remember("pear note", id="n", supersedes=["a1"])))
+    assert (e.retrieved, e.reranked_rank, e.status) == (False, 1, "superseded")
+    assert "while the reranker ran" in e.reason
+    # history "all" keeps it, with the status it has once the reranker returned.
+    memory.forget({"ids": ["n"]})
+    got = memory.recall("apple", history="all", rerank=_while_it_runs(
+        lambda: memory.remember("pear note", id="n", supersedes=["a1"])))
+    assert sorted((r.id, r.status) for r in got) == [("a1", "superseded"), ("a2", "current")]
+
+
+def test_a_candidate_made_current_while_the_reranker_runs_is_no_historical_result(
+        store: Store, clock: ManualClock) -> None:
+    memory = Memory(store, clock=clock)
+    memory.remember("apple note old", id="old")
+    memory.remember("apple note new", id="new", supersedes=["old"])
+    got = memory.recall("apple", history="historical", rerank=_while_it_runs(
+        lambda: memory.forget({"ids": ["new"]})))  # old is current again
+    assert got == []
+
+
+def test_an_id_written_again_elsewhere_while_the_reranker_runs_is_left_out(
+        store: Store, clock: ManualClock) -> None:
+    memory = Memory(store, clock=clock)
+    memory.remember("apple note", id="a", namespace=["t1"])
+
+    def again() -> None:
+        memory.forget({"ids": ["a"]})
+        memory.remember("apple note", id="a", namespace=["t2"])
+
+    assert memory.recall("apple", namespace=["t1"], rerank=_while_it_runs(again)) == []
+    known = clock.now_ms()
+
+    def later() -> None:
+        memory.forget({"ids": ["a"]})
+        clock.advance(10)
+        memory.remember("apple note", id="a", namespace=["t1"])
+
+    # The a written again was ingested after known_at: the store did not know it then.
+    assert memory.recall("apple", known_at=known, rerank=_while_it_runs(later)) == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(history=st.sampled_from(["current", "historical", "all"]),
+       superseded=st.sets(st.integers(0, 5)), forgotten=st.sets(st.integers(0, 5)),
+       k=st.integers(1, 6), reverse=st.booleans())
+def test_every_result_passes_the_history_option_after_the_reranker_ran(
+        tmp_path_factory: pytest.TempPathFactory, history: str, superseded: set[int],
+        forgotten: set[int], k: int, reverse: bool) -> None:
+    clock = ManualClock(1_000)
+    store = Store.open(tmp_path_factory.mktemp("rerank") / "s", sync="none")
+    try:
+        memory = Memory(store, clock=clock)
+        ids = [f"f{i}" for i in range(6)]
+        for i, fid in enumerate(ids):
+            memory.remember(f"plum note {i}", id=fid)
+        memory.remember("plum note older", id="g", supersedes=["f5"])  # f5: historical
+
+        def write() -> None:
+            for i in sorted(superseded):
+                memory.remember(f"pear {i}", id=f"s{i}", supersedes=[ids[i]])
+            memory.forget({"ids": [ids[i] for i in sorted(forgotten)] + ["g"]})
+
+        order: list[str] = []
+
+        def rerank(query: str, candidates: Sequence[RerankCandidate]) -> list[str]:
+            got = _while_it_runs(write, lambda xs: xs[::-1] if reverse else xs)(query,
+                                                                               candidates)
+            order.extend(got)
+            return got
+
+        got = memory.recall("plum", history=history, k=k, rerank=rerank)
+        want = []
+        for fid in order:
+            rec = memory.get(fid)
+            if rec is not None and wanted(history, rec.status):
+                want.append((fid, rec.status))
+        assert [(r.id, r.status) for r in got] == want[:k]
+    finally:
+        store.close()

@@ -1,7 +1,9 @@
 """Time to live (issue 19): a fact remembered with ``ttl_ms`` expires at its ingest time
 + ttl — its status at every evaluation time and known-at time follows from that one
 rule; the journal carries the TTL, so replay, compaction and export/import rebuild it;
-only ``apply_forgetting`` under the ``expired-ttl`` policy removes expired facts.
+only ``apply_forgetting`` removes expired facts: under the ``expired-ttl`` policy at once,
+and under ``expiredForLongerThanMs`` once the TTL's end is longer ago than the duration,
+as a ``valid_to``'s would be.
 """
 
 from __future__ import annotations
@@ -158,3 +160,36 @@ def test_a_batch_sees_the_ttl_of_its_earlier_facts(tmp_path: Path) -> None:
         {"text": "lock code 2", "subject": "lock", "event_time": T0 + 100}])
     assert first.superseded == [] and second.superseded == []
     store.close()
+
+
+def test_expired_for_longer_than_counts_the_end_a_ttl_gives_as_a_valid_to(
+        tmp_path: Path) -> None:
+    store, memory, clock = _memory(tmp_path, MemoryConfig(
+        forgetting=ForgettingConfig(expired_for_longer_than_ms=10)))
+    by_valid_to = memory.remember("ends by valid_to", valid_to=T0 + 10).id
+    by_ttl = memory.remember("ends by ttl", ttl_ms=10).id  # expires at T0 + 10 too
+    earlier = memory.remember("ttl before valid_to", ttl_ms=10, valid_to=T0 + 500).id
+    clock.set(T0 + 20)  # expired for exactly 10 ms: not longer
+    assert memory.apply_forgetting().removed == []
+    clock.set(T0 + 21)
+    assert memory.apply_forgetting().removed == [by_valid_to, by_ttl, earlier]
+    store.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(ttl=st.none() | st.integers(1, 1_000), valid_to=st.none() | st.integers(1, 1_000),
+       d=st.integers(0, 1_000), after=st.integers(0, 3_000))
+def test_expired_for_longer_than_selects_by_the_earlier_of_valid_to_and_ttl(
+        tmp_path_factory: pytest.TempPathFactory, ttl: int | None, valid_to: int | None,
+        d: int, after: int) -> None:
+    store, memory, clock = _memory(tmp_path_factory.mktemp("forget"), MemoryConfig(
+        forgetting=ForgettingConfig(expired_for_longer_than_ms=d)))
+    try:
+        fid = memory.remember("a fact that may end", ttl_ms=ttl,
+                              valid_to=None if valid_to is None else T0 + valid_to).id
+        clock.set(T0 + after)
+        ends = [T0 + n for n in (ttl, valid_to) if n is not None]
+        selected = bool(ends) and T0 + after - min(ends) > d
+        assert memory.apply_forgetting().removed == ([fid] if selected else [])
+    finally:
+        store.close()

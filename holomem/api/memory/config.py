@@ -56,7 +56,9 @@ class RecencyConfig(_Config, frozen=True):
 
 class ForgettingConfig(_Config, frozen=True):
     """Built-in forgetting: facts expired, or superseded, for longer than a duration (>= 0),
-    and (``expired_ttl``) facts whose time to live has run out."""
+    and (``expired_ttl``) facts whose time to live has run out. A fact expires at its end,
+    the earlier of ``valid_to`` and its ingest time + ``ttl_ms`` (docs/contract.md §3),
+    so ``expired_for_longer_than_ms`` counts a TTL's end as it counts a ``valid_to``."""
 
     expired_for_longer_than_ms: DurationMs | None = None
     superseded_for_longer_than_ms: DurationMs | None = None

@@ -278,7 +278,20 @@ def resolve(value: str | P, builtins: Mapping[str, P], what: str) -> P:
         return builtins[value]
     if callable(value):
         return value
-    raise InvalidError(f"{what} must be a name or a callable")
+    raise InvalidError(f"{what} must be a name or a callable, got {type(value).__name__}")
+
+
+def checked_callable(value: P, what: str, *, optional: bool = False) -> P:
+    """``value``, checked to be the caller's callable (or None, when ``optional``): what
+    every ``with_*`` call that takes a function checks at once, so that a wrong value
+    fails there and not at the first call that uses it.
+
+    Errors: ``invalid_request`` naming ``what`` and the type given.
+    """
+    if callable(value) or (optional and value is None):
+        return value
+    allowed = "a callable or None" if optional else "a callable"
+    raise InvalidError(f"{what} must be {allowed}, got {type(value).__name__}")
 
 
 def supplied_policy(value: object, custom: Mapping[str, Callable[..., Any]], what: str

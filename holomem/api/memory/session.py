@@ -34,6 +34,7 @@ from holomem.api.memory.policies import (
     RecencyPolicy,
     SupersessionPolicy,
     SystemClock,
+    checked_callable,
     resolve,
     supplied_policy,
 )
@@ -188,9 +189,8 @@ class Session:
 
     def with_recency(self, policy: RecencyPolicy | None) -> Self:
         """A recency multiplier (age in ms -> factor), or none."""
-        if policy is not None and not callable(policy):
-            raise InvalidError("recency policy must be a callable or None")
-        return self._copy(policies=self.policies._replace(recency=policy))
+        return self._copy(policies=self.policies._replace(
+            recency=checked_callable(policy, "recency policy", optional=True)))
 
     def with_entity_extractor(self, extractor: str | EntityExtractor) -> Self:
         """Another entity extractor: a built-in name or a callable."""
@@ -199,18 +199,17 @@ class Session:
 
     def with_forgetting(self, policy: ForgettingPolicy | None) -> Self:
         """``apply_forgetting`` asks ``policy(memory, now_ms)`` for ids."""
-        return self._copy(forgetting=policy)
+        return self._copy(forgetting=checked_callable(policy, "forgetting policy", optional=True))
 
     def with_consolidation(self, policy: ConsolidationPolicy | None) -> Self:
         """``consolidate`` asks ``policy(memory, now_ms)`` for (source ids, summary
         text) groups."""
-        return self._copy(consolidation=policy)
+        return self._copy(
+            consolidation=checked_callable(policy, "consolidation policy", optional=True))
 
     def with_observer(self, observer: Observer) -> Self:
         """Also call ``observer(Observation)`` after each committed change."""
-        if not callable(observer):
-            raise InvalidError("observer must be callable")
-        return self._copy(observers=[*self.observers, observer])
+        return self._copy(observers=[*self.observers, checked_callable(observer, "observer")])
 
     def now_ms(self) -> int:
         """The clock's reading, checked: a whole number of milliseconds strictly between
@@ -228,6 +227,6 @@ class Session:
 
     def with_clock(self, clock: Clock) -> Self:
         """Another clock (``now_ms()``)."""
-        if not hasattr(clock, "now_ms"):
-            raise InvalidError("clock must have now_ms()")
+        if not callable(getattr(clock, "now_ms", None)):
+            raise InvalidError(f"clock must have now_ms(), got {type(clock).__name__}")
         return self._copy(clock=clock)

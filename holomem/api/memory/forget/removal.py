@@ -226,9 +226,11 @@ def candidates(view: View, cfg: ForgettingConfig, now: int, prefix: Namespace = 
             if ttl is not None and now >= facts.ingest.item(slot) + ttl:
                 out.append(fid)
                 continue
-        vto = facts.valid_to.item(slot)
-        if (cfg.expired_for_longer_than_ms is not None and vto != UNSET
-                and now - vto > cfg.expired_for_longer_than_ms):
+        # Expired by its valid_to or by its time to live, whichever ends it first
+        # (§3: a TTL ends a fact exactly as a valid_to would).
+        end = facts.end.item(slot)
+        if (cfg.expired_for_longer_than_ms is not None and end != UNSET
+                and now - end > cfg.expired_for_longer_than_ms):
             out.append(view.id_of(slot))
             continue
         if cfg.superseded_for_longer_than_ms is not None:

@@ -15,7 +15,9 @@ ids it leaves out are dropped); the first ``k`` are the results. A reranker whos
 ``wants_vectors`` attribute is true also gets each candidate's unit vector (its
 embedding when every candidate has one, else its HRR content vector), so that it
 can compare candidates with each other. It runs outside the store's lock (a slow
-model never holds writers up); a candidate forgotten while it ran is left out.
+model never holds writers up); a candidate that stopped being one while it ran
+(forgotten, or with a status the ``history`` option no longer allows) is left out
+(:func:`verdict`).
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ import numpy as np
 from holomem.api.engine import Store, View
 from holomem.api.memory.facts.records import wanted
 from holomem.api.memory.recall.explanation import explain_many
-from holomem.api.memory.recall.rank import Candidate, Ranking, recalled
+from holomem.api.memory.recall.rank import Candidate, Ranking, recalled, wanted_codes
 from holomem.api.memory.types import Explanation, Recalled
 from holomem.errors import InvalidError
 from holomem.projections.hrr import D, unpack
+from holomem.projections.temporal import STATUSES
 
 
 class RerankCandidate(NamedTuple):
@@ -182,17 +185,57 @@ def _ranked(store: Store, query: str, ranking_of: Callable[[View], Ranking],
     return candidates, order(reranker(query, candidates), candidates)
 
 
-def annotate(e: Explanation, ids: Sequence[str], k: int, pool_ids: set[str]) -> Explanation:
+class Verdict(NamedTuple):
+    """What the reranker's order decided, as the read after it sees the store."""
+
+    place: dict[str, int]  # each id the reranker returned -> its 1-based place
+    kept: list[tuple[int, str]]  # (slot, status) of those still candidates, in its order
+    results: set[str]  # the ids of the k results (the first k of ``kept``)
+    dropped: set[str]  # ids it returned that stopped being candidates while it ran
+    pool: set[str]  # the ids it was given
+    k: int
+
+
+def verdict(ranking: Ranking, ids: Sequence[str], pool_ids: set[str]) -> Verdict:
+    """The reranker's order ``ids`` read again under ``ranking`` (a later view than the
+    pool's): an id stays a candidate only while the first read would still let it in —
+    stored, held by the restriction (namespace, subject, entities, filter), known at
+    ``known_at``, and of a status the ``history`` option allows at the ranking's time.
+    A write while the reranker ran can forget a candidate, or supersede it (or, by
+    forgetting its successor, make it current again): the first ``k`` that still pass
+    are the results."""
+    view, o = ranking.view, ranking.options
+    facts = view.facts
+    slots = np.array([view.slot(i) for i in ids], dtype=np.int64)
+    keep = slots >= 0
+    if ranking.allowed is not None:
+        keep[keep] = ranking.allowed[slots[keep]]
+    if o.known_at is not None:
+        held = slots[keep]
+        keep[keep] = ~facts.is_fact.view()[held] | (facts.ingest.view()[held] <= o.known_at)
+    codes = np.zeros(len(slots), dtype=np.int64)
+    codes[keep] = facts.status_codes(slots[keep], ranking.at, o.known_at)
+    keep &= wanted_codes(o.history, codes)
+    kept = [(int(slots[n]), STATUSES[int(codes[n])]) for n in np.flatnonzero(keep).tolist()]
+    dropped = {ids[n] for n in np.flatnonzero(~keep).tolist()}
+    return Verdict({fid: n for n, fid in enumerate(ids, start=1)}, kept,
+                   {view.id_of(slot) for slot, _ in kept[: o.k]}, dropped, pool_ids, o.k)
+
+
+def annotate(e: Explanation, v: Verdict) -> Explanation:
     """``e`` with the reranker's verdict: its place in the reranker's order and
     whether that put it among the ``k`` results."""
-    pos = ids.index(e.id) + 1 if e.id in pool_ids and e.id in ids else None
-    retrieved = pos is not None and pos <= k
+    pos = v.place.get(e.id) if e.id in v.pool else None
+    retrieved = e.id in v.results
     before = f"recall's own rank {e.rank}" if e.rank is not None else "no rank of recall's"
     if retrieved:
         reason = f"retrieved: the reranker placed it {pos} ({before})"
+    elif pos is not None and e.id in v.dropped:
+        reason = (f"the reranker placed it {pos}, but while the reranker ran it was "
+                  f"forgotten or stopped passing the history option ({before})")
     elif pos is not None:
-        reason = f"the reranker placed it {pos}, below the k={k} results ({before})"
-    elif e.id in pool_ids:
+        reason = f"the reranker placed it {pos}, below the k={v.k} results ({before})"
+    elif e.id in v.pool:
         reason = f"the reranker left it out ({before})"
     else:
         reason = e.reason  # not in the pool: recall's own reason holds
@@ -205,17 +248,16 @@ def recall(store: Store, query: str, ranking_of: Callable[[View], Ranking],
     fn = _checked(reranker)
     candidates, ids = _ranked(store, query, ranking_of, fn)
     score = {c.id: c.score for c in candidates}
-    pool_ids = set(score)
 
     def read(view: View) -> list[Recalled]:
         ranking = ranking_of(view)
-        k = ranking.options.k
-        found = [(view.slot(i), score[i]) for i in ids if view.slot(i) >= 0][:k]
+        v = verdict(ranking, ids, set(score))
+        chosen = v.kept[: v.k]
+        found = [(slot, score[view.id_of(slot)]) for slot, _ in chosen]
         why = None
         if ranking.options.explain:
-            why = [annotate(e, ids, k, pool_ids)
-                   for e in explain_many(ranking, [s for s, _ in found])]
-        return recalled(ranking, found, why)
+            why = [annotate(e, v) for e in explain_many(ranking, [s for s, _ in found])]
+        return recalled(ranking, found, why, [status for _, status in chosen])
 
     return store.read(read)
 
@@ -229,6 +271,6 @@ def explain(store: Store, query: str, fid: str, ranking_of: Callable[[View], Ran
     def read(view: View) -> Explanation:
         ranking = ranking_of(view)
         e = explain_many(ranking, [check(view)])[0]
-        return annotate(e, ids, ranking.options.k, {c.id for c in candidates})
+        return annotate(e, verdict(ranking, ids, {c.id for c in candidates}))
 
     return store.read(read)

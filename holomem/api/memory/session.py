@@ -13,11 +13,11 @@ choice.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping
 from typing import Any, Self
 
 import msgspec
-import numpy as np
 
 from holomem.api.engine import Store, View, validate
 from holomem.api.memory import checks
@@ -217,9 +217,9 @@ class Session:
         memory API takes from its clock comes through here, so a clock that gives a
         float, None or a time out of range is refused before anything is written, not
         journalled. Errors: ``invalid_request``."""
-        now = self.clock.now_ms()
-        if isinstance(now, bool) or not isinstance(now, (int, np.integer)) \
-                or not -validate.TIME_LIMIT < now < validate.TIME_LIMIT:
+        now: object = self.clock.now_ms()  # (a caller's clock may give anything)
+        if isinstance(now, bool) or not isinstance(now, numbers.Integral) \
+                or not -validate.TIME_LIMIT < int(now) < validate.TIME_LIMIT:
             raise InvalidError("the clock's now_ms() must give a whole number of "
                                "milliseconds strictly between -2**62 and 2**62, not "
                                f"{str(now)[:40]!r} ({type(now).__name__})")

@@ -15,7 +15,9 @@ docstring. A call binds its arguments to that signature; converts what Memory co
 before it checks anything (a remember's input, the options of recall, explain, forget
 and the maintenance calls, list's filter, a context's fragments: :data:`_CONVERTED`; a
 namespace; a time, an aware ``datetime`` made milliseconds; a filter) exactly as
-Memory does, so a bad one raises Memory's own error before anything is sent; makes
+Memory does, so a bad one raises Memory's own error before anything is sent (a
+remember's inputs are checked as Memory checks them: :func:`intake.validated`; a NaN or
+an infinity anywhere in a request, which JSON cannot hold, is an ``InvalidError``); makes
 the op's request with :func:`holomem.api.memory.ops.asked`, the inverse of the row's
 ``args``; sends it; and decodes the answer under the row's key into the row's result
 type. Anything else wrong is refused by the server's Memory, whose error comes back
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import types
 from collections.abc import (
     AsyncIterable,
@@ -76,6 +79,7 @@ from holomem.api.memory.forget import consolidation, removal
 from holomem.api.memory.memory import Memory
 from holomem.api.memory.progress import Progress, callback
 from holomem.api.memory.recall import rank
+from holomem.api.memory.remember import intake
 from holomem.api.memory.transfer import exchange, pages
 from holomem.api.memory.transfer.parts import REQUEST_BYTES, ImportParts
 from holomem.api.memory.transfer.records import ImportReport
@@ -112,19 +116,33 @@ Given = dict[str, Any]
 
 
 def _remember(a: Given) -> Given:
+    """The input as Memory's remember makes it, checked as it checks it first (its
+    confidence, metadata, times ...: :func:`intake.validated`)."""
     input, fields = a["input"], a["fields"]
     if isinstance(input, str):
         input, fields = None, {"text": input, **fields}
-    return {"input": validate.to_struct(RememberInput, input, fields, "remember input",
-                                        validate.TIME_FIELDS)}
+    x = validate.to_struct(RememberInput, input, fields, "remember input",
+                           validate.TIME_FIELDS)
+    intake.validated(x, 0)
+    return {"input": x}
 
 
 def _remember_many(a: Given) -> Given:
+    """The inputs as Memory's remember_many makes them, each checked as it checks it."""
     inputs = a["inputs"]
     if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Iterable):
         raise InvalidError("remember_many takes a list of inputs")
-    return {"inputs": [validate.to_struct(RememberInput, x, {}, f"input {i}",
-                                          validate.TIME_FIELDS) for i, x in enumerate(inputs)]}
+    out = [validate.to_struct(RememberInput, x, {}, f"input {i}", validate.TIME_FIELDS)
+           for i, x in enumerate(inputs)]
+    for i, x in enumerate(out):
+        intake.validated(x, i)
+    return {"inputs": out}
+
+
+def _set_confidence(a: Given) -> Given:
+    validate.doc_id(a["id"])
+    validate.confidence(a["confidence"])
+    return a
 
 
 def _conversation(a: Given) -> Given:
@@ -172,6 +190,7 @@ _CONVERTED: dict[str, Callable[[Given], Given]] = {
         and bool(a["entities"]), "entities must be a non-empty list of strings", a),
     "feedback": lambda a: _check(isinstance(a["helpful"], bool),
                                  "helpful must be true or false", a),
+    "set_confidence": _set_confidence,
 }
 
 
@@ -186,11 +205,39 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
+def _nonfinite(value: Any, path: str) -> str | None:
+    """Where ``value`` (made of JSON's builtins) holds NaN or an infinity, or None."""
+    kind = type(value)
+    if kind is float:
+        return None if math.isfinite(value) else path
+    if kind is list:
+        try:  # a list of numbers, summed at C speed: NaN and infinities carry through
+            if math.isfinite(sum(value, 0.0)):
+                return None
+        except (TypeError, OverflowError):
+            pass  # not all numbers (or too large to sum): one at a time
+        for i, item in enumerate(value):
+            if (where := _nonfinite(item, f"{path}[{i}]")) is not None:
+                return where
+    elif kind is dict:
+        for key, item in value.items():
+            if (where := _nonfinite(item, f"{path}.{key}" if path else str(key))) is not None:
+                return where
+    return None
+
+
 def _encode(op: str, request: Any) -> bytes:
+    """The JSON of ``request``. msgspec writes NaN and infinities as null, which the
+    server would take for an absent value: they are refused here, as Memory refuses
+    them (its checks ran first where it has its own message)."""
     try:
-        return msgspec.json.encode(request, enc_hook=_plain)
+        plain = msgspec.to_builtins(request, enc_hook=_plain)
+        where = _nonfinite(plain, "")
+        if where is not None:
+            raise InvalidError(f"{op}: {where}: NaN and infinity are not JSON")
+        return msgspec.json.encode(plain)
     except (TypeError, ValueError, OverflowError, RecursionError) as exc:
-        # msgspec.EncodeError is a ValueError: a value that is not JSON (NaN ...).
+        # msgspec.EncodeError is a ValueError: a value that is not JSON.
         raise InvalidError(f"{op}: an argument cannot be sent as JSON: {exc}") from exc
 
 

@@ -158,7 +158,8 @@ def test_a_namespace_header_confines_a_session(server: Server) -> None:
         assert {d["id"] for d in json.loads(decisions)["decisions"]} <= {"bp"}
         for bad, code in (('["users",', "invalid_request"), ('"users"', "invalid_request"),
                           ('["users", ""]', "invalid_request"),
-                          (json.dumps(["n"] * 9), "limit")):
+                          (json.dumps(["n"] * 9), "limit"),
+                          ("[" * 3000 + "]" * 3000, "invalid_request")):  # past json's recursion
             with mcp(server, **{"x-holomem-namespace": bad}) as s:
                 assert error_code(s.call("recall", {"query": "keeps"})) == code, bad
 

@@ -32,7 +32,6 @@ answers are single JSON bodies (no SSE stream per call: the tools send no progre
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -47,6 +46,7 @@ try:
 except ImportError as _missing:  # the serve extra is not installed
     raise missing_extra(_missing, "holomem.api.doors.mcp.streamable", "serve") from _missing
 
+from holomem.api.doors import jsontext
 from holomem.api.doors.http.tenants import DEFAULT_TENANT, TenantPool, requested_tenant
 from holomem.api.doors.http.webguard import error_response
 from holomem.api.doors.mcp.server import build_server
@@ -70,8 +70,8 @@ def header_scope(value: str | None) -> Scope:
     if len(value) > MAX_NAMESPACE_HEADER:
         raise LimitError(f"X-Holomem-Namespace is over {MAX_NAMESPACE_HEADER} characters")
     try:
-        parts = json.loads(value)
-    except ValueError as exc:
+        parts = jsontext.loads(value)
+    except ValueError as exc:  # (nested too deeply too)
         raise InvalidError('X-Holomem-Namespace must be a JSON array of strings, e.g. '
                            '["users", "u-42"]') from exc
     if not isinstance(parts, list):

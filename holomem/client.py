@@ -48,6 +48,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import re
 import types
 from collections.abc import (
     AsyncIterable,
@@ -70,6 +71,7 @@ except ImportError as _missing:  # the serve extra is not installed
 
 import msgspec
 
+from holomem.api.doors.http.tenants import valid_tenant
 from holomem.api.engine import validate
 from holomem.api.memory import contract, filters, ops
 from holomem.api.memory.conversation import calls as conversation
@@ -340,6 +342,10 @@ class _Wire:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise InvalidError(f"the server URL must start with http:// or https://, "
                                f"not {url!r}")
+        try:
+            httpx.URL(url)
+        except (httpx.InvalidURL, TypeError, ValueError) as exc:
+            raise InvalidError(f"the server URL {url!r} is not a URL: {exc}") from None
         self.url = url.rstrip("/")
         self.timeout = timeout
 
@@ -403,7 +409,22 @@ class _Wire:
         return out
 
 
+#: What an API key may be, sent in a header: visible ASCII, spaces only inside.
+_HEADER_SAFE = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
+
+
 def _headers(api_key: str | None, tenant: str | None) -> dict[str, str]:
+    """The headers of every request. Errors: ``invalid_request`` — a tenant the server
+    would refuse (:func:`valid_tenant`), an API key no header can carry."""
+    if api_key is not None and not (isinstance(api_key, str) and (
+            not api_key or _HEADER_SAFE.fullmatch(api_key))):
+        raise InvalidError("the API key must be a string of visible ASCII characters "
+                           "(spaces only between them)")
+    if tenant is not None and not (isinstance(tenant, str) and (
+            not tenant or valid_tenant(tenant))):
+        raise InvalidError(f"tenant {tenant!r} is not a tenant name: 1 to 64 ASCII letters, "
+                           "digits, '.', '_' or '-', starting with a letter or digit, "
+                           "without '..'")
     headers = {"content-type": "application/json"}
     if api_key:
         headers["authorization"] = f"Bearer {api_key}"
@@ -529,7 +550,8 @@ class Client(_Served):
     ``url``: the server (``http://127.0.0.1:8080``); ``api_key``: sent as a bearer
     token; ``tenant``: the ``X-Tenant-ID`` (a separate store; default the server's
     ``default``); ``timeout``: seconds to wait for each answer; ``transport``: an httpx
-    transport (tests). Errors: ``invalid_request`` (a URL that is not http(s)).
+    transport (tests). Errors: ``invalid_request`` (a URL that is not an http(s) one, a
+    tenant name the server refuses, an API key no header can carry).
     """
 
     def __init__(self, url: str, api_key: str | None = None, tenant: str | None = None, *,

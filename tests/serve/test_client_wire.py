@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from holomem import AsyncMemory, InvalidError, LimitError, Memory, Store, UnavailableError
+from holomem.api.doors.http.tenants import valid_tenant
 from holomem.client import REQUEST_BYTES, AsyncClient, Client
 
 from .conftest import API_KEY, Server, free_port, start
@@ -186,6 +187,49 @@ def test_an_answer_that_is_not_holomem_json_is_unavailable_or_names_its_status()
         assert info.value.status == 418 and "HTTP 418" in str(info.value)  # type: ignore[attr-defined]
     with pytest.raises(InvalidError, match="http:// or https://"):
         Client("127.0.0.1:8080")
+
+
+def answered(request: httpx.Request) -> httpx.Response:
+    """A server that answers every request with the headers it was sent."""
+    return httpx.Response(200, json={"headers": dict(request.headers)})
+
+
+@settings(max_examples=200, deadline=None)
+@given(tenant=st.none() | st.text(max_size=70) | st.from_regex(r"[A-Za-z0-9._-]{1,70}",
+                                                                  fullmatch=True),
+       key=st.none() | st.text(max_size=20))
+@example(tenant="é", key=None)
+@example(tenant="a\nb", key=None)
+@example(tenant="abc\n", key=None)
+@example(tenant=None, key="ключ")
+@example(tenant=None, key="a\r\nX-Evil: 1")
+def test_a_tenant_or_key_the_wire_cannot_carry_is_refused_by_the_constructor(
+        tenant: str | None, key: str | None) -> None:
+    """Either the constructor raises InvalidError, or the tenant and key go out as they
+    were given: never a UnicodeEncodeError or an httpx error, and never a tenant the
+    server would refuse."""
+    for cls, transport in ((Client, httpx.MockTransport(answered)),
+                           (AsyncClient, httpx.MockTransport(answered))):
+        try:
+            client = cls("http://holomem.test", api_key=key, tenant=tenant,
+                         transport=transport)
+        except InvalidError:
+            assert tenant or key
+            continue
+        if isinstance(client, Client):
+            sent = client.healthz()["headers"]
+        else:
+            sent = asyncio.run(client.healthz())["headers"]
+        assert sent.get("x-tenant-id") == (tenant or None)
+        assert tenant is None or tenant == "" or valid_tenant(tenant)
+        assert sent.get("authorization") == (f"Bearer {key}" if key else None)
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://[zz]/", "http://\x00x", "http://a\u3000b"])
+def test_a_url_that_is_not_one_is_invalid_not_an_httpx_error(url: str) -> None:
+    for cls in (Client, AsyncClient):
+        with pytest.raises(InvalidError, match="not a URL"):
+            cls(url)
 
 
 def test_importing_the_client_without_the_serve_extra_names_the_extra() -> None:

@@ -396,14 +396,16 @@ class _Wire:
                                ) from None
 
     def _error(self, response: httpx.Response) -> HolomemError:
+        """The error an answer of status 400 or more stands for: holomem's JSON error's
+        class, or ``UnavailableError`` (status 503) for any other body — a proxy in
+        front of the server, or something that is no holomem server."""
         try:
             err = response.json()["error"]
             code, message = str(err["code"]), str(err["message"])
         except (ValueError, KeyError, TypeError):
-            if response.status_code in (502, 503, 504):  # a proxy in front of it, say
-                return UnavailableError(f"{self.url} answered HTTP {response.status_code}: "
-                                        f"{response.text[:200]}")
-            code, message = "http", f"HTTP {response.status_code}: {response.text[:500]}"
+            return UnavailableError(
+                f"{self.url} answered HTTP {response.status_code} with something that is "
+                f"not holomem's JSON (is it a holomem server?): {response.text[:200]}")
         out = from_code(code, message)
         out.status = response.status_code
         return out

@@ -15,11 +15,14 @@ errors when the server is not there, the serve extra, and imports cut into reque
 from __future__ import annotations
 
 import asyncio
+import http.server
 import inspect
 import json
+import re
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -169,7 +172,7 @@ def test_a_server_that_never_answers_raises_unavailable_after_the_timeout() -> N
         asyncio.run(main())
 
 
-def test_an_answer_that_is_not_holomem_json_is_unavailable_or_names_its_status() -> None:
+def test_an_answer_that_is_not_holomem_json_is_unavailable_whatever_its_status() -> None:
     def foreign(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/recall"):
             return httpx.Response(200, text="<html>a captive portal</html>")
@@ -182,9 +185,10 @@ def test_an_answer_that_is_not_holomem_json_is_unavailable_or_names_its_status()
             client.recall("x")
         with pytest.raises(UnavailableError, match="HTTP 502"):
             client.get("x")
-        with pytest.raises(Exception) as info:
+        with pytest.raises(UnavailableError) as info:
             client.info()
-        assert info.value.status == 418 and "HTTP 418" in str(info.value)  # type: ignore[attr-defined]
+        assert info.value.status == 503 and "HTTP 418" in str(info.value)
+        assert "http://holomem.test" in str(info.value)
     with pytest.raises(InvalidError, match="http:// or https://"):
         Client("127.0.0.1:8080")
 
@@ -230,6 +234,31 @@ def test_a_url_that_is_not_one_is_invalid_not_an_httpx_error(url: str) -> None:
     for cls in (Client, AsyncClient):
         with pytest.raises(InvalidError, match="not a URL"):
             cls(url)
+
+
+@pytest.mark.parametrize("call", ["recall", "healthz"])
+def test_a_server_that_is_no_holomem_server_is_unavailable_naming_the_url(call: str) -> None:
+    """A plain HTTP server answers these with HTML errors (501, 404): UnavailableError,
+    code unavailable, status 503, naming the URL, for both clients."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with Client(url) as client, pytest.raises(UnavailableError) as info:
+            client.recall("x") if call == "recall" else client.healthz()
+        assert info.value.code == "unavailable" and info.value.status == 503
+        assert url in str(info.value)
+
+        async def main() -> None:
+            async with AsyncClient(url) as aclient:
+                with pytest.raises(UnavailableError, match=re.escape(url)):
+                    await (aclient.recall("x") if call == "recall" else aclient.healthz())
+
+        asyncio.run(main())
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_importing_the_client_without_the_serve_extra_names_the_extra() -> None:

@@ -257,6 +257,13 @@ class _Call:
         """The JSON request of a call (a TypeError for arguments Memory would not bind),
         and its ``progress`` callable, which stays here: the client calls it once the
         server has written (checked before anything is sent)."""
+        fields, progress = self.fields(args, kwargs)
+        return (_encode(self.row.name, {self.names.get(k, k): v for k, v in fields.items()}),
+                progress)
+
+    def fields(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+               ) -> tuple[dict[str, Any], Progress | None]:
+        """:meth:`request`'s fields by their Python names, checked, not yet JSON."""
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         given = dict(bound.arguments)
@@ -278,8 +285,7 @@ class _Call:
                 fields[name] = validate.to_ms(fields[name], name)
         if isinstance(fields.get("filter"), Mapping):  # its datetimes go as ISO strings
             filters.compile_filter(fields["filter"])
-        return (_encode(self.row.name, {self.names.get(k, k): v for k, v in fields.items()}),
-                progress)
+        return fields, progress
 
     def answer(self, payload: Any) -> Any:
         """The method's result: the answer under the row's key, as the row's type."""
@@ -332,6 +338,20 @@ def _same(response: Any) -> Any:
 
 #: The ``import`` op, which each request of ``import_`` runs (:class:`ImportParts`).
 _IMPORT = _Call(Memory.import_)
+
+
+@functools.cache
+def _call_of(method: str) -> _Call:
+    return _IMPORT if method == "import_" else _Call(getattr(Memory, method))
+
+
+def _contract_request(op: str, request: dict[str, Any]) -> bytes:
+    """The JSON of ``call(op, request)``, checked as ``Memory.call`` checks it: decoded
+    to its method's call, whose arguments are then checked as that method's are here
+    (:meth:`_Call.fields`: Memory's own messages, a NaN confidence's too)."""
+    inv = contract.decode(op, request)
+    _call_of(inv.method).fields(inv.args, inv.kwargs)
+    return _encode(op, request)
 
 
 # -- the wire: every failure a holomem error -------------------------------------------------
@@ -626,8 +646,7 @@ class Client(_Served):
     def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
         """As ``Memory.call``: the server's contract answer to ``op`` (checked here
         first, as ``Memory.call`` checks it)."""
-        contract.decode(op, request)
-        out: dict[str, Any] = self._send(op, _encode(op, request), _same)
+        out: dict[str, Any] = self._send(op, _contract_request(op, request), _same)
         return out
 
 
@@ -714,6 +733,5 @@ class AsyncClient(_Served):
 
     async def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
         """As ``Memory.call``, awaited."""
-        contract.decode(op, request)
-        out: dict[str, Any] = await self._send(op, _encode(op, request), _same)
+        out: dict[str, Any] = await self._send(op, _contract_request(op, request), _same)
         return out

@@ -79,6 +79,29 @@ def test_a_float_is_refused_or_stored_by_the_client_exactly_as_by_memory(
     assert remote == local
 
 
+CALLS: dict[str, Callable[[float], tuple[str, dict[str, Any]]]] = {
+    "remember confidence": lambda x: ("remember", {"text": "t", "confidence": x}),
+    "remember metadata": lambda x: ("remember", {"text": "t", "metadata": {"m": [x]}}),
+    "facts": lambda x: ("remember", {"facts": [{"text": "u"}, {"text": "v", "confidence": x}]}),
+    "setConfidence": lambda x: ("setConfidence", {"id": "f-none", "confidence": x}),
+}
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(value=st.sampled_from([math.nan, -math.nan, math.inf, -math.inf]),
+       which=st.sampled_from(sorted(CALLS)))
+def test_call_refuses_a_non_finite_float_with_memory_calls_error(
+        server: Server, memory: Memory, value: float, which: str) -> None:
+    op, request = CALLS[which](value)
+    with pytest.raises(InvalidError) as local:
+        memory.call(op, request)
+    with Client(server.url, api_key=API_KEY, tenant="calls") as client, \
+            pytest.raises(InvalidError) as remote:
+        client.call(op, request)
+    assert str(remote.value) == str(local.value)
+
+
 def test_a_non_finite_float_is_refused_before_anything_is_sent(server: Server) -> None:
     with Client(server.url, api_key=API_KEY, tenant="unsent") as client:
         fact = client.remember("one fact")
@@ -103,7 +126,7 @@ def test_a_non_finite_float_is_refused_before_anything_is_sent(server: Server) -
                     await aclient.remember("f", confidence=math.nan)
                 with pytest.raises(InvalidError, match=r"metadata\.x: NaN and infinity"):
                     await aclient.remember("g", metadata={"x": math.inf})
-                with pytest.raises(InvalidError, match="NaN and infinity"):
+                with pytest.raises(InvalidError, match="between 0 and 1"):
                     await aclient.call("remember", {"text": "h", "confidence": math.inf})
 
         asyncio.run(main())

@@ -15,7 +15,9 @@ docstring. A call binds its arguments to that signature; converts what Memory co
 before it checks anything (a remember's input, the options of recall, explain, forget
 and the maintenance calls, list's filter, a context's fragments: :data:`_CONVERTED`; a
 namespace; a time, an aware ``datetime`` made milliseconds; a filter) exactly as
-Memory does, so a bad one raises Memory's own error before anything is sent; makes
+Memory does, so a bad one raises Memory's own error before anything is sent (a
+remember's inputs are checked as Memory checks them: :func:`intake.validated`; a NaN or
+an infinity anywhere in a request, which JSON cannot hold, is an ``InvalidError``); makes
 the op's request with :func:`holomem.api.memory.ops.asked`, the inverse of the row's
 ``args``; sends it; and decodes the answer under the row's key into the row's result
 type. Anything else wrong is refused by the server's Memory, whose error comes back
@@ -45,6 +47,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
+import re
 import types
 from collections.abc import (
     AsyncIterable,
@@ -67,6 +71,7 @@ except ImportError as _missing:  # the serve extra is not installed
 
 import msgspec
 
+from holomem.api.doors.http.tenants import valid_tenant
 from holomem.api.engine import validate
 from holomem.api.memory import contract, filters, ops
 from holomem.api.memory.conversation import calls as conversation
@@ -76,6 +81,7 @@ from holomem.api.memory.forget import consolidation, removal
 from holomem.api.memory.memory import Memory
 from holomem.api.memory.progress import Progress, callback
 from holomem.api.memory.recall import rank
+from holomem.api.memory.remember import intake
 from holomem.api.memory.transfer import exchange, pages
 from holomem.api.memory.transfer.parts import REQUEST_BYTES, ImportParts
 from holomem.api.memory.transfer.records import ImportReport
@@ -112,19 +118,33 @@ Given = dict[str, Any]
 
 
 def _remember(a: Given) -> Given:
+    """The input as Memory's remember makes it, checked as it checks it first (its
+    confidence, metadata, times ...: :func:`intake.validated`)."""
     input, fields = a["input"], a["fields"]
     if isinstance(input, str):
         input, fields = None, {"text": input, **fields}
-    return {"input": validate.to_struct(RememberInput, input, fields, "remember input",
-                                        validate.TIME_FIELDS)}
+    x = validate.to_struct(RememberInput, input, fields, "remember input",
+                           validate.TIME_FIELDS)
+    intake.validated(x, 0)
+    return {"input": x}
 
 
 def _remember_many(a: Given) -> Given:
+    """The inputs as Memory's remember_many makes them, each checked as it checks it."""
     inputs = a["inputs"]
     if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Iterable):
         raise InvalidError("remember_many takes a list of inputs")
-    return {"inputs": [validate.to_struct(RememberInput, x, {}, f"input {i}",
-                                          validate.TIME_FIELDS) for i, x in enumerate(inputs)]}
+    out = [validate.to_struct(RememberInput, x, {}, f"input {i}", validate.TIME_FIELDS)
+           for i, x in enumerate(inputs)]
+    for i, x in enumerate(out):
+        intake.validated(x, i)
+    return {"inputs": out}
+
+
+def _set_confidence(a: Given) -> Given:
+    validate.doc_id(a["id"])
+    validate.confidence(a["confidence"])
+    return a
 
 
 def _conversation(a: Given) -> Given:
@@ -172,6 +192,7 @@ _CONVERTED: dict[str, Callable[[Given], Given]] = {
         and bool(a["entities"]), "entities must be a non-empty list of strings", a),
     "feedback": lambda a: _check(isinstance(a["helpful"], bool),
                                  "helpful must be true or false", a),
+    "set_confidence": _set_confidence,
 }
 
 
@@ -186,11 +207,39 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
+def _nonfinite(value: Any, path: str) -> str | None:
+    """Where ``value`` (made of JSON's builtins) holds NaN or an infinity, or None."""
+    kind = type(value)
+    if kind is float:
+        return None if math.isfinite(value) else path
+    if kind is list:
+        try:  # a list of numbers, summed at C speed: NaN and infinities carry through
+            if math.isfinite(sum(value, 0.0)):
+                return None
+        except (TypeError, OverflowError):
+            pass  # not all numbers (or too large to sum): one at a time
+        for i, item in enumerate(value):
+            if (where := _nonfinite(item, f"{path}[{i}]")) is not None:
+                return where
+    elif kind is dict:
+        for key, item in value.items():
+            if (where := _nonfinite(item, f"{path}.{key}" if path else str(key))) is not None:
+                return where
+    return None
+
+
 def _encode(op: str, request: Any) -> bytes:
+    """The JSON of ``request``. msgspec writes NaN and infinities as null, which the
+    server would take for an absent value: they are refused here, as Memory refuses
+    them (its checks ran first where it has its own message)."""
     try:
-        return msgspec.json.encode(request, enc_hook=_plain)
+        plain = msgspec.to_builtins(request, enc_hook=_plain)
+        where = _nonfinite(plain, "")
+        if where is not None:
+            raise InvalidError(f"{op}: {where}: NaN and infinity are not JSON")
+        return msgspec.json.encode(plain)
     except (TypeError, ValueError, OverflowError, RecursionError) as exc:
-        # msgspec.EncodeError is a ValueError: a value that is not JSON (NaN ...).
+        # msgspec.EncodeError is a ValueError: a value that is not JSON.
         raise InvalidError(f"{op}: an argument cannot be sent as JSON: {exc}") from exc
 
 
@@ -208,6 +257,13 @@ class _Call:
         """The JSON request of a call (a TypeError for arguments Memory would not bind),
         and its ``progress`` callable, which stays here: the client calls it once the
         server has written (checked before anything is sent)."""
+        fields, progress = self.fields(args, kwargs)
+        return (_encode(self.row.name, {self.names.get(k, k): v for k, v in fields.items()}),
+                progress)
+
+    def fields(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+               ) -> tuple[dict[str, Any], Progress | None]:
+        """:meth:`request`'s fields by their Python names, checked, not yet JSON."""
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         given = dict(bound.arguments)
@@ -229,8 +285,7 @@ class _Call:
                 fields[name] = validate.to_ms(fields[name], name)
         if isinstance(fields.get("filter"), Mapping):  # its datetimes go as ISO strings
             filters.compile_filter(fields["filter"])
-        return (_encode(self.row.name, {self.names.get(k, k): v for k, v in fields.items()}),
-                progress)
+        return fields, progress
 
     def answer(self, payload: Any) -> Any:
         """The method's result: the answer under the row's key, as the row's type."""
@@ -285,6 +340,20 @@ def _same(response: Any) -> Any:
 _IMPORT = _Call(Memory.import_)
 
 
+@functools.cache
+def _call_of(method: str) -> _Call:
+    return _IMPORT if method == "import_" else _Call(getattr(Memory, method))
+
+
+def _contract_request(op: str, request: dict[str, Any]) -> bytes:
+    """The JSON of ``call(op, request)``, checked as ``Memory.call`` checks it: decoded
+    to its method's call, whose arguments are then checked as that method's are here
+    (:meth:`_Call.fields`: Memory's own messages, a NaN confidence's too)."""
+    inv = contract.decode(op, request)
+    _call_of(inv.method).fields(inv.args, inv.kwargs)
+    return _encode(op, request)
+
+
 # -- the wire: every failure a holomem error -------------------------------------------------
 class _Wire:
     """The server's address, and whatever comes back made an answer or a holomem error."""
@@ -293,6 +362,10 @@ class _Wire:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise InvalidError(f"the server URL must start with http:// or https://, "
                                f"not {url!r}")
+        try:
+            httpx.URL(url)
+        except (httpx.InvalidURL, TypeError, ValueError) as exc:
+            raise InvalidError(f"the server URL {url!r} is not a URL: {exc}") from None
         self.url = url.rstrip("/")
         self.timeout = timeout
 
@@ -343,20 +416,37 @@ class _Wire:
                                ) from None
 
     def _error(self, response: httpx.Response) -> HolomemError:
+        """The error an answer of status 400 or more stands for: holomem's JSON error's
+        class, or ``UnavailableError`` (status 503) for any other body — a proxy in
+        front of the server, or something that is no holomem server."""
         try:
             err = response.json()["error"]
             code, message = str(err["code"]), str(err["message"])
         except (ValueError, KeyError, TypeError):
-            if response.status_code in (502, 503, 504):  # a proxy in front of it, say
-                return UnavailableError(f"{self.url} answered HTTP {response.status_code}: "
-                                        f"{response.text[:200]}")
-            code, message = "http", f"HTTP {response.status_code}: {response.text[:500]}"
+            return UnavailableError(
+                f"{self.url} answered HTTP {response.status_code} with something that is "
+                f"not holomem's JSON (is it a holomem server?): {response.text[:200]}")
         out = from_code(code, message)
         out.status = response.status_code
         return out
 
 
+#: What an API key may be, sent in a header: visible ASCII, spaces only inside.
+_HEADER_SAFE = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
+
+
 def _headers(api_key: str | None, tenant: str | None) -> dict[str, str]:
+    """The headers of every request. Errors: ``invalid_request`` — a tenant the server
+    would refuse (:func:`valid_tenant`), an API key no header can carry."""
+    if api_key is not None and not (isinstance(api_key, str) and (
+            not api_key or _HEADER_SAFE.fullmatch(api_key))):
+        raise InvalidError("the API key must be a string of visible ASCII characters "
+                           "(spaces only between them)")
+    if tenant is not None and not (isinstance(tenant, str) and (
+            not tenant or valid_tenant(tenant))):
+        raise InvalidError(f"tenant {tenant!r} is not a tenant name: 1 to 64 ASCII letters, "
+                           "digits, '.', '_' or '-', starting with a letter or digit, "
+                           "without '..'")
     headers = {"content-type": "application/json"}
     if api_key:
         headers["authorization"] = f"Bearer {api_key}"
@@ -482,7 +572,8 @@ class Client(_Served):
     ``url``: the server (``http://127.0.0.1:8080``); ``api_key``: sent as a bearer
     token; ``tenant``: the ``X-Tenant-ID`` (a separate store; default the server's
     ``default``); ``timeout``: seconds to wait for each answer; ``transport``: an httpx
-    transport (tests). Errors: ``invalid_request`` (a URL that is not http(s)).
+    transport (tests). Errors: ``invalid_request`` (a URL that is not an http(s) one, a
+    tenant name the server refuses, an API key no header can carry).
     """
 
     def __init__(self, url: str, api_key: str | None = None, tenant: str | None = None, *,
@@ -555,8 +646,7 @@ class Client(_Served):
     def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
         """As ``Memory.call``: the server's contract answer to ``op`` (checked here
         first, as ``Memory.call`` checks it)."""
-        contract.decode(op, request)
-        out: dict[str, Any] = self._send(op, _encode(op, request), _same)
+        out: dict[str, Any] = self._send(op, _contract_request(op, request), _same)
         return out
 
 
@@ -643,6 +733,5 @@ class AsyncClient(_Served):
 
     async def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
         """As ``Memory.call``, awaited."""
-        contract.decode(op, request)
-        out: dict[str, Any] = await self._send(op, _encode(op, request), _same)
+        out: dict[str, Any] = await self._send(op, _contract_request(op, request), _same)
         return out

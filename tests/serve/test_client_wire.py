@@ -15,11 +15,14 @@ errors when the server is not there, the serve extra, and imports cut into reque
 from __future__ import annotations
 
 import asyncio
+import http.server
 import inspect
 import json
+import re
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +32,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from holomem import AsyncMemory, InvalidError, LimitError, Memory, Store, UnavailableError
+from holomem.api.doors.http.tenants import valid_tenant
 from holomem.client import REQUEST_BYTES, AsyncClient, Client
 
 from .conftest import API_KEY, Server, free_port, start
@@ -168,7 +172,7 @@ def test_a_server_that_never_answers_raises_unavailable_after_the_timeout() -> N
         asyncio.run(main())
 
 
-def test_an_answer_that_is_not_holomem_json_is_unavailable_or_names_its_status() -> None:
+def test_an_answer_that_is_not_holomem_json_is_unavailable_whatever_its_status() -> None:
     def foreign(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/recall"):
             return httpx.Response(200, text="<html>a captive portal</html>")
@@ -181,11 +185,80 @@ def test_an_answer_that_is_not_holomem_json_is_unavailable_or_names_its_status()
             client.recall("x")
         with pytest.raises(UnavailableError, match="HTTP 502"):
             client.get("x")
-        with pytest.raises(Exception) as info:
+        with pytest.raises(UnavailableError) as info:
             client.info()
-        assert info.value.status == 418 and "HTTP 418" in str(info.value)  # type: ignore[attr-defined]
+        assert info.value.status == 503 and "HTTP 418" in str(info.value)
+        assert "http://holomem.test" in str(info.value)
     with pytest.raises(InvalidError, match="http:// or https://"):
         Client("127.0.0.1:8080")
+
+
+def answered(request: httpx.Request) -> httpx.Response:
+    """A server that answers every request with the headers it was sent."""
+    return httpx.Response(200, json={"headers": dict(request.headers)})
+
+
+@settings(max_examples=200, deadline=None)
+@given(tenant=st.none() | st.text(max_size=70) | st.from_regex(r"[A-Za-z0-9._-]{1,70}",
+                                                                  fullmatch=True),
+       key=st.none() | st.text(max_size=20))
+@example(tenant="é", key=None)
+@example(tenant="a\nb", key=None)
+@example(tenant="abc\n", key=None)
+@example(tenant=None, key="ключ")
+@example(tenant=None, key="a\r\nX-Evil: 1")
+def test_a_tenant_or_key_the_wire_cannot_carry_is_refused_by_the_constructor(
+        tenant: str | None, key: str | None) -> None:
+    """Either the constructor raises InvalidError, or the tenant and key go out as they
+    were given: never a UnicodeEncodeError or an httpx error, and never a tenant the
+    server would refuse."""
+    for cls, transport in ((Client, httpx.MockTransport(answered)),
+                           (AsyncClient, httpx.MockTransport(answered))):
+        try:
+            client = cls("http://holomem.test", api_key=key, tenant=tenant,
+                         transport=transport)
+        except InvalidError:
+            assert tenant or key
+            continue
+        if isinstance(client, Client):
+            sent = client.healthz()["headers"]
+        else:
+            sent = asyncio.run(client.healthz())["headers"]
+        assert sent.get("x-tenant-id") == (tenant or None)
+        assert tenant is None or tenant == "" or valid_tenant(tenant)
+        assert sent.get("authorization") == (f"Bearer {key}" if key else None)
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://[zz]/", "http://\x00x", "http://a\u3000b"])
+def test_a_url_that_is_not_one_is_invalid_not_an_httpx_error(url: str) -> None:
+    for cls in (Client, AsyncClient):
+        with pytest.raises(InvalidError, match="not a URL"):
+            cls(url)
+
+
+@pytest.mark.parametrize("call", ["recall", "healthz"])
+def test_a_server_that_is_no_holomem_server_is_unavailable_naming_the_url(call: str) -> None:
+    """A plain HTTP server answers these with HTML errors (501, 404): UnavailableError,
+    code unavailable, status 503, naming the URL, for both clients."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with Client(url) as client, pytest.raises(UnavailableError) as info:
+            client.recall("x") if call == "recall" else client.healthz()
+        assert info.value.code == "unavailable" and info.value.status == 503
+        assert url in str(info.value)
+
+        async def main() -> None:
+            async with AsyncClient(url) as aclient:
+                with pytest.raises(UnavailableError, match=re.escape(url)):
+                    await (aclient.recall("x") if call == "recall" else aclient.healthz())
+
+        asyncio.run(main())
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_importing_the_client_without_the_serve_extra_names_the_extra() -> None:

@@ -158,7 +158,8 @@ def test_a_namespace_header_confines_a_session(server: Server) -> None:
         assert {d["id"] for d in json.loads(decisions)["decisions"]} <= {"bp"}
         for bad, code in (('["users",', "invalid_request"), ('"users"', "invalid_request"),
                           ('["users", ""]', "invalid_request"),
-                          (json.dumps(["n"] * 9), "limit")):
+                          (json.dumps(["n"] * 9), "limit"),
+                          ("[" * 3000 + "]" * 3000, "invalid_request")):  # past json's recursion
             with mcp(server, **{"x-holomem-namespace": bad}) as s:
                 assert error_code(s.call("recall", {"query": "keeps"})) == code, bad
 
@@ -202,6 +203,35 @@ def test_the_servers_key_host_origin_and_batch_bound_apply_to_mcp(server: Server
         assert error_code(s.call("remember", {"text": "x", "confidence": 2})) == \
             "invalid_request"
     assert not (server.data / "tenants").exists()  # refused writes created nothing
+
+
+def test_a_post_to_mcp_is_json_and_bounded_as_on_every_route(server: Server) -> None:
+    """A POST without Content-Type: application/json is 415, a body over the bound 413
+    (declared, or found while reading a chunked one), each with the server's JSON error
+    body, before the SDK sees it; a JSON POST within the bound still reaches it."""
+    hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}).encode()
+    accept = {"accept": "application/json, text/event-stream", **headers()}
+    big = b'{"x": "' + b"y" * (1024 * 1024) + b'"}'
+
+    def chunked() -> Iterator[bytes]:
+        yield from (big[i:i + 65536] for i in range(0, len(big), 65536))
+
+    for head, body, status, code in (
+            ({"content-type": "text/plain"}, hello, 415, "invalid_request"),
+            ({"content-type": "application/x-www-form-urlencoded"}, hello, 415,
+             "invalid_request"),
+            ({}, hello, 415, "invalid_request"),
+            ({"content-type": "application/json"}, big, 413, "limit"),
+            ({"content-type": "application/json"}, chunked(), 413, "limit")):
+        answer = web.post(server.url + "/mcp", content=body, headers={**accept, **head})
+        assert answer.status_code == status, answer.text
+        assert answer.json()["error"]["code"] == code
+    answer = web.post(server.url + "/mcp", content=hello,
+                      headers={**accept, "content-type": "application/json; charset=utf-8"})
+    assert answer.status_code == 200 and answer.json()["result"]["serverInfo"]["name"] == \
+        "holomem"
 
 
 def test_the_tools_are_the_stdio_servers(server: Server, tmp_path: Path) -> None:

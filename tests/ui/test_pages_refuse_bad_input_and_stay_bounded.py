@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("starlette")
 
@@ -56,6 +58,13 @@ def client(store: Path) -> Iterator[TestClient]:
     ("/conversations?cursor=" + FORGED, "cursor"), ("/fact", "which fact"),
     ("/forget", "choose a subject"), ("/forget?status=current&subject=x", "status"),
     ("/context", "session"), ("/?q=" + "x" * (query.MAX_FIELD + 1), "q"),
+    # Not ASCII digits, though str.isdigit takes them; more digits than int() reads;
+    # JSON nested past the decoder's recursion limit:
+    ("/?asOf=%C2%B2", "as of"), ("/?knownAt=-%C2%B2", "known at"),
+    ("/?limit=%C2%B2", "limit"), ("/?asOf=--5", "as of"), ("/?knownAt=" + "9" * 5000, "known at"),
+    ("/?limit=" + "1" * 5000, "limit"), ("/?filter=" + "[" * 2000 + "]" * 2000, "filter"),
+    ("/?namespace=" + "[" * 2000 + "]" * 2000, "namespace"),
+    ("/?metadata=" + "{\"a\":" * 1200 + "1" + "}" * 1200, "metadata"),
 ])
 def test_a_bad_parameter_is_a_400_page_that_names_it(client: TestClient, path: str,
                                                      named: str) -> None:
@@ -63,6 +72,24 @@ def test_a_bad_parameter_is_a_400_page_that_names_it(client: TestClient, path: s
     assert answer.status_code == 400, answer.text
     assert named in answer.text
     assert answer.headers["content-type"].startswith("text/html")
+
+
+#: A parameter a person types, and digits that are not ASCII (str.isdigit takes them).
+TYPED = st.text(max_size=30) | st.from_regex(r"-?[0-9\u00b2\u0660-\u0669]{1,6}",
+                                             fullmatch=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=TYPED)
+def test_a_time_or_page_size_parameter_is_taken_or_refused_by_name(value: str) -> None:
+    try:
+        query.time_ms(value, "as of")
+    except query.BadInput as exc:
+        assert "as of" in str(exc)
+    try:
+        query.page_size({"limit": value})
+    except query.BadInput as exc:
+        assert "limit" in str(exc)
 
 
 def test_an_unknown_fact_or_page_is_a_404_page(client: TestClient) -> None:

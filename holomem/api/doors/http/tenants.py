@@ -59,7 +59,7 @@ def requested_tenant(headers: Iterable[tuple[bytes, bytes]]) -> str:
 
 def valid_tenant(tenant: str) -> bool:
     """Whether ``tenant`` may name a tenant (and so a directory under ``DATA/tenants``)."""
-    return bool(TENANT_RE.match(tenant)) and ".." not in tenant
+    return bool(TENANT_RE.fullmatch(tenant)) and ".." not in tenant  # ($ takes a "\n")
 
 
 class Tenant:

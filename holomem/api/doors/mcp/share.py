@@ -294,7 +294,7 @@ class Forwarder:
                     EOFError) as exc:
                 raise NotListening(f"no writer of {self._store.path} answers on "
                                    f"{self.path} ({type(exc).__name__})") from None
-            except (OSError, msgspec.DecodeError, HolomemError) as exc:
+            except (OSError, msgspec.DecodeError, RecursionError, HolomemError) as exc:
                 raise UnavailableError(f"the writer's socket {self.path} of "
                                        f"{self._store.path}: {type(exc).__name__}: {exc}"
                                        ) from None

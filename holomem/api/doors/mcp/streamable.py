@@ -32,7 +32,6 @@ answers are single JSON bodies (no SSE stream per call: the tools send no progre
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -42,13 +41,14 @@ try:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from starlette.datastructures import Headers
     from starlette.requests import Request
-    from starlette.types import Receive, Send
+    from starlette.types import Message, Receive, Send
     from starlette.types import Scope as AsgiScope
 except ImportError as _missing:  # the serve extra is not installed
     raise missing_extra(_missing, "holomem.api.doors.mcp.streamable", "serve") from _missing
 
+from holomem.api.doors import jsontext
 from holomem.api.doors.http.tenants import DEFAULT_TENANT, TenantPool, requested_tenant
-from holomem.api.doors.http.webguard import error_response
+from holomem.api.doors.http.webguard import error_response, read_body
 from holomem.api.doors.mcp.server import build_server
 from holomem.api.doors.mcp.tools import ToolSpec
 from holomem.api.doors.scoping import Scope
@@ -70,8 +70,8 @@ def header_scope(value: str | None) -> Scope:
     if len(value) > MAX_NAMESPACE_HEADER:
         raise LimitError(f"X-Holomem-Namespace is over {MAX_NAMESPACE_HEADER} characters")
     try:
-        parts = json.loads(value)
-    except ValueError as exc:
+        parts = jsontext.loads(value)
+    except ValueError as exc:  # (nested too deeply too)
         raise InvalidError('X-Holomem-Namespace must be a JSON array of strings, e.g. '
                            '["users", "u-42"]') from exc
     if not isinstance(parts, list):
@@ -107,8 +107,21 @@ class TenantTools:
                               writes=writes)
 
 
+def replayed(body: bytes, receive: Receive) -> Receive:
+    """``receive`` of a request whose body was read already: ``body``, then what
+    ``receive`` gives (a disconnect)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def again() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return again
+
+
 class McpEndpoint:
-    """The ASGI app of ``/mcp``: the API key, then the SDK's session manager.
+    """The ASGI app of ``/mcp``: the API key, a POST's body read as every route reads
+    one (:func:`read_body`: JSON only, 415; bounded, 413; the server's error body), then
+    the SDK's session manager.
 
     ``authorised(request)`` is the server's key check. :meth:`run` must be entered for the
     app's lifetime (the server's lifespan), before any request.
@@ -117,6 +130,7 @@ class McpEndpoint:
     def __init__(self, pool: TenantPool, *, authorised: Callable[[Request], bool],
                  max_body: int, max_batch: int) -> None:
         self.authorised = authorised
+        self.max_body = max_body
         server = build_server(TenantTools(pool, max_batch=max_batch))
         self.manager = StreamableHTTPSessionManager(server, json_response=True,
                                                     max_request_body_size=max_body)
@@ -132,4 +146,10 @@ class McpEndpoint:
             await error_response(401, "unauthorized", "a valid API key is required")(
                 scope, receive, send)
             return
+        if scope["method"] == "POST":
+            body = await read_body(Request(scope, receive), self.max_body)
+            if not isinstance(body, bytes):
+                await body(scope, receive, send)
+                return
+            receive = replayed(body, receive)
         await self.manager.handle_request(scope, receive, send)

@@ -10,10 +10,11 @@ namespaces) and errors.
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from holomem.api.doors import jsontext
 from holomem.api.engine import validate
 from holomem.errors import HolomemError
 
@@ -29,6 +30,11 @@ STATUSES = ("current", "superseded", "expired", "not-yet-valid")
 SORTS = {"status": "status", "subject": "subject", "namespace": "namespace",
          "speaker": "speaker", "ingested": "ingestTime", "valid": "validFrom",
          "event": "eventTime", "score": "score"}
+
+
+#: Milliseconds as a person types them: ASCII digits, perhaps after a minus (``str.isdigit``
+#: also takes "²", which ``int`` does not).
+_MILLISECONDS = re.compile(r"-?[0-9]+")
 
 
 class BadInput(Exception):
@@ -48,8 +54,15 @@ def time_ms(value: str, name: str) -> int | None:
     and time; no offset means UTC). Empty: None."""
     if not value:
         return None
+    if _MILLISECONDS.fullmatch(value):
+        try:
+            given: int | str = int(value)
+        except ValueError:  # more digits than int() reads (4,300): no time anyway
+            raise BadInput(f"{name}: {value[:20]}... is not a time") from None
+    else:
+        given = value
     try:
-        return validate.to_ms(int(value) if value.lstrip("-").isdigit() else value, name)
+        return validate.to_ms(given, name)
     except HolomemError as exc:
         raise BadInput(f"{name}: {exc.message} (give e.g. 2025-01-31, 2025-01-31T09:30 "
                        "(UTC) or milliseconds since 1970)") from exc
@@ -83,7 +96,7 @@ def namespace(value: str, name: str = "namespace") -> list[str] | None:
         return None
     if value.startswith("["):
         try:
-            parts = json.loads(value)
+            parts = jsontext.loads(value)
         except ValueError as exc:
             raise BadInput(f"{name}: not a JSON array of strings") from exc
     else:
@@ -98,7 +111,7 @@ def json_object(value: str, name: str) -> dict[str, Any] | None:
     if not value:
         return None
     try:
-        parsed = json.loads(value)
+        parsed = jsontext.loads(value)
     except ValueError as exc:
         raise BadInput(f"{name}: not JSON ({exc})") from exc
     if not isinstance(parsed, dict):
@@ -110,7 +123,7 @@ def page_size(params: Mapping[str, str]) -> int:
     raw = text(params, "limit")
     if not raw:
         return DEFAULT_PAGE
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE:
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 4 and 1 <= int(raw) <= MAX_PAGE):
         raise BadInput(f"limit must be a whole number from 1 to {MAX_PAGE}")
     return int(raw)
 

@@ -304,13 +304,22 @@ def test_a_list_that_holds_itself_or_is_nested_too_deep_is_invalid_in_a_batch(
     assert _state(memory) == before
 
 
+def _object_array(items: list[object]) -> np.ndarray:
+    """A 1-d array of ``items`` as Python objects (``np.array`` of nested lists would
+    try to make them dimensions, and fail on ragged ones)."""
+    out = np.empty(len(items), dtype=object)
+    for i, item in enumerate(items):
+        out[i] = item
+    return out
+
+
 _leaves = st.one_of(st.floats(width=32), st.floats(), st.integers(), st.booleans(),
                     st.none(), st.text(max_size=3), st.binary(max_size=8),
                     st.complex_numbers(max_magnitude=10))
 _odd = st.recursive(_leaves, lambda inner: st.one_of(
     st.lists(inner, max_size=DIM + 1), st.lists(inner, max_size=3).map(tuple),
     st.dictionaries(st.text(max_size=2), inner, max_size=2),
-    st.lists(inner, min_size=1, max_size=DIM).map(lambda v: np.array(v, dtype=object))),
+    st.lists(inner, min_size=1, max_size=DIM).map(_object_array)),
     max_leaves=24)
 
 

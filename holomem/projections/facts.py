@@ -105,11 +105,14 @@ class FactIndex:
         if change.new >= 0:
             self._new_slot(change)
         elif change.old >= 0 and self.is_fact[change.old]:
-            self._remove(change.old, self.catalog_id(event))
+            self._remove(change.old, self.catalog_id(event), seq)
         match event:
             case FactAdded():
                 self._add(event)
-            case FactsForgotten(relinks=links) | FactLinks(links=links):
+            case FactsForgotten(relinks=links):
+                for succ, pred, known in links:
+                    self.link(succ, pred, known, relinked=seq)
+            case FactLinks(links=links):
                 for succ, pred, known in links:
                     self.link(succ, pred, known)
             case FeedbackGiven() | ConfidenceSet():
@@ -195,19 +198,21 @@ class FactIndex:
         return self.subject_index.names
 
     def link(self, succ: str, pred: str, known_at: int, added: int = -1,
-             slots: tuple[int, int] | None = None) -> None:
+             slots: tuple[int, int] | None = None, relinked: int | None = None) -> None:
         """Link ``succ`` -> ``pred`` (:meth:`Supersession.add`). ``added``: the subject
         whose heads are brought up to date next, with the new fact's own links
         (:meth:`SubjectIndex.added`, which covers what :meth:`SubjectIndex.linked`
-        does for a member of it); ``slots``: their slots, when the caller has them."""
-        made = self.supersession.add(succ, pred, known_at, slots)
+        does for a member of it); ``slots``: their slots, when the caller has them;
+        ``relinked``: the forget's transaction, for a link it re-points."""
+        made = (self.supersession.add(succ, pred, known_at, slots) if relinked is None
+                else self.supersession.relink(succ, pred, known_at, relinked))
         if made is not None:
             ps, p = made
             sid = self.subject.item(ps)
             if sid >= 0 and sid != added:
                 self.subject_index.linked(sid, p)
 
-    def _remove(self, slot: int, fact_id: str) -> None:
+    def _remove(self, slot: int, fact_id: str, seq: int) -> None:
         self.facts -= 1
         self.namespaces.remove(slot)
         if (self.valid_from[slot] != UNSET or self.valid_to[slot] != UNSET
@@ -219,7 +224,7 @@ class FactIndex:
             self.subject_index.remove(sid, fact_id)
         self.notes.remove(fact_id)
         self.turns.remove(fact_id)
-        for pred in self.supersession.remove(fact_id):
+        for pred in self.supersession.remove(fact_id, slot, seq):
             sid = self.subject.item(self.catalog.slot(pred))
             if sid >= 0:  # without this successor, it may be current again
                 self.subject_index.changed(sid)
@@ -406,6 +411,10 @@ class FactIndex:
     def status_codes(self, slots: np.ndarray, at: int, known_at: int | None = None
                      ) -> np.ndarray:
         return self.statuses_at.codes(slots, at, self.facts, known_at)
+
+    def status_codes_then(self, slots: np.ndarray, at: int, known_at: int | None, bound: int,
+                          seq: int) -> np.ndarray:
+        return self.statuses_at.codes_then(slots, at, known_at, bound, seq)
 
     def current(self, fact_id: str, at: int) -> bool:
         return self.statuses_at.current(fact_id, at)

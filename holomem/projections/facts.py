@@ -313,7 +313,7 @@ class FactIndex:
             self.digest, self.namespaces.of_slot)]
         names, spaces = self.subject_names, self.namespaces.names
         ttl, ids = self.ttl, self.catalog.ids
-        requested, confidence = self.notes.requested, self.notes.confidence
+        requested, confidence = self.notes.requested, self.notes.added_confidence
         turns = self.turns.of
         out: list[FactAdded] = []
         for slot, ing, evt, vf, vt, sid, dig, nid in zip(slots.tolist(), *cols, strict=True):
@@ -324,7 +324,7 @@ class FactIndex:
                 event_time=None if evt == UNSET else evt,
                 valid_from=None if vf == UNSET else vf, valid_to=None if vt == UNSET else vt,
                 requested=requested.get(fid, ()), digest=dig.to_bytes(8, "little"),
-                confidence=confidence.get(fid), namespace=spaces[nid] if nid >= 0 else ROOT,
+                confidence=confidence(fid), namespace=spaces[nid] if nid >= 0 else ROOT,
                 ttl_ms=ttl.get(fid), turn=_turn_of(turns.get(fid))))
         return out
 
@@ -384,6 +384,23 @@ class FactIndex:
     def confidence(self) -> dict[str, float]:
         """Fact -> its confidence, when not 1.0 (:class:`FactNotes`)."""
         return self.notes.confidence
+
+    def feedback_known(self, fact_id: str, known_at: int | None = None
+                       ) -> list[tuple[bool, int, str | None]]:
+        return self.notes.feedback_known(fact_id, known_at)
+
+    def confidence_known(self, fact_id: str, known_at: int | None = None) -> float:
+        return self.notes.confidence_known(fact_id, known_at)
+
+    def confidence_remembered(self, fact_id: str) -> float:
+        """The confidence ``fact_id`` was remembered with."""
+        value = self.notes.added_confidence(fact_id)
+        return 1.0 if value is None else value
+
+    def confidence_changes(self, fact_id: str) -> list[tuple[int, float]]:
+        """(time, value) of each confidence set on ``fact_id`` since it was remembered."""
+        was = self.notes.confidence_set.get(fact_id)
+        return was[1] if was is not None else []
 
     @property
     def links(self) -> int:

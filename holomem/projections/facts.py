@@ -105,11 +105,14 @@ class FactIndex:
         if change.new >= 0:
             self._new_slot(change)
         elif change.old >= 0 and self.is_fact[change.old]:
-            self._remove(change.old, self.catalog_id(event))
+            self._remove(change.old, self.catalog_id(event), seq)
         match event:
             case FactAdded():
                 self._add(event)
-            case FactsForgotten(relinks=links) | FactLinks(links=links):
+            case FactsForgotten(relinks=links):
+                for succ, pred, known in links:
+                    self.link(succ, pred, known, relinked=seq)
+            case FactLinks(links=links):
                 for succ, pred, known in links:
                     self.link(succ, pred, known)
             case FeedbackGiven() | ConfidenceSet():
@@ -195,19 +198,21 @@ class FactIndex:
         return self.subject_index.names
 
     def link(self, succ: str, pred: str, known_at: int, added: int = -1,
-             slots: tuple[int, int] | None = None) -> None:
+             slots: tuple[int, int] | None = None, relinked: int | None = None) -> None:
         """Link ``succ`` -> ``pred`` (:meth:`Supersession.add`). ``added``: the subject
         whose heads are brought up to date next, with the new fact's own links
         (:meth:`SubjectIndex.added`, which covers what :meth:`SubjectIndex.linked`
-        does for a member of it); ``slots``: their slots, when the caller has them."""
-        made = self.supersession.add(succ, pred, known_at, slots)
+        does for a member of it); ``slots``: their slots, when the caller has them;
+        ``relinked``: the forget's transaction, for a link it re-points."""
+        made = (self.supersession.add(succ, pred, known_at, slots) if relinked is None
+                else self.supersession.relink(succ, pred, known_at, relinked))
         if made is not None:
             ps, p = made
             sid = self.subject.item(ps)
             if sid >= 0 and sid != added:
                 self.subject_index.linked(sid, p)
 
-    def _remove(self, slot: int, fact_id: str) -> None:
+    def _remove(self, slot: int, fact_id: str, seq: int) -> None:
         self.facts -= 1
         self.namespaces.remove(slot)
         if (self.valid_from[slot] != UNSET or self.valid_to[slot] != UNSET
@@ -219,7 +224,7 @@ class FactIndex:
             self.subject_index.remove(sid, fact_id)
         self.notes.remove(fact_id)
         self.turns.remove(fact_id)
-        for pred in self.supersession.remove(fact_id):
+        for pred in self.supersession.remove(fact_id, slot, seq):
             sid = self.subject.item(self.catalog.slot(pred))
             if sid >= 0:  # without this successor, it may be current again
                 self.subject_index.changed(sid)
@@ -308,7 +313,7 @@ class FactIndex:
             self.digest, self.namespaces.of_slot)]
         names, spaces = self.subject_names, self.namespaces.names
         ttl, ids = self.ttl, self.catalog.ids
-        requested, confidence = self.notes.requested, self.notes.confidence
+        requested, confidence = self.notes.requested, self.notes.added_confidence
         turns = self.turns.of
         out: list[FactAdded] = []
         for slot, ing, evt, vf, vt, sid, dig, nid in zip(slots.tolist(), *cols, strict=True):
@@ -319,7 +324,7 @@ class FactIndex:
                 event_time=None if evt == UNSET else evt,
                 valid_from=None if vf == UNSET else vf, valid_to=None if vt == UNSET else vt,
                 requested=requested.get(fid, ()), digest=dig.to_bytes(8, "little"),
-                confidence=confidence.get(fid), namespace=spaces[nid] if nid >= 0 else ROOT,
+                confidence=confidence(fid), namespace=spaces[nid] if nid >= 0 else ROOT,
                 ttl_ms=ttl.get(fid), turn=_turn_of(turns.get(fid))))
         return out
 
@@ -380,6 +385,23 @@ class FactIndex:
         """Fact -> its confidence, when not 1.0 (:class:`FactNotes`)."""
         return self.notes.confidence
 
+    def feedback_known(self, fact_id: str, known_at: int | None = None
+                       ) -> list[tuple[bool, int, str | None]]:
+        return self.notes.feedback_known(fact_id, known_at)
+
+    def confidence_known(self, fact_id: str, known_at: int | None = None) -> float:
+        return self.notes.confidence_known(fact_id, known_at)
+
+    def confidence_remembered(self, fact_id: str) -> float:
+        """The confidence ``fact_id`` was remembered with."""
+        value = self.notes.added_confidence(fact_id)
+        return 1.0 if value is None else value
+
+    def confidence_changes(self, fact_id: str) -> list[tuple[int, float]]:
+        """(time, value) of each confidence set on ``fact_id`` since it was remembered."""
+        was = self.notes.confidence_set.get(fact_id)
+        return was[1] if was is not None else []
+
     @property
     def links(self) -> int:
         """Live links (:class:`Supersession`)."""
@@ -406,6 +428,10 @@ class FactIndex:
     def status_codes(self, slots: np.ndarray, at: int, known_at: int | None = None
                      ) -> np.ndarray:
         return self.statuses_at.codes(slots, at, self.facts, known_at)
+
+    def status_codes_then(self, slots: np.ndarray, at: int, known_at: int | None, bound: int,
+                          seq: int) -> np.ndarray:
+        return self.statuses_at.codes_then(slots, at, known_at, bound, seq)
 
     def current(self, fact_id: str, at: int) -> bool:
         return self.statuses_at.current(fact_id, at)

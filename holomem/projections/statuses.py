@@ -119,6 +119,30 @@ class Statuses:
                         break
         return codes
 
+    def codes_then(self, slots: np.ndarray, at: int, known_at: int | None, bound: int,
+                   seq: int) -> np.ndarray:
+        """:meth:`codes` of ``slots`` (stored facts, each below ``bound``) as the store
+        stood just after transaction ``seq``, when it held ``bound`` slots: each
+        fact's successors are those it had then
+        (:meth:`~holomem.projections.supersession.Supersession.successors_then`), so
+        what was written or removed since changes no answer."""
+        eff = self._eff.view()[slots]
+        end = self._end.view()[slots]
+        began = eff <= at
+        codes: np.ndarray = np.where(eff > at, 3, np.where(began & (end != UNSET)
+                                                           & (end <= at), 2, 0))
+        links = self._links
+        if not (links.superseded_by or links.departed):
+            return codes
+        ids, eff_of, listed = self.catalog.ids, self._eff.view(), slots.tolist()
+        for j in np.flatnonzero(began).tolist():
+            fid = ids[listed[j]]
+            if fid is None or (fid not in links.superseded_by and fid not in links.departed):
+                continue
+            if any(eff_of[s] <= at for s in links.successors_then(fid, known_at, bound, seq)):
+                codes[j] = 1
+        return codes
+
     def successor_starts(self, fact_id: str, known_at: int | None = None) -> Iterator[int]:
         """When each stored successor of ``fact_id`` (known at ``known_at``) begins."""
         for succ in self._links.successors(fact_id, known_at):

@@ -5,7 +5,10 @@ it supersedes, predecessor -> its successors), each with the time it became know
 (:class:`~holomem.projections.temporal.Link`); the count of live links; the links
 as slot arrays (:class:`~holomem.projections.chains.LinkSlots`, which it feeds); and
 the answers that follow links: a fact's successors and predecessors as known at a
-time, its chain, every link. Part of the fact index
+time, its chain, every link; and, for a walk pinned at a transaction (an entity
+profile's cursor), the links removals took away and forgets re-pointed since the
+generation began, each with its transaction, so a fact's successors as they stood
+then can still be told (:meth:`Supersession.successors_then`). Part of the fact index
 (:mod:`holomem.projections.facts`), which applies the events and lends the lookups
 the walks need (the slot of a stored fact, whether a fact was known at a time, its
 place in effect order). Imports numpy, the catalog, :mod:`~holomem.projections.chains`
@@ -41,6 +44,8 @@ class Supersession:
     #: The tables' shapes, for a typed decode (msgspec builds the links).
     SNAPSHOT_TYPES: ClassVar[dict[str, object]] = {
         "supersedes": dict[str, list[Link]], "superseded_by": dict[str, list[Link]],
+        "departed": dict[str, list[tuple[int, int, int, int]]],
+        "relinked": dict[str, list[tuple[str, int]]],
     }
 
     def __init__(self, catalog: Catalog, stored: Callable[[str], int],
@@ -55,6 +60,13 @@ class Supersession:
         #: the links as slot arrays, for the status and chains of every slot at once
         self.link_slots = LinkSlots()
         self.count = 0  # live links
+        #: What removals changed, so a walk pinned before them can still tell a
+        #: fact's successors then (:meth:`successors_then`). Predecessor -> (slot of
+        #: a removed successor, the link's known_at, the transaction that made the
+        #: link (-1: its fact's own), the one that removed it).
+        self.departed: dict[str, list[tuple[int, int, int, int]]] = {}
+        #: Predecessor -> (successor, transaction) of each link a forget re-pointed.
+        self.relinked: dict[str, list[tuple[str, int]]] = {}
 
     # -- changes (called by the fact index) ---------------------------------------------
     def add(self, succ: str, pred: str, known_at: int,
@@ -78,17 +90,41 @@ class Supersession:
         self.link_slots.add(ss, ps)
         return ps, p
 
-    def remove(self, fact_id: str) -> list[str]:
-        """Take away every link of the fact ``fact_id``, which is going; returns the
-        facts it superseded (without it, they may be current again)."""
+    def relink(self, succ: str, pred: str, known_at: int, seq: int) -> tuple[int, str] | None:
+        """:meth:`add` for a link a forget (transaction ``seq``) re-points, noted as
+        made then."""
+        made = self.add(succ, pred, known_at)
+        if made is not None:
+            p = made[1]
+            self.relinked[p] = [*self.relinked.get(p, ()), (succ, seq)]
+        return made
+
+    def remove(self, fact_id: str, slot: int = -1, seq: int = -1) -> list[str]:
+        """Take away every link of the fact ``fact_id`` (in ``slot``), which transaction
+        ``seq`` removes; returns the facts it superseded (without it, they may be
+        current again), each of which notes the link that departed."""
         preds = []
         for link in self.supersedes.pop(fact_id, []):
             _drop(self.superseded_by, link.other, fact_id)
             self.count -= 1
             preds.append(link.other)
+            made = -1
+            relinked = self.relinked.get(link.other)
+            if relinked is not None:  # a re-pointed link: made by that forget
+                made = max([made, *(at for s, at in relinked if s == fact_id)])
+                kept = [(s, at) for s, at in relinked if s != fact_id]
+                if kept:
+                    self.relinked[link.other] = kept
+                else:
+                    del self.relinked[link.other]
+            if slot >= 0:
+                self.departed[link.other] = [*self.departed.get(link.other, ()),
+                                             (slot, link.known_at, made, seq)]
         for link in self.superseded_by.pop(fact_id, []):
             _drop(self.supersedes, link.other, fact_id)
             self.count -= 1
+        self.departed.pop(fact_id, None)
+        self.relinked.pop(fact_id, None)
         return preds
 
     def moved(self, fact_id: str | None) -> None:
@@ -114,6 +150,26 @@ class Supersession:
             slot = self._stored(link.other)
             if slot >= 0 and self._known(slot, known_at):
                 out.append(link.other)
+        return out
+
+    def successors_then(self, fact_id: str, known_at: int | None, bound: int, seq: int
+                        ) -> list[int]:
+        """The slots of the facts that superseded the stored fact ``fact_id`` (through
+        links known at ``known_at``) just after transaction ``seq``, when the store
+        held ``bound`` slots: its successors still stored, linked by then (not
+        re-pointed to it by a later forget), and those removed since."""
+        later = {s for s, at in self.relinked.get(fact_id, ()) if at > seq}
+        out = []
+        for link in self.superseded_by.get(fact_id, ()):
+            if (known_at is not None and link.known_at > known_at) or link.other in later:
+                continue
+            slot = self._stored(link.other)
+            if 0 <= slot < bound and self._known(slot, known_at):
+                out.append(slot)
+        for slot, known, made, removed in self.departed.get(fact_id, ()):
+            if (made <= seq < removed and slot < bound
+                    and (known_at is None or known <= known_at) and self._known(slot, known_at)):
+                out.append(slot)
         return out
 
     def chain(self, fact_id: str) -> list[str]:
@@ -147,8 +203,15 @@ class Supersession:
     def snapshot(self) -> Snapshot:
         """The tables copied at the top (their lists are never changed in place and
         their entries are tuples)."""
-        return {"supersedes": dict(self.supersedes),
-                "superseded_by": dict(self.superseded_by)}
+        snap: Snapshot = {"supersedes": dict(self.supersedes),
+                          "superseded_by": dict(self.superseded_by)}
+        # Only when a removal filled them: a store that never forgot a superseding
+        # fact writes the payload it wrote before they existed (FORMAT.md §9.2).
+        if self.departed:
+            snap["departed"] = dict(self.departed)
+        if self.relinked:
+            snap["relinked"] = dict(self.relinked)
+        return snap
 
     def restore(self, snap: Snapshot, count: int) -> None:
         """The tables of :meth:`snapshot`, with ``count`` live links."""
@@ -156,6 +219,8 @@ class Supersession:
         self.supersedes.update(snap["supersedes"])
         self.superseded_by.clear()
         self.superseded_by.update(snap["superseded_by"])
+        self.departed = dict(snap.get("departed", {}))
+        self.relinked = dict(snap.get("relinked", {}))
         self.count = count
 
     def compacted(self, old: Supersession) -> None:

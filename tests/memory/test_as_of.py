@@ -211,3 +211,21 @@ def test_late_arriving_older_fact_links_are_known_from_its_ingest(
     assert got[0].fact.supersedes == []
     got = memory.recall("carol lives", as_of=250, known_at=20_000, history="all")
     assert {r.id: r.status for r in got} == {"v2": "current", "v1": "superseded"}
+
+
+def test_known_at_ranks_by_the_feedback_known_then(tmp_path: Path) -> None:
+    """Recall's usefulness multiplier under known_at counts only the feedback given by
+    then: feedback given later changes no score of a look back before it."""
+    clock = ManualClock(1_000)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        m = Memory(store, {"feedback": {"weight": 0.5}}, clock=clock)
+        m.remember("useful fact here", id="a")
+        m.remember("useful fact there", id="b")
+        before = [(r.id, r.score) for r in m.recall("useful", known_at=1_500)]
+        explained = m.explain("useful", "a", as_of=1_500, known_at=1_500)
+        clock.set(2_000)
+        m.feedback("a", True)
+        assert [(r.id, r.score) for r in m.recall("useful", known_at=1_500)] == before
+        assert m.explain("useful", "a", as_of=1_500, known_at=1_500) == explained
+        now = {r.id: r.score for r in m.recall("useful", known_at=2_000)}
+        assert now["a"] > now["b"]

@@ -6,7 +6,9 @@ current facts come first, then history, each newest first; a superseded value sh
 history with its successor, and its subject's current value is the successor, since its
 effective time; ``as_of`` answers as of that moment and ``known_at`` ignores what came
 later; a namespace confines it; paging walks every fact exactly once, each page within
-its limit, and a write between pages does not enter the walk; an unknown name is an
+its limit, and a write between pages does not enter the walk; whatever is written,
+superseded, forgotten or reopened between pages, each fact of the first page's walk
+still stored comes exactly once, in that walk's order; an unknown name is an
 empty profile; the speakers and sessions are the conversation turns'; links are shown
 at most MAX_FACT_LINKS per fact; hostile input is a clear InvalidError; the JSON
 contract answers camelCase.
@@ -262,3 +264,107 @@ def test_the_contract_answers_camel_case(memory: Memory) -> None:
     more = memory.call("entityProfile", {"name": "Alice", "asOf": 2_000, "limit": 1,
                                          "cursor": answer["nextCursor"]})
     assert more["summary"] is None and more["facts"][0]["id"] == "berlin"
+
+
+def _walk(m: Memory, first: profile.EntityProfile, limit: int) -> list[str]:
+    seen, cursor = ids(first), first.next_cursor
+    while cursor is not None:
+        p = m.entity_profile(first.name, limit=limit, cursor=cursor)
+        seen += ids(p)
+        cursor = p.next_cursor
+    return seen
+
+
+def test_a_fact_superseded_between_pages_comes_once(memory: Memory) -> None:
+    clock = memory.clock
+    assert isinstance(clock, ManualClock)
+    clock.set(20_001)
+    memory.remember("alice city paris", id="A", subject="alice/city")
+    clock.set(20_002)
+    memory.remember("alice job nurse", id="B", subject="alice/job")
+    clock.set(20_003)
+    memory.remember("alice pet cat", id="C", subject="alice/pet")
+    first = memory.entity_profile("alice", limit=2)
+    assert ids(first) == ["C", "B"]
+    clock.set(20_004)  # supersedes B from before the first page's evaluation time
+    memory.remember("alice job doctor", id="B2", subject="alice/job", valid_from=20_002)
+    assert _walk(memory, first, 2) == ["C", "B", "A"]
+
+
+def test_a_fact_current_again_after_a_forget_between_pages_comes_once(
+        memory: Memory) -> None:
+    memory.remember("alice pet cat", id="X", subject="alice/pet", valid_from=100)
+    memory.remember("alice city rome", id="P", subject="alice/city", valid_from=200)
+    memory.remember("alice city paris", id="S", subject="alice/city", valid_from=300)
+    first = memory.entity_profile("alice", limit=2)
+    assert ids(first) == ["S", "X"]
+    memory.forget({"ids": ["S"]})  # P is current again
+    rest = _walk(memory, first, 2)[2:]
+    assert rest == ["P"]
+    assert memory.entity_profile("alice", limit=2, cursor=first.next_cursor
+                                 ).facts[0].status == "current"  # its status now
+
+
+_STEP = st.one_of(
+    st.tuples(st.just("remember"), st.integers(0, 3), st.integers(0, 9_000)),
+    st.tuples(st.just("forget"), st.integers(0, 60), st.booleans()),
+    st.tuples(st.just("reopen"), st.just(0), st.just(0)))
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                 HealthCheck.too_slow])
+@given(first=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 9_000)), min_size=1,
+                      max_size=12),
+       limit=st.integers(1, 4),
+       between=st.lists(st.lists(_STEP, max_size=3), max_size=6))
+def test_paging_returns_each_fact_of_the_first_page_still_stored_exactly_once(
+        tmp_path_factory: pytest.TempPathFactory, first: list[tuple[int, int]], limit: int,
+        between: list[list[tuple[str, int, int]]]) -> None:
+    """Whatever is remembered (superseding, with a time before the walk's), forgotten
+    (with or without its chain) or reopened from a checkpoint between pages, the pages
+    give the first page's walk, in its order, less the facts forgotten before their
+    page."""
+    path = tmp_path_factory.mktemp("walk") / "s"
+    clock = ManualClock(10_000)
+    store = Store.open(path, sync="none")
+    m = Memory(store, {"supersession": "latest-by-subject"}, clock=clock)
+    made = 0
+
+    def write(subject: int, valid_from: int) -> None:
+        nonlocal made
+        clock.set(clock.now_ms() + 1)
+        m.remember(f"Alice fact {made}", id=f"f{made}", valid_from=valid_from,
+                   subject=f"alice/s{subject}" if subject < 3 else None,
+                   entities=["Alice"] if subject == 3 else [])
+        made += 1
+
+    try:
+        for subject, valid_from in first:
+            write(subject, valid_from)
+        whole = m.entity_profile("Alice", limit=profile.MAX_LIMIT)
+        page = m.entity_profile("Alice", limit=limit)
+        seen, cursor, gone = ids(page), page.next_cursor, set()
+        steps = iter(between)
+        while cursor is not None:
+            for op, a, b in next(steps, []):
+                if op == "remember":
+                    write(a, b)
+                elif op == "forget" and made:
+                    victim = f"f{a % made}"
+                    report = m.forget({"ids": [victim]}, include_chain=b)
+                    gone.update(report.removed)
+                else:
+                    store.checkpoint()
+                    store.close()
+                    store = Store.open(path, sync="none")
+                    m = Memory(store, {"supersession": "latest-by-subject"}, clock=clock)
+            page = m.entity_profile("Alice", limit=limit, cursor=cursor)
+            seen += ids(page)
+            cursor = page.next_cursor
+        # In the first page's order, each once; every one never forgotten among them
+        # (one forgotten after its page was given is too).
+        assert seen == [i for i in ids(whole) if i in set(seen)]
+        assert [i for i in ids(whole) if i not in gone] == [i for i in seen if i not in gone]
+    finally:
+        store.close()

@@ -1,7 +1,8 @@
 """Export and import (docs/contract.md §4d): a memory moved to another store with its whole history
 answers every recall — any as-of, known-at and history — byte for byte as the source
-did; importing again changes nothing; a different payload is a conflict and a
-malformed record is invalid, each naming its line, and that batch writes nothing.
+did (each confidence set travels with its time); importing again changes nothing; a
+different payload is a conflict and a malformed record is invalid, each naming its line,
+and that batch writes nothing.
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ def test_a_different_payload_for_a_stored_id_is_a_conflict_naming_its_line(
     ('{"id": "x", "text": "  ", "ingestTime": 1}', "line 2.*empty"),
     ('{"id": "x", "text": "t", "ingestTime": -1}', "line 2"),
     ('{"id": "x", "text": "t", "ingestTime": 1, "digest": "zz"}', "line 2.*digest"),
-    ('{"id": "x", "text": "t", "ingestTime": 1, "format": 3}', "line 2.*format"),
+    ('{"id": "x", "text": "t", "ingestTime": 1, "format": 4}', "line 2.*format"),
     ('{"id": "x", "text": "t", "ingestTime": 1, "confidence": 3}', "line 2"),
     ('{"id": "x", "text": "t", "ingestTime": 1, "links": [{"supersedes": "x", '
      '"knownAt": 1}]}', "line 2.*itself"),
@@ -444,3 +445,34 @@ def test_the_cli_refuses_a_hostile_import_naming_the_line_and_writes_nothing(
         assert error in done.stderr and "Traceback" not in done.stderr, done.stderr
         with Store.open(store, read_only=True) as s:
             assert list(Memory(s).export()) == []
+
+
+def test_an_export_carries_each_confidence_set_with_its_time(tmp_path: Path) -> None:
+    """A look back with known_at on the importing store shows the confidence known then,
+    as the source does; a history that does not end at the record's confidence is
+    invalid."""
+    clock = ManualClock(1_000)
+    with Store.open(tmp_path / "a", sync="none") as a, \
+            Store.open(tmp_path / "b", sync="none") as b:
+        src = Memory(a, clock=clock)
+        src.remember("Ann lives in Oslo", id="oslo", confidence=0.8)
+        clock.set(2_000)
+        src.set_confidence("oslo", 0.3)
+        clock.set(3_000)
+        src.set_confidence("oslo", 0.0)
+        exported = list(src.export())
+        assert exported[0]["confidenceHistory"] == {
+            "remembered": 0.8, "changes": [{"time": 2_000, "confidence": 0.3},
+                                           {"time": 3_000, "confidence": 0.0}]}
+        dst = Memory(b, clock=clock)
+        dst.import_(exported)
+        for known_at in (1_500, 2_500, None):
+            theirs, ours = src.get("oslo", known_at=known_at), dst.get("oslo", known_at=known_at)
+            assert theirs is not None and ours == theirs
+        assert [g.confidence for g in (dst.get("oslo", known_at=t) for t in (1_500, 2_500))
+                if g is not None] == [0.8, 0.3]
+        assert list(dst.export()) == exported
+        assert dst.import_(exported).unchanged == 1
+        wrong = {**exported[0], "id": "other", "confidence": 0.5, "digest": None}
+        with pytest.raises(InvalidError, match="confidenceHistory"):
+            dst.import_([wrong])

@@ -1,6 +1,6 @@
 """``list``, ``get`` and ``history`` answer at a moment, as recall does: ``asOf``
-evaluates every status then, ``knownAt`` leaves out what was ingested later (docs/contract.md
-§4 "Looking back")."""
+evaluates every status then, ``knownAt`` leaves out what was ingested later and shows the
+feedback and confidence known then (docs/contract.md §4 "Looking back")."""
 
 from __future__ import annotations
 
@@ -64,3 +64,50 @@ def test_a_bad_moment_is_refused(memory: Memory) -> None:
         memory.call("list", {"asOf": "yesterday"})
     with pytest.raises(InvalidError):
         memory.get("paris", known_at="not a time")
+
+
+def _notes(m: Memory, op: str, known_at: int | None) -> dict[str, tuple[int, int, float]]:
+    """(helpful, unhelpful, confidence) of each fact ``op`` answers with ``knownAt``."""
+    req: dict[str, object] = {} if known_at is None else {"knownAt": known_at}
+    if op == "get":
+        facts = [m.call("get", {"id": "paris", **req})["fact"]]
+    elif op == "history":
+        facts = m.call("history", {"id": "paris", **req})["history"][:1]
+    else:
+        facts = [f for f in m.call("list", req)["facts"] if f["id"] == "paris"]
+    return {f["id"]: (f["helpful"], f["unhelpful"], f["confidence"]) for f in facts}
+
+
+@pytest.mark.parametrize("op", ["get", "history", "list"])
+def test_known_at_shows_the_feedback_and_confidence_known_then(tmp_path: Path,
+                                                               op: str) -> None:
+    """Each feedback and each confidence set counts from its own time on, also after a
+    compaction and a reopen (the store keeps every confidence set with its time)."""
+    path = str(tmp_path / "s")
+    clock = ManualClock(1_000)
+    with Store.open(path) as store:
+        m = Memory(store, clock=clock)
+        m.remember("Ann lives in Paris", id="paris", confidence=0.8)
+        clock.set(2_000)
+        m.feedback("paris", True)
+        clock.set(3_000)
+        m.set_confidence("paris", 0.3)
+        clock.set(4_000)
+        m.feedback("paris", False)
+        m.set_confidence("paris", 0.6)
+        clock.set(9_000)
+        expected = {1_500: (0, 0, 0.8), 2_500: (1, 0, 0.8), 3_500: (1, 0, 0.3),
+                    4_000: (1, 1, 0.6), None: (1, 1, 0.6)}
+        for known_at, notes in expected.items():
+            assert _notes(m, op, known_at) == {"paris": notes}, known_at
+        full = m.get("paris", known_at=2_500)
+        assert full is not None and [(e.helpful, e.time) for e in full.feedback] == [
+            (True, 2_000)]
+        store.compact()
+        for known_at, notes in expected.items():
+            assert _notes(m, op, known_at) == {"paris": notes}, known_at
+        store.checkpoint()
+    with Store.open(path) as store:
+        m = Memory(store, clock=clock)
+        for known_at, notes in expected.items():
+            assert _notes(m, op, known_at) == {"paris": notes}, known_at

@@ -24,6 +24,7 @@ from holomem.api.engine.checkpointing import Checkpointer
 from holomem.api.engine.replay import text_file
 from holomem.api.engine.view import View
 from holomem.events import (
+    ConfidenceSet,
     ConfigRecorded,
     DocumentAdded,
     DocumentReplaced,
@@ -84,6 +85,10 @@ def live_events(view: View, slots: np.ndarray, records: list[TextRecord]
             if given:
                 events.extend(FeedbackGiven(id=rec.id, helpful=h, time=tm, note=n)
                               for h, tm, n in given)
+            # Each confidence set since, with its time (the FactAdded holds the one it
+            # was remembered with): get and list with known_at answer as before.
+            events.extend(ConfidenceSet(id=rec.id, confidence=v, time=tm)
+                          for tm, v in facts.confidence_changes(rec.id))
     return out
 
 

@@ -26,13 +26,16 @@ Rules, written down once:
 - a page's links are its facts' typed links, both directions, as ``links`` shows
   them at ``as_of`` and ``known_at``.
 
-Paging. The cursor pins the first page's evaluation time, the store's slots at that
-moment and the generation: facts written after the first page are not in the walk,
-and every fact of the walk comes exactly once, in order. A fact written later with
-a time before the pinned one (an explicit ``validFrom``) can still supersede one of
-the walk's facts and move it from one group to the other between pages; pass
-``known_at`` to rule that out too. A cursor from another name, namespace or time, or
-from before a compaction, is refused.
+Paging. The cursor pins the first page's evaluation time, the store's slots and last
+transaction at that moment and the generation. Facts written after the first page are
+not in the walk, and each fact's group is its status as the store stood at the first
+page (:meth:`~holomem.projections.facts.FactIndex.status_codes_then`: the successors
+it had then, even those forgotten since, and not those written or re-pointed since),
+so the order of the walk never changes between pages: every fact of the walk still
+stored comes exactly once, in order, whatever is written or forgotten between pages.
+A later page shows its facts' status as it is then (a fact keeps its place when its
+status changed). A cursor from another name, namespace or time, or from before a
+compaction, is refused.
 
 Bounds: a page holds at most :data:`MAX_LIMIT` facts and :data:`MAX_FACT_LINKS`
 links per fact; each list of the summary at most :data:`MAX_SUMMARY` entries. The
@@ -110,6 +113,7 @@ def request(name: object, as_of: object, known_at: object, namespace: object,
 class _Cursor(NamedTuple):
     generation: int
     bound: int  # the store's slots at the first page: later ones are not walked
+    seq: int  # the store's last transaction at the first page: statuses as they were then
     at: int  # the first page's evaluation time
     group: int  # where the last fact given stands: its group, effective time, slot
     eff: int
@@ -124,10 +128,11 @@ def _asked(req: ProfileRequest) -> str:
 
 def _decode(req: ProfileRequest, text: str, view: View) -> _Cursor:
     data = validate.decode_cursor(text, _WHAT)
-    cur = _Cursor(*validate.cursor_ints(data, ("g", "n", "t", "c", "e", "s"), _WHAT))
-    # Each where the first page put it: a group, a slot bound within the store, a time
-    # as a caller's (a client may have changed any of them).
+    cur = _Cursor(*validate.cursor_ints(data, ("g", "n", "r", "t", "c", "e", "s"), _WHAT))
+    # Each where the first page put it: a group, a slot bound and a transaction within
+    # the store, a time as a caller's (a client may have changed any of them).
     if (cur.group not in (0, 1) or not 0 <= cur.bound <= view.catalog.slots
+            or not -1 <= cur.seq <= view.revision
             or not -validate.TIME_LIMIT < cur.at < validate.TIME_LIMIT):
         raise InvalidError(f"not a cursor {_WHAT} gave out")
     if data.get("q") != _asked(req):
@@ -144,6 +149,7 @@ def page(view: View, req: ProfileRequest, now: int) -> EntityProfile:
     cur = _decode(req, req.cursor, view) if req.cursor is not None else None
     at = cur.at if cur is not None else (req.as_of if req.as_of is not None else now)
     bound = cur.bound if cur is not None else view.catalog.slots
+    seq = cur.seq if cur is not None else view.revision
     facts, known = view.facts, req.known_at
     allowed = _allowed(view, req.prefix, known, bound)
     sids = [sid for sid in facts.subject_index.named(req.key)
@@ -153,7 +159,7 @@ def page(view: View, req: ProfileRequest, now: int) -> EntityProfile:
     found = np.union1d(view.entities.slots(req.name),
                        np.asarray([s for s in members if s >= 0], dtype=np.int64))
     found = found[allowed[found]]
-    codes = facts.status_codes(found, at, known)
+    codes = facts.status_codes_then(found, at, known, bound, seq)
     group = (codes != _CURRENT).astype(np.int64)
     eff = facts.eff.view()[found]
     order = np.lexsort((-found, -eff, group))
@@ -166,14 +172,17 @@ def page(view: View, req: ProfileRequest, now: int) -> EntityProfile:
         start = int(hits[0]) if len(hits) else len(slots)
     end = min(start + req.limit, len(slots))
     chosen = slots[start:end].tolist()
+    # A later page shows each fact's status as it is now (its place in the walk is
+    # the first page's: a write or forget since may have changed the status).
     records = fact_records(view, chosen, at, known,
+                           None if cur is not None else
                            [STATUSES[c] for c in codes[start:end].tolist()])
     links, cut = _links(view, chosen, at, known)
     next_cursor = None
     if end < len(slots):
         last = end - 1
         next_cursor = validate.encode_cursor(
-            q=_asked(req), g=view.generation, n=bound, t=at, c=int(group[last]),
+            q=_asked(req), g=view.generation, n=bound, r=seq, t=at, c=int(group[last]),
             e=int(eff[last]), s=int(slots[last]))
     summary = None
     if cur is None:

@@ -45,7 +45,7 @@ def fact_record(view: View, slot: int, at: int, known_at: int | None = None) -> 
         return FactRecord(id=fid, text=rec.text, ingest_time=0, status="current",
                           entities=list(rec.entities), metadata=meta, embedding=emb)
     t = facts.times(slot)
-    fb = facts.feedback.get(fid, [])
+    fb = facts.feedback_known(fid, known_at)
     turn = facts.turns.get(fid) or NO_TURN
     return FactRecord(
         id=fid, text=rec.text, ingest_time=t.ingest_time,
@@ -54,7 +54,7 @@ def fact_record(view: View, slot: int, at: int, known_at: int | None = None) -> 
         event_time=t.event_time, valid_from=t.valid_from, valid_to=t.valid_to,
         supersedes=facts.predecessors(fid, known_at),
         superseded_by=facts.successors(fid, known_at),
-        confidence=facts.confidence.get(fid, 1.0),
+        confidence=facts.confidence_known(fid, known_at),
         helpful=sum(1 for h, _, _ in fb if h), unhelpful=sum(1 for h, _, _ in fb if not h),
         feedback=[FeedbackEntry(helpful=h, time=tm, note=n) for h, tm, n in fb],
         namespace=list(facts.namespace(slot)), ttl_ms=t.ttl_ms,
@@ -147,8 +147,8 @@ def fact_records(view: View, slots: Sequence[int], at: int, known_at: int | None
                 None if event == UNSET else event, None if start == UNSET else start,
                 None if end == UNSET else end))
             continue
-        trust = confidence.get(fid, 1.0) if confidence is not None else 1.0
-        fb = feedback.get(fid) if feedback is not None else None
+        trust = facts.confidence_known(fid, known_at) if confidence is not None else 1.0
+        fb = facts.feedback_known(fid, known_at) if feedback is not None else None
         ttl_ms = ttl.get(fid) if ttl is not None else None
         turn = (turns.get(fid) or NO_TURN) if turns is not None else NO_TURN
         out.append(FactRecord(

@@ -290,7 +290,7 @@ class Ranking:
             recency = p.recency(max(0, self.at - facts.eff.item(slot)))
         history = 1.0 if status == CURRENT else p.historical_weight
         usefulness = (1.0 if p.feedback_weight is None else
-                      p.usefulness(facts.feedback.get(self.view.id_of(slot), ())))
+                      p.usefulness(facts.feedback_known(self.view.id_of(slot), o.known_at)))
         return Candidate(slot, rank, status, base * recency * history * usefulness, base,
                          lexical, semantic, recency, history, usefulness)
 
@@ -339,8 +339,8 @@ class Ranking:
         history = np.where(codes == 0, 1.0, float(p.historical_weight))
         usefulness = ones
         if p.feedback_weight is not None:
-            feedback, id_of = facts.feedback, self.view.id_of
-            usefulness = np.array([p.usefulness(feedback.get(id_of(s), ()))
+            feedback, id_of, known = facts.feedback_known, self.view.id_of, o.known_at
+            usefulness = np.array([p.usefulness(feedback(id_of(s), known))
                                    for s in slots.tolist()], dtype=np.float64)
         plain = recency is ones and usefulness is ones
         # (A product by 1.0 is exact: without those policies, the same bits.)

@@ -26,6 +26,8 @@ from holomem.api.memory.remember import intake
 from holomem.api.memory.transfer import links as transferlinks
 from holomem.api.memory.transfer.records import (
     EXPORT_FORMATS,
+    ConfidenceHistory,
+    ConfidenceRecord,
     FactExport,
     FeedbackRecord,
     LinkRecord,
@@ -33,7 +35,14 @@ from holomem.api.memory.transfer.records import (
 )
 from holomem.api.memory.types import RememberInput
 from holomem.errors import ConflictError, InvalidError, LimitError
-from holomem.events import DocumentAdded, Event, FactAdded, FactLinks, FeedbackGiven
+from holomem.events import (
+    ConfidenceSet,
+    DocumentAdded,
+    Event,
+    FactAdded,
+    FactLinks,
+    FeedbackGiven,
+)
 from holomem.projections.namespaces import Namespace
 
 #: Facts read under one read block by an export (writers wait at most that long).
@@ -58,6 +67,7 @@ def export_record(view: View, slot: int, relations: bool = True,
     t = facts.times(slot)
     raw = view.vector_as_written(slot)
     turn = facts.turns.get(fid)
+    changes = facts.confidence_changes(fid)
     return FactExport(
         id=fid, text=rec.text, ingest_time=t.ingest_time,
         namespace=list(facts.namespace(slot)), subject=t.subject,
@@ -73,7 +83,11 @@ def export_record(view: View, slot: int, relations: bool = True,
         digest=t.digest.hex(), ttl_ms=t.ttl_ms,
         relations=transferlinks.records_of(view, slot, ranks) if relations else [],
         speaker=turn.speaker if turn else None, session=turn.session if turn else None,
-        position=turn.position if turn else None)
+        position=turn.position if turn else None,
+        confidence_history=ConfidenceHistory(
+            remembered=facts.confidence_remembered(fid),
+            changes=[ConfidenceRecord(time=t, confidence=v) for t, v in changes])
+        if changes else None)
 
 
 def export_blocks(store: Store, prefix: Namespace, block: int = EXPORT_BLOCK
@@ -172,6 +186,19 @@ def check(x: FactExport, line: int) -> Incoming:
         validate.to_ms(fb.time, f"{where}: feedback time")
         if fb.note is not None:
             validate.text(fb.note, f"{where}: feedback note")
+    history = x.confidence_history
+    if history is not None:
+        if not history.changes or len(history.changes) > MAX_FEEDBACK:
+            raise LimitError(f"{where}: confidenceHistory holds 1 to {MAX_FEEDBACK} changes")
+        for value in (history.remembered, *(c.confidence for c in history.changes)):
+            if not 0.0 <= value <= 1.0:
+                raise InvalidError(f"{where}: confidenceHistory: a confidence must be "
+                                   "between 0 and 1")
+        for change in history.changes:
+            validate.to_ms(change.time, f"{where}: confidenceHistory time")
+        if history.changes[-1].confidence != x.confidence:
+            raise InvalidError(f"{where}: the last of confidenceHistory's changes is not "
+                               "the record's confidence")
     if x.digest is not None:
         try:
             digest = bytes.fromhex(x.digest)
@@ -243,12 +270,14 @@ class Importer:
                 id=x.id, ingest_time=x.ingest_time, subject=x.subject,
                 event_time=x.event_time, valid_from=x.valid_from, valid_to=x.valid_to,
                 requested=tuple(x.requested), digest=item.digest,
-                confidence=None if x.confidence == 1.0 else x.confidence,
-                namespace=tuple(x.namespace), ttl_ms=x.ttl_ms,
+                confidence=_remembered(x), namespace=tuple(x.namespace), ttl_ms=x.ttl_ms,
                 turn=None if x.speaker is None and x.session is None and x.position is None
                 else (x.speaker, x.session, x.position)))
             events.extend(FeedbackGiven(id=x.id, helpful=fb.helpful, time=fb.time,
                                         note=fb.note) for fb in x.feedback)
+            if x.confidence_history is not None:
+                events.extend(ConfidenceSet(id=x.id, confidence=c.confidence, time=c.time)
+                              for c in x.confidence_history.changes)
             waiting.extend((x.id, link.supersedes, link.known_at, item.line)
                            for link in x.links)
         ready, still = self._ready(view, here, waiting)
@@ -400,6 +429,13 @@ def revectored(batch: builtins.list[Incoming],
         vec = vecs[row] if vecs is not None else None
         out[i] = x._replace(record=msgspec.structs.replace(x.record, embedding=vec))
     return out
+
+
+def _remembered(x: FactExport) -> float | None:
+    """The confidence the record's fact was remembered with (None: 1.0)."""
+    value = (x.confidence if x.confidence_history is None
+             else x.confidence_history.remembered)
+    return None if value == 1.0 else value
 
 
 def _same_payload(stored: FactExport, incoming: FactExport) -> bool:

@@ -44,12 +44,28 @@ class FeedbackRecord(Request, frozen=True):
     note: str | None = None
 
 
+class ConfidenceRecord(Request, frozen=True):
+    """A confidence set on a fact: ``confidence`` from ``time`` (ms) on."""
+
+    time: int
+    confidence: float
+
+
+class ConfidenceHistory(Request, frozen=True):
+    """How a fact's confidence came to be (format 3): the one it was remembered with,
+    then each one set on it since, in order (the last is the record's ``confidence``)."""
+
+    remembered: float
+    changes: list[ConfidenceRecord]
+
+
 #: The version of :class:`FactExport`'s form an export writes (2: records carry
-#: ``relations``); import reads :data:`EXPORT_FORMATS`, any other is refused.
-EXPORT_FORMAT = 2
+#: ``relations``; 3: ``confidenceHistory``); import reads :data:`EXPORT_FORMATS`, any
+#: other is refused.
+EXPORT_FORMAT = 3
 
 
-EXPORT_FORMATS = (1, 2)
+EXPORT_FORMATS = (1, 2, 3)
 
 
 class FactExport(Request, frozen=True):
@@ -60,7 +76,9 @@ class FactExport(Request, frozen=True):
     ``supersedes`` list; ``links`` every supersession link this fact holds as the
     successor (its own, a policy's, re-pointed ones), each with its known-at time;
     ``digest`` the hex payload digest that makes a retried remember idempotent;
-    ``relations`` the typed links whose later-written end this fact is (format 2).
+    ``relations`` the typed links whose later-written end this fact is (format 2);
+    ``confidence_history`` each confidence set on it with its time, when one was
+    (format 3), so a look back with ``known_at`` answers as on the source.
     """
 
     id: str
@@ -86,6 +104,7 @@ class FactExport(Request, frozen=True):
     speaker: str | None = None
     session: str | None = None
     position: int | None = None
+    confidence_history: ConfidenceHistory | None = None
 
 
 class ImportReport(Response, frozen=True):

@@ -189,24 +189,24 @@ class Build:
         """Queue a writer's change of ``slot`` (``row``: its new unit vector, copied;
         None: it has none now). False: the build has ended — the caller changes the
         installed index itself (or there is none)."""
-        with self._mu:
-            if self._done:
-                return False
-            self._queue.append((slot, None if row is None else np.array(row, np.float32)))
-            self._queued_bytes += 0 if row is None else row.nbytes
-            if self._queued_bytes > self._max_queued:
-                self._stop.set()  # writers outpace the build: start again later
-            return True
+        if row is None:
+            return self._noted([(slot, None)], 0)
+        kept = np.array(row, np.float32)
+        return self._noted([(slot, kept)], kept.nbytes)
 
     def note_many(self, slots: np.ndarray, rows: np.ndarray) -> bool:
         """:meth:`note` of each of ``slots`` and its new row (``rows``: unit vectors,
         copied once), under one hold of the lock."""
+        block = np.array(rows, dtype=np.float32)  # (a copy: the caller's may move)
+        return self._noted(list(zip(np.asarray(slots).tolist(), block, strict=True)),
+                           block.nbytes)
+
+    def _noted(self, changes: list[Change], size: int) -> bool:
         with self._mu:
             if self._done:
                 return False
-            block = np.array(rows, dtype=np.float32)  # (a copy: the caller's may move)
-            self._queue.extend(zip(np.asarray(slots).tolist(), block, strict=True))
-            self._queued_bytes += block.nbytes
+            self._queue.extend(changes)
+            self._queued_bytes += size
             if self._queued_bytes > self._max_queued:
                 self._stop.set()  # writers outpace the build: start again later
             return True

@@ -121,3 +121,24 @@ def test_json_nested_past_the_limit_on_the_command_line_or_in_a_file_is_bad_inpu
     ], 2)
     with Store.open(s, read_only=True) as store:
         assert [f.id for f in Memory(store).list().facts] == ["a"]  # nothing written
+
+
+def test_an_export_or_import_path_that_is_no_file_is_usage_and_touches_nothing(
+        tmp_path: Path) -> None:
+    """An --output that is a directory, or whose temp file (``PATH.tmp``, written first)
+    is a file of the caller's, and an import FILE that is a directory, exit 2: nothing
+    is written, no export copy is left beside the output, the caller's file is kept,
+    and no store is created."""
+    s = str(tmp_path / "s")
+    make_store(tmp_path / "s", [{"id": "a", "text": "a secret fact"}])
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    mine = tmp_path / "out.jsonl.tmp"
+    mine.write_text("my own notes")
+    new_store = str(tmp_path / "new")
+    check([["export", s, "-o", str(folder)],
+           ["export", s, "-o", str(tmp_path / "out.jsonl")],
+           ["import", new_store, str(folder)]], 2)
+    assert not (tmp_path / "folder.tmp").exists()
+    assert mine.read_text() == "my own notes" and not (tmp_path / "out.jsonl").exists()
+    assert not os.path.exists(new_store)

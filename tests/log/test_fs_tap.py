@@ -187,3 +187,12 @@ def test_a_line_that_is_no_record_is_refused_with_its_number() -> None:
     good = tap.encode(tap.Record("mkdir", "/x"))
     with pytest.raises(ValueError, match="line 2"):
         tap.parse(good + b"write\t/x\t0\n")
+
+
+def test_a_replacement_that_cannot_be_renamed_in_leaves_no_copy_beside_it(
+        tmp_path: Path) -> None:
+    target = tmp_path / "taken"
+    target.mkdir()  # a directory where the file should go: the rename fails
+    with pytest.raises(StorageIOError):
+        fs.write_file_atomic(str(target), b"the new bytes")
+    assert not os.path.exists(fs.atomic_temp(str(target))) and target.is_dir()

@@ -43,7 +43,14 @@ import os
 
 from holomem.log import crashpoints as cp
 from holomem.log.fs.base import install_tap
-from holomem.log.fs.durable import make_dirs, rename, sync, sync_dir, write_file_atomic
+from holomem.log.fs.durable import (
+    atomic_temp,
+    make_dirs,
+    rename,
+    sync,
+    sync_dir,
+    write_file_atomic,
+)
 from holomem.log.fs.erasing import erase, erase_tree, remove_tree, zero_range
 from holomem.log.fs.files import (
     close,
@@ -74,8 +81,8 @@ from holomem.log.fs.logfile import LogFile, recorder
 from holomem.log.fs.sockets import listen_unix, private_dir, remove_socket
 
 __all__ = [
-    "LogFile", "arm_from_environment", "close", "copy_tree", "create", "discard_output",
-    "erase", "erase_tree",
+    "LogFile", "arm_from_environment", "atomic_temp", "close", "copy_tree", "create",
+    "discard_output", "erase", "erase_tree",
     "file_id", "install_tap", "listdir", "listen_unix", "lock", "lock_holder", "make_dirs",
     "make_temp_dir", "mkdir", "modified", "open_ro", "open_rw", "path_size", "private_dir",
     "read_at", "read_each", "read_file", "read_file_or_none", "recorder", "remove_socket",

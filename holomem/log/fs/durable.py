@@ -98,11 +98,17 @@ def rename(src: str, dst: str) -> None:
     cp.hit(P_RENAME_AFTER)
 
 
+def atomic_temp(path: str) -> str:
+    """Where :func:`write_file_atomic` writes ``path``'s new bytes before the rename."""
+    return path + TMP_SUFFIX
+
+
 def write_file_atomic(path: str, data: bytes | Iterable[bytes]) -> int:
     """Replace ``path`` with ``data`` (bytes, or chunks written as they come): temp
     file, fsync, rename, fsync the directory. Returns the bytes written. A failure
-    part-way leaves ``path`` as it was (and the temp file removed)."""
-    tmp = path + TMP_SUFFIX
+    part-way leaves ``path`` as it was (and the temp file removed; a file already at the
+    temp file's name is the caller's own, from an earlier attempt, and is replaced)."""
+    tmp = atomic_temp(path)
     unlink(tmp)
     fd = create(tmp)
     offset = 0
@@ -116,6 +122,10 @@ def write_file_atomic(path: str, data: bytes | Iterable[bytes]) -> int:
         unlink(tmp)
         raise
     close(fd)
-    rename(tmp, path)
+    try:
+        rename(tmp, path)
+    except BaseException:  # (e.g. ``path`` is a directory): no copy left beside it
+        unlink(tmp)
+        raise
     sync_dir(os.path.dirname(path) or ".")
     return offset

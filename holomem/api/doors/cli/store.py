@@ -56,8 +56,8 @@ def info(args: argparse.Namespace) -> int:
 def export(args: argparse.Namespace) -> int:
     """Every fact at or under --namespace as JSON Lines, to --output (written whole and
     synced, or not at all) or to stdout."""
-    if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
-        raise Failure(EXIT_USAGE, f"--output {args.output}: no such directory")
+    if args.output:
+        _writable_output(args.output)
     with memory_of(args) as memory, ProgressLines("export", every=args.progress_every) as progress:
         chunks = printing.jsonl_chunks(memory.export(args.namespace), progress)
         if args.output:
@@ -70,9 +70,25 @@ def export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _writable_output(path: str) -> None:
+    """Refuse (usage) an --output the export cannot replace whole: in a missing
+    directory, a directory itself, or one whose temp file (``PATH.tmp``, written first)
+    is a file of the caller's, which is never overwritten."""
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise Failure(EXIT_USAGE, f"--output {path}: no such directory")
+    if os.path.isdir(path):
+        raise Failure(EXIT_USAGE, f"--output {path}: a directory, not a file")
+    if os.path.lexists(fs.atomic_temp(path)):
+        raise Failure(EXIT_USAGE, f"--output {path}: {fs.atomic_temp(path)} is in the way "
+                                  "(the export is written there first); move it or choose "
+                                  "another path")
+
+
 def file_lines(path: str, size: int = 1 << 20) -> Iterator[bytes]:
     """The lines of a file, read ``size`` bytes at a time (opened now, so a missing file
     is an error before anything else happens)."""
+    if os.path.isdir(path):
+        raise Failure(EXIT_USAGE, f"{path}: a directory, not a file")
     try:
         fd = fs.open_ro(path)
     except HolomemError as exc:

@@ -127,17 +127,26 @@ def held_build(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, threading.
     events["release"].set()  # (a failing test must not leave the build's thread waiting)
 
 
+def _building(store: Store, held_build: dict[str, threading.Event], seed: int, probe: int
+              ) -> tuple[Memory, Memory, np.ndarray]:
+    """2,000 facts written through an exact memory, then a recall through an
+    approximate one by fact ``probe``'s vector, which starts the build (and is answered
+    exactly); returns once the build is held adding. (exact, approximate, vectors)"""
+    clock = ManualClock(1_000_000)
+    exact = Memory(store, EXACT, clock=clock, persist=True)
+    vecs, texts = corpus(2_000, seed=seed)
+    fill(exact, clock, vecs, texts)
+    approx = Memory(store, APPROX, clock=clock)
+    approx.recall("", embedding=vecs[probe].tolist(), k=5)
+    assert held_build["adding"].wait(60)
+    return exact, approx, vecs
+
+
 def test_a_remember_completes_while_a_build_is_held_and_is_caught_up(
         tmp_path: Path, held_build: dict[str, threading.Event]) -> None:
-    clock = ManualClock(1_000_000)
     with Store.open(tmp_path / "s", sync="none") as store:
-        exact = Memory(store, EXACT, clock=clock, persist=True)
-        vecs, texts = corpus(2_000, seed=15)
-        fill(exact, clock, vecs, texts)
-        approx = Memory(store, APPROX, clock=clock)
+        exact, approx, vecs = _building(store, held_build, seed=15, probe=7)
         probe = vecs[7].tolist()
-        approx.recall("", embedding=probe, k=5)  # starts the build; exact
-        assert held_build["adding"].wait(60)
         order: list[str] = []
         # A writer while the build is held: it is acknowledged, the build still runs.
         new = (-vecs[7]).tolist()
@@ -167,14 +176,8 @@ def test_a_remember_completes_while_a_build_is_held_and_is_caught_up(
 
 def test_a_batch_remembered_while_a_build_is_held_is_in_the_index_it_installs(
         tmp_path: Path, held_build: dict[str, threading.Event]) -> None:
-    clock = ManualClock(1_000_000)
     with Store.open(tmp_path / "s", sync="none") as store:
-        exact = Memory(store, EXACT, clock=clock, persist=True)
-        vecs, texts = corpus(2_000, seed=16)
-        fill(exact, clock, vecs, texts)
-        approx = Memory(store, APPROX, clock=clock)
-        approx.recall("", embedding=vecs[3].tolist(), k=5)  # starts the build
-        assert held_build["adding"].wait(60)
+        exact, approx, vecs = _building(store, held_build, seed=16, probe=3)
         # A batch (written as one run of new documents, not one by one) meanwhile.
         late = -vecs[:40]
         exact.remember_many([{"id": f"late{i}", "text": f"late fact {i}",

@@ -228,17 +228,18 @@ class Ranking:
         query = self.query if self.reading is None else self.reading.lexical
         fused = self.view.fused(query, self.embedding, None, self.policies.fusion,
                                 self.depth(), self.approximate, self.include)
-        known = self._known()
-        return fused if known is None else fused.take(known[fused.slots])
+        if self.options.known_at is None:
+            return fused
+        return fused.take(self._known_among(fused.slots))
 
-    def _known(self) -> np.ndarray | None:
-        """With ``known_at``, the slot mask of the documents known then (every one that
-        is not a fact, and the facts ingested by then); None without it."""
-        known_at = self.options.known_at
-        if known_at is None:
-            return None
-        facts = self.view.facts
-        out: np.ndarray = ~facts.is_fact.view() | (facts.ingest.view() <= known_at)
+    def _known_among(self, slots: np.ndarray | slice) -> np.ndarray:
+        """Under ``known_at``, which of ``slots`` (every slot for ``slice(None)``) hold a
+        document known then: every one that is not a fact, and the facts ingested by
+        then."""
+        facts, known_at = self.view.facts, self.options.known_at
+        assert known_at is not None
+        out: np.ndarray = ~facts.is_fact.view()[slots] | (facts.ingest.view()[slots]
+                                                          <= known_at)
         return out
 
     def fused(self) -> Fusion:
@@ -250,7 +251,7 @@ class Ranking:
                                    self.policies.fusion, self.depth(),
                                    self.approximate, self.include)
         plain = self.plain()
-        known = self._known()
+        known = None if self.options.known_at is None else self._known_among(slice(None))
         allowed = self.allowed if known is None else \
             known if self.allowed is None else self.allowed & known
         if p.dialogue is None:
@@ -319,8 +320,8 @@ class Ranking:
         ranks = np.arange(1, examined + 1, dtype=np.int64)
         slots = fused.slots[order]
         if o.known_at is not None:  # facts ingested after known_at are not candidates
-            known = ~facts.is_fact.view()[slots] | (facts.ingest.view()[slots] <= o.known_at)
-            order, ranks, slots = order[known], ranks[known], slots[known]
+            then = self._known_among(slots)
+            order, ranks, slots = order[then], ranks[then], slots[then]
         base = fused.score[order]
         lexical = fused.lexical[order]
         semantic = None if fused.semantic is None else fused.semantic[order]
@@ -500,8 +501,8 @@ class Ranking:
         examined = len(order)
         slots = fused.slots[order]
         if o.known_at is not None:  # facts ingested after known_at are not candidates
-            known = ~facts.is_fact.view()[slots] | (facts.ingest.view()[slots] <= o.known_at)
-            order, slots = order[known], slots[known]
+            then = self._known_among(slots)
+            order, slots = order[then], slots[then]
         codes = facts.status_codes(slots, self.at, o.known_at)
         best = np.flatnonzero(wanted_codes(o.history, codes))[: o.k]
         codes, base = codes[best], fused.score[order[best]]

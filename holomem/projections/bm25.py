@@ -300,10 +300,15 @@ class BM25:
         holds its top k (score descending, then slot ascending): ``top_k`` of
         either gives the same documents. See the module docstring.
         """
+        return self._top(query, k, allowed)[:2]
+
+    def _top(self, query: str, k: int, allowed: np.ndarray | None
+             ) -> tuple[np.ndarray, np.ndarray, int]:
+        """:meth:`top`'s answer, and the postings of the query's terms in all."""
         alive = None if self.catalog.live == self.catalog.slots else self.catalog.alive.view()
         found, total, memo = self._found(query, alive)
         if total <= EXHAUSTIVE or total + self.catalog.slots // 2 <= DENSE_WORK:
-            return exhaustive.scored(found, alive, allowed, self._norms(), memo, k)
+            return (*exhaustive.scored(found, alive, allowed, self._norms(), memo, k), total)
         doclen, delta = self.postings.doclen.view(), self.postings.delta_start
         terms = [Term(term.weight, [
             Part(delta, len(doclen), s, t, None, None) if seg is None
@@ -317,19 +322,17 @@ class BM25:
             return out
 
         got = prune(terms, k, self._norms(), norm, keep)
-        return (exhaustive.scored(found, alive, allowed, self._norms(), memo)
-                if got is None else got)
+        return (*(exhaustive.scored(found, alive, allowed, self._norms(), memo)
+                  if got is None else got), total)
 
     def top_bounded(self, query: str, k: int, allowed: np.ndarray | None = None
                     ) -> tuple[np.ndarray, np.ndarray, float]:
         """:meth:`top`'s answer, and a score no matching document it leaves out reaches
         or passes: 0 when it holds every match (few postings: the exhaustive sum keeps
         them all), else its ``k``-th best score."""
-        slots, scores = self.top(query, k, allowed)
+        slots, scores, total = self._top(query, k, allowed)
         if len(slots) < k:
             return slots, scores, 0.0
-        alive = None if self.catalog.live == self.catalog.slots else self.catalog.alive.view()
-        total = self._found(query, alive)[1]  # (memoised: the terms were just found)
         if total * 8 < self.catalog.slots:  # exhaustive.scored's sparse sum: every match
             return slots, scores, 0.0
         return slots, scores, float(np.partition(scores, len(scores) - k)[len(scores) - k])

@@ -13,6 +13,7 @@ stored as float32, normalised to unit length, so cosine is one matrix product.
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Literal
 
@@ -64,7 +65,8 @@ def unit(vector: np.ndarray) -> np.ndarray:
     subnormal step, which would give a vector longer or shorter than 1. Such a vector is
     divided by its float64 length instead, and rounded once to float32."""
     v = np.asarray(vector, dtype=np.float32)
-    norm = np.linalg.norm(v.astype(np.float64))
+    wide = v.astype(np.float64)
+    norm = math.sqrt(wide.dot(wide))  # (numpy.linalg.norm's steps, without its checks)
     if norm < _ROUNDS_TO_INF:
         n32 = np.float32(norm)
         if n32 >= _SMALLEST_NORMAL:
@@ -380,7 +382,8 @@ class Embeddings:
             return None
         found, everything = searched
         found = np.sort(found)  # (the index holds a slot once)
-        found = found[found < self.has.n]
+        if len(found) and found[-1] >= self.has.n:
+            found = found[found < self.has.n]
         cos = gathered_cosine(self._mat.view(), found, q)
         floor = -1.0 if everything or not len(found) else float(cos.min())
         # (whatever the index held, a forgotten fact is never a candidate)

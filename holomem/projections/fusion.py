@@ -209,13 +209,17 @@ def threshold(scores: np.ndarray, k: int) -> float:
 
     Found among the maxima of blocks of 64 scores: if k blocks have a maximum of
     at least t, at least k scores are at least t. Much faster than a partition of
-    every score when there are many (a partition of 100,000 floats takes ~1 ms).
+    every score when there are many (a partition of 100,000 floats takes ~1 ms);
+    with at most 64 * k scores, their k-th best (a recall's few hundred candidates:
+    the ranking after it then sorts about k of them, not all).
     """
     n = len(scores)
+    if n <= k:
+        return float(scores.min())
+    if n <= _BLOCK * k:  # (few: the k-th best itself, as cheap as the maxima)
+        return float(np.partition(scores, n - k)[n - k])
     # The maxima of blocks [0, 64), [64, 128), ... and the last, shorter, one: in one call.
     maxima = np.maximum.reduceat(scores, np.arange(0, n, _BLOCK))
-    if len(maxima) <= k:
-        return float(scores.min())
     return float(np.partition(maxima, len(maxima) - k)[len(maxima) - k])
 
 

@@ -453,18 +453,20 @@ class View:
         lexical candidate is scored (the exact path's candidates)."""
         lex_slots, lex_scores = lexical
         sem_slots, sem_cos, floor = nearest
+        first_n = max(depth, LEXICAL_SCORED_FIRST)
+        cosines = self.state.embeddings.cosines
+        if not prune or len(lex_slots) <= first_n:
+            return self._every_candidate(q, lexical, nearest, fusion, ceiling), -1.0
         # BM25 of each of the index's list; which lexical candidates it holds.
         sem_lex = np.zeros(len(sem_slots))
         inside = np.zeros(len(lex_slots), dtype=bool)
-        if len(sem_slots) and len(lex_slots):
+        if len(sem_slots):
             at = np.minimum(np.searchsorted(sem_slots, lex_slots), len(sem_slots) - 1)
             inside = sem_slots[at] == lex_slots
             sem_lex[at[inside]] = lex_scores[inside]
         rest = np.flatnonzero(~inside)  # (indices into the lexical list)
-        first_n = max(depth, LEXICAL_SCORED_FIRST)
         unscored = -1.0
-        cosines = self.state.embeddings.cosines
-        if prune and len(rest) > first_n:
+        if len(rest) > first_n:
             # BM25's best outside the index's list first: with the index's list, a k-th
             # score that the others must reach with the floor's cosine to matter.
             order = np.argpartition(-lex_scores[rest], first_n - 1)
@@ -493,6 +495,26 @@ class View:
         sem = np.concatenate([sem_cos, cand_cos])
         order = np.argsort(slots, kind="stable")
         return aligned(slots[order], lex[order], sem[order], fusion, ceiling), unscored
+
+    def _every_candidate(self, q: np.ndarray, lexical: tuple[np.ndarray, np.ndarray],
+                         nearest: tuple[np.ndarray, np.ndarray, float], fusion: FusionParams,
+                         ceiling: float) -> Fusion:
+        """:meth:`_candidates` with every lexical candidate scored: the lexical list's
+        cosines in one gather (the few rows the index's list shares with it were read
+        just now), and the index's own candidates added to it."""
+        lex_slots, lex_scores = lexical
+        sem_slots, sem_cos, _ = nearest
+        cos = self.state.embeddings.cosines(q, lex_slots)
+        own = np.ones(len(sem_slots), dtype=bool)  # (proposed by the index alone)
+        if len(lex_slots) and len(sem_slots):
+            at = np.minimum(np.searchsorted(lex_slots, sem_slots), len(lex_slots) - 1)
+            own = lex_slots[at] != sem_slots
+        if not own.any():
+            return aligned(lex_slots, lex_scores, cos, fusion, ceiling)
+        slots = np.concatenate([lex_slots, sem_slots[own]])
+        order = np.argsort(slots, kind="stable")
+        return aligned(slots[order], np.concatenate([lex_scores, np.zeros(int(own.sum()))])[order],
+                       np.concatenate([cos, sem_cos[own]])[order], fusion, ceiling)
 
     def best(self, query: str, k: int, allowed: np.ndarray | None) -> Fusion:
         """:meth:`fused` without an embedding, for the documents that may be among the

@@ -169,7 +169,10 @@ class Ranking:
             if o.embedding is not None:
                 validate.embedding(o.embedding, 0)
             return b""
-        return validate.embedding(o.embedding, dim)
+        # A list here was decoded as list[float] (checked() converts every options
+        # object with msgspec; the embedder's vector is a list of floats): its items
+        # are numbers. An array or a buffer is as the caller gave it.
+        return validate.embedding(o.embedding, dim, decoded=True)
 
     def _restriction(self) -> np.ndarray | None:
         """The slot mask of the facts the namespace prefix, the subject / entities

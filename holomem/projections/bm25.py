@@ -370,5 +370,13 @@ class BM25:
                     idf * (self.k1 + 1.0) * tf / (tf + norms[int(wanted[i])]))))
         return out
 
+    def scores_of(self, query: str, slots: np.ndarray) -> np.ndarray:
+        """BM25 of each of a few ``slots`` for ``query`` (0.0 for one that matches no
+        query term): :meth:`score`'s, bit for bit (its terms' contributions, added in
+        query order as the sum over every match adds them)."""
+        return np.array([sum(m.score for m in terms)
+                         for terms in self.matched_many(query, slots.tolist())],
+                        dtype=np.float64)
+
     def memory_bytes(self) -> int:
         return self.postings.memory_bytes() + self.vocabulary.nbytes

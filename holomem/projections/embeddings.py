@@ -408,7 +408,7 @@ class Embeddings:
         """The slots the approximate index proposes (at least ``depth`` of them that
         ``allowed`` lets through, when there are that many) and whether it was asked for
         every vector it holds, or None: search exactly (a restriction that allows few
-        documents)."""
+        documents, or a search for every vector that did not reach them all)."""
         live = self.catalog.live
         share = 1.0
         if allowed is not None:
@@ -419,10 +419,16 @@ class Embeddings:
         count = int(depth * OVERSAMPLE / share) + 1
         while True:
             found = index.nearest(q, count, shallow)
+            everything = count >= len(index)
+            if everything and len(found) < len(index):
+                # Asked for every vector it holds, the graph reached fewer (a search
+                # can miss some, many equal vectors among them): no list of its is
+                # then known to be complete.
+                return None
             if allowed is not None:
                 found = found[allowed[found]]
-            if len(found) >= depth * OVERSAMPLE or count >= len(index):
-                return found, count >= len(index)
+            if len(found) >= depth * OVERSAMPLE or everything:
+                return found, everything
             count *= 4  # the restriction is rarer near this query: look further
 
     def _exact(self, q: np.ndarray, slots: np.ndarray, include: np.ndarray | None

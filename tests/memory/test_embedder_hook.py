@@ -168,6 +168,33 @@ def test_a_broken_embedder_is_a_clear_error_and_nothing_is_written(
         Memory(store, clock=clock, embedder=object())  # type: ignore[arg-type]
 
 
+class Answers(Fake):
+    """An embedder whose answer is whatever ``answer(n)`` gives for n texts."""
+
+    def __init__(self, answer: object) -> None:
+        super().__init__()
+        self.answer = answer
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self.answer(len(texts))  # type: ignore[operator, no-any-return]
+
+
+@pytest.mark.parametrize("answer", [
+    lambda n: [["0.5"] * DIM] * n,  # strings
+    lambda n: np.ones((n, DIM), dtype=bool),
+    lambda n: np.array([["2020-01-01"] * DIM] * n, dtype="datetime64[D]"),
+    lambda n: np.full((n, DIM), 1 + 1j),
+    lambda n: [[0.5] * DIM, [0.5]] * n,  # ragged
+], ids=["strings", "booleans", "dates", "complex", "ragged"])
+def test_an_embedders_answer_that_is_not_numbers_is_refused_as_a_callers_would_be(
+        store: Store, clock: ManualClock, answer: object) -> None:
+    memory = Memory(store, clock=clock, embedder=Answers(answer))
+    revision = store.stats().revision
+    with pytest.raises(InvalidError, match="the embedder 'fake' returned"):
+        memory.remember("She works as a nurse")
+    assert store.stats().revision == revision
+
+
 def test_a_configured_name_must_agree_with_the_embedder_given(store: Store) -> None:
     with pytest.raises(InvalidError, match="minilm"):
         Memory(store, MemoryConfig(embedder="minilm"), embedder=Fake())

@@ -14,10 +14,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
-from holomem import ManualClock, Memory, Store
+from holomem import ManualClock, Memory, MemoryConfig, Store
 from holomem.api.engine import View
 from holomem.api.memory.recall import rank
 from holomem.errors import UnavailableError
@@ -209,3 +210,71 @@ def test_approximate_search_without_the_ann_extra_names_the_install_command(
     with Store.open(tmp_path / "s", sync="none") as store, \
             pytest.raises(UnavailableError, match=r"holomem-db\[ann\]"):
         Memory(store, APPROX)
+
+
+def test_a_fact_the_graph_proposes_outside_bm25s_list_is_scored_with_its_own_bm25(
+        tmp_path: Path) -> None:
+    # "apple" matches 1,601 facts, more than BM25's first list holds; the one the
+    # query's vector is nearest matches it too, less well (a longer text), so only the
+    # graph proposes it: it must be fused with its BM25, not as a fact without the word.
+    rng = np.random.default_rng(1)
+    vecs = rng.standard_normal((2_500, DIM)).astype(np.float32)
+    target = rng.standard_normal(DIM).astype(np.float32)
+    for fusion in ("default", {"method": "floored", "lexicalWeight": 0.55}):
+        with Store.open(tmp_path / str(len(str(fusion))), sync="none") as store:
+            exact = Memory(store, {"vectorSearch": "exact", "fusion": fusion},
+                           clock=ManualClock(1))
+            exact.remember_many({"id": f"a{i}", "text": "apple pie" if i < 1_600 else
+                                 "banana bread", "embedding": vecs[i].tolist()}
+                                for i in range(2_500))
+            exact.remember(id="target", text="apple tart with cream",
+                           embedding=target.tolist())
+            approx = Memory(store, {**APPROX, "fusion": fusion}, clock=ManualClock(1))
+            built(store)
+            want = [(r.id, r.score) for r in exact.recall("apple", embedding=target.tolist(),
+                                                          k=5)]
+            got = approx.recall("apple", embedding=target.tolist(), k=5, explain=True)
+            assert want[0][0] == "target"
+            assert [(r.id, r.score) for r in got] == want
+            assert got[0].explanation is not None and got[0].explanation.retrieved
+
+
+def test_recall_explains_each_result_with_the_score_it_returned(tmp_path: Path) -> None:
+    # With the context policy a fact's score depends on its neighbours' among the
+    # candidates: explaining the results must not move the search to other candidates.
+    rng = np.random.default_rng(7)
+    words = ["apple", "river", "stone", "cloud", "lamp", "tiger", "piano", "window"]
+    with Store.open(tmp_path / "s", sync="none") as store:
+        config = msgspec.structs.replace(MemoryConfig.conversation(),
+                                         vector_search="approximate")
+        memory = Memory(store, config, clock=ManualClock(1))
+        memory.remember_many({"id": f"f{i}", "text": " ".join(rng.choice(words, 4)),
+                              "embedding": rng.standard_normal(DIM).tolist()}
+                             for i in range(1_500))
+        built(store)
+        for _ in range(10):
+            q = rng.standard_normal(DIM).tolist()
+            plain = memory.recall("apple river", embedding=q, k=5)
+            explained = memory.recall("apple river", embedding=q, k=5, explain=True)
+            assert [(r.id, r.score) for r in explained] == [(r.id, r.score) for r in plain]
+            for r in explained:
+                assert r.explanation is not None
+                assert (r.explanation.score, r.explanation.retrieved) == (r.score, True)
+
+
+def test_a_search_for_every_vector_that_comes_back_short_is_answered_exactly(
+        tmp_path: Path) -> None:
+    # 300 facts share one vector: a graph search for all 1,000 vectors reaches fewer.
+    rng = np.random.default_rng(3)
+    vecs = rng.standard_normal((1_000, DIM)).astype(np.float32)
+    vecs[:300] = vecs[0]
+    with Store.open(tmp_path / "s", sync="none") as store:
+        exact = Memory(store, {"vectorSearch": "exact"}, clock=ManualClock(1))
+        exact.remember_many({"id": f"f{i}", "text": "word", "embedding": vecs[i].tolist()}
+                            for i in range(1_000))
+        approx = Memory(store, APPROX, clock=ManualClock(1))
+        assert built(store) == 1_000
+        q = rng.standard_normal(DIM).tolist()
+        want = [(r.id, r.score) for r in exact.recall("zzzz", embedding=q, k=1_000)]
+        assert len(want) == 1_000
+        assert [(r.id, r.score) for r in approx.recall("zzzz", embedding=q, k=1_000)] == want

@@ -14,6 +14,7 @@ A view is handed out by ``Store.reading()`` (readers) and to the ``build`` of
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 
@@ -411,9 +412,13 @@ class View:
                 return None
             sem_floor = found[2]
             prune = not shallow
+            # BM25 of a candidate the index proposed and the lexical list does not hold:
+            # 0 when that list holds every match, else its own score (it may match).
+            outside = (_no_match if lex_floor == 0.0
+                       else functools.partial(bm25.scores_of, query))
             while True:
                 fused, unscored = self._candidates(q, (lex_slots, lex_scores), found,
-                                                   fusion, ceiling, depth, prune)
+                                                   outside, fusion, ceiling, depth, prune)
                 n = len(fused.score)
                 kth = float(np.partition(fused.score, n - depth)[n - depth]) if n >= depth \
                     else -np.inf
@@ -441,30 +446,35 @@ class View:
             shallow = False  # (a deeper round searches and prunes as usual)
 
     def _candidates(self, q: np.ndarray, lexical: tuple[np.ndarray, np.ndarray],
-                    nearest: tuple[np.ndarray, np.ndarray, float], fusion: FusionParams,
+                    nearest: tuple[np.ndarray, np.ndarray, float],
+                    outside: Callable[[np.ndarray], np.ndarray], fusion: FusionParams,
                     ceiling: float, depth: int, prune: bool) -> tuple[Fusion, float]:
         """The fused scores of the index's list (``nearest``: slots ascending, cosine,
         floor) and of BM25's (``lexical``: slots ascending, scores), each candidate
-        scored exactly, and the best BM25 score of a lexical candidate left out (-1.0:
-        none). With ``prune``, a lexical candidate outside the index's list is left out
-        when, even with the floor's cosine, it scores below the ``depth``-th best of the
-        index's list and BM25's ``depth`` best: its cosine (a gathered row each) is
-        never computed. Without it, or when fewer than ``depth`` are scored, every
-        lexical candidate is scored (the exact path's candidates)."""
+        scored exactly (``outside``: the BM25 of those of the index's list that the
+        lexical list does not hold), and the best BM25 score of a lexical candidate
+        left out (-1.0: none). With ``prune``, a lexical candidate outside the index's
+        list is left out when, even with the floor's cosine, it scores below the
+        ``depth``-th best of the index's list and BM25's ``depth`` best: its cosine (a
+        gathered row each) is never computed. Without it, or when fewer than ``depth``
+        are scored, every lexical candidate is scored (the exact path's candidates)."""
         lex_slots, lex_scores = lexical
         sem_slots, sem_cos, floor = nearest
         first_n = max(depth, LEXICAL_SCORED_FIRST)
-        cosines = self.state.embeddings.cosines
         if not prune or len(lex_slots) <= first_n:
-            return self._every_candidate(q, lexical, nearest, fusion, ceiling), -1.0
+            return self._every_candidate(q, lexical, nearest, outside, fusion, ceiling), -1.0
         # BM25 of each of the index's list; which lexical candidates it holds.
         sem_lex = np.zeros(len(sem_slots))
         inside = np.zeros(len(lex_slots), dtype=bool)
         if len(sem_slots):
             at = np.minimum(np.searchsorted(sem_slots, lex_slots), len(sem_slots) - 1)
             inside = sem_slots[at] == lex_slots
+            own = np.ones(len(sem_slots), dtype=bool)
+            own[at[inside]] = False
             sem_lex[at[inside]] = lex_scores[inside]
+            sem_lex[own] = outside(sem_slots[own])
         rest = np.flatnonzero(~inside)  # (indices into the lexical list)
+        cosines = self.state.embeddings.cosines
         unscored = -1.0
         if len(rest) > first_n:
             # BM25's best outside the index's list first: with the index's list, a k-th
@@ -497,11 +507,13 @@ class View:
         return aligned(slots[order], lex[order], sem[order], fusion, ceiling), unscored
 
     def _every_candidate(self, q: np.ndarray, lexical: tuple[np.ndarray, np.ndarray],
-                         nearest: tuple[np.ndarray, np.ndarray, float], fusion: FusionParams,
+                         nearest: tuple[np.ndarray, np.ndarray, float],
+                         outside: Callable[[np.ndarray], np.ndarray], fusion: FusionParams,
                          ceiling: float) -> Fusion:
         """:meth:`_candidates` with every lexical candidate scored: the lexical list's
         cosines in one gather (the few rows the index's list shares with it were read
-        just now), and the index's own candidates added to it."""
+        just now), and the index's own candidates added to it (their BM25 from
+        ``outside``)."""
         lex_slots, lex_scores = lexical
         sem_slots, sem_cos, _ = nearest
         cos = self.state.embeddings.cosines(q, lex_slots)
@@ -513,7 +525,7 @@ class View:
             return aligned(lex_slots, lex_scores, cos, fusion, ceiling)
         slots = np.concatenate([lex_slots, sem_slots[own]])
         order = np.argsort(slots, kind="stable")
-        return aligned(slots[order], np.concatenate([lex_scores, np.zeros(int(own.sum()))])[order],
+        return aligned(slots[order], np.concatenate([lex_scores, outside(sem_slots[own])])[order],
                        np.concatenate([cos, sem_cos[own]])[order], fusion, ceiling)
 
     def best(self, query: str, k: int, allowed: np.ndarray | None) -> Fusion:
@@ -585,6 +597,11 @@ class View:
         ids_of = self.state.catalog.ids
         return [Hit(id=ids_of[int(slots[i])] or "", score=float(scores[i]), lexical_score=0.0)
                 for i in top_k(slots, scores, k)]
+
+
+def _no_match(slots: np.ndarray) -> np.ndarray:
+    """The BM25 of documents that match no query term."""
+    return np.zeros(len(slots))
 
 
 def _truncates(fusion: FusionParams) -> bool:

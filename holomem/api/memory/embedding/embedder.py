@@ -155,14 +155,24 @@ def vectors(embedder: Embedder, texts: Sequence[str], progress: Progress | None 
 
 
 def _checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-    out = np.asarray(embedder.embed(list(texts)))
+    name = embedder.identity.name
+    got = embedder.embed(list(texts))
+    try:
+        out = np.asarray(got)
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise InvalidError(f"the embedder {name!r} returned something that is not an "
+                           f"array of numbers: {exc}") from exc
     want = (len(texts), embedder.identity.dim)
     if out.shape != want:
-        raise InvalidError(f"the embedder {embedder.identity.name!r} returned an array of "
+        raise InvalidError(f"the embedder {name!r} returned an array of "
                            f"shape {out.shape}, not {want}")
-    out = out.astype("<f4", copy=False)
+    if out.dtype.kind not in "iuf":  # (booleans, strings, dates, objects: as a caller's)
+        raise InvalidError(f"the embedder {name!r} returned items of type {out.dtype}, "
+                           "not numbers")
+    with np.errstate(over="ignore"):
+        out = out.astype("<f4", copy=False)
     if not np.isfinite(out).all() or not np.abs(out).sum(axis=1).all():
-        raise InvalidError(f"the embedder {embedder.identity.name!r} returned a vector "
+        raise InvalidError(f"the embedder {name!r} returned a vector "
                            "that is not finite, or all zeros")
     return out
 

@@ -54,7 +54,8 @@ def recall(s: Session, /, query: str, options: RecallOptions | Mapping[str, Any]
                 return got
         ranking = ranking_of(view)
         found, statuses = ranking.found()
-        why = explanation.explain_many(ranking, [slot for slot, _ in found]) if o.explain else None
+        why = (explanation.explain_many(ranking, [slot for slot, _ in found], results=True)
+               if o.explain else None)
         return rank.recalled(ranking, found, why, statuses)
 
     return s.store.read(run)

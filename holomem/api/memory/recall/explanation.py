@@ -28,12 +28,17 @@ from holomem.api.memory.types import (
 from holomem.projections.fusion import DEFAULT_FUSION, W_LEXICAL, W_SEMANTIC, parts
 
 
-def explain_many(ranking: Ranking, slots: Sequence[int]) -> list[Explanation]:
-    """The explanation of each fact in ``slots``."""
+def explain_many(ranking: Ranking, slots: Sequence[int], *,
+                 results: bool = False) -> list[Explanation]:
+    """The explanation of each fact in ``slots``. ``results``: the slots are facts this
+    ranking returned (recall with ``explain``), candidates already: the ranking keeps
+    the candidates that recall used, so each explanation gives its result's score."""
     view, o, at = ranking.view, ranking.options, ranking.at
     facts = view.facts
-    # An explained fact is scored whatever its cosine's rank (docs/contract.md §4e).
-    ranking.include = np.asarray(slots, dtype=np.int64)
+    if not results:
+        # An explained fact is scored whatever its cosine's rank (docs/contract.md §4e);
+        # a query's vector then proposes its candidates exactly.
+        ranking.include = np.asarray(slots, dtype=np.int64)
     chosen_ids = {view.id_of(s) for s, _ in ranking.results()}
     # The rank among every candidate, history included.
     ranked = ranking.rank(history="all")[1]

@@ -256,7 +256,8 @@ def recall(store: Store, query: str, ranking_of: Callable[[View], Ranking],
         found = [(slot, score[view.id_of(slot)]) for slot, _ in chosen]
         why = None
         if ranking.options.explain:
-            why = [annotate(e, v) for e in explain_many(ranking, [s for s, _ in found])]
+            why = [annotate(e, v)
+                   for e in explain_many(ranking, [s for s, _ in found], results=True)]
         return recalled(ranking, found, why, [status for _, status in chosen])
 
     return store.read(read)

@@ -86,7 +86,13 @@ def _forms(v: list[float]) -> list[Any]:
     f32 = np.array(v, dtype=np.float32)
     return [v, tuple(v), f32, f32.astype(np.float64), array.array("f", f32.tobytes()),
             array.array("d", f32.astype(np.float64).tobytes()), memoryview(f32),
-            f32.astype(">f4"), f32.astype(np.float64).tolist()]
+            f32.astype(">f4"), f32.astype(np.float64).tolist(),
+            list(f32), list(f32.astype(np.float64)),  # numpy scalars: list(array)
+            [_Float(x) for x in v]]
+
+
+class _Float(float):
+    """A subclass of float (a number, whatever a decoder of list[float] says)."""
 
 
 @pytest.fixture
@@ -352,3 +358,20 @@ def test_remember_many_of_any_nested_or_odd_vector_raises_only_holomem_errors(
     batch.insert(min(where, size), {"text": "odd", "embedding": vec})
     with contextlib.suppress(HolomemError):
         memory.remember_many(batch)
+
+
+def test_import_and_recall_take_a_vector_in_every_form_remember_takes(tmp_path: Path) -> None:
+    v = [0.25, -0.5, 1.0, 2.0] + [0.125] * (DIM - 4)
+    stored = np.array(v, dtype="<f4").tobytes()
+    for n, form in enumerate(_forms(v)):
+        with Store.open(str(tmp_path / str(n)), sync="none") as store:
+            memory = Memory(store)
+            report = memory.import_([{"format": 3, "id": "x", "text": "imported",
+                                      "ingestTime": 1, "embedding": form}])
+            assert report.imported == 1
+            assert store.read(lambda view: view.vector_as_written(view.slot("x"))) == stored
+            assert [r.id for r in memory.recall("imported", embedding=form)] == ["x"]
+    with Store.open(str(tmp_path / "bad"), sync="none") as store, \
+            pytest.raises(InvalidError, match="line 1: embedding"):
+        Memory(store).import_([{"format": 3, "id": "x", "text": "t", "ingestTime": 1,
+                                "embedding": np.array([True] * DIM)}])

@@ -344,7 +344,10 @@ def to_struct(cls: type[S], value: object, fields: Mapping[str, Any], what: str,
                 return msgspec.convert(value, cls)
             except (msgspec.ValidationError, TypeError, ValueError, OverflowError,
                     RecursionError) as exc:
-                raise InvalidError(f"{what}: {exc}") from exc
+                if not any(type(value.get(name)) in (list, tuple)
+                           and vectors.other_numbers(value[name]) for name in VECTOR_FIELDS):
+                    raise InvalidError(f"{what}: {exc}") from exc
+                # (a vector of numpy scalars: taken below, as an array is)
     if value is None:
         raw: dict[str, Any] = dict(fields)
     elif isinstance(value, cls):
@@ -361,6 +364,11 @@ def to_struct(cls: type[S], value: object, fields: Mapping[str, Any], what: str,
             # An array or a buffer is kept as given: it is checked once, where the field
             # is used (vectors.vector), as a list is.
             arrays[name] = item
+        elif name in VECTOR_FIELDS and type(item) in (list, tuple) \
+                and vectors.other_numbers(item):
+            # Numbers that list[float] refuses (numpy scalars: list(array) gives them)
+            # become the array they stand for, checked as every vector is.
+            arrays[name] = vectors.vector(item, 0, name)
         elif isinstance(item, np.ndarray):
             raw[name] = item.tolist()
         elif isinstance(item, (set, frozenset)):

@@ -230,6 +230,16 @@ def _from_list(items: list[object] | tuple[object, ...], field: str,
 _PLAIN_NUMBERS = frozenset({float, int})
 
 
+def other_numbers(items: list[object] | tuple[object, ...]) -> bool:
+    """Whether ``items`` are numbers, not all of them Python floats and ints: numpy
+    scalars or subclasses of float or int (not booleans), which a decoder of
+    ``list[float]`` refuses but :func:`vector` takes, as it takes them in an array."""
+    kinds = set(map(type, items))
+    return not kinds <= _PLAIN_NUMBERS and all(
+        issubclass(t, (int, float, np.integer, np.floating)) and not issubclass(t, bool)
+        for t in kinds)
+
+
 def _from_items(items: Sequence[object], field: str) -> np.ndarray:
     """Numbers given one by one (a list not decoded as JSON, an object array, another
     iterable), each looked at: a bool or a str is not a number, though numpy would

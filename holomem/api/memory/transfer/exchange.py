@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import msgspec
 import numpy as np
 
-from holomem.api.engine import Store, View, nesting, validate
+from holomem.api.engine import Store, View, nesting, validate, vectors
 from holomem.api.memory.forget.removal import live_facts
 from holomem.api.memory.remember import intake
 from holomem.api.memory.transfer import links as transferlinks
@@ -141,6 +141,13 @@ def decode(item: object, line: int) -> FactExport:
         if isinstance(item, Mapping):
             record = dict(item)
             nesting.check_depth(record, what=what)
+            vector = record.get("embedding")
+            if vector is not None and (type(vector) not in (list, tuple)
+                                       or vectors.other_numbers(vector)):
+                # A numpy array, a buffer or numpy scalars, as remember takes them: the
+                # float32 numbers they stand for (checked as every vector is).
+                record["embedding"] = vectors.vector(
+                    vector, 0, f"line {line}: embedding").tolist()
             return msgspec.convert(record, FactExport)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise InvalidError(f"line {line}: {exc}") from None

@@ -162,6 +162,19 @@ def test_bad_requests_are_clear_errors(memory: Memory) -> None:
     fid = memory.recall("tea")[0].id
     with pytest.raises(InvalidError, match="also the id"):
         memory.compile_context("tea", 500, fragments=[{"id": fid, "text": "x"}])
+    for blank in ("", "  \n"):  # a fragment's text is like a fact's: not blank
+        with pytest.raises(InvalidError, match="empty or only whitespace"):
+            memory.compile_context("tea", 500, fragments=[{"id": "f", "text": blank}])
+    for recall in ("x", 5, [("k", 5)], ["k"]):
+        with pytest.raises(InvalidError, match="recall must be a mapping"):
+            memory.compile_context("tea", 500, recall=recall)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("results", [None, "alpha", {"id": "x"}, [{"id": "x"}], [1], 5])
+def test_render_context_refuses_what_is_not_a_list_of_results(
+        memory: Memory, results: Any) -> None:
+    with pytest.raises(InvalidError, match="render_context"):
+        memory.render_context(results)
 
 
 def test_the_estimate_is_the_documented_rule() -> None:

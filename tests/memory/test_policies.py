@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -483,3 +484,33 @@ def test_memory_rejects_an_ill_typed_config(store: Store, config: MemoryConfig) 
     later inside recall."""
     with pytest.raises(InvalidError):
         Memory(store, config)
+
+
+@pytest.mark.parametrize(("make", "call"), [
+    (lambda m: m.with_forgetting(lambda mem, now: None), lambda m: m.apply_forgetting()),
+    (lambda m: m.with_forgetting(lambda mem, now: 5), lambda m: m.apply_forgetting()),
+    (lambda m: m.with_forgetting(lambda mem, now: [b"id"]), lambda m: m.apply_forgetting()),
+    (lambda m: m.with_consolidation(lambda mem, now: None), lambda m: m.consolidate()),
+    (lambda m: m.with_consolidation(lambda mem, now: [5]), lambda m: m.consolidate()),
+    (lambda m: m.with_consolidation(lambda mem, now: [(["x"], 5)]), lambda m: m.consolidate()),
+    (lambda m: m.with_recency(lambda age: float("nan")), lambda m: m.recall("cats")),
+    (lambda m: m.with_recency(lambda age: None), lambda m: m.recall("cats")),
+    (lambda m: m.with_recency(lambda age: -1.0), lambda m: m.recall("cats")),
+    (lambda m: m.with_recency(lambda age: "x"), lambda m: m.recall("cats")),
+], ids=["forget-none", "forget-int", "forget-bytes", "consolidate-none", "consolidate-int",
+        "consolidate-text", "recency-nan", "recency-none", "recency-negative", "recency-str"])
+def test_a_custom_policys_answer_of_the_wrong_kind_is_invalid_and_changes_nothing(
+        memory: Memory, make: Callable[[Memory], Memory],
+        call: Callable[[Memory], object]) -> None:
+    memory.remember("alpha fact about cats", id="cats")
+    revision = memory.store.revision
+    with pytest.raises(InvalidError, match="policy returned"):
+        call(make(memory))
+    assert memory.store.revision == revision
+
+
+def test_a_recency_policy_may_answer_any_real_number(memory: Memory) -> None:
+    memory.remember("alpha fact about cats", id="cats")
+    for answer in (1, 0.5, np.float32(0.5), np.float64(0.0)):
+        assert [r.id for r in memory.with_recency(lambda age, a=answer: a).recall("cats")] \
+            == ["cats"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from holomem import LimitError, ManualClock, Memory, MemoryConfig, Store
+from holomem import InvalidError, LimitError, ManualClock, Memory, MemoryConfig, Store
 from holomem.api.engine import nesting, validate
 from holomem.api.memory import memory as memory_module
 from holomem.api.memory.facts import listing
@@ -179,6 +179,9 @@ def test_a_feedback_note_is_bounded_like_a_text(memory: Memory) -> None:
                                              "note": "x" * (validate.MAX_TEXT_BYTES + 1)}))
     answered(lambda: memory.call("feedback", {"id": "a", "helpful": True,
                                               "note": "x" * validate.MAX_TEXT_BYTES}))
+    for blank in ("", " \t\n"):  # as a fact's text: not blank
+        with pytest.raises(InvalidError, match="empty or only whitespace"):
+            memory.call("feedback", {"id": "a", "helpful": True, "note": blank})
 
 
 def nested(depth: int) -> Any:

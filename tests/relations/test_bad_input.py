@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from holomem import HolomemError, Memory
+from holomem import HolomemError, InvalidError, Memory, NotFoundError
+from holomem.api.memory.facts import records as fact_records
+from holomem.api.memory.graph import evidence
 
 _values = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=20),
                     st.binary(max_size=5), st.lists(st.text(max_size=5), max_size=3),
@@ -53,3 +56,41 @@ def test_links_and_why_refuse_bad_input_cleanly(memory: Memory, a: Any, b: Any, 
     _refused_or_answered(memory, lambda: memory.why(a, b, c, d))
     _refused_or_answered(memory, lambda: memory.why("a", b, c, d, as_of=e))
     _refused_or_answered(memory, lambda: memory.why("alpha", 2, None, e, namespace=d))
+
+
+def test_an_imported_relation_time_out_of_range_is_refused_and_links_stay_readable(
+        memory: Memory) -> None:
+    _prepared(memory)
+    memory.remember("gamma fact", id="c")
+    for time in (2**62, 2**62 + 5, 2**63, 2**70, -1):
+        revision = memory.store.revision
+        with pytest.raises(InvalidError, match="time must be"):
+            memory.call("import", {"records": [], "relations": [
+                {"fromId": "a", "toId": "c", "relation": "late", "time": time}]})
+        assert memory.store.revision == revision
+    assert [link.relation for link in memory.links("a").links] == ["cites"]
+    assert memory.why("a").start == "a"
+    assert len(list(memory.export())) == 3
+
+
+def test_why_of_a_fact_forgotten_between_its_two_reads_answers_as_a_query(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # why() looks the id up in one read and walks in another: a forget between them
+    # (simulated: the first look-up still saw the fact) must not reach a vacated slot.
+    _prepared(memory)
+    memory.forget({"ids": ["a"]})
+    real = evidence.is_start
+    calls = iter([True])
+    monkeypatch.setattr(evidence, "is_start",
+                        lambda *args: next(calls, None) or real(*args))
+    result = memory.why("a")
+    assert result.start != "a" and result.query == "a"
+
+
+def test_set_confidence_of_a_fact_forgotten_just_after_is_not_found(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    _prepared(memory)
+    # (simulated: the record read after the write finds the fact gone)
+    monkeypatch.setattr(fact_records, "get", lambda *args: None)
+    with pytest.raises(NotFoundError, match="forgotten"):
+        memory.set_confidence("a", 0.5)

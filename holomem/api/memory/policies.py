@@ -11,6 +11,7 @@ code can pass its own callable with ``Memory.with_*``. Every default changes not
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import threading
 import time
@@ -143,6 +144,17 @@ SUPERSESSION: dict[str, SupersessionPolicy] = {
 
 #: age in milliseconds (evaluation time minus the fact's effective time, >= 0) -> multiplier
 RecencyPolicy = Callable[[int], float]
+
+
+def recency_multiplier(policy: RecencyPolicy, age_ms: int) -> float:
+    """What ``policy`` gives a fact of ``age_ms``, checked: a finite number, 0 or more
+    (a caller's policy answering anything else is ``invalid_request``)."""
+    got: object = policy(age_ms)
+    if isinstance(got, bool) or not isinstance(got, numbers.Real) \
+            or not math.isfinite(got) or got < 0:
+        raise InvalidError(f"the recency policy returned {got!r} for age {age_ms} ms; a "
+                           "multiplier must be a finite number, 0 or more")
+    return float(got)
 
 
 def exponential_recency(half_life_ms: int) -> RecencyPolicy:

@@ -119,6 +119,8 @@ def feedback(s: Session, /, id: str, helpful: bool, note: str | None = None) -> 
         raise InvalidError("helpful must be true or false")
     if note is not None:
         validate.text(note, "note")
+        if not note.strip():
+            raise InvalidError("note must not be empty or only whitespace (leave it out)")
 
     def build(view: View) -> builtins.list[Event]:
         if view.facts.slot(fid) < 0:
@@ -154,5 +156,6 @@ def set_confidence(s: Session, /, id: str, confidence: float) -> FactRecord:
     s.store.commit(build)
     now = s.now_ms()
     record = s.store.read(lambda view: records.get(view, fid, now))
-    assert record is not None
+    if record is None:  # (forgotten by another writer as soon as it was set)
+        raise NotFoundError(f"no fact {fid!r}: it was forgotten after its confidence was set")
     return record

@@ -11,7 +11,7 @@ summary facts through remember and removes sources only when allowed twice.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from holomem.api.engine import View, validate
@@ -28,6 +28,7 @@ from holomem.api.memory.types import (
     MaintenanceOptions,
     Relink,
 )
+from holomem.errors import InvalidError
 from holomem.events import Event
 
 
@@ -92,7 +93,7 @@ def apply_forgetting(s: Session, /, options: MaintenanceOptions | Mapping[str, A
     cfg = removal.builtin(s.config.forgetting)
     prefix = validate.namespace(opts.namespace)
     if s.forgetting is not None:
-        ids = list(s.forgetting(s.owner, now))
+        ids = _policy_ids(s.forgetting(s.owner, now))
     elif isinstance(cfg, ForgettingConfig):
         ids = s.store.read(lambda view: removal.candidates(view, cfg, now, prefix))
     else:
@@ -120,7 +121,7 @@ def consolidate(s: Session, /, options: ConsolidateOptions | Mapping[str, Any] |
     now = s.now_ms()
     prefix = validate.namespace(opts.namespace)
     if s.consolidation is not None:
-        groups = list(s.consolidation(s.owner, now))
+        groups = _policy_groups(s.consolidation(s.owner, now))
     elif isinstance(cfg, ConsolidationConfig):
         threshold = cfg.duplicates.near_threshold
         groups = s.store.read(
@@ -143,3 +144,32 @@ def consolidate(s: Session, /, options: ConsolidateOptions | Mapping[str, Any] |
             if planned.groups and remove_sources and not opts.allow_destructive else None)
     return ConsolidationReport(dry_run=opts.dry_run, groups=planned.groups, added=added,
                                removed=removed, sources_kept=kept)
+
+
+def _policy_ids(got: object) -> builtins.list[str]:
+    """A custom forgetting policy's answer, checked: fact ids."""
+    if isinstance(got, (str, bytes, Mapping)) or not isinstance(got, Iterable):
+        raise InvalidError(f"the forgetting policy returned {type(got).__name__}, not a "
+                           "list of fact ids")
+    ids = builtins.list(got)
+    for item in ids:
+        if not isinstance(item, str):
+            raise InvalidError(f"the forgetting policy returned {item!r} among its ids, "
+                               "not a fact id (a string)")
+    return ids
+
+
+def _policy_groups(got: object) -> builtins.list[consolidation.Group]:
+    """A custom consolidation policy's answer, checked: (source ids, summary text) pairs."""
+    if isinstance(got, (str, bytes, Mapping)) or not isinstance(got, Iterable):
+        raise InvalidError(f"the consolidation policy returned {type(got).__name__}, not a "
+                           "list of (source ids, summary text) pairs")
+    groups = []
+    for item in got:
+        if not (isinstance(item, (tuple, builtins.list)) and len(item) == 2
+                and isinstance(item[0], (tuple, builtins.list))
+                and all(isinstance(x, str) for x in item[0]) and isinstance(item[1], str)):
+            raise InvalidError(f"the consolidation policy returned {item!r} as a group, not "
+                               "a (source ids, summary text) pair")
+        groups.append((builtins.list(item[0]), item[1]))
+    return groups

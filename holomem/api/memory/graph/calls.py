@@ -160,6 +160,8 @@ def why(s: Session, /, query_or_id: str, max_hops: int = 2,
 
     def run(view: View) -> WhyResult:
         start, score = start_id, None
+        if start is not None and not evidence.is_start(view, text, prefix, known):
+            start = None  # (forgotten since it was looked up: the text is a query now)
         if start is None:
             if embedded:
                 s.check_pinned(view)
@@ -172,6 +174,6 @@ def why(s: Session, /, query_or_id: str, max_hops: int = 2,
             start, score = view.id_of(found[0][0]), found[0][1]
         walk = evidence.Walk(view, hops, names, where, at if at is not None else now,
                         at, known, prefix)
-        return walk.result(start, None if start_id else text, score)
+        return walk.result(start, None if score is None else text, score)
 
     return s.store.read(run)

@@ -23,7 +23,7 @@ from holomem.api.memory import filters
 from holomem.api.memory.facts.records import fact_records, wanted
 from holomem.api.memory.graph import reach as graphrecall
 from holomem.api.memory.graph import walk
-from holomem.api.memory.policies import Policies
+from holomem.api.memory.policies import Policies, recency_multiplier
 from holomem.api.memory.recall import dialogue, neighbours
 from holomem.api.memory.types import Explanation, Recalled, RecallOptions
 from holomem.projections.fusion import DEFAULT_FUSION, Fusion, top_k
@@ -291,7 +291,7 @@ class Ranking:
             status = facts.status(slot, self.at, o.known_at)
         recency = 1.0
         if p.recency is not None and facts.is_fact[slot]:
-            recency = p.recency(max(0, self.at - facts.eff.item(slot)))
+            recency = recency_multiplier(p.recency, max(0, self.at - facts.eff.item(slot)))
         history = 1.0 if status == CURRENT else p.historical_weight
         usefulness = (1.0 if p.feedback_weight is None else
                       p.usefulness(facts.feedback_known(self.view.id_of(slot), o.known_at)))
@@ -337,7 +337,8 @@ class Ranking:
         recency = ones
         if p.recency is not None:
             is_fact, eff = facts.is_fact.view()[slots], facts.eff.view()[slots]
-            recency = np.array([p.recency(max(0, self.at - e)) if f else 1.0
+            recency = np.array([recency_multiplier(p.recency, max(0, self.at - e))
+                                if f else 1.0
                                 for f, e in zip(is_fact.tolist(), eff.tolist(), strict=True)],
                                dtype=np.float64)
         history = np.where(codes == 0, 1.0, float(p.historical_weight))

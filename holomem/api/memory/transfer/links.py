@@ -93,8 +93,9 @@ def checked(records: list[RelationRecord], owner: str | None, where: str) -> lis
         if owner is not None and owner not in (req.from_id, req.to_id):
             raise InvalidError(f"{at}: relations: {req.from_id!r} -[{req.relation}]-> "
                                f"{req.to_id!r} does not touch this record's fact {owner!r}")
-        if isinstance(r.time, bool) or r.time < 0:
-            raise InvalidError(f"{at}: relations: time must be a time at or after the epoch")
+        if isinstance(r.time, bool) or not 0 <= r.time < validate.TIME_LIMIT:
+            raise InvalidError(f"{at}: relations: time must be a time at or after the epoch "
+                               "and before 2**62 ms")
         if r.order is not None and r.order < 0:
             raise InvalidError(f"{at}: relations: order must be 0 or more")
         out.append(Incoming(at, r, req.metadata))

@@ -108,6 +108,8 @@ def fragments(value: Iterable[ContextFragment | Mapping[str, Any]] | None
         f = validate.to_struct(ContextFragment, item, {}, f"fragment {i}", ("time",))
         validate.doc_id(f.id, f"fragment {i}: id")
         validate.text(f.text, f"fragment {i}: text")
+        if not f.text.strip():
+            raise InvalidError(f"fragment {i}: text must not be empty or only whitespace")
         if isinstance(f.score, bool) or not 0.0 <= f.score <= 1.0:
             raise InvalidError(f"fragment {i}: score must be in [0, 1]")
         if f.id in seen:

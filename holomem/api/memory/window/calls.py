@@ -23,7 +23,7 @@ from holomem.api.memory.types import Recalled
 from holomem.api.memory.window import budget, tokens, working
 from holomem.api.memory.window.budget import CompiledContext, ContextDecision, ContextFragment
 from holomem.api.memory.window.working import WorkingContext, WorkingContextList
-from holomem.errors import NotFoundError
+from holomem.errors import InvalidError, NotFoundError
 
 
 def _candidates(s: Session, /, query: str, budget_tokens: int, namespace: Sequence[str] | None,
@@ -33,6 +33,8 @@ def _candidates(s: Session, /, query: str, budget_tokens: int, namespace: Sequen
     b = budget.budget(budget_tokens)
     given = budget.fragments(fragments)
     validate.positive_int(k, "k", budget.MAX_K)
+    if recall is not None and not isinstance(recall, Mapping):
+        raise InvalidError("recall must be a mapping of recall options (as recall takes)")
     opts = dict(recall or {})
     opts.update(k=k, namespace=list(validate.namespace(namespace)) or None)
     found = [r for r in recall_calls.recall(s, query, opts)

@@ -10,11 +10,12 @@ Imports the memory API's types only.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from holomem.api.memory.dates import moment
 from holomem.api.memory.graph.types import WhyResult
 from holomem.api.memory.types import FactRecord, Recalled
+from holomem.errors import InvalidError
 
 _OPEN = "<<<MEMORY"
 _CLOSE = "<<<END MEMORY"
@@ -35,8 +36,13 @@ def render_context(results: Iterable[Recalled | FactRecord]) -> str:
     fence carries a tag derived from the block's content (a stored fact cannot
     contain the hash of the block it is part of).
     """
+    if isinstance(results, (str, bytes, Mapping)) or not isinstance(results, Iterable):
+        raise InvalidError("render_context takes a list of Recalled or FactRecord results")
     lines = []
-    for item in results:
+    for i, item in enumerate(results):
+        if not isinstance(item, (Recalled, FactRecord)):
+            raise InvalidError(f"render_context: item {i} is a {type(item).__name__}, "
+                               "not a Recalled or FactRecord result")
         fact = item.fact if isinstance(item, Recalled) else item
         lines.append(fact_line(fact))
     return fence("\n".join(lines) if lines else "(no facts)")

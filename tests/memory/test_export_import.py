@@ -7,6 +7,7 @@ and that batch writes nothing.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from holomem import (
     Store,
 )
 from holomem.api.engine import nesting
+from holomem.api.memory.transfer import exchange
 from tests.cli.run import holomem
 
 CONFIG = MemoryConfig(supersession="latest-by-subject", entity_extractor="regex")
@@ -134,6 +136,40 @@ def test_export_is_restricted_to_a_namespace_prefix(memory: Memory) -> None:
     assert [r["text"] for r in memory.export(["u1"])] == ["Ann lives in Oslo",
                                                           "Ann works as a nurse"]
     assert len(list(memory.export())) == 4
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 12), block=st.integers(1, 5), at=st.integers(1, 4),
+       change=st.sampled_from(["purge", "forget", "compact", "remember", "follower"]),
+       gone=st.sets(st.integers(0, 11), max_size=4))
+def test_an_export_holds_every_fact_stored_when_it_began_however_a_compaction_interleaves(
+        tmp_path_factory: pytest.TempPathFactory, n: int, block: int, at: int, change: str,
+        gone: set[int]) -> None:
+    # §4d: every fact at or under the namespace, except those forgotten before the
+    # export read them and those written after it began. A purge or a compaction
+    # between two blocks renumbers the slots; the facts not yet read are still there.
+    root = tmp_path_factory.mktemp("x")
+    with Store.open(root / "s", sync="none") as store:
+        memory = Memory(store, CONFIG, clock=ManualClock(1_000_000))
+        memory.remember_many([{"text": f"fact number {i}", "id": f"f{i}",
+                               "namespace": ["u"] if i % 3 else ["v"]} for i in range(n)])
+        under = [f"f{i}" for i in range(n) if i % 3]
+        reader = Store.open(root / "s", read_only=True) if change == "follower" else store
+        with reader:
+            blocks = exchange.export_blocks(reader, ("u",), block)
+            read = [r.id for part in itertools.islice(blocks, at) for r in part]
+            forgotten = [f"f{i}" for i in sorted(gone) if i < n]
+            if change == "compact":
+                store.compact()
+                forgotten = []
+            elif change == "remember":
+                memory.remember("written after the export began", id="late", namespace=["u"])
+                forgotten = []
+            elif forgotten:
+                memory.forget({"ids": forgotten}, purge=change != "forget")
+            read += [r.id for part in blocks for r in part]
+        assert read == [f for i, f in enumerate(under) if i < at * block or f not in forgotten]
 
 
 def test_a_link_waits_for_its_other_fact_across_batches(tmp_path: Path,

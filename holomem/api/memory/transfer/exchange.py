@@ -95,8 +95,9 @@ def export_blocks(store: Store, prefix: Namespace, block: int = EXPORT_BLOCK
     """Every fact at or under ``prefix`` that was stored when the export began, in
     write order, ``block`` facts per read (so a long export never holds writers up
     for long). A fact changed meanwhile is exported as its block found it; one
-    forgotten meanwhile is left out."""
-    slots, ids = store.read(lambda view: _initial(view, prefix))
+    forgotten meanwhile is left out. A compaction (a purge) meanwhile renumbers the
+    slots: the facts not yet read are then found again by their ids."""
+    gen, slots, ids = store.read(lambda view: _initial(view, prefix))
     for start in range(0, len(slots), block):
         part = list(zip(slots[start:start + block].tolist(), ids[start:start + block],
                         strict=True))
@@ -104,15 +105,22 @@ def export_blocks(store: Store, prefix: Namespace, block: int = EXPORT_BLOCK
         def read(view: View, part: builtins.list[tuple[int, str]] = part
                  ) -> builtins.list[FactExport]:
             ranks = transferlinks.Ranks(view)
-            return [export_record(view, slot, ranks=ranks) for slot, fid in part
-                    if view.slot(fid) == slot]
+            if view.generation == gen:
+                # Same slots: a fact forgotten and written again lies at another one.
+                found = [slot for slot, fid in part if view.slot(fid) == slot]
+            else:
+                found = [slot for slot in (view.slot(fid) for _, fid in part)
+                         if slot >= 0 and view.facts.is_fact[slot]
+                         and view.facts.namespace(slot)[:len(prefix)] == prefix]
+            return [export_record(view, slot, ranks=ranks) for slot in found]
 
         yield store.read(read)
 
 
-def _initial(view: View, prefix: Namespace) -> tuple[np.ndarray, builtins.list[str]]:
+def _initial(view: View, prefix: Namespace
+             ) -> tuple[int, np.ndarray, builtins.list[str]]:
     slots = live_facts(view, prefix)
-    return slots, [view.id_of(int(s)) for s in slots]
+    return view.generation, slots, [view.id_of(int(s)) for s in slots]
 
 
 # -- import -----------------------------------------------------------------------------

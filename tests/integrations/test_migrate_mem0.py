@@ -212,3 +212,40 @@ def test_a_mem0_on_qdrant_hands_over_its_vectors_too(offline_mem0: Any,
         current = memory.recall("delta kite", namespace=["users", "ann"], k=1)[0]
         record = next(r for r in memory.export() if r["id"] == current.id)
         assert np.allclose(record["embedding"], tiny_vectors([current.text])[0], atol=1e-6)
+
+
+class _NoHistory(_HistoryByCall):
+    """A Mem0 memory whose history was not kept (``history_db_path`` ``:memory:`` in
+    another process): only the current text of each memory is known."""
+
+    def history(self, memory_id: str) -> Any:
+        return []
+
+
+@pytest.mark.parametrize("kept", ["history", "no history", "holomem edit"])
+def test_a_memory_updated_since_the_last_run_has_one_current_value(
+        peer: Any, memory: Memory, kept: str) -> None:
+    mid = find(peer, "ann", "Ann prefers trains to planes")["id"]
+    source = _NoHistory(peer) if kept == "no history" else peer
+    from_mem0(source, memory, user_ids="ann")
+    if kept == "holomem edit":  # superseded in holomem since: the peer's update wins
+        (old,) = [f for f in memory.list(namespace=["users", "ann"]).facts
+                  if f.subject == mid]
+        memory.remember("Ann prefers buses", subject=mid, supersedes=[old.id],
+                        namespace=["users", "ann"])
+    peer.update(mid, "Ann prefers night trains to planes")
+    report = from_mem0(source, memory, user_ids="ann")
+    assert report.created == 1
+    current = [f.text for f in memory.list(namespace=["users", "ann"],
+                                           history="current").facts if f.subject == mid]
+    assert current == ["Ann prefers night trains to planes"]
+
+
+def test_a_link_to_a_skipped_version_is_neither_written_nor_counted(
+        offline_mem0: Any, tmp_path: Path, memory: Memory) -> None:
+    peer = new_mem0(offline_mem0, tmp_path / "mem0")
+    mid = peer.add("word " * 14_000, user_id="ann", infer=False)["results"][0]["id"]
+    peer.update(mid, "Ann lives in Rome")
+    report = from_mem0(peer, memory, user_ids="ann")
+    assert (report.read, report.created, report.skipped, report.superseded) == (2, 1, 1, 0)
+    assert [r["links"] for r in memory.export()] == [[]]

@@ -282,5 +282,8 @@ def _add(out: writer.Writer, tally: Tally, history: list[dict[str, Any]],
             source_id=mid if last else f"{mid}@{key}", key=entry_key, namespace=ns,
             text=words, ingest_time=when, subject=mid, metadata=metadata,
             embedding=vector if last else None, valid_to=valid_to if last else None,
-            supersedes=(previous,) if previous is not None else ()))
+            supersedes=(previous,) if previous is not None else (),
+            # The current version also supersedes whatever holomem holds as current
+            # for the memory (an edit made there; a value moved without its history).
+            replaces={"subject": mid} if last else None))
         previous = entry_key

@@ -21,6 +21,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from msgspec.structs import replace
+
 from holomem.api.memory.memory import Memory
 from holomem.api.memory.transfer import exchange
 from holomem.api.memory.transfer.records import FactExport, LinkRecord
@@ -212,8 +214,10 @@ class Writer:
         new fact superseding them. Errors: ``invalid_request`` (a key no lookup
         takes)."""
         if not self.memory.store.has_document(fid):
-            return fid, [self._id(entry, k) for k in entry.supersedes] \
-                or self._replaced(entry, fid)
+            # The version before it (a history the peer kept), and whatever else is
+            # current for the record (an edit made in holomem, or a history cut short).
+            explicit = [self._id(entry, k) for k in entry.supersedes]
+            return fid, list(dict.fromkeys([*explicit, *self._replaced(entry, fid)]))
         if entry.replaces is None or self._latest(fid):
             return None
         current = self._current(entry)
@@ -258,6 +262,22 @@ class Writer:
             out.append((entry, before, record))
         return out
 
+    def _linked(self, records: list[tuple[Entry, list[str], FactExport]]
+                ) -> list[tuple[Entry, list[str], FactExport]]:
+        """``records`` without the links to facts neither stored nor among them (a
+        version of the peer's history skipped, here or in an earlier batch): no link
+        is written to a fact that is not there, nor counted."""
+        here = {r.id for _, _, r in records}
+        has = self.memory.store.has_document
+        out = []
+        for entry, before, record in records:
+            kept = [b for b in before if b in here or has(b)]
+            if kept != before:
+                record = replace(record, requested=kept, links=[
+                    link for link in record.links if link.supersedes in kept])
+            out.append((entry, kept, record))
+        return out
+
     def _write(self, batch: list[Entry]) -> None:
         records: list[tuple[Entry, list[str], FactExport]] = []
         for entry in batch:
@@ -287,12 +307,13 @@ class Writer:
                 requested=before,
                 links=[LinkRecord(supersedes=b, known_at=entry.ingest_time)
                        for b in before])))
+        records = self._linked(records)
         if not records:
             return
         try:  # checked once, by the import, in the common case of a batch it takes whole
             done = self.memory.import_([r for _, _, r in records], batch_size=len(records))
         except InvalidError:  # it wrote nothing: the records it refuses are skipped
-            records = self._takeable(records)
+            records = self._linked(self._takeable(records))
             if not records:
                 return
             done = self.memory.import_([r for _, _, r in records], batch_size=len(records))

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holomem import InvalidError, Memory, NotFoundError, Store
-from holomem.integrations.migrate import from_chroma
+from holomem.integrations.migrate import from_chroma, writer
+from holomem.integrations.migrate.report import Tally
 from tests.integrations.migrate_peers import DIM, Tiny, tiny_vectors
 
 chromadb = pytest.importorskip("chromadb", reason="chromadb (the peers extra) is not "
@@ -153,6 +154,58 @@ class _Wide(Tiny):
 
     def embed(self, texts: Any) -> Any:
         return np.hstack([tiny_vectors(list(texts))] * 2) / np.sqrt(2)
+
+
+@pytest.mark.parametrize("case", ["two collections", "the store's own", "the embedder's"])
+@pytest.mark.parametrize("batch", [1, 500])
+def test_keep_of_vectors_of_another_dimension_is_refused_before_anything_is_written(
+        tmp_path: Path, case: str, batch: int) -> None:
+    chroma = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    narrow = chroma.create_collection("aaa", embedding_function=None)
+    narrow.add(ids=["x1", "x2"], documents=["alpha one", "alpha two"],
+               embeddings=[[0.1, 0.2, 0.3]] * 2)
+    wide = chroma.create_collection("bbb", embedding_function=None)
+    wide.add(ids=["y1"], documents=["beta one"], embeddings=[[0.1, 0.2, 0.3, 0.4]])
+    with Store.open(tmp_path / "holomem", sync="none") as store:
+        memory = Memory(store, embedder=_Three() if case == "the embedder's" else None)
+        if case == "the store's own":
+            memory.remember("my own fact", embedding=[1.0, 0.0, 0.0])
+        names = ["bbb"] if case == "the store's own" else ["aaa", "bbb"]
+        before = [f.text for f in memory.list().facts]
+        with pytest.raises(InvalidError, match="vectors='keep'.* dimensions"):
+            from_chroma(chroma, names, memory, vectors="keep", batch_size=batch)
+        assert [f.text for f in memory.list().facts] == before
+
+
+class _Three(Tiny):
+    """An embedder of the first collection's 3 dimensions (not the second's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from holomem.embedders import EmbedderIdentity
+
+        self.identity = EmbedderIdentity(name="three", digest="3" * 64, dim=3,
+                                         normalized=True, pooling="mean", max_tokens=512)
+
+    def embed(self, texts: Any) -> Any:
+        return tiny_vectors(list(texts))[:, :3]
+
+
+def test_a_record_whose_vector_the_store_cannot_take_is_skipped_and_named(
+        memory: Memory) -> None:
+    tally = Tally("chroma")
+    out = writer.Writer(memory, tally, 10, None)
+    for rid, vector in (("a", [1.0, 0.0, 0.0]), ("b", [1.0, 0.0, 0.0, 0.0]),
+                        ("c", [0.0, 1.0, 0.0])):
+        tally.read += 1
+        out.add(writer.Entry(source_id=f"notes:{rid}", key=(rid,), namespace=("notes",),
+                             text=f"record {rid}", ingest_time=1, subject=rid,
+                             embedding=vector))
+    out.flush()
+    report = tally.report("kept", "")
+    assert (report.created, report.skipped) == (2, 1)
+    assert [(s.source_id, s.reason) for s in report.skipped_examples] == [
+        ("notes:b", "its vector has 4 dimensions, the store's vectors 3")]
 
 
 def test_a_document_changed_since_the_last_run_supersedes_the_one_it_stored(

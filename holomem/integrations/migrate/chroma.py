@@ -140,8 +140,13 @@ def from_chroma(path_or_client: object, collection: str | Sequence[str], memory:
     notes: list[str] = []
     kept = False
     seen_vectors = False
+    decisions = {} if want == "drop" else _decisions(memory, want, cols)
     for col in cols:
-        decision: peer_vectors.Decision | None = None
+        decision = decisions.get(col.name)
+        if decision is not None:
+            seen_vectors = True
+            notes.append(f"{col.name}: {decision.note}")
+            kept = kept or decision.keep
         ns = (*into, col.name)
         offset = 0
         while True:
@@ -149,12 +154,6 @@ def from_chroma(path_or_client: object, collection: str | Sequence[str], memory:
             page = col.get(include=include, limit=PAGE, offset=offset)
             ids = page["ids"]
             embeddings = page.get("embeddings") if want != "drop" else None
-            if decision is None and embeddings is not None and len(embeddings):
-                seen_vectors = True
-                decision = peer_vectors.decide(memory, want, _model(col),
-                                               len(embeddings[0]))
-                notes.append(f"{col.name}: {decision.note}")
-                kept = kept or decision.keep
             for i, rid in enumerate(ids):
                 tally.read += 1
                 vector = None
@@ -172,6 +171,32 @@ def from_chroma(path_or_client: object, collection: str | Sequence[str], memory:
     if not seen_vectors:
         return tally.report("none", "the collections held no vectors")
     return tally.report("kept" if kept else "dropped", "; ".join(notes))
+
+
+def _decisions(memory: Memory, want: str, cols: list[Any]
+               ) -> dict[str, peer_vectors.Decision]:
+    """Whether each collection's vectors are kept, decided for all of them before
+    anything is written (by the first vector of each: Chroma holds one dimension per
+    collection). Errors: ``invalid_request`` (``"keep"`` of vectors whose dimension is
+    not the embedder's or the store's, or not that of another collection kept)."""
+    out: dict[str, peer_vectors.Decision] = {}
+    dims: dict[str, int] = {}
+    for col in cols:
+        first = col.get(include=["embeddings"], limit=1).get("embeddings")
+        if first is None or not len(first):
+            continue
+        dim = len(first[0])
+        out[col.name] = decision = peer_vectors.decide(memory, want, _model(col), dim)
+        if decision.keep:
+            dims[col.name] = dim
+    if len(set(dims.values())) > 1:
+        (a, da), (b, db) = [next((n, d) for n, d in dims.items() if d == x)
+                            for x in sorted(set(dims.values()))[:2]]
+        raise InvalidError(f"vectors='keep': collection {a!r} holds vectors of {da} "
+                           f"dimensions, collection {b!r} of {db} (a store holds vectors "
+                           "of one dimension); migrate them into separate stores, or "
+                           "with vectors='drop'")
+    return out
 
 
 def _add(out: writer.Writer, tally: Tally, ns: tuple[str, ...], rid: str,

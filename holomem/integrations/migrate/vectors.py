@@ -57,8 +57,9 @@ def decide(memory: Memory, want: str, peer_model: str | None, peer_dim: int | No
     """Keep the peer's vectors or not. ``want``: ``"auto"`` keeps them when the memory's
     embedder is the peer's model (by name, or a known alias) with the same dimension;
     ``"keep"`` keeps them whatever the model (the caller vouches for it), as long as
-    the dimension is the embedder's; ``"drop"`` never keeps them. Errors:
-    ``invalid_request`` (``"keep"`` of vectors whose dimension is not the embedder's).
+    the dimension is the embedder's, or without one the store's (that of the vectors
+    it holds, if any); ``"drop"`` never keeps them. Errors: ``invalid_request``
+    (``"keep"`` of vectors of another dimension).
     """
     embedder = memory.embedder
     model = f"the peer's model {peer_model!r}" if peer_model else "the peer's model"
@@ -70,6 +71,10 @@ def decide(memory: Memory, want: str, peer_model: str | None, peer_dim: int | No
             raise InvalidError(f"vectors='keep': {model} gives {peer_dim} dimensions, the "
                                f"memory's embedder {embedder.identity.name!r} "
                                f"{embedder.identity.dim}")
+        stored = memory.store.embedding_dim
+        if stored and peer_dim is not None and peer_dim != stored:
+            raise InvalidError(f"vectors='keep': {model} gives {peer_dim} dimensions, the "
+                               f"vectors the store holds {stored}")
         return Decision(True, "vectors='keep': the peer's vectors were stored as they are")
     if embedder is None:
         return Decision(False, "the memory has no embedder, so recall could not compare "

@@ -250,15 +250,22 @@ class Writer:
     def _takeable(self, records: list[tuple[Entry, list[str], FactExport]]
                   ) -> list[tuple[Entry, list[str], FactExport]]:
         """The records the import refused a batch for, skipped (named in the report):
-        the others, checked as the import checks them."""
+        the others, checked as the import checks them (a vector included: its
+        dimension must be the store's, or the first kept vector's in an empty store)."""
         out = []
+        dim = self.memory.store.embedding_dim
         for entry, before, record in records:
             try:
                 exchange.check(record, 0)
+                n = len(record.embedding) if record.embedding is not None else 0
+                if n and dim and n != dim:
+                    raise InvalidError(f"its vector has {n} dimensions, the store's "
+                                       f"vectors {dim}")
             except InvalidError as exc:  # LimitError included
                 self.tally.namespaces[entry.namespace] -= 1
                 self.tally.skip(entry.source_id, exc.message.removeprefix("line 0: "))
                 continue
+            dim = dim or n
             out.append((entry, before, record))
         return out
 

@@ -125,3 +125,22 @@ def test_mem0_bad_input_is_a_clear_error_and_writes_nothing(
                  "--user-id", "ann"]) == 2
     assert "not JSON" in capsys.readouterr().err
     assert not store.exists() and not (tmp_path / "absent").exists()
+
+
+def test_mem0_a_config_mem0_cannot_build_is_a_usage_error_not_a_traceback(
+        offline_mem0: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    new_mem0(offline_mem0, tmp_path / "mem0").add("Ann waters the orchids", user_id="ann",
+                                                  infer=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    wanting = mem0_config(tmp_path / "mem0")
+    wanting["embedder"] = {"provider": "openai", "config": {"model": "text-embedding-3-small"}}
+    config = tmp_path / "mem0.json"
+    config.write_text(json.dumps(wanting))
+    store = tmp_path / "store"
+    assert main(["migrate", "mem0", str(store), "--mem0-config", str(config),
+                 "--user-id", "ann"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: invalid_request: Mem0 cannot build a memory") \
+        and "Traceback" not in err
+    assert not store.exists()

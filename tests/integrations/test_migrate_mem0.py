@@ -7,6 +7,7 @@ a real open-source Mem0 memory (mem0ai, the peers extra) running offline on Chro
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,8 @@ import numpy as np
 import pytest
 
 from holomem import InvalidError, Memory, Store
-from holomem.integrations.migrate import from_mem0
-from tests.integrations.migrate_peers import Tiny, new_mem0, tiny_vectors
+from holomem.integrations.migrate import from_mem0, open_mem0
+from tests.integrations.migrate_peers import Tiny, mem0_config, new_mem0, tiny_vectors
 
 #: (text, user, agent, metadata)
 MEMORIES = [
@@ -249,3 +250,56 @@ def test_a_link_to_a_skipped_version_is_neither_written_nor_counted(
     report = from_mem0(peer, memory, user_ids="ann")
     assert (report.read, report.created, report.skipped, report.superseded) == (2, 1, 1, 0)
     assert [r["links"] for r in memory.export()] == [[]]
+
+
+def _tables(path: Path) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return {n for (n,) in conn.execute("SELECT name FROM sqlite_master "
+                                           "WHERE type = 'table'")}
+    finally:
+        conn.close()
+
+
+def _collections(path: Path) -> list[str]:
+    conn = sqlite3.connect(path / "chroma.sqlite3")
+    try:
+        return sorted(n for (n,) in conn.execute("SELECT name FROM collections"))
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("wrong", [
+    "no vector_store", "a misspelt vector_store", "no path", "a misspelt collection",
+    "no history_db_path", "another SQLite file as history", "not SQLite as history"])
+def test_open_mem0_refuses_a_config_that_would_have_mem0_create_or_change_a_database(
+        offline_mem0: Any, tmp_path: Path, wrong: str) -> None:
+    # docs/migrate.md: the openers never let a peer create an empty database where a
+    # wrong path pointed (nor change the peer's files).
+    base = tmp_path / "mem0"
+    new_mem0(offline_mem0, base).add("Ann waters the orchids", user_id="ann", infer=False)
+    other = tmp_path / "app.db"
+    sqlite3.connect(other).execute("CREATE TABLE notes (x)").connection.commit()
+    config = mem0_config(base)
+    if wrong == "no vector_store":
+        del config["vector_store"]
+    elif wrong == "a misspelt vector_store":
+        config["vectorstore"] = config.pop("vector_store")
+    elif wrong == "no path":
+        del config["vector_store"]["config"]["path"]
+    elif wrong == "a misspelt collection":
+        config["vector_store"]["config"]["collection_name"] = "mem0_typo"
+    elif wrong == "no history_db_path":
+        del config["history_db_path"]
+    elif wrong == "another SQLite file as history":
+        config["history_db_path"] = str(other)
+    else:
+        config["history_db_path"] = str(tmp_path / "notes.txt")
+        (tmp_path / "notes.txt").write_text("not a database")
+    files = sorted(p.name for p in tmp_path.rglob("*"))
+    with pytest.raises(InvalidError):
+        open_mem0(config)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == files
+    assert _collections(base / "vectors") == ["mem0"]
+    assert _tables(other) == {"notes"}
+    assert open_mem0(mem0_config(base)).get_all(filters={"user_id": "ann"})["results"]

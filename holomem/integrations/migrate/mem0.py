@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+import json
 import os
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,9 +24,11 @@ from typing import Any
 from holomem.api.engine import validate
 from holomem.api.memory.memory import Memory
 from holomem.errors import HolomemError, InvalidError, missing_extra
+from holomem.integrations.migrate import sqlitefiles
 from holomem.integrations.migrate import vectors as peer_vectors
 from holomem.integrations.migrate import writer
 from holomem.integrations.migrate.report import MigrationReport, Tally
+from holomem.log import fs
 
 #: The most memories read for one user, agent or run id (Mem0 lists without paging).
 MAX_PER_SCOPE = 100_000
@@ -37,29 +40,103 @@ KEPT = ("user_id", "agent_id", "run_id", "actor_id", "role")
 
 def open_mem0(config: Mapping[str, Any]) -> Any:
     """A Mem0 ``Memory`` of ``config`` (the dict ``mem0.Memory.from_config`` takes),
-    after checking that the files it names exist — its vector store's ``path`` and its
-    ``history_db_path`` — since Mem0 would create empty ones in their place. Errors:
-    ``invalid_request`` (a missing file, a config Mem0 refuses);
-    ``ModuleNotFoundError`` naming the ``peers`` extra."""
+    after checking that what it names is there, since Mem0 would create it empty in its
+    place (or at its own default places when the config names none): the config must
+    name its vector store and its ``history_db_path``; a local Chroma or Qdrant
+    ``path`` must exist and hold the named collection (``collection_name``, Mem0's
+    default ``mem0``); the history file must be an SQLite database holding Mem0's
+    ``history`` table (``:memory:`` is taken as it is). Errors: ``invalid_request`` (a
+    missing file or collection, a config Mem0 refuses or cannot build, whatever the
+    exception Mem0 raised); ``ModuleNotFoundError`` naming the ``peers`` extra."""
     try:
         mem0 = importlib.import_module("mem0")
     except ImportError as exc:
         raise missing_extra(exc, "holomem.integrations.migrate.open_mem0", "peers") from exc
     if not isinstance(config, Mapping):
         raise InvalidError("a Mem0 config must be a JSON object (Memory.from_config's dict)")
-    store = config.get("vector_store")
-    store_config = store.get("config") if isinstance(store, Mapping) else None
-    named = [("vector_store.config.path", store_config.get("path")
-              if isinstance(store_config, Mapping) else None),
-             ("history_db_path", config.get("history_db_path"))]
-    for what, path in named:
-        if isinstance(path, str) and path != ":memory:" and not os.path.exists(path):
-            raise InvalidError(f"the Mem0 config's {what} {path!r} does not exist (Mem0 "
-                               "would start an empty memory there)")
+    _check_vector_store(config.get("vector_store"))
+    _check_history(config.get("history_db_path"))
     try:
         return mem0.Memory.from_config(dict(config))
-    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
-        raise InvalidError(f"Mem0 refused the config: {exc}") from exc
+    except Exception as exc:  # pydantic's checks, a provider's own (a missing API key)
+        raise InvalidError(f"Mem0 cannot build a memory of this config: "
+                           f"{type(exc).__name__}: {exc}") from exc
+
+
+#: Mem0's own name of its collection when the config names none.
+DEFAULT_COLLECTION = "mem0"
+#: Keys of a vector store's config that make it a server's, not a local directory's.
+_SERVED = ("client", "host", "url", "api_key")
+
+
+def _check_vector_store(store: object) -> None:
+    """The config's ``vector_store``: named, and a local Chroma's or Qdrant's directory
+    there with its collection in it. Errors: ``invalid_request``."""
+    if not isinstance(store, Mapping) or not store.get("provider"):
+        raise InvalidError("the Mem0 config names no vector_store (with its provider): "
+                           "Mem0 would start an empty one at its default place")
+    provider = store.get("provider")
+    local = store.get("config") or {}
+    if not isinstance(local, Mapping):
+        raise InvalidError("the Mem0 config's vector_store.config must be a JSON object")
+    if provider not in ("chroma", "qdrant") or any(local.get(k) for k in _SERVED):
+        return  # a server's store: Mem0 asks it, and creates no file here
+    path = local.get("path")
+    if not isinstance(path, str) or not path:
+        raise InvalidError(f"the Mem0 config's vector_store.config names no path: Mem0 "
+                           f"would start an empty {provider} store at its default place")
+    if not os.path.isdir(path):
+        raise InvalidError(f"the Mem0 config's vector_store.config.path {path!r} does not "
+                           "exist (Mem0 would start an empty memory there)")
+    name = local.get("collection_name") or DEFAULT_COLLECTION
+    if provider == "chroma":
+        database = os.path.join(path, "chroma.sqlite3")
+        if not os.path.isfile(database):
+            raise InvalidError(f"{path}: not a Chroma database (it has no chroma.sqlite3)")
+        conn = sqlitefiles.open_read_only(database, "a Chroma database")
+        try:
+            if "collections" not in sqlitefiles.tables(conn, database):
+                raise InvalidError(f"{database}: not a Chroma database")
+            have = sorted(str(n) for (n,) in conn.execute("SELECT name FROM collections"))
+        finally:
+            conn.close()
+    else:
+        have = _qdrant_collections(path)
+    if name not in have:
+        raise InvalidError(f"the Mem0 config's collection {name!r} is not in {path} (it "
+                           f"has: {', '.join(have) or 'none'}); Mem0 would create it empty")
+
+
+def _qdrant_collections(path: str) -> list[str]:
+    """The collections of a local Qdrant directory (its ``meta.json``)."""
+    meta = os.path.join(path, "meta.json")
+    try:
+        data = json.loads(fs.read_file(meta))
+    except (HolomemError, ValueError) as exc:
+        raise InvalidError(f"{path}: not a local Qdrant directory (its meta.json cannot "
+                           f"be read: {exc})") from exc
+    found = data.get("collections") if isinstance(data, dict) else None
+    return sorted(found) if isinstance(found, dict) else []
+
+
+def _check_history(path: object) -> None:
+    """The config's ``history_db_path``: named, and an SQLite file holding Mem0's
+    ``history`` table (or ``:memory:``). Errors: ``invalid_request``."""
+    if path == ":memory:":
+        return
+    if not isinstance(path, str) or not path:
+        raise InvalidError("the Mem0 config names no history_db_path: Mem0 would start "
+                           "an empty history at its default place")
+    if not os.path.isfile(path):
+        raise InvalidError(f"the Mem0 config's history_db_path {path!r} does not exist "
+                           "(Mem0 would start an empty memory there)")
+    conn = sqlitefiles.open_read_only(path, "Mem0's history database")
+    try:
+        if "history" not in sqlitefiles.tables(conn, path):
+            raise InvalidError(f"{path}: not Mem0's history database (it has no "
+                               "'history' table); Mem0 would add its tables to it")
+    finally:
+        conn.close()
 
 
 def _ms(value: object) -> int | None:

@@ -203,6 +203,23 @@ def test_what_is_not_a_langgraph_store_is_refused_and_nothing_is_written(
     assert memory.list().facts == []
 
 
+@pytest.mark.parametrize("name", ["notes%20v2.db", "a%3fb.db", "what?#.db", "50% off.db",
+                                  "%zz.db"])
+def test_open_langgraph_sqlite_opens_the_very_file_named_whatever_its_name_holds(
+        tmp_path: Path, name: str) -> None:
+    # The file's name goes into an SQLite URI: every character that means something
+    # there must be escaped, or another file (one whose name is the decoded one) opens.
+    def make(path: Path, text: str) -> None:
+        with sqlite.SqliteStore.from_conn_string(str(path)) as writer:
+            writer.setup()
+            writer.put(("notes",), "k", {"text": text})
+
+    make(tmp_path / name, "the file named")
+    make(tmp_path / "notes v2.db", "another file")
+    with open_langgraph_sqlite(tmp_path / name) as reader:
+        assert [i.value["text"] for i in reader.search(("notes",))] == ["the file named"]
+
+
 def test_the_example_of_docs_migrate_prints_what_its_comments_say(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

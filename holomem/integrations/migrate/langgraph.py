@@ -15,13 +15,13 @@ import contextlib
 import datetime as dt
 import importlib
 import os
-import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from holomem.api.engine import validate
 from holomem.api.memory.memory import Memory
 from holomem.errors import HolomemError, InvalidError, missing_extra
+from holomem.integrations.migrate import sqlitefiles
 from holomem.integrations.migrate import vectors as peer_vectors
 from holomem.integrations.migrate import writer
 from holomem.integrations.migrate.report import MigrationReport, Tally
@@ -45,21 +45,9 @@ def open_langgraph_sqlite(path: str | os.PathLike[str]) -> Iterator[Any]:
     except ImportError as exc:
         raise missing_extra(exc, "holomem migrate langgraph-sqlite", "peers") from exc
     name = os.fspath(path)
-    if not os.path.isfile(name):
-        raise InvalidError(f"{name}: no such file (a LangGraph SqliteStore's database is "
-                           "expected)")
-    uri = "file:" + name.replace("?", "%3f").replace("#", "%23") + "?mode=ro"
+    conn = sqlitefiles.open_read_only(name, "a LangGraph SqliteStore's database")
     try:
-        conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
-    except sqlite3.Error as exc:
-        raise InvalidError(f"{name}: SQLite cannot open it: {exc}") from exc
-    try:
-        try:
-            found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
-                                 "name = ?", (TABLE,)).fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise InvalidError(f"{name}: not an SQLite database ({exc})") from exc
-        if found is None:
+        if TABLE not in sqlitefiles.tables(conn, name):
             raise InvalidError(f"{name}: not a LangGraph store's database (it has no "
                                f"{TABLE!r} table)")
         yield sqlite.SqliteStore(conn)

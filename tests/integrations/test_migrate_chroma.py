@@ -304,6 +304,23 @@ def test_an_edit_made_in_holomem_stands_until_the_peers_record_changes(
         ["alice lives in rome"]
 
 
+def test_a_migration_supersedes_only_what_a_migration_stored_never_the_callers_own_facts(
+        tmp_path: Path, memory: Memory) -> None:
+    chroma = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    col = chroma.create_collection("profile", embedding_function=None)
+    col.add(ids=["ann"], documents=["Ann is a chess player"], embeddings=[[1.0, 0, 0]])
+    mine = memory.remember("Ann lives in Oslo", subject="ann", namespace=["profile"])
+    report = from_chroma(chroma, "profile", memory)  # a subject shared by chance
+    assert (report.created, report.superseded) == (1, 0)
+    col.update(ids=["ann"], documents=["Ann is a go player"], embeddings=[[1.0, 0, 0]])
+    report = from_chroma(chroma, "profile", memory)  # the record's own value only
+    assert (report.created, report.superseded) == (1, 1)
+    assert sorted(f.text for f in memory.list(namespace=["profile"],
+                                              history="current").facts) == \
+        ["Ann is a go player", "Ann lives in Oslo"]
+    assert memory.get(mine.id).status == "current"
+
+
 def test_a_missing_collection_or_a_wrong_path_is_a_clear_error_and_writes_nothing(
         chroma_dir: Path, memory: Memory, tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match=r"no collection 'pantry' \(it has: recipes, "

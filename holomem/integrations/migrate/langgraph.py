@@ -113,7 +113,9 @@ def from_langgraph_store(store: Any, memory: Memory, namespace_prefix: Sequence[
     vectors_mode = peer_vectors.mode(vectors)
     size = writer.batch_size(batch_size)
     tally = Tally("langgraph")
-    out = writer.Writer(memory, tally, size, writer.progress_callback(progress))
+    # The item marker of Entry.replaces says which facts are LangGraph items.
+    out = writer.Writer(memory, tally, size, writer.progress_callback(progress),
+                        moved_only=False)
     seen: set[tuple[tuple[str, ...], str]] = set()
     offset = 0
     while True:

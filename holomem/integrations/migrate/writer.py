@@ -35,6 +35,8 @@ BATCH = 500
 MAX_BATCH = 10_000
 #: Facts read per page when looking for the value a changed record replaces.
 _PAGE = 100
+#: The most facts looked at to find whether a fact descends from a migrated one.
+_ANCESTORS = 1000
 
 Progress = Callable[[int], None]
 
@@ -118,11 +120,18 @@ def _utf8(text: str) -> bytes:
 
 class Writer:
     """Moves entries into ``memory`` ``size`` at a time (one transaction each), counting
-    in ``tally``; ``progress(n)`` is told the records read after each batch."""
+    in ``tally``; ``progress(n)`` is told the records read after each batch.
+
+    ``moved_only``: a new value supersedes only the current facts of its record that a
+    migration from this peer stored, or that supersede one of them (an edit made in
+    holomem over it): never a fact of the caller's own that happens to share the
+    record's subject. (False: every fact ``Entry.replaces`` finds, when that filter
+    says itself which facts are the peer's, as LangGraph's item marker does.)"""
 
     def __init__(self, memory: Memory, tally: Tally, size: int,
-                 progress: Progress | None) -> None:
+                 progress: Progress | None, *, moved_only: bool = True) -> None:
         self.memory = memory
+        self.moved_only = moved_only
         self.tally = tally
         self.size = size
         self.progress = progress
@@ -179,10 +188,29 @@ class Writer:
         while True:
             page = self.memory.list(cursor=cursor, limit=_PAGE, filter=entry.replaces,
                                     history="current", namespace=list(entry.namespace))
-            out.extend(r for r in page.facts if tuple(r.namespace) == entry.namespace)
+            out.extend(r for r in page.facts if tuple(r.namespace) == entry.namespace
+                       and (not self.moved_only or self._from_peer(r)))
             if page.next_cursor is None:
                 return out
             cursor = page.next_cursor
+
+    def _from_peer(self, record: FactRecord) -> bool:
+        """Whether ``record`` is a fact a migration from this peer stored, or supersedes
+        one (looked for through what it supersedes, at most :data:`_ANCESTORS` facts)."""
+        prefix = f"{self.tally.source}-"
+        seen = {record.id}
+        todo = [record]
+        while todo and len(seen) <= _ANCESTORS:
+            fact = todo.pop()
+            if fact.id.startswith(prefix):
+                return True
+            for earlier in fact.supersedes:
+                if earlier not in seen:
+                    seen.add(earlier)
+                    found = self.memory.get(earlier)
+                    if found is not None:
+                        todo.append(found)
+        return False
 
     def _replaced(self, entry: Entry, fid: str) -> list[str]:
         """The current facts an earlier run stored for the entry's record."""

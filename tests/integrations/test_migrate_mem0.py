@@ -303,3 +303,23 @@ def test_open_mem0_refuses_a_config_that_would_have_mem0_create_or_change_a_data
     assert _collections(base / "vectors") == ["mem0"]
     assert _tables(other) == {"notes"}
     assert open_mem0(mem0_config(base)).get_all(filters={"user_id": "ann"})["results"]
+
+
+class _OddMetadata(_HistoryByCall):
+    """A Mem0 memory one of whose memories holds metadata that is not an object."""
+
+    def get_all(self, **kwargs: Any) -> Any:
+        found = self.inner.get_all(**kwargs)
+        for item in found["results"]:
+            if item["memory"] == "Ann prefers trains to planes":
+                item["metadata"] = ["tag"]
+        return found
+
+
+def test_a_memory_whose_metadata_is_not_an_object_is_skipped_and_named(
+        peer: Any, memory: Memory) -> None:
+    mid = find(peer, "ann", "Ann prefers trains to planes")["id"]
+    report = from_mem0(_OddMetadata(peer), memory, user_ids="ann")
+    assert (report.read, report.created, report.skipped) == (3, 2, 1)
+    assert [(s.source_id, s.reason) for s in report.skipped_examples] == [
+        (mid, "its metadata is a list, not an object")]

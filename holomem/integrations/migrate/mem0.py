@@ -320,14 +320,17 @@ def _add(out: writer.Writer, tally: Tally, history: list[dict[str, Any]],
     for key, label in SCOPES:
         if item.get(key):
             labels += [label, str(item[key])]
+    own = item.get("metadata")
     try:
         ns = validate.namespace(labels)
         validate.unreserved(mid, "id")
+        if own is not None and not isinstance(own, Mapping):
+            raise InvalidError(f"its metadata is a {type(own).__name__}, not an object")
     except HolomemError as exc:
         tally.read += 1
         tally.skip(mid, exc.message)
         return
-    metadata = {**(item.get("metadata") or {}),
+    metadata = {**(own or {}),
                 **{k: item[k] for k in KEPT if item.get(k) is not None}, "mem0_id": mid}
     versions: list[tuple[str, str, int]] = []  # (key, text, time)
     for row in history:

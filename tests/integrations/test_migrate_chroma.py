@@ -172,7 +172,7 @@ def test_keep_of_vectors_of_another_dimension_is_refused_before_anything_is_writ
             memory.remember("my own fact", embedding=[1.0, 0.0, 0.0])
         names = ["bbb"] if case == "the store's own" else ["aaa", "bbb"]
         before = [f.text for f in memory.list().facts]
-        with pytest.raises(InvalidError, match="vectors='keep'.* dimensions"):
+        with pytest.raises(InvalidError, match=r"vectors='keep'.* dimensions"):
             from_chroma(chroma, names, memory, vectors="keep", batch_size=batch)
         assert [f.text for f in memory.list().facts] == before
 
@@ -406,3 +406,24 @@ def test_a_record_whose_id_is_too_long_for_a_subject_is_skipped_on_every_run(
         again = from_chroma(path, "ids", memory)
         assert (again.created, again.unchanged, again.skipped) == (0, 1, 1)
     assert memory.store.stats().revision == revision
+
+
+def test_a_value_already_current_under_another_key_is_unchanged_and_written_once(
+        memory: Memory) -> None:
+    # A record moved by a holomem whose keys were made otherwise (LangGraph's held the
+    # item's updated_at): the same value under its new key is not moved again.
+    def run(key: tuple[str, ...]) -> Any:
+        tally = Tally("chroma")
+        out = writer.Writer(memory, tally, 10, None)
+        tally.read += 1
+        out.add(writer.Entry(source_id="notes:a", key=key, namespace=("notes",),
+                             text="alice likes tea", ingest_time=1, subject="a",
+                             replaces={"subject": "a"}))
+        out.flush()
+        return tally.report("none", "")
+
+    assert run(("a", "old-style")).created == 1
+    again = run(("a", "new-style"))
+    assert (again.created, again.unchanged, again.superseded) == (0, 1, 0)
+    assert len(memory.list(namespace=["notes"]).facts) == 1
+    assert run(("a", "new-style")).unchanged == 1

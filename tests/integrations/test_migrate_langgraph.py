@@ -160,6 +160,24 @@ def test_a_peer_back_at_an_earlier_version_makes_that_version_current_again(
         assert memory.store.stats().revision == revision
 
 
+@pytest.mark.parametrize("edited", [False, True])
+def test_an_item_put_again_with_the_same_value_is_unchanged_and_an_edit_in_holomem_stands(
+        memory: Memory, edited: bool) -> None:
+    ns, key = ("users", "ann"), "home"
+    peer = InMemoryStore()
+    peer.put(ns, key, {"text": "Ann lives on a canal barge"})
+    from_langgraph_store(peer, memory, fields=["text"])
+    if edited:
+        HolomemStore(memory, index={"fields": ["text"]}).put(ns, key,
+                                                             {"text": "Ann moved to a flat"})
+    (current,) = memory.list(namespace=list(ns), history="current").facts
+    peer.put(ns, key, {"text": "Ann lives on a canal barge"})  # only updated_at moves
+    report = from_langgraph_store(peer, memory, fields=["text"])
+    assert (report.created, report.unchanged, report.superseded) == (0, 1, 0)
+    assert [f.id for f in memory.list(namespace=list(ns), history="current").facts] == \
+        [current.id]
+
+
 def test_prefix_and_namespace_choose_what_is_read_and_where_it_goes(memory: Memory) -> None:
     peer = InMemoryStore()
     fill(peer)

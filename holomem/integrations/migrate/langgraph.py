@@ -21,9 +21,8 @@ from typing import Any
 from holomem.api.engine import validate
 from holomem.api.memory.memory import Memory
 from holomem.errors import HolomemError, InvalidError, missing_extra
-from holomem.integrations.migrate import sqlitefiles
+from holomem.integrations.migrate import sqlitefiles, writer
 from holomem.integrations.migrate import vectors as peer_vectors
-from holomem.integrations.migrate import writer
 from holomem.integrations.migrate.report import MigrationReport, Tally
 
 #: Items read per page of the LangGraph store.
@@ -147,10 +146,11 @@ def _add(out: writer.Writer, tally: Tally, checks: Any, base: Any, item: Any,
     if updated is None or updated < 0:
         tally.skip(source_id, "the item has no updated_at time")
         return
-    # The version's identity: where it is, when it was written, and what it holds as
-    # this migration reads it (its value, and the fields that make its text).
+    # The version's identity: where it is and what it holds as this migration reads it
+    # (its value, and the fields that make its text). Not when it was written: an item
+    # put again with the same value is the same version, not a new one over an edit.
     try:
-        version = (*ns, str(key), str(updated), writer.digest([item.value, paths]))
+        version = (*ns, str(key), writer.digest([item.value, paths]))
     except HolomemError as exc:
         tally.skip(source_id, str(exc))
         return

@@ -24,9 +24,8 @@ from typing import Any
 from holomem.api.engine import validate
 from holomem.api.memory.memory import Memory
 from holomem.errors import HolomemError, InvalidError, missing_extra
-from holomem.integrations.migrate import sqlitefiles
+from holomem.integrations.migrate import sqlitefiles, writer
 from holomem.integrations.migrate import vectors as peer_vectors
-from holomem.integrations.migrate import writer
 from holomem.integrations.migrate.report import MigrationReport, Tally
 from holomem.log import fs
 

@@ -212,10 +212,6 @@ class Writer:
                         todo.append(found)
         return False
 
-    def _replaced(self, entry: Entry, fid: str) -> list[str]:
-        """The current facts an earlier run stored for the entry's record."""
-        return [r.id for r in self._current(entry) if r.id != fid]
-
     def _again(self, entry: Entry, before: list[str]) -> str:
         """The id of a value the record held before (its fact is stored, superseded) and
         holds again: derived from the record's key and the facts it supersedes now, so
@@ -245,7 +241,14 @@ class Writer:
             # The version before it (a history the peer kept), and whatever else is
             # current for the record (an edit made in holomem, or a history cut short).
             explicit = [self._id(entry, k) for k in entry.supersedes]
-            return fid, list(dict.fromkeys([*explicit, *self._replaced(entry, fid)]))
+            current = self._current(entry)
+            if not explicit and any(r.id.startswith(f"{self.tally.source}-")
+                                    and _holds(r, entry) for r in current):
+                # Its value is the record's current fact already, moved under another
+                # key (by a holomem whose keys were made otherwise): left as it is.
+                self._unmarked.append(fid)
+                return None
+            return fid, list(dict.fromkeys([*explicit, *(r.id for r in current)]))
         if entry.replaces is None or self._latest(fid):
             return None
         current = self._current(entry)

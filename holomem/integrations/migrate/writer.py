@@ -246,7 +246,6 @@ class Writer:
                                     and _holds(r, entry) for r in current):
                 # Its value is the record's current fact already, moved under another
                 # key (by a holomem whose keys were made otherwise): left as it is.
-                self._unmarked.append(fid)
                 return None
             return fid, list(dict.fromkeys([*explicit, *(r.id for r in current)]))
         if entry.replaces is None or self._latest(fid):

@@ -11,6 +11,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import chromadb
+
 from holomem import Memory, Store
 from tests.cli.run import holomem_all, make_store
 
@@ -142,3 +144,20 @@ def test_an_export_or_import_path_that_is_no_file_is_usage_and_touches_nothing(
     assert not (tmp_path / "folder.tmp").exists()
     assert mine.read_text() == "my own notes" and not (tmp_path / "out.jsonl").exists()
     assert not os.path.exists(new_store)
+
+
+def test_an_import_or_migration_refused_for_its_options_creates_no_store(
+        tmp_path: Path) -> None:
+    """A batch size or namespace the library refuses exits 2 before the store is
+    opened: no empty store is left behind (import and migrate create one otherwise)."""
+    lines = tmp_path / "one.jsonl"
+    lines.write_text('{"id": "a", "text": "hi", "ingestTime": 5}\n')
+    peer = tmp_path / "chroma"
+    chromadb.PersistentClient(path=str(peer)).create_collection("notes").add(
+        ids=["n1"], documents=["Ann likes tea"], embeddings=[[1.0, 0.0]])
+    new = [str(tmp_path / f"new{i}") for i in range(3)]
+    check([["import", new[0], str(lines), "--batch-size", "0"],
+           ["migrate", "chroma", str(peer), new[1], "--collection", "notes", "--batch-size", "0"],
+           ["migrate", "chroma", str(peer), new[2], "--collection", "notes",
+            "--namespace", "a/b/c/d/e/f/g/h/i"]], 2)
+    assert not any(os.path.exists(s) for s in new)

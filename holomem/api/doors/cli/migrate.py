@@ -35,6 +35,7 @@ from holomem.api.doors.cli.opening import (
     memory_of,
     option_file,
 )
+from holomem.api.engine import validate
 from holomem.api.memory.progress import ProgressLines
 from holomem.errors import InvalidError, NotFoundError
 
@@ -130,8 +131,13 @@ def _peer(args: argparse.Namespace) -> Iterator[Any]:
 
 def run(args: argparse.Namespace) -> int:
     from holomem.integrations import migrate
+    from holomem.integrations.migrate import writer
 
     config = config_file(args.config)
+    # The options the library checks, checked before the store is opened: a refused
+    # run leaves no new store behind.
+    writer.batch_size(args.batch_size)
+    validate.namespace(args.namespace)
     with (_peer(args) as peer,
           memory_of(args, write=True, create=True, config=config) as memory,
           ProgressLines(f"migrate {args.source}", every=args.progress_every) as progress):

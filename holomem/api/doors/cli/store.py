@@ -15,6 +15,7 @@ from holomem.api.doors.cli import printing
 from holomem.api.doors.cli.opening import EXIT_OK, EXIT_USAGE, Failure, config_file, memory_of
 from holomem.api.memory.config import config_to_json
 from holomem.api.memory.progress import ProgressLines
+from holomem.api.memory.transfer import exchange
 from holomem.errors import HolomemError
 from holomem.log import fs
 
@@ -112,6 +113,7 @@ def file_lines(path: str, size: int = 1 << 20) -> Iterator[bytes]:
 def import_(args: argparse.Namespace) -> int:
     """JSON Lines from FILE (or - for stdin) into the store, in atomic batches."""
     config = config_file(args.config)
+    exchange.batch_size(args.batch_size)  # (before the store is opened: nothing made)
     lines = iter(sys.stdin.buffer) if args.file == "-" else file_lines(args.file)
     with (memory_of(args, write=True, create=True, config=config) as memory,
           ProgressLines("import", every=args.progress_every) as progress):

@@ -271,6 +271,51 @@ def test_a_named_speaker_is_matched_against_the_speaker_field(tmp_path: Path) ->
             "Where does love camping?", got[0].id).matched_terms
 
 
+def test_a_question_names_only_the_speakers_of_turns_it_can_see(tmp_path: Path) -> None:
+    """§4a, §4g: a speaker counts as named only when it said a turn at or under the
+    question's namespace and, under ``known_at``, ingested by then — another
+    namespace's speakers, or later ones, change neither what the question is read as
+    nor (names muted) the ranking."""
+    config = DialogueConfig(speaker=1.0, mute_speakers=True)
+    q = "what does zelda like to drink, tea"
+
+    def seen(other: str) -> list[tuple[Any, ...]]:
+        clock = ManualClock(NOW)
+        with Store.open(tmp_path / other, sync="none") as s:
+            m = Memory(s, MemoryConfig(dialogue=config), clock=clock)
+            m.remember(id="a1", text="zelda likes green tea", namespace=["a"])
+            m.remember(id="a2", text="tea is liked by many, green tea especially",
+                       namespace=["a"])
+            m.remember(id="x1", text="zelda drinks tea", namespace=["a", "x"])
+            m.remember(id="b1", text="tea for zelda", namespace=["b"])
+            then = clock.now_ms()
+            clock.advance(60_000)
+            m.remember_conversation([{"speaker": other, "text": "hello there"},
+                                     {"speaker": "bob", "text": "hi"}],
+                                    session="s", namespace=["b"])
+            m.remember_conversation([{"speaker": other, "text": "hello again"}],
+                                    session="s", namespace=["a", "later"])
+            out: list[tuple[Any, ...]] = []
+            for space, known_at in ((["a"], then), (["a", "x"], None), (["b"], then),
+                                    (["a"], None), (["b"], None), ([], None)):
+                why = m.explain(q, {("a", "x"): "x1", ("b",): "b1"}.get(tuple(space), "a1"),
+                                namespace=space, known_at=known_at)
+                named = why.dialogue.speakers_named if why.dialogue is not None else None
+                got = [(r.id, r.score) for r in m.recall(q, namespace=space,
+                                                        known_at=known_at)]
+                out.append((named, got))
+            return out
+
+    control, other = seen("yolanda"), seen("zelda")
+    # Not seen: in "a" before the turn of "a/later" was ingested, under "a/x", in "b"
+    # before its turns were.
+    assert other[:3] == control[:3]
+    assert [named for named, _ in other[:3]] == [[], [], []]
+    # Seen: in "a" (its turn under "a/later" now known), in "b", at the root.
+    assert [named for named, _ in other[3:]] == [["zelda"], ["zelda"], ["zelda"]]
+    assert other[3][1] != control[3][1]  # (muted: the name is no word BM25 matches)
+
+
 def test_a_date_in_the_question_favours_facts_of_that_window(tmp_path: Path) -> None:
     with Store.open(tmp_path / "s", sync="none") as s:
         m0 = Memory(s, clock=ManualClock(NOW))

@@ -13,13 +13,16 @@ question names, are multiplied; last, each turn by how well its session's best t
 scored against the best session's (the session prior). :func:`parts` takes a
 candidate's score apart for explain. Recall's ranking (:mod:`.rank`) calls them.
 Imports the engine's view, the configuration, the conversation links' relation name
-and reply rule, the date reader and the fusion type.
+and reply rule, the date reader, the fusion type and the namespace type.
 
 The work is bounded: the signals look at the :func:`pool` best candidates and their
 reply partners only (an inferred partner is looked for at most
 :data:`~holomem.api.memory.conversation.links.REPLY_WINDOW` positions away), a
 question's speakers are looked up by its words (at most :data:`MAX_NAME_WORDS` words
-a name), never by a pass over the speakers.
+a name), never by a pass over the speakers. A name counts only as the speaker of a turn
+the question can see (at or under its namespace: looked up among the namespaces the
+speaker spoke in; under ``known_at``, its turns there are looked at until one was
+known then).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from holomem.api.memory.config import DialogueConfig
 from holomem.api.memory.conversation import links
 from holomem.api.memory.conversation.links import REPLIES_TO
 from holomem.projections.fusion import Fusion
+from holomem.projections.namespaces import ROOT, Namespace
 from holomem.projections.temporal import UNSET
 
 #: The most words of a speaker's name a question is searched for.
@@ -60,18 +64,21 @@ class Reading(NamedTuple):
     windows: tuple[tuple[int, int], ...]
 
 
-def read(view: View, config: DialogueConfig, query: str, at: int) -> Reading:
-    """The question ``query`` read against the stored speakers and the time ``at``."""
+def read(view: View, config: DialogueConfig, query: str, at: int,
+         namespace: Namespace = ROOT, known_at: int | None = None) -> Reading:
+    """The question ``query`` read against the speakers of the turns it can see (those
+    at or under ``namespace`` and, with ``known_at``, ingested by then) and the time
+    ``at``."""
     words = [(m.start(), m.end(), _POSSESSIVE.sub("", m.group())) for m in
              _WORD.finditer(query[:dates.MAX_CHARS])]
-    speakers = view.facts.turns.by_speaker
+    heard = _Heard(view, namespace, known_at)
     named: set[str] = set()
     spans: list[tuple[int, int]] = []
     if config.speaker or config.mute_speakers:
         for i in range(len(words)):
             for n in range(min(MAX_NAME_WORDS, len(words) - i), 0, -1):
                 name = " ".join(w for _, _, w in words[i:i + n])
-                found = next((s for s in (name, name.title(), name.lower()) if s in speakers),
+                found = next((s for s in (name, name.title(), name.lower()) if heard(s)),
                              None)
                 if found is not None:
                     named.add(found)
@@ -84,6 +91,31 @@ def read(view: View, config: DialogueConfig, query: str, at: int) -> Reading:
             lexical = kept
     windows = tuple(dates.windows(query, at)) if config.dates else ()
     return Reading(frozenset(named), lexical, windows)
+
+
+class _Heard:
+    """Whether a name is the speaker of a turn a question can see: one at or under its
+    namespace and, with ``known_at``, ingested by then (each name looked up once)."""
+
+    def __init__(self, view: View, namespace: Namespace, known_at: int | None) -> None:
+        self.facts, self.namespace, self.known_at = view.facts, namespace, known_at
+        self.seen: dict[str, bool] = {}
+
+    def __call__(self, name: str) -> bool:
+        got = self.seen.get(name)
+        if got is None:
+            got = self.seen[name] = self._look(name)
+        return got
+
+    def _look(self, name: str) -> bool:
+        facts, turns = self.facts, self.facts.turns
+        if not turns.speaks_under(name, self.namespace):
+            return False
+        if self.known_at is None:
+            return True
+        # (turns are stored mostly in ingest order: the first is usually known then)
+        return any(facts.known(facts.slot(fid), self.known_at)
+                   for fid in turns.speaker_facts_under(name, self.namespace))
 
 
 def _cut(text: str, spans: list[tuple[int, int]]) -> str:

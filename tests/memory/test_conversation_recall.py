@@ -458,6 +458,71 @@ def test_a_turn_ingested_after_known_at_lends_nothing_to_the_turns_known_then(
                                                        known_at=then)] == before
 
 
+@pytest.mark.parametrize("later", ["Carl", "Amy"])
+def test_under_known_at_a_reply_is_inferred_from_the_turns_known_then(
+        tmp_path: Path, later: str) -> None:
+    """§4 Recall's ``known_at``: a turn ingested after it is no reply partner — nor does
+    it stand between a turn and the one the reply rule made it answer then. A later
+    turn of another speaker between them would be read as what the answer answers; one
+    of the question's own speaker would end the run of its answers."""
+    config = DialogueConfig(replies=Replies(answer=0.5, question=0.5, infer=True))
+    q = "favourite fruit mango"
+
+    def run(session: str) -> list[list[tuple[str, float]]]:
+        clock = ManualClock(NOW)
+        with Store.open(tmp_path / f"{later}-{session}", sync="none") as s:
+            m = Memory(s, MemoryConfig(dialogue=config), clock=clock)
+            m.remember(id="q", text="what is your favourite fruit", speaker="Amy",
+                       session="s", position=0)
+            m.remember(id="a", text="mango obviously", speaker="Bo", session="s",
+                       position=2)
+            then = clock.now_ms()
+            before = [(r.id, r.score) for r in m.recall(q)]
+            clock.advance(60_000)
+            # (the same words in both stores: BM25's statistics are the same)
+            m.remember(id="x", text="hold on, a phone call", speaker=later,
+                       session=session, position=1)
+            return [before, [(r.id, r.score) for r in m.recall(q, known_at=then)],
+                    [(r.id, r.score) for r in m.recall(q)]]
+
+    between, elsewhere = run("s"), run("other")
+    assert between[0] == elsewhere[0]
+    assert {i for i, _ in between[0]} == {"q", "a"}
+    # Known then: the same partners as if the later turn were in another session.
+    assert between[1] == elsewhere[1]
+    # Now the later turn stands between them.
+    assert between[2] != elsewhere[2]
+
+
+@pytest.mark.parametrize("infer", [False, True])
+def test_under_known_at_a_reply_link_made_later_lends_nothing(tmp_path: Path,
+                                                              infer: bool) -> None:
+    """§4 Recall's ``known_at``: a ``replies_to`` link made after it is no link then —
+    it lends no score, and a turn it gave a link counts as one stored without (the
+    reply rule's partner lends, when inferred)."""
+    q = "favourite fruit mango"
+    config = DialogueConfig(replies=Replies(answer=0.5, infer=infer))
+    clock = ManualClock(NOW)
+    with Store.open(tmp_path / "s", sync="none") as s:
+        m = Memory(s, MemoryConfig(dialogue=config), clock=clock)
+        m.remember(id="q", text="what is your favourite fruit", speaker="Amy",
+                   session="s", position=0)
+        m.remember(id="z", text="a word on fruit", speaker="Zed", session="t", position=0)
+        m.remember(id="a", text="mango obviously", speaker="Bo", session="s", position=1)
+        then = clock.now_ms()
+        before = [(r.id, r.score) for r in m.recall(q)]
+        clock.advance(60_000)
+        # With inference the answer borrowed from q; linked later to q (infer off) or
+        # to z (infer on) it borrows otherwise now, and as before under known_at.
+        m.relate("a", "z" if infer else "q", "replies_to")
+        assert [(r.id, r.score) for r in m.recall(q)] != before
+        assert [(r.id, r.score) for r in m.recall(q, known_at=then)] == before
+        why = m.explain(q, "a", known_at=then)
+        assert why.dialogue is not None
+        assert (why.dialogue.reply_bonus > 0) == infer
+        assert why.dialogue.reply_inferred == why.dialogue.reply_bonus
+
+
 def test_the_filter_and_namespace_still_hold_under_the_dialogue_signals(
         store: Store) -> None:
     m = memory_with(store, DialogueConfig(replies=Replies(answer=1.0), speaker=1.0))

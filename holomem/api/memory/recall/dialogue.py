@@ -149,17 +149,19 @@ class Shares(NamedTuple):
 
 
 def apply(view: View, config: DialogueConfig, reading: Reading, own: Fusion,
-          fused: Fusion, allowed: np.ndarray | None, size: int
-          ) -> tuple[Fusion, Shares]:
+          fused: Fusion, allowed: np.ndarray | None, size: int,
+          known_at: int | None = None) -> tuple[Fusion, Shares]:
     """``fused`` (document search's scores, with the context policy's share) with the
     dialogue signals on its ``size`` best candidates: the reply shares (lent from
     ``own``, document search's scores without the context policy's share), the
     speaker and date multipliers, then the session prior (over the candidates
-    ``allowed``, a slot mask that restricts the answer, lets through)."""
+    ``allowed``, a slot mask that restricts the answer, lets through). With
+    ``known_at``, the links and turns the store learnt after it are no reply
+    partners."""
     order = np.argsort(-fused.score, kind="stable")[:size]
     best = fused.slots[order]
     extra_slots, extra_score, extra_inferred = _replies(view, config, best, own.slots,
-                                                        own.score)
+                                                        own.score, known_at)
     slots = np.union1d(fused.slots, extra_slots).astype(np.int64)
     base = _at(fused.slots, fused.score, slots)
     reply = _at(extra_slots, extra_score, slots)
@@ -194,7 +196,8 @@ def _at(slots: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray
 
 
 def _replies(view: View, config: DialogueConfig, best: np.ndarray, slots: np.ndarray,
-             score: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+             score: np.ndarray, known_at: int | None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(slots ascending, the share each borrows through reply links, the part of it
     through inferred links) for the reply partners of ``best``: an answer ``answer``
     times the score of the turn it answers, a turn ``question`` times its best
@@ -206,7 +209,8 @@ def _replies(view: View, config: DialogueConfig, best: np.ndarray, slots: np.nda
     # (with no question weight, a turn that matched nothing by itself lends nothing:
     # the turns answering it need not be looked for)
     lends = best if q else best[_at(slots, score, best) > 0]
-    src, dst, guessed = _links(view, best, lends if config.replies.infer else None)
+    src, dst, guessed = _links(view, best, lends if config.replies.infer else None,
+                               known_at)
     if not len(src):
         return none
     gets: dict[int, float] = {}
@@ -235,7 +239,7 @@ def _replies(view: View, config: DialogueConfig, best: np.ndarray, slots: np.nda
             np.array([inferred.get(s, 0.0) for s in out.tolist()], dtype=np.float64))
 
 
-def _links(view: View, best: np.ndarray, infer: np.ndarray | None
+def _links(view: View, best: np.ndarray, infer: np.ndarray | None, known_at: int | None
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(answers, the turn each answers, whether the link is inferred) touching
     ``best``: the stored ``replies_to`` links, and unless ``infer`` is None the reply
@@ -243,12 +247,13 @@ def _links(view: View, best: np.ndarray, infer: np.ndarray | None
     :func:`~holomem.api.memory.conversation.links.answering`) for the turns stored
     with no such link of their own: a turn of ``best`` answers the turn the rule
     names, and the turns the rule says answer a turn of ``infer`` (some of ``best``)
-    answer it."""
+    answer it. With ``known_at``, the links and turns learnt after it are not there
+    (a turn whose only link came later is one stored without a link)."""
     rel = view.relations
     rid = rel.relation_id(REPLIES_TO)
     src = dst = np.zeros(0, dtype=np.int64)
     if rid >= 0:
-        src, dst = _stored(view, rid, best)
+        src, dst = _stored(view, rid, best, known_at)
     stored = np.zeros(len(src), dtype=bool)
     if infer is None:
         return src, dst, stored
@@ -257,8 +262,11 @@ def _links(view: View, best: np.ndarray, infer: np.ndarray | None
     known = set(zip(src.tolist(), dst.tolist(), strict=True))
 
     def unlinked(slot: int) -> bool:
-        return slot not in linked and (rid < 0 or all(
-            rel.rel.item(r) != rid for r in rel.rows(slot, "out")))
+        if slot in linked or rid < 0:
+            return slot not in linked
+        own = [r for r in rel.rows(slot, "out") if rel.rel.item(r) == rid]
+        return not own if known_at is None else not len(
+            _visible(view, np.array(own, dtype=np.int64), known_at))
 
     pairs: set[tuple[int, int]] = set()
     looks = set(infer.tolist())
@@ -267,12 +275,12 @@ def _links(view: View, best: np.ndarray, infer: np.ndarray | None
         if fid not in facts.turns.of:
             continue
         if slot not in linked:
-            to = links.answered(view, fid)
+            to = links.answered(view, fid, known_at)
             if to is not None:
                 pairs.add((slot, facts.slot(to)))
         if slot not in looks:
             continue
-        for later in links.answering(view, fid):
+        for later in links.answering(view, fid, known_at):
             at = facts.slot(later)
             if (at, slot) not in known and unlinked(at):
                 pairs.add((at, slot))
@@ -283,14 +291,28 @@ def _links(view: View, best: np.ndarray, infer: np.ndarray | None
             np.concatenate([stored, np.ones(len(more), dtype=bool)]))
 
 
-def _stored(view: View, rid: int, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _stored(view: View, rid: int, slots: np.ndarray, known_at: int | None
+            ) -> tuple[np.ndarray, np.ndarray]:
     """(answers, what each answers) of the stored links of relation ``rid`` touching
-    ``slots``."""
+    ``slots`` (with ``known_at``, those known then)."""
     rel = view.relations
     _, rows = rel.touching_many(np.sort(slots))
     rows = np.unique(rows)
-    rows = rows[rel.rel.view()[rows] == rid]
+    rows = _visible(view, rows[rel.rel.view()[rows] == rid], known_at)
     return rel.src.view()[rows], rel.dst.view()[rows]
+
+
+def _visible(view: View, rows: np.ndarray, known_at: int | None) -> np.ndarray:
+    """The link ``rows`` known at ``known_at`` (all of them for None): learnt by then,
+    between facts ingested by then (as ``links`` shows them, docs/contract.md §4f)."""
+    if known_at is None or not len(rows):
+        return rows
+    rel, ingest = view.relations, view.facts.ingest.view()
+    held = ((rel.time.view()[rows] <= known_at)
+            & (ingest[rel.src.view()[rows]] <= known_at)
+            & (ingest[rel.dst.view()[rows]] <= known_at))
+    out: np.ndarray = rows[held]
+    return out
 
 
 def _sessions(view: View, slots: np.ndarray, score: np.ndarray, looked: np.ndarray,

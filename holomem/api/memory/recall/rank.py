@@ -265,7 +265,8 @@ class Ranking:
         assert self.reading is not None
         o = self.options
         out, shares = dialogue.apply(self.view, p.dialogue, self.reading, plain, near,
-                                     allowed, dialogue.pool(o.candidate_limit, o.k))
+                                     allowed, dialogue.pool(o.candidate_limit, o.k),
+                                     o.known_at)
         self.shares = (out.slots, shares)
         return out
 

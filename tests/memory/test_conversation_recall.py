@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
 from holomem.api.memory import dates
+from holomem.api.memory.recall import dialogue
 from holomem.api.memory.config import (
     DialogueConfig,
     FusionConfig,
@@ -530,6 +531,28 @@ def test_the_filter_and_namespace_still_hold_under_the_dialogue_signals(
     got = m.recall(q, filter={"speaker": "Joanna"})
     assert {r.fact.speaker for r in got} == {"Joanna"}
     assert m.recall(q, namespace=["elsewhere"]) == []
+
+
+def test_the_signals_look_at_the_best_candidates_the_restriction_allows(
+        tmp_path: Path) -> None:
+    """§4g: the signals' candidates are the best the namespace (and filters) let
+    through — another namespace's better matches take none of their places."""
+    with Store.open(tmp_path / "s", sync="none") as s:
+        m = Memory(s, MemoryConfig.conversation(), clock=ManualClock(NOW))
+        dated = m.remember_conversation([{"speaker": "amy", "text": "a picnic"}],
+                                        session="s1", namespace=["a"],
+                                        time=ms(2023, 5, 7)).turns[0].id
+        undated = m.remember_conversation([{"speaker": "amy", "text": "picnic picnic basket"}],
+                                          session="s2", namespace=["a"]).turns[0].id
+        q = "which picnic was on 7 May 2023"
+        assert [r.id for r in m.recall(q, namespace=["a"])] == [dated, undated]
+        m.remember_conversation([{"speaker": "zed", "text": f"picnic picnic picnic {i}"}
+                                 for i in range(2 * dialogue.MIN_POOL)],
+                                session="big", namespace=["b"])
+        for restriction in ({"namespace": ["a"]}, {"filter": {"speaker": "amy"}}):
+            assert [r.id for r in m.recall(q, **restriction)] == [dated, undated]
+            why = m.explain(q, dated, **restriction)
+            assert why.dialogue is not None and why.dialogue.date_multiplier == 2.0
 
 
 def test_the_conversation_configuration_is_plain_data() -> None:

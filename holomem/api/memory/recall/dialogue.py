@@ -152,13 +152,17 @@ def apply(view: View, config: DialogueConfig, reading: Reading, own: Fusion,
           fused: Fusion, allowed: np.ndarray | None, size: int,
           known_at: int | None = None) -> tuple[Fusion, Shares]:
     """``fused`` (document search's scores, with the context policy's share) with the
-    dialogue signals on its ``size`` best candidates: the reply shares (lent from
-    ``own``, document search's scores without the context policy's share), the
-    speaker and date multipliers, then the session prior (over the candidates
-    ``allowed``, a slot mask that restricts the answer, lets through). With
-    ``known_at``, the links and turns the store learnt after it are no reply
-    partners."""
-    order = np.argsort(-fused.score, kind="stable")[:size]
+    dialogue signals on its ``size`` best candidates among those ``allowed`` (a slot
+    mask that restricts the answer; None: every one): the reply shares (lent from
+    ``own``, document search's scores without the context policy's share, whatever
+    the restriction), the speaker and date multipliers, then the session prior (over
+    the candidates ``allowed`` lets through). With ``known_at``, the links and turns
+    the store learnt after it are no reply partners."""
+    if allowed is None:
+        order = np.argsort(-fused.score, kind="stable")[:size]
+    else:  # (what the answer cannot hold takes no place in the pool)
+        inside = np.flatnonzero(allowed[fused.slots])
+        order = inside[np.argsort(-fused.score[inside], kind="stable")[:size]]
     best = fused.slots[order]
     extra_slots, extra_score, extra_inferred = _replies(view, config, best, own.slots,
                                                         own.score, known_at)

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
@@ -315,6 +316,41 @@ def test_a_question_names_only_the_speakers_of_turns_it_can_see(tmp_path: Path) 
     # Seen: in "a" (its turn under "a/later" now known), in "b", at the root.
     assert [named for named, _ in other[3:]] == [["zelda"], ["zelda"], ["zelda"]]
     assert other[3][1] != control[3][1]  # (muted: the name is no word BM25 matches)
+
+
+_NAME_PART = st.text("abcdefghijklmnopqrstuvwxyzéø", min_size=1, max_size=6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(parts=st.lists(_NAME_PART, min_size=1, max_size=3),
+       joins=st.lists(st.sampled_from(["_", "-", ".", " "]), min_size=2, max_size=2),
+       dot=st.booleans(), title=st.booleans(), possessive=st.booleans())
+@example(parts=["joanna", "smith"], joins=["_", "_"], dot=False, title=False,
+         possessive=False)
+@example(parts=["jean", "luc"], joins=["-", "-"], dot=False, title=True, possessive=True)
+@example(parts=["j", "r"], joins=[".", "."], dot=True, title=True, possessive=False)
+def test_a_speaker_is_named_as_written_whatever_joins_its_words(
+        parts: list[str], joins: list[str], dot: bool, title: bool,
+        possessive: bool) -> None:
+    """§4g: a name is matched as it is written — "joanna_smith", "jean-luc", "J.R." —
+    in the question as stored, or in title case in the store."""
+    name = "".join(p + j for p, j in zip(parts, joins, strict=False)) + parts[-1] \
+        if len(parts) > 1 else parts[0]
+    name += "." if dot else ""
+    stored = name.title() if title else name
+    asked = name + ("'s" if possessive and not dot else "")
+    with tempfile.TemporaryDirectory() as d, Store.open(Path(d) / "s", sync="none") as s:
+        m = Memory(s, MemoryConfig(dialogue=DialogueConfig(speaker=1.0, mute_speakers=True)),
+                   clock=ManualClock(NOW))
+        turns = m.remember_conversation([{"speaker": stored, "text": "I adopted a puppy"},
+                                         {"speaker": "0", "text": "a puppy, nice"}],
+                                        session="chat").turns
+        why = m.explain(f"what did {asked} say about the puppy", turns[0].id)
+        assert why.dialogue is not None
+        assert (why.dialogue.speakers_named, why.dialogue.speaker_multiplier) == (
+            [stored], 2.0)
+        # (muted: what BM25 matches holds nothing of the name)
+        assert {t.term for t in why.matched_terms} == {"puppi"}
 
 
 def test_a_date_in_the_question_favours_facts_of_that_window(tmp_path: Path) -> None:

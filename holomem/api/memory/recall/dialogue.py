@@ -77,12 +77,20 @@ def read(view: View, config: DialogueConfig, query: str, at: int,
     if config.speaker or config.mute_speakers:
         for i in range(len(words)):
             for n in range(min(MAX_NAME_WORDS, len(words) - i), 0, -1):
+                last = words[i + n - 1]
+                # the run as written, what joins its words kept ("jean-luc",
+                # "joanna_smith", "J.R."), then its words joined by one space
+                start, end = words[i][0], last[0] + len(last[2])
                 name = " ".join(w for _, _, w in words[i:i + n])
-                found = next((s for s in (name, name.title(), name.lower()) if heard(s)),
-                             None)
+                written = query[start:end]
+                forms = [(name, last[1])] if written == name else [(written, last[1]),
+                                                                   (name, last[1])]
+                if query[end:end + 1] == "." and last[1] == end:
+                    forms.insert(0, (query[start:end + 1], end + 1))
+                found = heard.first(forms)
                 if found is not None:
-                    named.add(found)
-                    spans.append((words[i][0], words[i + n - 1][1]))
+                    named.add(found[0])
+                    spans.append((start, found[1]))
                     break
     lexical = query
     if config.mute_speakers and spans:
@@ -99,7 +107,18 @@ class _Heard:
 
     def __init__(self, view: View, namespace: Namespace, known_at: int | None) -> None:
         self.facts, self.namespace, self.known_at = view.facts, namespace, known_at
+        self.speakers = view.facts.turns.spaces  # (every stored speaker)
         self.seen: dict[str, bool] = {}
+
+    def first(self, forms: list[tuple[str, int]]) -> tuple[str, int] | None:
+        """The first of ``forms`` (a name, and where its run ends), as written, in
+        title case or in lower case, that is heard, and where its run ends."""
+        speakers = self.speakers
+        for form, stop in forms:
+            for name in (form, form.title(), form.lower()):
+                if name in speakers and self(name):
+                    return name, stop
+        return None
 
     def __call__(self, name: str) -> bool:
         got = self.seen.get(name)

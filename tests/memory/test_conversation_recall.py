@@ -448,17 +448,27 @@ def test_any_question_at_any_moment_gives_bounded_windows_never_an_error(text: s
     assert all(start < end for start, end in found)
 
 
-def test_a_store_without_conversations_ranks_as_before(tmp_path: Path) -> None:
+def test_a_store_without_conversations_ranks_as_before_but_for_the_dates(
+        tmp_path: Path) -> None:
     with Store.open(tmp_path / "s", sync="none") as s:
         m = Memory(s, clock=ManualClock(NOW))
-        m.remember_many([{"text": t} for t in (
+        made = m.remember_many([{"text": t} for t in (
             "Caroline went camping in May 2023", "Melanie paints", "camping gear list",
             "Caroline likes tea")])
         hits = [(h.id, h.score) for h in s.search_documents("Caroline camping in May 2023")]
         assert [(r.id, r.score) for r in m.recall("Caroline camping in May 2023")] == hits
-        # The dialogue signals find no turn, no speaker and no event time: the same.
+        # The dialogue signals find no turn, no speaker, and no fact stored in the
+        # window the question names: the same.
         d = memory_with(s, MemoryConfig.conversation().dialogue)  # type: ignore[arg-type]
         assert [(r.id, r.score) for r in d.recall("Caroline camping in May 2023")] == hits
+        # A fact without an event time is dated by its ingest time: named, that day
+        # counts.
+        q = "Caroline camping today"
+        plain = {h.id: h.score for h in s.search_documents(q)}
+        got = {r.id: r.score for r in d.recall(q)}
+        assert got == {i: 2 * score for i, score in plain.items()}
+        why = d.explain(q, made[0].id)
+        assert why.dialogue is not None and why.dialogue.date_multiplier == 2.0
 
 
 def test_a_store_of_conversations_with_the_default_configuration_is_document_search(

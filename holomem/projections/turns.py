@@ -93,11 +93,11 @@ class Turns:
             del said[fid]
             if not said:
                 del self.by_speaker[turn.speaker]
-            spaces = self.spaces[turn.speaker]
-            spaces[turn.namespace] -= 1
-            if not spaces[turn.namespace]:
-                del spaces[turn.namespace]
-                if not spaces:
+            counts = self.spaces[turn.speaker]
+            counts[turn.namespace] -= 1
+            if not counts[turn.namespace]:
+                del counts[turn.namespace]
+                if not counts:
                     del self.spaces[turn.speaker]
         if turn.session is not None:
             key = (turn.session, turn.namespace)

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
 from holomem.api.memory import dates
-from holomem.api.memory.recall import dialogue
 from holomem.api.memory.config import (
     DialogueConfig,
     FusionConfig,
@@ -26,6 +25,7 @@ from holomem.api.memory.config import (
     config_from_json,
     config_to_json,
 )
+from holomem.api.memory.recall import dialogue
 from holomem.errors import InvalidError
 
 

@@ -2,8 +2,9 @@
 
 Owns: :class:`Turns` — per fact id, the speaker, session and position it was
 remembered with (docs/contract.md §4g; any of the three may be absent), and the
-look-ups a filter and ``remember_conversation`` need: the facts of a speaker, the
-facts of a session name, and a session's facts in position order. A session is a
+look-ups a filter, ``remember_conversation`` and recall's dialogue signals need: the
+facts of a speaker (in all or under a namespace prefix), the facts of a session name,
+and a session's facts in position order. A session is a
 session name in one namespace: each namespace's session "s1" is its own, filed apart,
 so that the look-ups of one cost the same however many namespaces use that name. Part
 of the fact index (:mod:`holomem.projections.facts`), which tells it of every fact
@@ -49,6 +50,8 @@ class Turns:
         self.of: dict[str, Turn] = {}
         #: speaker -> the facts it said (an ordered set: dict keys)
         self.by_speaker: dict[str, dict[str, None]] = {}
+        #: speaker -> the namespaces it spoke in -> how many of its facts each holds
+        self.spaces: dict[str, dict[Namespace, int]] = {}
         #: (session name, namespace) -> (position, fact id) of its facts, sorted; a fact
         #: of the session without a position sorts first, as position -1
         self.by_session: dict[tuple[str, Namespace], list[tuple[int, str]]] = {}
@@ -70,6 +73,8 @@ class Turns:
         self.of[fid] = turn
         if turn.speaker is not None:
             self.by_speaker.setdefault(turn.speaker, {})[fid] = None
+            spaces = self.spaces.setdefault(turn.speaker, {})
+            spaces[turn.namespace] = spaces.get(turn.namespace, 0) + 1
         if turn.session is not None:
             self.named.setdefault(turn.session, {})[turn.namespace] = None
             row = self.by_session.setdefault((turn.session, turn.namespace), [])
@@ -88,6 +93,12 @@ class Turns:
             del said[fid]
             if not said:
                 del self.by_speaker[turn.speaker]
+            counts = self.spaces[turn.speaker]
+            counts[turn.namespace] -= 1
+            if not counts[turn.namespace]:
+                del counts[turn.namespace]
+                if not counts:
+                    del self.spaces[turn.speaker]
         if turn.session is not None:
             key = (turn.session, turn.namespace)
             row = self.by_session[key]
@@ -106,6 +117,20 @@ class Turns:
     def speaker_facts(self, speaker: str) -> list[str]:
         """The facts ``speaker`` said, in the order they were stored."""
         return list(self.by_speaker.get(speaker, ()))
+
+    def speaks_under(self, speaker: str, prefix: Namespace) -> bool:
+        """Whether ``speaker`` said a stored fact at or under the namespace ``prefix``
+        (looked up among the namespaces it spoke in, not its facts)."""
+        n = len(prefix)
+        return any(ns[:n] == prefix for ns in self.spaces.get(speaker, ()))
+
+    def speaker_facts_under(self, speaker: str, prefix: Namespace) -> Iterator[str]:
+        """The facts ``speaker`` said at or under the namespace ``prefix``, in the
+        order they were stored (lazily: the caller stops when it has seen enough)."""
+        n = len(prefix)
+        for fid in self.by_speaker.get(speaker, ()):
+            if self.of[fid].namespace[:n] == prefix:
+                yield fid
 
     def session_facts(self, session: str) -> list[str]:
         """The facts of every session named ``session`` (of any namespace), each

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
@@ -24,6 +25,7 @@ from holomem.api.memory.config import (
     config_from_json,
     config_to_json,
 )
+from holomem.api.memory.recall import dialogue
 from holomem.errors import InvalidError
 
 
@@ -271,6 +273,86 @@ def test_a_named_speaker_is_matched_against_the_speaker_field(tmp_path: Path) ->
             "Where does love camping?", got[0].id).matched_terms
 
 
+def test_a_question_names_only_the_speakers_of_turns_it_can_see(tmp_path: Path) -> None:
+    """§4a, §4g: a speaker counts as named only when it said a turn at or under the
+    question's namespace and, under ``known_at``, ingested by then — another
+    namespace's speakers, or later ones, change neither what the question is read as
+    nor (names muted) the ranking."""
+    config = DialogueConfig(speaker=1.0, mute_speakers=True)
+    q = "what does zelda like to drink, tea"
+
+    def seen(other: str) -> list[tuple[Any, ...]]:
+        clock = ManualClock(NOW)
+        with Store.open(tmp_path / other, sync="none") as s:
+            m = Memory(s, MemoryConfig(dialogue=config), clock=clock)
+            m.remember(id="a1", text="zelda likes green tea", namespace=["a"])
+            m.remember(id="a2", text="tea is liked by many, green tea especially",
+                       namespace=["a"])
+            m.remember(id="x1", text="zelda drinks tea", namespace=["a", "x"])
+            m.remember(id="b1", text="tea for zelda", namespace=["b"])
+            then = clock.now_ms()
+            clock.advance(60_000)
+            m.remember_conversation([{"speaker": other, "text": "hello there"},
+                                     {"speaker": "bob", "text": "hi"}],
+                                    session="s", namespace=["b"])
+            m.remember_conversation([{"speaker": other, "text": "hello again"}],
+                                    session="s", namespace=["a", "later"])
+            out: list[tuple[Any, ...]] = []
+            for space, known_at in ((["a"], then), (["a", "x"], None), (["b"], then),
+                                    (["a"], None), (["b"], None), ([], None)):
+                why = m.explain(q, {("a", "x"): "x1", ("b",): "b1"}.get(tuple(space), "a1"),
+                                namespace=space, known_at=known_at)
+                named = why.dialogue.speakers_named if why.dialogue is not None else None
+                got = [(r.id, r.score) for r in m.recall(q, namespace=space,
+                                                        known_at=known_at)]
+                out.append((named, got))
+            return out
+
+    control, other = seen("yolanda"), seen("zelda")
+    # Not seen: in "a" before the turn of "a/later" was ingested, under "a/x", in "b"
+    # before its turns were.
+    assert other[:3] == control[:3]
+    assert [named for named, _ in other[:3]] == [[], [], []]
+    # Seen: in "a" (its turn under "a/later" now known), in "b", at the root.
+    assert [named for named, _ in other[3:]] == [["zelda"], ["zelda"], ["zelda"]]
+    assert other[3][1] != control[3][1]  # (muted: the name is no word BM25 matches)
+
+
+_NAME_PART = st.text("abcdefghijklmnopqrstuvwxyzéø", min_size=1, max_size=6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(parts=st.lists(_NAME_PART, min_size=1, max_size=3),
+       joins=st.lists(st.sampled_from(["_", "-", ".", " "]), min_size=2, max_size=2),
+       dot=st.booleans(), title=st.booleans(), possessive=st.booleans())
+@example(parts=["joanna", "smith"], joins=["_", "_"], dot=False, title=False,
+         possessive=False)
+@example(parts=["jean", "luc"], joins=["-", "-"], dot=False, title=True, possessive=True)
+@example(parts=["j", "r"], joins=[".", "."], dot=True, title=True, possessive=False)
+def test_a_speaker_is_named_as_written_whatever_joins_its_words(
+        parts: list[str], joins: list[str], dot: bool, title: bool,
+        possessive: bool) -> None:
+    """§4g: a name is matched as it is written — "joanna_smith", "jean-luc", "J.R." —
+    in the question as stored, or in title case in the store."""
+    name = "".join(p + j for p, j in zip(parts, joins, strict=False)) + parts[-1] \
+        if len(parts) > 1 else parts[0]
+    name += "." if dot else ""
+    stored = name.title() if title else name
+    asked = name + ("'s" if possessive and not dot else "")
+    with tempfile.TemporaryDirectory() as d, Store.open(Path(d) / "s", sync="none") as s:
+        m = Memory(s, MemoryConfig(dialogue=DialogueConfig(speaker=1.0, mute_speakers=True)),
+                   clock=ManualClock(NOW))
+        turns = m.remember_conversation([{"speaker": stored, "text": "I adopted a puppy"},
+                                         {"speaker": "0", "text": "a puppy, nice"}],
+                                        session="chat").turns
+        why = m.explain(f"what did {asked} say about the puppy", turns[0].id)
+        assert why.dialogue is not None
+        assert (why.dialogue.speakers_named, why.dialogue.speaker_multiplier) == (
+            [stored], 2.0)
+        # (muted: what BM25 matches holds nothing of the name)
+        assert {t.term for t in why.matched_terms} == {"puppi"}
+
+
 def test_a_date_in_the_question_favours_facts_of_that_window(tmp_path: Path) -> None:
     with Store.open(tmp_path / "s", sync="none") as s:
         m0 = Memory(s, clock=ManualClock(NOW))
@@ -366,17 +448,27 @@ def test_any_question_at_any_moment_gives_bounded_windows_never_an_error(text: s
     assert all(start < end for start, end in found)
 
 
-def test_a_store_without_conversations_ranks_as_before(tmp_path: Path) -> None:
+def test_a_store_without_conversations_ranks_as_before_but_for_the_dates(
+        tmp_path: Path) -> None:
     with Store.open(tmp_path / "s", sync="none") as s:
         m = Memory(s, clock=ManualClock(NOW))
-        m.remember_many([{"text": t} for t in (
+        made = m.remember_many([{"text": t} for t in (
             "Caroline went camping in May 2023", "Melanie paints", "camping gear list",
             "Caroline likes tea")])
         hits = [(h.id, h.score) for h in s.search_documents("Caroline camping in May 2023")]
         assert [(r.id, r.score) for r in m.recall("Caroline camping in May 2023")] == hits
-        # The dialogue signals find no turn, no speaker and no event time: the same.
+        # The dialogue signals find no turn, no speaker, and no fact stored in the
+        # window the question names: the same.
         d = memory_with(s, MemoryConfig.conversation().dialogue)  # type: ignore[arg-type]
         assert [(r.id, r.score) for r in d.recall("Caroline camping in May 2023")] == hits
+        # A fact without an event time is dated by its ingest time: named, that day
+        # counts.
+        q = "Caroline camping today"
+        plain = {h.id: h.score for h in s.search_documents(q)}
+        got = {r.id: r.score for r in d.recall(q)}
+        assert got == {i: 2 * score for i, score in plain.items()}
+        why = d.explain(q, made[0].id)
+        assert why.dialogue is not None and why.dialogue.date_multiplier == 2.0
 
 
 def test_a_store_of_conversations_with_the_default_configuration_is_document_search(
@@ -413,6 +505,71 @@ def test_a_turn_ingested_after_known_at_lends_nothing_to_the_turns_known_then(
                                                        known_at=then)] == before
 
 
+@pytest.mark.parametrize("later", ["Carl", "Amy"])
+def test_under_known_at_a_reply_is_inferred_from_the_turns_known_then(
+        tmp_path: Path, later: str) -> None:
+    """§4 Recall's ``known_at``: a turn ingested after it is no reply partner — nor does
+    it stand between a turn and the one the reply rule made it answer then. A later
+    turn of another speaker between them would be read as what the answer answers; one
+    of the question's own speaker would end the run of its answers."""
+    config = DialogueConfig(replies=Replies(answer=0.5, question=0.5, infer=True))
+    q = "favourite fruit mango"
+
+    def run(session: str) -> list[list[tuple[str, float]]]:
+        clock = ManualClock(NOW)
+        with Store.open(tmp_path / f"{later}-{session}", sync="none") as s:
+            m = Memory(s, MemoryConfig(dialogue=config), clock=clock)
+            m.remember(id="q", text="what is your favourite fruit", speaker="Amy",
+                       session="s", position=0)
+            m.remember(id="a", text="mango obviously", speaker="Bo", session="s",
+                       position=2)
+            then = clock.now_ms()
+            before = [(r.id, r.score) for r in m.recall(q)]
+            clock.advance(60_000)
+            # (the same words in both stores: BM25's statistics are the same)
+            m.remember(id="x", text="hold on, a phone call", speaker=later,
+                       session=session, position=1)
+            return [before, [(r.id, r.score) for r in m.recall(q, known_at=then)],
+                    [(r.id, r.score) for r in m.recall(q)]]
+
+    between, elsewhere = run("s"), run("other")
+    assert between[0] == elsewhere[0]
+    assert {i for i, _ in between[0]} == {"q", "a"}
+    # Known then: the same partners as if the later turn were in another session.
+    assert between[1] == elsewhere[1]
+    # Now the later turn stands between them.
+    assert between[2] != elsewhere[2]
+
+
+@pytest.mark.parametrize("infer", [False, True])
+def test_under_known_at_a_reply_link_made_later_lends_nothing(tmp_path: Path,
+                                                              infer: bool) -> None:
+    """§4 Recall's ``known_at``: a ``replies_to`` link made after it is no link then —
+    it lends no score, and a turn it gave a link counts as one stored without (the
+    reply rule's partner lends, when inferred)."""
+    q = "favourite fruit mango"
+    config = DialogueConfig(replies=Replies(answer=0.5, infer=infer))
+    clock = ManualClock(NOW)
+    with Store.open(tmp_path / "s", sync="none") as s:
+        m = Memory(s, MemoryConfig(dialogue=config), clock=clock)
+        m.remember(id="q", text="what is your favourite fruit", speaker="Amy",
+                   session="s", position=0)
+        m.remember(id="z", text="a word on fruit", speaker="Zed", session="t", position=0)
+        m.remember(id="a", text="mango obviously", speaker="Bo", session="s", position=1)
+        then = clock.now_ms()
+        before = [(r.id, r.score) for r in m.recall(q)]
+        clock.advance(60_000)
+        # With inference the answer borrowed from q; linked later to q (infer off) or
+        # to z (infer on) it borrows otherwise now, and as before under known_at.
+        m.relate("a", "z" if infer else "q", "replies_to")
+        assert [(r.id, r.score) for r in m.recall(q)] != before
+        assert [(r.id, r.score) for r in m.recall(q, known_at=then)] == before
+        why = m.explain(q, "a", known_at=then)
+        assert why.dialogue is not None
+        assert (why.dialogue.reply_bonus > 0) == infer
+        assert why.dialogue.reply_inferred == why.dialogue.reply_bonus
+
+
 def test_the_filter_and_namespace_still_hold_under_the_dialogue_signals(
         store: Store) -> None:
     m = memory_with(store, DialogueConfig(replies=Replies(answer=1.0), speaker=1.0))
@@ -420,6 +577,28 @@ def test_the_filter_and_namespace_still_hold_under_the_dialogue_signals(
     got = m.recall(q, filter={"speaker": "Joanna"})
     assert {r.fact.speaker for r in got} == {"Joanna"}
     assert m.recall(q, namespace=["elsewhere"]) == []
+
+
+def test_the_signals_look_at_the_best_candidates_the_restriction_allows(
+        tmp_path: Path) -> None:
+    """§4g: the signals' candidates are the best the namespace (and filters) let
+    through — another namespace's better matches take none of their places."""
+    with Store.open(tmp_path / "s", sync="none") as s:
+        m = Memory(s, MemoryConfig.conversation(), clock=ManualClock(NOW))
+        dated = m.remember_conversation([{"speaker": "amy", "text": "a picnic"}],
+                                        session="s1", namespace=["a"],
+                                        time=ms(2023, 5, 7)).turns[0].id
+        undated = m.remember_conversation([{"speaker": "amy", "text": "picnic picnic basket"}],
+                                          session="s2", namespace=["a"]).turns[0].id
+        q = "which picnic was on 7 May 2023"
+        assert [r.id for r in m.recall(q, namespace=["a"])] == [dated, undated]
+        m.remember_conversation([{"speaker": "zed", "text": f"picnic picnic picnic {i}"}
+                                 for i in range(2 * dialogue.MIN_POOL)],
+                                session="big", namespace=["b"])
+        for restriction in ({"namespace": ["a"]}, {"filter": {"speaker": "amy"}}):
+            assert [r.id for r in m.recall(q, **restriction)] == [dated, undated]
+            why = m.explain(q, dated, **restriction)
+            assert why.dialogue is not None and why.dialogue.date_multiplier == 2.0
 
 
 def test_the_conversation_configuration_is_plain_data() -> None:

@@ -212,6 +212,40 @@ def test_a_sessions_turns_are_filed_under_its_namespace_through_checkpoints_and_
             i for k in range(40) for i in own[k]} | {later.turns[0].id}
 
 
+def test_a_speaker_is_filed_under_its_namespaces_through_forget_checkpoints_and_compaction(
+        tmp_path: Path) -> None:
+    # What recall's dialogue signals ask (§4g: a question names only the speakers of
+    # turns it can see): the namespaces a speaker spoke in, kept as turns are removed,
+    # and after a checkpoint is restored and after a compaction.
+    def under(store: Store, speaker: str, prefix: tuple[str, ...]) -> tuple[bool, list[str]]:
+        return store.read(lambda view: (
+            view.facts.turns.speaks_under(speaker, prefix),
+            list(view.facts.turns.speaker_facts_under(speaker, prefix))))
+
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store, clock=ManualClock(10_000))
+        a = [t.id for t in memory.remember_conversation(
+            [{"speaker": "zoe", "text": "one"}, {"speaker": "zoe", "text": "two"}],
+            session="s", namespace=["a"]).turns]
+        b = memory.remember_conversation([{"speaker": "zoe", "text": "three"}],
+                                         session="s", namespace=["b", "c"]).turns[0].id
+        assert under(store, "zoe", ()) == (True, [*a, b])
+        assert under(store, "zoe", ("b",)) == (True, [b])
+        assert under(store, "zoe", ("a", "x")) == (False, [])
+        assert under(store, "ann", ()) == (False, [])
+        memory.forget({"ids": [a[0]]})
+        assert under(store, "zoe", ("a",)) == (True, [a[1]])
+        memory.forget({"ids": [a[1]]})
+        assert under(store, "zoe", ("a",)) == (False, [])
+        store.checkpoint()
+    with Store.open(tmp_path / "s", sync="none") as store:
+        assert under(store, "zoe", ("a",)) == (False, [])
+        assert under(store, "zoe", ("b",)) == (True, [b])
+        store.compact()
+        assert under(store, "zoe", ()) == (True, [b])
+        assert under(store, "zoe", ("a",)) == (False, [])
+
+
 def test_the_event_time_is_the_messages_else_the_calls_else_none(memory: Memory) -> None:
     done = memory.remember_conversation([
         {"role": "user", "text": "a", "time": 1_000},

@@ -125,6 +125,57 @@ def test_namespaces_are_relative_and_answers_speak_relative_names(tmp_path: Path
                 "no-such-fact", BOB_IDS[0])
 
 
+def test_every_namespace_an_answer_through_a_scope_holds_is_relative(tmp_path: Path) -> None:
+    # Every op that answers with facts, sessions or namespaces, on a store with
+    # conversations and subjects under the scope: no namespace field holds the base.
+    reads: dict[str, dict[str, Any]] = {
+        "recall": {"query": "Lisa Tom twice alice", "k": 50, "history": "all",
+                   "explain": True},
+        "explain": {"query": "Lisa", "id": ALICE_IDS[0]},
+        "why": {"query": "Lisa alice"}, "probe": {"entity": "Lisa"},
+        "related": {"entity": "Lisa"}, "reason": {"entities": ["Lisa"]},
+        "contradict": {}, "consolidate": {"dryRun": True},
+        "applyForgetting": {"dryRun": True},
+        "compileContext": {"query": "Lisa Tom", "budgetTokens": 400, "history": "all"},
+        "explainContext": {"query": "Lisa Tom", "budgetTokens": 400, "id": ALICE_IDS[0]},
+        "links": {"id": ALICE_IDS[2], "direction": "both"},
+        "list": {"limit": 100, "history": "all"}, "entityProfile": {"name": "Lisa"},
+        "history": {"id": ALICE_IDS[1]}, "get": {"id": ALICE_IDS[1]},
+        "listNamespaces": {}, "listWorkingContexts": {},
+        "loadWorkingContext": {"session": "plan"},
+    }
+
+    def absolute(value: object) -> list[Any]:
+        if isinstance(value, dict):
+            return [v for key, v in value.items()
+                    if key == "namespace" and isinstance(v, list) and v[:2] == ALICE
+                    ] + [a for v in value.values() for a in absolute(v)]
+        if isinstance(value, list):
+            return [a for v in value for a in absolute(v)]
+        return []
+
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store, CONFIG)
+        fill(memory)
+        alice = Scope(ALICE)
+        alice.call(memory, "saveWorkingContext", {"session": "plan", "state": {"goal": "g"}})
+        alice.call(memory, "rememberConversation", {
+            "session": "chat", "namespace": ["notes"], "extractor": "rules",
+            "messages": [{"speaker": "Lisa", "text": "I live in Paris"},
+                         {"speaker": "Tom", "text": "Lisa is great"}]})
+        alice.call(memory, "remember", {"text": "Lisa knows Tom", "entities": ["Lisa"],
+                                        "speaker": "Tom", "session": "chat2",
+                                        "position": 0})
+        for op, request in reads.items():
+            answer = alice.call(memory, op, request)
+            assert absolute(answer) == [], op
+        summary = alice.call(memory, "entityProfile", {"name": "Lisa"})["summary"]
+        assert sorted((s["session"], s["namespace"]) for s in summary["sessions"]) == [
+            ("chat", ["notes"]), ("chat2", [])]
+        assert ("lisa/city", ["notes"]) in [(s["subject"], s["namespace"])
+                                            for s in summary["subjects"]]
+
+
 NAMESPACE_PARTS = st.sampled_from(["", "..", ".", "/", "users", "bob", "alice", "deeper",
                                    "x", " ", "a\nb", "*"])
 NAMESPACES = st.one_of(st.none(), st.lists(NAMESPACE_PARTS, max_size=9),

@@ -25,9 +25,9 @@ The rules, written down once:
   outside the base exactly as for an id that does not exist (``{"fact": null}``, or
   ``not_found`` with the same message).
 - Namespaces in responses are relative to the base too (``FactRecord.namespace``,
-  ``listNamespaces``, a working context's ``namespace``, and the namespace a
-  ``not_found`` of ``loadWorkingContext`` names), so a caller sees the same names it
-  gives.
+  ``listNamespaces``, a working context's ``namespace``, the subjects and sessions of
+  an ``entityProfile``'s summary, and the namespace a ``not_found`` of
+  ``loadWorkingContext`` names), so a caller sees the same names it gives.
 
 What a scoped caller can still learn of the rest of the store: that an explicit
 ``id`` it chooses is taken (ids are store-wide: remembering another payload under
@@ -177,6 +177,10 @@ class Scope:
             records.append(response["workingContext"])
         if "sessions" in response:  # listWorkingContexts: the namespace listed
             records.append(response)
+        summary = response.get("summary")
+        if isinstance(summary, dict):  # entityProfile: its subjects' and sessions'
+            for key in ("subjects", "sessions"):
+                records.extend(summary.get(key) or [])
         for record in records:
             if isinstance(record, dict) and isinstance(record.get("namespace"), list):
                 record["namespace"] = self.relative(record["namespace"])

@@ -67,18 +67,20 @@ def plan(view: View, results: list[Remembered], turns: Sequence[PlannedTurn],
     return _new_links(view, wanted, now)
 
 
-def answered(view: View, fid: str) -> str | None:
+def answered(view: View, fid: str, known_at: int | None = None) -> str | None:
     """The stored turn that the stored turn ``fid`` answers by the reply rule (the
     nearest earlier turn of its session and namespace said by another speaker, at most
     :data:`REPLY_WINDOW` positions back), whatever links are stored; None when it is
-    no turn with a speaker, session and position, or no such turn is there."""
+    no turn with a speaker, session and position, or no such turn is there. With
+    ``known_at``, the turns ingested after it are not there."""
     facts, turns = view.facts, view.facts.turns
     turn = turns.get(fid)
     slot = facts.slot(fid)
     if (turn is None or turn.session is None or turn.position is None
             or turn.speaker is None or slot < 0):
         return None
-    earlier = _stored_before(view, facts.namespace(slot), turn.session, turn.position)
+    earlier = _stored_before(view, facts.namespace(slot), turn.session, turn.position,
+                             known_at)
     for q in range(turn.position - 1, max(-1, turn.position - 1 - REPLY_WINDOW), -1):
         said = earlier.get(q)
         if said is not None and said[0] != turn.speaker:
@@ -86,11 +88,12 @@ def answered(view: View, fid: str) -> str | None:
     return None
 
 
-def answering(view: View, fid: str) -> list[str]:
+def answering(view: View, fid: str, known_at: int | None = None) -> list[str]:
     """The stored turns that answer the stored turn ``fid`` by the reply rule: the run
     of turns by one other speaker right after it in its session and namespace (each
     at most :data:`REPLY_WINDOW` positions on; another turn of its own speaker ends
-    the run), whatever links are stored; nearest first."""
+    the run), whatever links are stored; nearest first. With ``known_at``, the turns
+    ingested after it are not there."""
     facts, turns = view.facts, view.facts.turns
     turn = turns.get(fid)
     slot = facts.slot(fid)
@@ -104,7 +107,7 @@ def answering(view: View, fid: str) -> list[str]:
         t = turns.get(other)
         if t is None or t.position is None or t.position - turn.position > REPLY_WINDOW:
             break
-        if t.speaker is None:
+        if t.speaker is None or not facts.known(facts.slot(other), known_at):
             continue
         if t.speaker == turn.speaker or (by is not None and t.speaker != by):
             break
@@ -113,18 +116,19 @@ def answering(view: View, fid: str) -> list[str]:
     return out
 
 
-def _stored_before(view: View, namespace: tuple[str, ...], session: str, first: int
-                   ) -> dict[int, tuple[str, str]]:
+def _stored_before(view: View, namespace: tuple[str, ...], session: str, first: int,
+                   known_at: int | None = None) -> dict[int, tuple[str, str]]:
     """The stored turns of ``session`` in ``namespace`` in the window before
-    ``first``: position -> (speaker, id). The work is that session's turns in those
+    ``first`` (with ``known_at``, those ingested by then): position -> (speaker, id).
+    The work is that session's turns in those
     :data:`REPLY_WINDOW` positions, however many namespaces have a session of that
     name (one namespace per user, each with a session "s1", is common)."""
-    turns = view.facts.turns
+    facts, turns = view.facts, view.facts.turns
     out: dict[int, tuple[str, str]] = {}
     for fid in turns.between(session, namespace, first - REPLY_WINDOW, first):
         turn = turns.get(fid)
         if (turn is None or turn.position is None or turn.speaker is None
-                or turn.position in out):
+                or turn.position in out or not facts.known(facts.slot(fid), known_at)):
             continue
         out[turn.position] = (turn.speaker, fid)
     return out

@@ -13,13 +13,16 @@ question names, are multiplied; last, each turn by how well its session's best t
 scored against the best session's (the session prior). :func:`parts` takes a
 candidate's score apart for explain. Recall's ranking (:mod:`.rank`) calls them.
 Imports the engine's view, the configuration, the conversation links' relation name
-and reply rule, the date reader and the fusion type.
+and reply rule, the date reader, the fusion type and the namespace type.
 
 The work is bounded: the signals look at the :func:`pool` best candidates and their
 reply partners only (an inferred partner is looked for at most
 :data:`~holomem.api.memory.conversation.links.REPLY_WINDOW` positions away), a
 question's speakers are looked up by its words (at most :data:`MAX_NAME_WORDS` words
-a name), never by a pass over the speakers.
+a name), never by a pass over the speakers. A name counts only as the speaker of a turn
+the question can see (at or under its namespace: looked up among the namespaces the
+speaker spoke in; under ``known_at``, its turns there are looked at until one was
+known then).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from holomem.api.memory.config import DialogueConfig
 from holomem.api.memory.conversation import links
 from holomem.api.memory.conversation.links import REPLIES_TO
 from holomem.projections.fusion import Fusion
+from holomem.projections.namespaces import ROOT, Namespace
 from holomem.projections.temporal import UNSET
 
 #: The most words of a speaker's name a question is searched for.
@@ -60,22 +64,33 @@ class Reading(NamedTuple):
     windows: tuple[tuple[int, int], ...]
 
 
-def read(view: View, config: DialogueConfig, query: str, at: int) -> Reading:
-    """The question ``query`` read against the stored speakers and the time ``at``."""
+def read(view: View, config: DialogueConfig, query: str, at: int,
+         namespace: Namespace = ROOT, known_at: int | None = None) -> Reading:
+    """The question ``query`` read against the speakers of the turns it can see (those
+    at or under ``namespace`` and, with ``known_at``, ingested by then) and the time
+    ``at``."""
     words = [(m.start(), m.end(), _POSSESSIVE.sub("", m.group())) for m in
              _WORD.finditer(query[:dates.MAX_CHARS])]
-    speakers = view.facts.turns.by_speaker
+    heard = _Heard(view, namespace, known_at)
     named: set[str] = set()
     spans: list[tuple[int, int]] = []
     if config.speaker or config.mute_speakers:
         for i in range(len(words)):
             for n in range(min(MAX_NAME_WORDS, len(words) - i), 0, -1):
+                last = words[i + n - 1]
+                # the run as written, what joins its words kept ("jean-luc",
+                # "joanna_smith", "J.R."), then its words joined by one space
+                start, end = words[i][0], last[0] + len(last[2])
                 name = " ".join(w for _, _, w in words[i:i + n])
-                found = next((s for s in (name, name.title(), name.lower()) if s in speakers),
-                             None)
+                written = query[start:end]
+                forms = [(name, last[1])] if written == name else [(written, last[1]),
+                                                                   (name, last[1])]
+                if query[end:end + 1] == "." and last[1] == end:
+                    forms.insert(0, (query[start:end + 1], end + 1))
+                found = heard.first(forms)
                 if found is not None:
-                    named.add(found)
-                    spans.append((words[i][0], words[i + n - 1][1]))
+                    named.add(found[0])
+                    spans.append((start, found[1]))
                     break
     lexical = query
     if config.mute_speakers and spans:
@@ -84,6 +99,42 @@ def read(view: View, config: DialogueConfig, query: str, at: int) -> Reading:
             lexical = kept
     windows = tuple(dates.windows(query, at)) if config.dates else ()
     return Reading(frozenset(named), lexical, windows)
+
+
+class _Heard:
+    """Whether a name is the speaker of a turn a question can see: one at or under its
+    namespace and, with ``known_at``, ingested by then (each name looked up once)."""
+
+    def __init__(self, view: View, namespace: Namespace, known_at: int | None) -> None:
+        self.facts, self.namespace, self.known_at = view.facts, namespace, known_at
+        self.speakers = view.facts.turns.spaces  # (every stored speaker)
+        self.seen: dict[str, bool] = {}
+
+    def first(self, forms: list[tuple[str, int]]) -> tuple[str, int] | None:
+        """The first of ``forms`` (a name, and where its run ends), as written, in
+        title case or in lower case, that is heard, and where its run ends."""
+        speakers = self.speakers
+        for form, stop in forms:
+            for name in (form, form.title(), form.lower()):
+                if name in speakers and self(name):
+                    return name, stop
+        return None
+
+    def __call__(self, name: str) -> bool:
+        got = self.seen.get(name)
+        if got is None:
+            got = self.seen[name] = self._look(name)
+        return got
+
+    def _look(self, name: str) -> bool:
+        facts, turns = self.facts, self.facts.turns
+        if not turns.speaks_under(name, self.namespace):
+            return False
+        if self.known_at is None:
+            return True
+        # (turns are stored mostly in ingest order: the first is usually known then)
+        return any(facts.known(facts.slot(fid), self.known_at)
+                   for fid in turns.speaker_facts_under(name, self.namespace))
 
 
 def _cut(text: str, spans: list[tuple[int, int]]) -> str:
@@ -117,17 +168,23 @@ class Shares(NamedTuple):
 
 
 def apply(view: View, config: DialogueConfig, reading: Reading, own: Fusion,
-          fused: Fusion, allowed: np.ndarray | None, size: int
-          ) -> tuple[Fusion, Shares]:
+          fused: Fusion, allowed: np.ndarray | None, size: int,
+          known_at: int | None = None) -> tuple[Fusion, Shares]:
     """``fused`` (document search's scores, with the context policy's share) with the
-    dialogue signals on its ``size`` best candidates: the reply shares (lent from
-    ``own``, document search's scores without the context policy's share), the
-    speaker and date multipliers, then the session prior (over the candidates
-    ``allowed``, a slot mask that restricts the answer, lets through)."""
-    order = np.argsort(-fused.score, kind="stable")[:size]
+    dialogue signals on its ``size`` best candidates among those ``allowed`` (a slot
+    mask that restricts the answer; None: every one): the reply shares (lent from
+    ``own``, document search's scores without the context policy's share, whatever
+    the restriction), the speaker and date multipliers, then the session prior (over
+    the candidates ``allowed`` lets through). With ``known_at``, the links and turns
+    the store learnt after it are no reply partners."""
+    if allowed is None:
+        order = np.argsort(-fused.score, kind="stable")[:size]
+    else:  # (what the answer cannot hold takes no place in the pool)
+        inside = np.flatnonzero(allowed[fused.slots])
+        order = inside[np.argsort(-fused.score[inside], kind="stable")[:size]]
     best = fused.slots[order]
     extra_slots, extra_score, extra_inferred = _replies(view, config, best, own.slots,
-                                                        own.score)
+                                                        own.score, known_at)
     slots = np.union1d(fused.slots, extra_slots).astype(np.int64)
     base = _at(fused.slots, fused.score, slots)
     reply = _at(extra_slots, extra_score, slots)
@@ -162,7 +219,8 @@ def _at(slots: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray
 
 
 def _replies(view: View, config: DialogueConfig, best: np.ndarray, slots: np.ndarray,
-             score: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+             score: np.ndarray, known_at: int | None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(slots ascending, the share each borrows through reply links, the part of it
     through inferred links) for the reply partners of ``best``: an answer ``answer``
     times the score of the turn it answers, a turn ``question`` times its best
@@ -174,7 +232,8 @@ def _replies(view: View, config: DialogueConfig, best: np.ndarray, slots: np.nda
     # (with no question weight, a turn that matched nothing by itself lends nothing:
     # the turns answering it need not be looked for)
     lends = best if q else best[_at(slots, score, best) > 0]
-    src, dst, guessed = _links(view, best, lends if config.replies.infer else None)
+    src, dst, guessed = _links(view, best, lends if config.replies.infer else None,
+                               known_at)
     if not len(src):
         return none
     gets: dict[int, float] = {}
@@ -203,7 +262,7 @@ def _replies(view: View, config: DialogueConfig, best: np.ndarray, slots: np.nda
             np.array([inferred.get(s, 0.0) for s in out.tolist()], dtype=np.float64))
 
 
-def _links(view: View, best: np.ndarray, infer: np.ndarray | None
+def _links(view: View, best: np.ndarray, infer: np.ndarray | None, known_at: int | None
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(answers, the turn each answers, whether the link is inferred) touching
     ``best``: the stored ``replies_to`` links, and unless ``infer`` is None the reply
@@ -211,12 +270,13 @@ def _links(view: View, best: np.ndarray, infer: np.ndarray | None
     :func:`~holomem.api.memory.conversation.links.answering`) for the turns stored
     with no such link of their own: a turn of ``best`` answers the turn the rule
     names, and the turns the rule says answer a turn of ``infer`` (some of ``best``)
-    answer it."""
+    answer it. With ``known_at``, the links and turns learnt after it are not there
+    (a turn whose only link came later is one stored without a link)."""
     rel = view.relations
     rid = rel.relation_id(REPLIES_TO)
     src = dst = np.zeros(0, dtype=np.int64)
     if rid >= 0:
-        src, dst = _stored(view, rid, best)
+        src, dst = _stored(view, rid, best, known_at)
     stored = np.zeros(len(src), dtype=bool)
     if infer is None:
         return src, dst, stored
@@ -225,8 +285,11 @@ def _links(view: View, best: np.ndarray, infer: np.ndarray | None
     known = set(zip(src.tolist(), dst.tolist(), strict=True))
 
     def unlinked(slot: int) -> bool:
-        return slot not in linked and (rid < 0 or all(
-            rel.rel.item(r) != rid for r in rel.rows(slot, "out")))
+        if slot in linked or rid < 0:
+            return slot not in linked
+        own = [r for r in rel.rows(slot, "out") if rel.rel.item(r) == rid]
+        return not own if known_at is None else not len(
+            _visible(view, np.array(own, dtype=np.int64), known_at))
 
     pairs: set[tuple[int, int]] = set()
     looks = set(infer.tolist())
@@ -235,12 +298,12 @@ def _links(view: View, best: np.ndarray, infer: np.ndarray | None
         if fid not in facts.turns.of:
             continue
         if slot not in linked:
-            to = links.answered(view, fid)
+            to = links.answered(view, fid, known_at)
             if to is not None:
                 pairs.add((slot, facts.slot(to)))
         if slot not in looks:
             continue
-        for later in links.answering(view, fid):
+        for later in links.answering(view, fid, known_at):
             at = facts.slot(later)
             if (at, slot) not in known and unlinked(at):
                 pairs.add((at, slot))
@@ -251,14 +314,28 @@ def _links(view: View, best: np.ndarray, infer: np.ndarray | None
             np.concatenate([stored, np.ones(len(more), dtype=bool)]))
 
 
-def _stored(view: View, rid: int, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _stored(view: View, rid: int, slots: np.ndarray, known_at: int | None
+            ) -> tuple[np.ndarray, np.ndarray]:
     """(answers, what each answers) of the stored links of relation ``rid`` touching
-    ``slots``."""
+    ``slots`` (with ``known_at``, those known then)."""
     rel = view.relations
     _, rows = rel.touching_many(np.sort(slots))
     rows = np.unique(rows)
-    rows = rows[rel.rel.view()[rows] == rid]
+    rows = _visible(view, rows[rel.rel.view()[rows] == rid], known_at)
     return rel.src.view()[rows], rel.dst.view()[rows]
+
+
+def _visible(view: View, rows: np.ndarray, known_at: int | None) -> np.ndarray:
+    """The link ``rows`` known at ``known_at`` (all of them for None): learnt by then,
+    between facts ingested by then (as ``links`` shows them, docs/contract.md §4f)."""
+    if known_at is None or not len(rows):
+        return rows
+    rel, ingest = view.relations, view.facts.ingest.view()
+    held = ((rel.time.view()[rows] <= known_at)
+            & (ingest[rel.src.view()[rows]] <= known_at)
+            & (ingest[rel.dst.view()[rows]] <= known_at))
+    out: np.ndarray = rows[held]
+    return out
 
 
 def _sessions(view: View, slots: np.ndarray, score: np.ndarray, looked: np.ndarray,

@@ -154,7 +154,8 @@ class Ranking:
         #: what the question says to the dialogue signals (None: they are off), and
         #: what they added to the last fused scores (for explain)
         self.reading = (None if policies.dialogue is None else
-                        dialogue.read(view, policies.dialogue, query, at))
+                        dialogue.read(view, policies.dialogue, query, at, self.namespace,
+                                      o.known_at))
         self.shares: tuple[np.ndarray, dialogue.Shares] | None = None
         facts, p = view.facts, policies
         #: every fact is current at ``at`` with every multiplier 1 (what the identity
@@ -264,7 +265,8 @@ class Ranking:
         assert self.reading is not None
         o = self.options
         out, shares = dialogue.apply(self.view, p.dialogue, self.reading, plain, near,
-                                     allowed, dialogue.pool(o.candidate_limit, o.k))
+                                     allowed, dialogue.pool(o.candidate_limit, o.k),
+                                     o.known_at)
         self.shares = (out.slots, shares)
         return out
 

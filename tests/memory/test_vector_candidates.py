@@ -278,3 +278,29 @@ def test_a_search_for_every_vector_that_comes_back_short_is_answered_exactly(
         want = [(r.id, r.score) for r in exact.recall("zzzz", embedding=q, k=1_000)]
         assert len(want) == 1_000
         assert [(r.id, r.score) for r in approx.recall("zzzz", embedding=q, k=1_000)] == want
+
+
+def test_with_the_context_policy_another_namespaces_nearer_vectors_take_no_candidates_place(
+        tmp_path: Path) -> None:
+    # Namespace "big" holds 3,000 vectors nearer the query than any of "small"'s; the
+    # fact "small" should find has the nearest vector in its namespace and no query word.
+    rng = np.random.default_rng(11)
+    q = rng.standard_normal(DIM).astype(np.float32)
+    near = q + 0.05 * rng.standard_normal((3_000, DIM)).astype(np.float32)
+    config = msgspec.structs.replace(MemoryConfig.conversation(), vector_search="exact")
+    with Store.open(tmp_path / "s", sync="none") as store:
+        exact = Memory(store, config, clock=ManualClock(1))
+        exact.remember_many({"id": f"b{i}", "text": "other words", "namespace": ["big"],
+                             "embedding": near[i].tolist()} for i in range(3_000))
+        far = rng.standard_normal((50, DIM)).astype(np.float32)
+        far[7] = q + 0.6 * rng.standard_normal(DIM).astype(np.float32)
+        exact.remember_many({"id": f"s{i}", "text": "some note", "namespace": ["small"],
+                             "embedding": far[i].tolist()} for i in range(50))
+        approx = Memory(store, msgspec.structs.replace(config, vector_search="approximate"),
+                        clock=ManualClock(1))
+        built(store)
+        want = [(r.id, r.score) for r in exact.recall("question", embedding=q.tolist(), k=5,
+                                                      namespace=["small"])]
+        assert want[0][0] == "s7"
+        got = approx.recall("question", embedding=q.tolist(), k=5, namespace=["small"])
+        assert [(r.id, r.score) for r in got] == want

@@ -226,12 +226,19 @@ class Ranking:
 
     def plain(self) -> Fusion:
         """Document search's fused scores, no context policy, no id filter (BM25
-        matching the dialogue reading's words when the dialogue signals are on); with
+        matching the dialogue reading's words when the dialogue signals are on; through
+        the approximate index, within the namespace asked about); with
         ``known_at``, without the facts ingested after it (they lend no score to their
         neighbours or reply partners: the store did not know them)."""
         query = self.query if self.reading is None else self.reading.lexical
-        fused = self.view.fused(query, self.embedding, None, self.policies.fusion,
-                                self.depth(), self.approximate, self.include)
+        # Through the approximate index, a query's vector proposes candidates within the
+        # namespace asked about (a fact's neighbours and reply partners live in its own
+        # namespace), so that no other namespace's nearer vectors take their places.
+        view = self.view
+        within = (view.mask(view.facts.namespaces.slots(self.namespace))
+                  if self.approximate and self.namespace else None)
+        fused = view.fused(query, self.embedding, within, self.policies.fusion,
+                           self.depth(), self.approximate, self.include)
         if self.options.known_at is None:
             return fused
         return fused.take(self._known_among(fused.slots))

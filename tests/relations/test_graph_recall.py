@@ -8,7 +8,10 @@ from __future__ import annotations
 import pytest
 
 from holomem import InvalidError, LimitError, ManualClock, Memory
-from holomem.api.memory.graph import reach
+from holomem.api.engine import View
+from holomem.api.memory.graph import reach, walk
+from holomem.api.memory.graph.types import GraphRecall
+from tests.relations.test_graph_recall_reference import reference_reach
 
 
 def _facts(memory: Memory) -> None:
@@ -173,8 +176,6 @@ def test_a_fact_written_after_known_at_is_no_bridge_for_the_walk(
 
 def test_the_walk_reports_only_bounds_met_by_seeds_it_walked(
         memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    from holomem.api.memory.graph import walk
-
     monkeypatch.setattr(reach, "MAX_REACHED", 2)
     monkeypatch.setattr(reach, "MAX_ENTITY_FANOUT", 2)
     memory.remember("apple apple apple", id="s1")
@@ -192,3 +193,28 @@ def test_the_walk_reports_only_bounds_met_by_seeds_it_walked(
         reports.append(bounds)
     # s1's links reach the cap: s2, whose "zed" is too common, is never walked
     assert reports[0] == reports[1] and reports[0].entities_not_walked == {}
+
+
+def test_a_two_hop_walk_walks_on_from_each_fact_once(memory: Memory) -> None:
+    """The second hop's steps are bounded by the facts walked on from, each once, not
+    by the seeds times what each reaches (every seed here reaches the same facts)."""
+    n, carried, sharing = 100, 8, 10  # fact i carries 8 entities, each held by 10 facts
+    kinds = n * carried // sharing
+    memory.remember_many([{"id": f"f{i}", "text": f"cats {i}",
+                           "entities": [f"e{(i * carried + t) % kinds}" for t in range(carried)]}
+                          for i in range(n)])
+    out_of_one = carried * (sharing - 1)  # the steps out of any one fact
+    k = 50
+    seeds = [(r.id, r.score) for r in memory.recall("cats", k=k)]
+    g = GraphRecall(hops=2, weight=0.5)
+
+    def walked(view: View) -> tuple[reach.Reach, dict[int, reach.Reached]]:
+        slots = [(view.slot(i), s) for i, s in seeds]
+        return (walk.reach(view, slots, g, 10**15, None),
+                reference_reach(view, slots, g, 10**15, None))
+
+    found, expected = memory.store.read(walked)
+    assert found.items() == sorted(expected.items())  # the step-by-step walk's answer
+    assert len(found) == n - k  # every other fact is reached
+    # each seed walked from once, each fact of its first hop walked on from once
+    assert found.steps <= (2 * k + len(found)) * out_of_one

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from holomem import InvalidError, LimitError, ManualClock, Memory
+from holomem import InvalidError, LimitError, ManualClock, Memory, Store
 from holomem.api.engine import View
 from holomem.api.memory.graph import reach, walk
 from holomem.api.memory.graph.types import GraphRecall
@@ -218,3 +218,47 @@ def test_a_two_hop_walk_walks_on_from_each_fact_once(memory: Memory) -> None:
     assert len(found) == n - k  # every other fact is reached
     # each seed walked from once, each fact of its first hop walked on from once
     assert found.steps <= (2 * k + len(found)) * out_of_one
+
+
+@pytest.mark.parametrize("config", [
+    {"fusion": {"method": "linear", "lexicalWeight": 0.5}},
+    {"context": {"neighbors": {"weight": 0.3, "window": 1}}},
+    {"supersession": "latest-by-subject", "historicalWeight": 0.5,
+     "recency": {"exponential": {"halfLifeMs": 5000}}},
+])
+def test_explain_reports_the_graph_bonus_apart_from_the_fused_score(
+        store: Store, clock: ManualClock, config: dict[str, object]) -> None:
+    memory = Memory(store, config, clock=clock)
+    rows = [("a", "alpha cats", [1.0, 0.0, 0.0]), ("z", "zeta filler", [0.0, 0.0, 1.0]),
+            ("b", "beta dogs", [0.0, 1.0, 0.0]), ("c", "gamma cats and more", [0.5, 0.5, 0.0]),
+            ("d", "delta birds", [0.2, 0.1, 0.9])]
+    for fid, text, vector in rows:
+        memory.remember(text, id=fid, embedding=vector, subject="s" if fid == "c" else None)
+        clock.advance(1000)
+    memory.relate("a", "b", "r")
+    memory.relate("c", "d", "r")
+    memory.relate("a", "c", "r")
+    g = {"hops": 2, "weight": 0.5}
+    q = {"embedding": [1.0, 0.1, 0.0], "k": 1}
+    scores = {r.id: r.score for r in memory.recall("cats", graph=g, **q)}
+    reached = 0
+    for fid, _, _ in rows:
+        alone = memory.explain("cats", fid, **q)
+        both = memory.explain("cats", fid, graph=g, **q)
+        # the fact's own fused score, its parts and context bonus, as without the graph
+        assert both.fusion == alone.fusion
+        assert both.context_bonus == alone.context_bonus
+        f = both.fusion
+        assert f.lexical_part is not None and f.semantic_part is not None
+        # the weights times the parts (and the context policy's share) add up to it
+        assert f.lexical_weight * f.lexical_part + f.semantic_weight * f.semantic_part \
+            + both.context_bonus == pytest.approx(f.fused_score)
+        if both.graph is None:
+            continue
+        reached += 1
+        assert both.score == pytest.approx(
+            (f.fused_score + both.graph.bonus) * both.recency_multiplier
+            * both.history_multiplier * both.usefulness_multiplier)
+        if fid in scores:
+            assert both.score == scores[fid]
+    assert reached == 3

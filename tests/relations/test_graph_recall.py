@@ -262,3 +262,22 @@ def test_explain_reports_the_graph_bonus_apart_from_the_fused_score(
         if fid in scores:
             assert both.score == scores[fid]
     assert reached == 3
+
+
+def test_a_walk_cut_on_its_first_hop_reports_no_entity_of_facts_it_never_walked_on_from(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reach, "MAX_REACHED", 1)
+    monkeypatch.setattr(reach, "MAX_ENTITY_FANOUT", 2)
+    memory.remember("apple", id="s")
+    memory.remember("note one", id="n1", entities=["zed"])
+    memory.remember("note two", id="n2")
+    for i in range(2):
+        memory.remember("zed", id=f"z{i}", entities=["zed"])
+    memory.relate("s", "n1", "cites")
+    memory.relate("s", "n2", "cites")
+    g = {"hops": 2}
+    assert memory.explain("apple", "n1", k=1, graph=g).graph is not None
+    assert memory.explain("apple", "n2", k=1, graph=g).graph is None  # past the cap
+    bounds = memory.explain("apple", "s", k=1, graph=g).graph_bounds
+    assert bounds is not None and bounds.reached_cap
+    assert bounds.entities_not_walked == {}  # n1's "zed" was never walked on to

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from holomem import ConflictError, InvalidError, ManualClock, Memory, Store
+from holomem import ConflictError, InvalidError, LimitError, ManualClock, Memory, Store
+from holomem.api.memory.graph import relations as graph_relations
 from holomem.client import Client
 from tests.cli.run import holomem
 from tests.relations.helpers import snapshot, workload
@@ -155,6 +156,32 @@ def test_a_relation_there_with_other_metadata_is_a_conflict(memory: Memory) -> N
     memory.relate("a", "b", "knows", {"since": 2})
     with pytest.raises(ConflictError, match="other metadata"):
         memory.import_(records)
+
+
+@pytest.mark.parametrize("batch", [1, 2, 100])
+@pytest.mark.parametrize("bad", ["namespaces", "conflict", "limit"])
+def test_an_import_stopped_by_a_relation_makes_none_of_its_relations(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch, bad: str, batch: int) -> None:
+    for fid in ("a", "b", "c", "d"):
+        memory.remember(f"fact {fid}", id=fid)
+    memory.remember("elsewhere", id="e", namespace=["other"])
+    memory.relate("a", "d", "knows", {"since": 1})
+    if bad == "limit":
+        monkeypatch.setattr(graph_relations, "MAX_LINKS_PER_FACT", 3)
+    last = {"namespaces": {"fromId": "a", "toId": "e", "relation": "r"},
+            "conflict": {"fromId": "a", "toId": "d", "relation": "knows",
+                         "metadata": {"since": 2}},
+            "limit": {"fromId": "a", "toId": "d", "relation": "r"}}[bad]
+    made = [{"fromId": "a", "toId": "b", "relation": "r", "time": 5, "order": 0},
+            {"fromId": "a", "toId": "c", "relation": "r", "time": 6, "order": 1},
+            {"time": 7, "order": 2, **last}]
+    error = {"namespaces": InvalidError, "conflict": ConflictError, "limit": LimitError}[bad]
+    before = snapshot(memory)
+    with pytest.raises(error, match=r"relations\[2\]"):  # whatever the transactions
+        memory.import_([], relations=made, batch_size=batch)
+    assert snapshot(memory) == before
+    del made[2]  # without it, the same import makes them
+    assert memory.import_([], relations=made, batch_size=batch).relations == 2
 
 
 def test_the_cli_export_and_import_carry_relations(tmp_path: Path, clock: ManualClock) -> None:

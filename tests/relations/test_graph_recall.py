@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from holomem import InvalidError, LimitError, ManualClock, Memory
-from holomem.api.memory.graph import reach
+from holomem import InvalidError, LimitError, ManualClock, Memory, Store
+from holomem.api.engine import View
+from holomem.api.memory.graph import reach, walk
+from holomem.api.memory.graph.types import GraphRecall
+from tests.relations.test_graph_recall_reference import reference_reach
 
 
 def _facts(memory: Memory) -> None:
@@ -173,8 +176,6 @@ def test_a_fact_written_after_known_at_is_no_bridge_for_the_walk(
 
 def test_the_walk_reports_only_bounds_met_by_seeds_it_walked(
         memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    from holomem.api.memory.graph import walk
-
     monkeypatch.setattr(reach, "MAX_REACHED", 2)
     monkeypatch.setattr(reach, "MAX_ENTITY_FANOUT", 2)
     memory.remember("apple apple apple", id="s1")
@@ -192,3 +193,91 @@ def test_the_walk_reports_only_bounds_met_by_seeds_it_walked(
         reports.append(bounds)
     # s1's links reach the cap: s2, whose "zed" is too common, is never walked
     assert reports[0] == reports[1] and reports[0].entities_not_walked == {}
+
+
+def test_a_two_hop_walk_walks_on_from_each_fact_once(memory: Memory) -> None:
+    """The second hop's steps are bounded by the facts walked on from, each once, not
+    by the seeds times what each reaches (every seed here reaches the same facts)."""
+    n, carried, sharing = 100, 8, 10  # fact i carries 8 entities, each held by 10 facts
+    kinds = n * carried // sharing
+    memory.remember_many([{"id": f"f{i}", "text": f"cats {i}",
+                           "entities": [f"e{(i * carried + t) % kinds}" for t in range(carried)]}
+                          for i in range(n)])
+    out_of_one = carried * (sharing - 1)  # the steps out of any one fact
+    k = 50
+    seeds = [(r.id, r.score) for r in memory.recall("cats", k=k)]
+    g = GraphRecall(hops=2, weight=0.5)
+
+    def walked(view: View) -> tuple[reach.Reach, dict[int, reach.Reached]]:
+        slots = [(view.slot(i), s) for i, s in seeds]
+        return (walk.reach(view, slots, g, 10**15, None),
+                reference_reach(view, slots, g, 10**15, None))
+
+    found, expected = memory.store.read(walked)
+    assert found.items() == sorted(expected.items())  # the step-by-step walk's answer
+    assert len(found) == n - k  # every other fact is reached
+    # each seed walked from once, each fact of its first hop walked on from once
+    assert found.steps <= (2 * k + len(found)) * out_of_one
+
+
+@pytest.mark.parametrize("config", [
+    {"fusion": {"method": "linear", "lexicalWeight": 0.5}},
+    {"context": {"neighbors": {"weight": 0.3, "window": 1}}},
+    {"supersession": "latest-by-subject", "historicalWeight": 0.5,
+     "recency": {"exponential": {"halfLifeMs": 5000}}},
+])
+def test_explain_reports_the_graph_bonus_apart_from_the_fused_score(
+        store: Store, clock: ManualClock, config: dict[str, object]) -> None:
+    memory = Memory(store, config, clock=clock)
+    rows = [("a", "alpha cats", [1.0, 0.0, 0.0]), ("z", "zeta filler", [0.0, 0.0, 1.0]),
+            ("b", "beta dogs", [0.0, 1.0, 0.0]), ("c", "gamma cats and more", [0.5, 0.5, 0.0]),
+            ("d", "delta birds", [0.2, 0.1, 0.9])]
+    for fid, text, vector in rows:
+        memory.remember(text, id=fid, embedding=vector, subject="s" if fid == "c" else None)
+        clock.advance(1000)
+    memory.relate("a", "b", "r")
+    memory.relate("c", "d", "r")
+    memory.relate("a", "c", "r")
+    g = {"hops": 2, "weight": 0.5}
+    q = {"embedding": [1.0, 0.1, 0.0], "k": 1}
+    scores = {r.id: r.score for r in memory.recall("cats", graph=g, **q)}
+    reached = 0
+    for fid, _, _ in rows:
+        alone = memory.explain("cats", fid, **q)
+        both = memory.explain("cats", fid, graph=g, **q)
+        # the fact's own fused score, its parts and context bonus, as without the graph
+        assert both.fusion == alone.fusion
+        assert both.context_bonus == alone.context_bonus
+        f = both.fusion
+        assert f.lexical_part is not None and f.semantic_part is not None
+        # the weights times the parts (and the context policy's share) add up to it
+        assert f.lexical_weight * f.lexical_part + f.semantic_weight * f.semantic_part \
+            + both.context_bonus == pytest.approx(f.fused_score)
+        if both.graph is None:
+            continue
+        reached += 1
+        assert both.score == pytest.approx(
+            (f.fused_score + both.graph.bonus) * both.recency_multiplier
+            * both.history_multiplier * both.usefulness_multiplier)
+        if fid in scores:
+            assert both.score == scores[fid]
+    assert reached == 3
+
+
+def test_a_walk_cut_on_its_first_hop_reports_no_entity_of_facts_it_never_walked_on_from(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reach, "MAX_REACHED", 1)
+    monkeypatch.setattr(reach, "MAX_ENTITY_FANOUT", 2)
+    memory.remember("apple", id="s")
+    memory.remember("note one", id="n1", entities=["zed"])
+    memory.remember("note two", id="n2")
+    for i in range(2):
+        memory.remember("zed", id=f"z{i}", entities=["zed"])
+    memory.relate("s", "n1", "cites")
+    memory.relate("s", "n2", "cites")
+    g = {"hops": 2}
+    assert memory.explain("apple", "n1", k=1, graph=g).graph is not None
+    assert memory.explain("apple", "n2", k=1, graph=g).graph is None  # past the cap
+    bounds = memory.explain("apple", "s", k=1, graph=g).graph_bounds
+    assert bounds is not None and bounds.reached_cap
+    assert bounds.entities_not_walked == {}  # n1's "zed" was never walked on to

@@ -109,7 +109,8 @@ def reference_rank(ranking: Ranking, prune: bool
         n = by_slot.get(slot)
         if n is not None:
             c = out[n]
-            out[n] = ranking.scored(slot, c.rank, c.fused + how.bonus, c.lexical, c.semantic)
+            out[n] = ranking.scored(slot, c.rank, c.fused, c.lexical, c.semantic,
+                                    bonus=how.bonus)
             continue
         if floor is not None and how.bonus <= floor:
             continue
@@ -118,7 +119,7 @@ def reference_rank(ranking: Ranking, prune: bool
         if ranking.allowed is not None and not ranking.allowed[slot]:
             continue
         extra += 1
-        out.append(ranking.scored(slot, extra, how.bonus, 0.0, None))
+        out.append(ranking.scored(slot, extra, 0.0, 0.0, None, bonus=how.bonus))
     out.sort(key=lambda c: (-c.score, c.rank))
     return reached, [c for c in out if wanted(o.history, c.status)][: o.k], out
 

@@ -23,7 +23,9 @@ walked; at most :data:`MAX_REACHED` facts are reached per recall (seeds in rank
 order, each one's links in the order they were made, then its entities in their order
 on the fact). Neither cuts silently: the walk records the entities it left and
 whether it stopped at the cap, and explain reports both
-(``Explanation.graph_bounds``).
+(``Explanation.graph_bounds``). Together they bound the work: the walk walks from the
+seeds and, with two hops, on from each fact it reached once, so from at most
+``2 k + MAX_REACHED`` facts (:mod:`.walk`).
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ LINK, ENTITY = 0, 1
 class Reach:
     """What one graph walk reached: ``slots`` (ascending) with their ``bonus``, and what
     a bound left out (``too_common``: entities met and not walked, with the number of
-    facts holding each; ``capped``: the walk stopped at :data:`MAX_REACHED`). A fact's
+    facts holding each; ``capped``: the walk stopped at :data:`MAX_REACHED`; ``steps``:
+    the links and entity-to-fact moves it followed). A fact's
     seed and path (at most two steps: ``mid`` is the fact between, -1 after one hop)
     are held as arrays and made into Steps only when asked for (:meth:`get`: explain)."""
 
@@ -101,8 +104,10 @@ class Reach:
                  seed: np.ndarray, seeds: np.ndarray, mid: np.ndarray,
                  how: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
                  relation_names: list[str], entity_names: list[str],
-                 too_common: dict[str, int], capped: bool) -> None:
+                 too_common: dict[str, int], capped: bool, steps: int = 0) -> None:
         self.slots, self.bonus = slots, bonus
+        #: how many steps the walk took (links and entity-to-fact moves followed)
+        self.steps = steps
         self._hops, self._seed, self._seeds, self._mid, self._how = hops, seed, seeds, mid, how
         self._relation_names, self._entity_names = relation_names, entity_names
         self.too_common, self.capped = too_common, capped

@@ -17,6 +17,13 @@ Computing a batch of seeds' hop at once gives the same sequence, because the arr
 are kept in that order (seed, then position); batches follow one another in seed
 order, and only each fact's winning sighting is carried from one to the next, so
 memory is bounded by a batch (:data:`BATCH_STEPS` steps, about) and the cap.
+
+Work, bounded by the facts walked from, not by the seeds times what they reach: the
+first hop walks from every seed; the second walks on from each fact once per walk,
+from its first sighting on the first hop (:func:`_walked_on` says why that changes
+no answer), and not from the facts of seeds the cap stops before their second hop.
+So a walk walks from at most ``2 k + MAX_REACHED`` facts (``k`` seeds; a seed may
+also be another seed's first hop) and :attr:`.reach.Reach.steps` counts what it took.
 """
 
 from __future__ import annotations
@@ -62,6 +69,10 @@ class _Walk:
         #: entities met on the walk and not walked (too common): name -> (facts holding
         #: it, the index of the first seed whose walk met it)
         self.too_common: dict[str, tuple[int, int]] = {}
+        #: the facts a second hop has walked from so far (ascending)
+        self.walked_on: np.ndarray = _EMPTY
+        #: every step taken (the bound docs/contract.md §4f gives is on this)
+        self.taken = 0
 
     def steps(self, frontier: np.ndarray, seeds: np.ndarray) -> _Steps:
         """Every step out of ``frontier`` (walked from the seeds of index ``seeds``), in
@@ -74,8 +85,10 @@ class _Walk:
         if not parts:
             return _Steps(_EMPTY, _EMPTY, _EMPTY, _EMPTY)
         if len(parts) == 1:
+            self.taken += len(parts[0].dst)
             return parts[0]
         pos, dst, via, name = (np.concatenate(c) for c in zip(*parts, strict=True))
+        self.taken += len(dst)
         order = np.argsort(pos, kind="stable")  # links before entities within a node
         return _Steps(pos[order], dst[order], via[order], name[order])
 
@@ -179,9 +192,10 @@ class _Sightings(NamedTuple):
 
 
 def _batch(walk: _Walk, slots: np.ndarray, first: int, scores: np.ndarray,
-           ordered_seeds: np.ndarray) -> tuple[_Sightings, int]:
-    """The sightings of the walk from seeds ``first``.. (their ``slots``), in the walk's
-    order, and how many steps it took."""
+           ordered_seeds: np.ndarray, reached: np.ndarray) -> tuple[_Sightings, int]:
+    """The sightings of the walk from seeds ``first``.. (their ``slots``) that can change
+    its answer, in the walk's order, and how many steps it took; ``reached``: the facts
+    earlier batches reached (ascending)."""
     g = walk.g
     stride = max(walk.view.catalog.slots, int(slots.max()) + 1)
     frontier, owner = slots, np.arange(first, first + len(slots), dtype=np.int64)
@@ -192,7 +206,12 @@ def _batch(walk: _Walk, slots: np.ndarray, first: int, scores: np.ndarray,
         if not len(frontier):
             break
         if hop == g.hops:
-            last, taken = _last(walk, frontier, owner)
+            if hop == 1:
+                last, taken = _last(walk, frontier, owner)
+            else:  # (frontier and owner are the first hop's dst and seed)
+                on = _walked_on(walk, levels[-1], ordered_seeds, reached)
+                last, taken = _last(walk, frontier[on], owner[on])
+                last = last._replace(pos=on[last.pos])
             levels.append(last)
             steps += taken
             break
@@ -233,6 +252,42 @@ def _batch(walk: _Walk, slots: np.ndarray, first: int, scores: np.ndarray,
     return both.take(np.lexsort((where, both.hop, both.seed))), steps
 
 
+def _walked_on(walk: _Walk, level: Level, ordered_seeds: np.ndarray,
+               reached: np.ndarray) -> np.ndarray:
+    """The positions in ``level`` (a batch's first hop) the second hop walks on from,
+    ascending: of each fact its first sighting only, and only if no earlier batch
+    walked on from it, nor the cap stops the walk before it.
+
+    Where a fact is walked on from does not change where its steps lead, only the seed
+    they count for: a fact's first sighting on the first hop is by the best seed that
+    sees it there, so its steps, counted for that seed, are each fact's first sighting
+    on the second hop; another seed walking them again would see only what was seen
+    already, with no larger bonus, later. So the second hop walks on from each fact
+    once per walk, whatever the number of seeds that reach it (§4f: the bound on steps).
+
+    The cap: the walk stops where its next new fact would pass it. If the first hops
+    alone bring that fact in seed ``s``'s first hop, seeds ``s``.. never take a second
+    hop, and their facts are not walked on from (nor, then, their entities reported)."""
+    first: np.ndarray = np.sort(_firsts(level.dst))
+    dst = level.dst[first]
+    new = first[~(_among(dst, ordered_seeds) | _among(dst, reached))]
+    room = graphrecall.MAX_REACHED - len(reached)
+    if len(new) > room:
+        first = first[level.seed[first] < level.seed[new[room]]]
+    first = first[~_among(level.dst[first], walk.walked_on)]
+    walk.walked_on = np.union1d(walk.walked_on, level.dst[first])
+    return first
+
+
+def _among(values: np.ndarray, ascending: np.ndarray) -> np.ndarray:
+    """Whether each of ``values`` is in ``ascending`` (sorted, distinct)."""
+    if not len(ascending):
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(ascending, values), len(ascending) - 1)
+    found: np.ndarray = ascending[at] == values
+    return found
+
+
 def _last(walk: _Walk, frontier: np.ndarray, owner: np.ndarray) -> tuple[Level, int]:
     """The last hop's sightings (of a large frontier only the first of each fact), and
     the steps taken.
@@ -242,6 +297,8 @@ def _last(walk: _Walk, frontier: np.ndarray, owner: np.ndarray) -> tuple[Level, 
     they may be dropped. A large frontier is expanded a piece at a time (each piece as
     large as keeps its steps near BATCH_STEPS), keeping only first sightings, so
     memory stays bounded."""
+    if not len(frontier):
+        return Level(_EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY), 0
     if len(frontier) <= FIRST_BATCH:  # one piece: its sightings, as they are
         step = walk.steps(frontier, owner)
         return Level(step.pos, step.dst, step.via, step.name, owner[step.pos]), len(step.dst)
@@ -286,7 +343,8 @@ def reach(view: View, seeds: Sequence[tuple[int, float]], g: GraphRecall, at: in
     last_seed = len(seed_slots) - 1  # the last seed whose walk began
     start, size = 0, FIRST_BATCH if g.hops == 1 else 1
     while start < len(seed_slots) and not capped:
-        seen, steps = _batch(walk, seed_slots[start:start + size], start, scores, ordered)
+        seen, steps = _batch(walk, seed_slots[start:start + size], start, scores, ordered,
+                             _EMPTY if won is None else won.dst)
         start += size
         size = max(1, min(4 * size, BATCH_STEPS * size // max(1, steps)))
         if won is not None:
@@ -314,7 +372,7 @@ def reach(view: View, seeds: Sequence[tuple[int, float]], g: GraphRecall, at: in
                   if seed <= last_seed}
     return Reach(won.dst, won.bonus, won.hop, won.seed, seed_slots, won.mid,
                  (won.via1, won.name1, won.via2, won.name2),
-                 view.relations.names, walk.entity_names, too_common, capped)
+                 view.relations.names, walk.entity_names, too_common, capped, walk.taken)
 
 
 def _firsts(values: np.ndarray) -> np.ndarray:

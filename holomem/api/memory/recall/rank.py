@@ -78,8 +78,8 @@ class Candidate(NamedTuple):
     slot: int
     rank: int  # 1-based position in document search's ranking
     status: str
-    score: float  # fused score times the multipliers
-    fused: float
+    score: float  # fused score (plus graph recall's bonus) times the multipliers
+    fused: float  # the fact's own fused score (graph recall's bonus not in it)
     lexical: float
     semantic: float | None
     recency: float
@@ -289,13 +289,17 @@ class Ranking:
                            float(fused.semantic[i]) if fused.semantic is not None else None,
                            status)
 
-    def scored(self, slot: int, rank: int, base: float, lexical: float,
-               semantic: float | None, status: str | None = None) -> Candidate:
-        """The candidate of ``slot`` with fused score ``base``: status (unless given)
-        and multipliers."""
+    def scored(self, slot: int, rank: int, fused: float, lexical: float,
+               semantic: float | None, status: str | None = None,
+               bonus: float = 0.0) -> Candidate:
+        """The candidate of ``slot`` with fused score ``fused`` (its own: explain reports
+        it) and graph recall's ``bonus``: status (unless given) and multipliers, which
+        multiply the two together."""
         facts, o, p = self.view.facts, self.options, self.policies
+        base = fused + bonus if bonus else fused
         if self._all_current:  # (graph recall on a store the identity rule covers)
-            return Candidate(slot, rank, CURRENT, base, base, lexical, semantic, 1.0, 1.0, 1.0)
+            return Candidate(slot, rank, CURRENT, base, fused, lexical, semantic, 1.0, 1.0,
+                             1.0)
         if status is None:
             status = facts.status(slot, self.at, o.known_at)
         recency = 1.0
@@ -304,7 +308,7 @@ class Ranking:
         history = 1.0 if status == CURRENT else p.historical_weight
         usefulness = (1.0 if p.feedback_weight is None else
                       p.usefulness(facts.feedback_known(self.view.id_of(slot), o.known_at)))
-        return Candidate(slot, rank, status, base * recency * history * usefulness, base,
+        return Candidate(slot, rank, status, base * recency * history * usefulness, fused,
                          lexical, semantic, recency, history, usefulness)
 
     def candidates(self, depth: int | None = None) -> tuple[Fusion, np.ndarray]:
@@ -422,11 +426,11 @@ class Ranking:
         for slot, at, bonus in zip(reach.slots[hit].tolist(), n[hit].tolist(),
                                    reach.bonus[hit].tolist(), strict=True):
             c = out[at]
-            out[at] = self.scored(slot, c.rank, c.fused + bonus, c.lexical, c.semantic)
+            out[at] = self.scored(slot, c.rank, c.fused, c.lexical, c.semantic, bonus=bonus)
         slots, bonus = self._joining(reach, ~hit, floor)
         for extra, (slot, b) in enumerate(zip(slots.tolist(), bonus.tolist(), strict=True),
                                           start=examined + 1):
-            out.append(self.scored(slot, extra, b, 0.0, None))
+            out.append(self.scored(slot, extra, 0.0, 0.0, None, bonus=b))
         out.sort(key=lambda c: (-c.score, c.rank))
         return out
 

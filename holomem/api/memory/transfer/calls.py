@@ -66,7 +66,9 @@ def import_(s: Session, /, records: Iterable[Any], *, batch_size: int = exchange
     ``batch_size`` per transaction, with their own times: ``links`` and ``why``
     then answer as on the source. One whose end is not a stored fact is not made
     and is counted in ``unresolved_relations``; one that exists already with the
-    same metadata is left alone, with other metadata it is a ``conflict``.
+    same metadata is left alone, with other metadata it is a ``conflict``. Every
+    relation is checked before the first is made, so an import stopped by one of
+    them makes none.
     Limits: ``batch_size`` <= ``transfer.MAX_IMPORT_BATCH``; each record as
     :meth:`remember`; relations as :meth:`relate`.
     Errors: ``invalid_request``, ``limit``, ``conflict``.
@@ -93,9 +95,12 @@ def import_(s: Session, /, records: Iterable[Any], *, batch_size: int = exchange
         if progress is not None:
             progress(done)
     pending = importer.relations
-    for chunk in pending.chunks(size):
-        def build_links(view: View, chunk: builtins.list[links.Incoming] = chunk
-                        ) -> builtins.list[Event]:
+    chunks = pending.chunks(size)
+    for n, chunk in enumerate(chunks):
+        def build_links(view: View, chunk: builtins.list[links.Incoming] = chunk,
+                        first: bool = n == 0) -> builtins.list[Event]:
+            if first:  # every relation is checked before the first is made
+                pending.check(view, chunks)
             return pending.plan(view, chunk)
 
         seq, written = s.store.commit(build_links)

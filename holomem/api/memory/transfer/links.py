@@ -17,7 +17,9 @@ Rules, written down once:
 - a relation whose end is not a stored fact once every fact is written is not
   made, and counted (``unresolved_relations``); one joining two namespaces is
   ``invalid_request``; one that exists with other metadata is a ``conflict``; one
-  that exists with the same metadata is left alone.
+  that exists with the same metadata is left alone;
+- every relation of a call is checked (:meth:`Pending.check`) in the transaction that
+  makes the first of them, so an error in any makes none.
 """
 
 from __future__ import annotations
@@ -133,39 +135,17 @@ class Pending:
         self._items, self._seen = [], set()
         return [items[i:i + size] for i in range(0, len(items), size)]
 
+    def check(self, view: View, chunks: list[list[Incoming]]) -> None:
+        """Check every relation of ``chunks`` as :meth:`plan` checks them, as if each
+        transaction were made after the one before (under the write lock, before the
+        first is made): an import that stops on a relation then makes none of them.
+        Errors: as :meth:`plan`."""
+        _planned(view, [item for chunk in chunks for item in chunk])
+
     def plan(self, view: View, chunk: list[Incoming]) -> list[Event]:
         """The events of one transaction of relations (under the write lock). Errors:
         ``invalid_request`` (ends in two namespaces), ``conflict``, ``limit``."""
-        facts, rel = view.facts, view.relations
-        events: list[Event] = []
-        added_out: dict[int, int] = {}
-        added_in: dict[int, int] = {}
-        unresolved = 0
-        for item in chunk:
-            r = item.record
-            s, d = facts.slot(r.from_id), facts.slot(r.to_id)
-            if s < 0 or d < 0:
-                unresolved += 1
-                continue
-            if facts.namespace(s) != facts.namespace(d):
-                raise InvalidError(f"{item.where}: relation {r.from_id!r} -[{r.relation}]-> "
-                                   f"{r.to_id!r} joins two namespaces (a link never does)")
-            row = rel.find(s, d, r.relation)
-            if row >= 0:
-                if rel.metadata(row) != item.metadata:
-                    raise ConflictError(f"{item.where}: {r.from_id!r} -[{r.relation}]-> "
-                                        f"{r.to_id!r} exists with other metadata")
-                continue
-            added_out[s] = added_out.get(s, 0) + 1
-            added_in[d] = added_in.get(d, 0) + 1
-            if rel.degree(s, "out") + added_out[s] > relations.MAX_LINKS_PER_FACT \
-                    or rel.degree(d, "in") + added_in[d] > relations.MAX_LINKS_PER_FACT:
-                raise LimitError(f"{item.where}: relation {r.from_id!r} -[{r.relation}]-> "
-                                 f"{r.to_id!r} would give a fact more than "
-                                 f"{relations.MAX_LINKS_PER_FACT} links one way (the limit)")
-            events.append(RelationAdded(from_id=r.from_id, to_id=r.to_id,
-                                        relation=r.relation, time=r.time,
-                                        metadata=item.metadata))
+        events, unresolved = _planned(view, chunk)
         self._last = (len(events), unresolved)
         return events
 
@@ -174,3 +154,40 @@ class Pending:
         written, unresolved = self._last
         self.written += written
         self.unresolved += unresolved
+
+
+def _planned(view: View, items: list[Incoming]) -> tuple[list[Event], int]:
+    """The events that make ``items``, in order, in one transaction, and how many of
+    them were left out because an end is not a stored fact. Errors: as
+    :meth:`Pending.plan`."""
+    facts, rel = view.facts, view.relations
+    events: list[Event] = []
+    added_out: dict[int, int] = {}
+    added_in: dict[int, int] = {}
+    unresolved = 0
+    for item in items:
+        r = item.record
+        s, d = facts.slot(r.from_id), facts.slot(r.to_id)
+        if s < 0 or d < 0:
+            unresolved += 1
+            continue
+        if facts.namespace(s) != facts.namespace(d):
+            raise InvalidError(f"{item.where}: relation {r.from_id!r} -[{r.relation}]-> "
+                               f"{r.to_id!r} joins two namespaces (a link never does)")
+        row = rel.find(s, d, r.relation)
+        if row >= 0:
+            if rel.metadata(row) != item.metadata:
+                raise ConflictError(f"{item.where}: {r.from_id!r} -[{r.relation}]-> "
+                                    f"{r.to_id!r} exists with other metadata")
+            continue
+        added_out[s] = added_out.get(s, 0) + 1
+        added_in[d] = added_in.get(d, 0) + 1
+        if rel.degree(s, "out") + added_out[s] > relations.MAX_LINKS_PER_FACT \
+                or rel.degree(d, "in") + added_in[d] > relations.MAX_LINKS_PER_FACT:
+            raise LimitError(f"{item.where}: relation {r.from_id!r} -[{r.relation}]-> "
+                             f"{r.to_id!r} would give a fact more than "
+                             f"{relations.MAX_LINKS_PER_FACT} links one way (the limit)")
+        events.append(RelationAdded(from_id=r.from_id, to_id=r.to_id,
+                                    relation=r.relation, time=r.time,
+                                    metadata=item.metadata))
+    return events, unresolved

@@ -371,12 +371,22 @@ class BM25:
         return out
 
     def scores_of(self, query: str, slots: np.ndarray) -> np.ndarray:
-        """BM25 of each of a few ``slots`` for ``query`` (0.0 for one that matches no
-        query term): :meth:`score`'s, bit for bit (its terms' contributions, added in
-        query order as the sum over every match adds them)."""
-        return np.array([sum(m.score for m in terms)
-                         for terms in self.matched_many(query, slots.tolist())],
-                        dtype=np.float64)
+        """BM25 of each of a few live ``slots`` (ascending) for ``query`` (0.0 for one
+        that matches no query term): :meth:`score`'s, bit for bit (each term's
+        contributions, memoised as :meth:`score` keeps them, added in query order as
+        the sum over every match adds them)."""
+        alive = None if self.catalog.live == self.catalog.slots else self.catalog.alive.view()
+        found, _, memo = self._found(query, alive)
+        norms = self._norms()
+        out = np.zeros(len(slots))
+        for term in found:
+            held, values = exhaustive.contributions(term, alive, norms, memo)
+            if not len(held):
+                continue
+            at = np.minimum(np.searchsorted(held, slots), len(held) - 1)
+            hit = held[at] == slots
+            out[hit] += values[at[hit]]
+        return out
 
     def memory_bytes(self) -> int:
         return self.postings.memory_bytes() + self.vocabulary.nbytes

@@ -213,6 +213,11 @@ def _scan(report: Report, path: str, key: bytes | None) -> None:
         _check_key(segments[0], key)
         journal_ok = not any(not p.tail for p in problems)
         _check_frames_and_text(report, gen_dir, segments, key, journal_ok)
+    elif not problems:  # (open refuses such a store: it is not clean)
+        report.findings.append(Finding(
+            "corrupt.empty", gen_dir, 0, 0,
+            "the live generation holds no segment: the journal, and every transaction it "
+            "held, is gone, and the store cannot be opened", False))
 
 
 def _is_watermark(path: str) -> bool:

@@ -3,6 +3,7 @@ text, and JSON that parses (docs/guarantees.md §7)."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -99,6 +100,24 @@ def test_uncorrectable_damage_exits_4_with_and_without_repair(
     assert any(f["code"] == "corrupt.missing" and not f["repairable"]
                for f in report["findings"])
     assert c.tree(path) == before
+
+
+def test_a_generation_with_no_segment_left_is_never_clean(
+        fsck: Any, bases: dict[str, c.Built], tmp_path: Path) -> None:
+    """Every segment and the watermark gone (as when fsck's advice to give up a missing
+    segment was followed): open refuses the store, so fsck must not call it clean."""
+    path = _copy(bases["plain"], tmp_path / "s")
+    gen = os.path.dirname(c.segments(path)[0])
+    for segment in c.segments(path):
+        os.unlink(segment)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(gen, "watermark"))
+    for args in ([], ["--repair"], ["--json"]):
+        done = fsck(path, *args)
+        assert done.returncode == 4, (args, done.stdout, done.stderr)
+    report = json.loads(done.stdout)
+    assert not report["clean"]
+    assert [f["code"] for f in report["findings"]] == ["corrupt.empty"]
 
 
 def test_encrypted_store_needs_the_right_key_file(

@@ -525,6 +525,42 @@ def test_an_index_config_that_cannot_hold_is_refused(hstore: Store,
         HolomemStore("not a memory")  # type: ignore[arg-type]
 
 
+def test_an_embed_option_or_answer_holomem_cannot_use_is_refused_before_anything_runs(
+        hstore: Store, clock: ManualClock) -> None:
+    memory = Memory(hstore, clock=clock)
+
+    async def later(texts: Sequence[str]) -> list[list[float]]:
+        return meaning(texts)
+
+    for embed in (later, 5, object()):
+        with pytest.raises(InvalidError, match=r"index\.embed"):
+            HolomemStore(memory, index={"embed": embed})  # type: ignore[typeddict-item]
+    for purge in ("no", 1, None):
+        with pytest.raises(InvalidError, match="purge"):
+            HolomemStore(memory, purge=purge)  # type: ignore[arg-type]
+
+    def uneven(texts: Sequence[str]) -> list[list[float]]:  # a length per text
+        return [[1.0] * (2 + len(t) % 2) for t in texts]
+
+    store = HolomemStore(memory, index={"embed": uneven})
+    with pytest.raises(InvalidError, match="different lengths"):
+        store.batch([PutOp(("u",), "a", {"text": "ab"}), PutOp(("u",), "b", {"text": "abc"})])
+    assert store.get(("u",), "a") is None and store.get(("u",), "b") is None
+    store.put(("u",), "a", {"text": "ab"})  # the store's vectors now have 2 dimensions
+    with pytest.raises(InvalidError, match="dimensions"):
+        store.batch([PutOp(("u",), "c", {"text": "cd"}, index=False),
+                     PutOp(("u",), "d", {"text": "abc"})])
+    assert store.get(("u",), "c") is None
+
+
+def test_an_embedding_function_may_answer_a_numpy_matrix(memory: Memory) -> None:
+    store = HolomemStore(memory, index={"embed": lambda texts: np.array(meaning(texts)),
+                                        "fields": ["text"]})
+    store.put(("u",), "job", {"text": "she is a nurse"})
+    store.put(("u",), "city", {"text": "she lives in oslo"})
+    assert store.search(("u",), query="profession", limit=1)[0].key == "job"
+
+
 # -- async and batch forms -----------------------------------------------------------------
 def test_the_async_forms_answer_as_the_sync_ones(store: HolomemStore, memory: Memory,
                                                  clock: ManualClock) -> None:

@@ -260,3 +260,42 @@ def test_metadata_may_be_any_mapping(tmp_path: Path) -> None:
         store.add_document("m", "text", metadata=meta)
         doc = store.get_document("m")
         assert doc is not None and doc.metadata == {"a": 1, "b": {"c": [1, 2]}}
+
+
+@pytest.mark.parametrize("path", [None, 5, b"/tmp/x", "", "with\x00nul"],
+                         ids=["none", "int", "bytes", "empty", "nul"])
+def test_a_path_that_is_no_path_is_refused_before_anything_is_made(
+        tmp_path: Path, path: Any) -> None:
+    with pytest.raises(InvalidError, match="path must be"):
+        Store.open(path)
+
+
+def test_yes_or_no_options_take_only_booleans_and_refuse_before_acting(tmp_path: Path) -> None:
+    where = tmp_path / "s"
+    for option in ("create", "read_only"):
+        with pytest.raises(InvalidError, match=option):
+            Store.open(where, **{option: "no"})
+    assert not where.exists()  # create="no" made no store
+    with Store.open(where, sync="none") as store:
+        store.add_document("x", "a text")
+        generation = store.generation
+        with pytest.raises(InvalidError, match="purge"):
+            store.delete_document("x", purge="no")  # type: ignore[arg-type]
+        with pytest.raises(InvalidError, match="purge"):
+            store.compact(purge=1)  # type: ignore[arg-type]
+        assert store.has_document("x") and store.generation == generation
+
+
+def test_entity_lookups_and_the_event_feed_check_their_argument(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s", sync="none") as store:
+        store.add_document("x", "a text", entities=["e"])
+        assert store.ids_with_entity("e") == ["x"]
+        for bad in (["e"], {"e": 1}, None, b"e", 3.5):
+            with pytest.raises(InvalidError, match="entity"):
+                store.ids_with_entity(bad)  # type: ignore[arg-type]
+        with pytest.raises(HolomemError, match="entity"):
+            store.ids_with_entity("e" * 100_000)
+        for seq in ("x", None, 3.5, -1, True):
+            with pytest.raises(InvalidError, match="from_seq"):
+                list(store.events(seq))  # type: ignore[arg-type]
+        assert [seq for seq, _ in store.events(0)] == [1]

@@ -32,13 +32,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from holomem import events as ev
-from holomem.api.engine import checkpointing, compaction, following, replay
+from holomem.api.engine import checkpointing, compaction, following, replay, validate
 from holomem.api.engine.checkpointing import Checkpointer, CheckpointStats
 from holomem.api.engine.deferral import Deferrals, Deferred, WouldBlock
 from holomem.api.engine.replay import FOLLOW_RETRIES, build
 from holomem.api.engine.types import StoreCounters, StoreStats
 from holomem.api.engine.view import Heal, ReaderWrites, View
-from holomem.errors import ClosedError, ReadOnlyError, UnavailableError
+from holomem.errors import ClosedError, InvalidError, ReadOnlyError, UnavailableError
 from holomem.events import Event
 from holomem.log import crashpoints as cp
 from holomem.log.backend import open_journal
@@ -71,6 +71,9 @@ class Engine:
                  checkpoint_close_min: int = checkpointing.DEFAULT_CLOSE_MIN) -> None:
         """Open (or create) the store at ``path``; see ``Store.open``."""
         t0 = time.perf_counter()
+        validate.store_path(path)
+        validate.flag(create, "create")
+        validate.flag(read_only, "read_only")
         self._journal = open_journal(path, key=key, sync=sync, segment_size=segment_size,
                                      read_only=read_only, create=create)
         self.path = self._journal.path
@@ -316,6 +319,7 @@ class Engine:
         """Rewrite the journal into a new generation holding only the live state
         (docs/guarantees.md §6; :func:`holomem.api.engine.compaction.compact` says how).
         Errors: ``closed``, ``read_only``, ``io``."""
+        validate.flag(purge, "purge")
         self.check(write=True)
         with self._write_lock:
             self.check(write=True)
@@ -334,6 +338,8 @@ class Engine:
     # -- the journal --------------------------------------------------------------------
     def events(self, from_seq: int = 0) -> Iterator[tuple[int, list[Event]]]:
         """Decoded transactions from ``from_seq`` up to the current revision."""
+        if isinstance(from_seq, bool) or not isinstance(from_seq, int) or from_seq < 0:
+            raise InvalidError(f"from_seq must be an int, 0 or more, not {from_seq!r}")
         self.check()
         yield from replay.transactions(self._journal, from_seq, self._revision)
 

@@ -95,6 +95,7 @@ class Store(Engine):
         ``io``.
         """
         doc_id = validate.doc_id(id)
+        validate.flag(purge, "purge")
 
         def build(view: View) -> list[Event]:
             if doc_id not in view.catalog:
@@ -168,7 +169,8 @@ class Store(Engine):
 
     def ids_with_entity(self, entity: str) -> list[str]:
         """Ids of live documents that carry ``entity`` exactly, in write order."""
-        return self.read(lambda view: [view.id_of(int(s)) for s in view.entities.slots(entity)])
+        name = validate.entity(entity)
+        return self.read(lambda view: [view.id_of(int(s)) for s in view.entities.slots(name)])
 
     def ids(self) -> list[str]:
         """Ids of every live document, in write order."""

@@ -24,6 +24,7 @@ import base64
 import datetime as dt
 import json
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -479,6 +480,21 @@ def cursor_ints(data: Mapping[str, Any], names: Sequence[str], what: str) -> lis
             raise InvalidError(f"not a cursor {what} gave out")
         out.append(value)
     return out
+
+
+def flag(value: object, field: str) -> bool:
+    """A yes/no option: True or False only (a string such as "no" is truthy)."""
+    if not isinstance(value, bool):
+        raise InvalidError(f"{field} must be True or False, not {type(value).__name__}")
+    return value
+
+
+def store_path(value: object) -> str | os.PathLike[str]:
+    """A store's path: a non-empty str or path-like naming text, without NUL."""
+    path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(path, str) or not path or "\x00" in path:
+        raise InvalidError("path must be a non-empty str or os.PathLike text without NUL")
+    return value  # type: ignore[return-value]
 
 
 def entity(value: object, field: str = "entity") -> str:

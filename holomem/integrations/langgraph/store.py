@@ -10,6 +10,7 @@ BaseStore iterates it. Imports LangGraph's ``BaseStore`` and the memory API.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -70,9 +71,11 @@ class HolomemStore(BaseStore):
             raise InvalidNamespaceError(f"namespace {base!r} leaves no room for LangGraph's "
                                         f"(holomem namespaces hold at most "
                                         f"{validate.MAX_NAMESPACE_DEPTH} strings)")
+        if not isinstance(purge, bool):
+            raise InvalidError("purge must be True or False")
         self.memory = memory
         self.namespace = base
-        self.purge = bool(purge)
+        self.purge = purge
         config: Mapping[str, Any] = index or {}
         if not isinstance(config, Mapping):
             raise InvalidError("index must be a dict (LangGraph's IndexConfig)")
@@ -86,7 +89,7 @@ class HolomemStore(BaseStore):
             if memory.embedder is not None:
                 raise InvalidError("index.embed: the Memory has an embedder of its own; "
                                    "give one or the other")
-            self.embeddings = ensure_embeddings(config["embed"])
+            self.embeddings = _embeddings(config["embed"])
         self.dims: int | None = None
         if config.get("dims") is not None:
             self.dims = checks.count(config["dims"], "index.dims", least=1)
@@ -94,7 +97,7 @@ class HolomemStore(BaseStore):
                 raise InvalidError(f"index.dims is {self.dims}, but the Memory's embedder "
                                    f"gives {memory.embedder.identity.dim} dimensions")
         self._index = None if self.embeddings is None \
-            else IndexEmbeddings(self.embeddings, self.dims)
+            else IndexEmbeddings(self.embeddings, self.dims, lambda: memory.store.embedding_dim)
         self._items = Items(memory, base, purge=self.purge, index=self._index)
 
     # -- BaseStore ------------------------------------------------------------------------
@@ -182,3 +185,20 @@ class HolomemStore(BaseStore):
         sequence(suffix or (), "suffix")
         return await super().alist_namespaces(prefix=prefix, suffix=suffix,
                                               max_depth=max_depth, limit=limit, offset=offset)
+
+
+def _embeddings(embed: object) -> Embeddings:
+    """``index["embed"]`` as LangChain ``Embeddings``: an ``Embeddings``, a sync function
+    of a list of texts, or a provider string LangGraph knows. An async function is
+    refused: every op, ``abatch``'s too, embeds in the thread that runs the batch."""
+    if inspect.iscoroutinefunction(embed):
+        raise InvalidError("index.embed is an async function; HolomemStore embeds in the "
+                           "thread that runs each batch: give a sync function or a "
+                           "LangChain Embeddings")
+    if not (isinstance(embed, (Embeddings, str)) or callable(embed)):
+        raise InvalidError(f"index.embed must be a LangChain Embeddings, an embedding "
+                           f"function or a provider string, not {type(embed).__name__}")
+    try:
+        return ensure_embeddings(embed)
+    except (ValueError, ImportError, TypeError) as exc:
+        raise InvalidError(f"index.embed: {exc}") from exc

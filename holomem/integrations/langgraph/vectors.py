@@ -8,8 +8,9 @@ them) and of a search's query, each checked to be as many finite vectors as text
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import numpy as np
 from langgraph.store.base import Embeddings
 
 from holomem.errors import InvalidError
@@ -19,9 +20,12 @@ from holomem.integrations.langgraph.checks import Put
 class IndexEmbeddings:
     """LangChain ``Embeddings`` (or what ``ensure_embeddings`` made of a function)."""
 
-    def __init__(self, embeddings: Embeddings, dims: int | None) -> None:
+    def __init__(self, embeddings: Embeddings, dims: int | None,
+                 store_dim: Callable[[], int] = lambda: 0) -> None:
         self.embeddings = embeddings
         self.dims = dims
+        #: the store's dimension now (0: none yet), which every vector must have
+        self.store_dim = store_dim
 
     def puts(self, puts: list[Put]) -> dict[int, list[float]]:
         """The vectors of the puts' texts, by id of the :class:`Put` (one call)."""
@@ -36,9 +40,15 @@ class IndexEmbeddings:
         return self.checked([self.embeddings.embed_query(text)], 1)[0]
 
     def checked(self, raw: object, n: int) -> list[list[float]]:
+        """``raw`` as ``n`` vectors of one length (``index["dims"]`` when given), each
+        finite: checked for every put of a batch before the first op runs."""
+        if isinstance(raw, np.ndarray):  # (what SentenceTransformer.encode gives)
+            raw = list(raw)
         if not isinstance(raw, Sequence) or len(raw) != n:
-            raise InvalidError(f"index.embed gave {type(raw).__name__} for {n} texts, not "
-                               f"{n} vectors")
+            got = f"{len(raw)} vectors" if isinstance(raw, Sequence) \
+                else type(raw).__name__
+            raise InvalidError(f"index.embed gave {got} for {n} texts: it must give a list "
+                               "of one vector per text")
         out = []
         for vector in raw:
             try:
@@ -51,4 +61,10 @@ class IndexEmbeddings:
                 raise InvalidError(f"index.embed gave {len(floats)} dimensions; index.dims "
                                    f"is {self.dims}")
             out.append(floats)
+        if len({len(v) for v in out}) > 1:
+            raise InvalidError("index.embed gave vectors of different lengths in one call")
+        dim = self.store_dim()
+        if out and dim and len(out[0]) != dim:
+            raise InvalidError(f"index.embed gave {len(out[0])} dimensions; the store's "
+                               f"vectors have {dim}")
         return out

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-import numpy as np
 from langgraph.store.base import Embeddings
 
 from holomem.errors import InvalidError
@@ -42,8 +41,8 @@ class IndexEmbeddings:
     def checked(self, raw: object, n: int) -> list[list[float]]:
         """``raw`` as ``n`` vectors of one length (``index["dims"]`` when given), each
         finite: checked for every put of a batch before the first op runs."""
-        if isinstance(raw, np.ndarray):  # (what SentenceTransformer.encode gives)
-            raw = list(raw)
+        if not isinstance(raw, Sequence) and callable(getattr(raw, "tolist", None)):
+            raw = raw.tolist()  # (a numpy matrix: what SentenceTransformer.encode gives)
         if not isinstance(raw, Sequence) or len(raw) != n:
             got = f"{len(raw)} vectors" if isinstance(raw, Sequence) \
                 else type(raw).__name__

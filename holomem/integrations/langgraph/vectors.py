@@ -41,8 +41,9 @@ class IndexEmbeddings:
     def checked(self, raw: object, n: int) -> list[list[float]]:
         """``raw`` as ``n`` vectors of one length (``index["dims"]`` when given), each
         finite: checked for every put of a batch before the first op runs."""
-        if not isinstance(raw, Sequence) and callable(getattr(raw, "tolist", None)):
-            raw = raw.tolist()  # (a numpy matrix: what SentenceTransformer.encode gives)
+        tolist = None if isinstance(raw, Sequence) else getattr(raw, "tolist", None)
+        if callable(tolist):
+            raw = tolist()  # (a numpy matrix: what SentenceTransformer.encode gives)
         if not isinstance(raw, Sequence) or len(raw) != n:
             got = f"{len(raw)} vectors" if isinstance(raw, Sequence) \
                 else type(raw).__name__

@@ -15,6 +15,7 @@ import pytest
 
 from holomem import InvalidError, LimitError, ManualClock, Memory, MemoryConfig, Store
 from holomem.api.engine import nesting, validate
+from holomem.api.memory import binding
 from holomem.api.memory import memory as memory_module
 from holomem.api.memory.facts import listing
 from holomem.api.memory.forget import removal
@@ -200,3 +201,20 @@ def test_a_request_nests_at_most_max_request_depth_levels(memory: Memory) -> Non
         memory.call("remember", {"text": "deep", "metadata": nested(n - 1)})
     answered(lambda: memory.call("remember", {"text": "deep",
                                               "metadata": nested(validate.MAX_METADATA_DEPTH)}))
+
+
+def test_arguments_that_do_not_fit_a_call_are_invalid_on_every_call(memory: Memory) -> None:
+    """An unknown keyword (or a missing or extra argument) is ``invalid_request`` on
+    every method of Memory, as any other wrong argument is, and writes nothing."""
+    calls = [name for name, attr in vars(memory_module.Memory).items()
+             if isinstance(attr, (binding.Call, binding.Derived))]
+    assert len(calls) > 30
+    revision = memory.store.revision
+    for name in calls:
+        with pytest.raises(InvalidError, match=name):
+            result = getattr(memory, name)(zz_not_an_argument=1)
+            if hasattr(result, "__next__"):  # (a lazy iterator: its first item runs it)
+                next(result)
+    with pytest.raises(InvalidError, match="too many positional"):
+        memory.get("a", "b", "c", "d", "e", "f")  # type: ignore[call-arg]
+    assert memory.store.revision == revision

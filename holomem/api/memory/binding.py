@@ -9,7 +9,9 @@ name, signature (without the session), docstring and types are ``fn``'s: what
 holder over the session ``fn`` derives. Read on the class, either gives that method
 as a plain function, as a method defined in the class would. Every ``Call`` runs in an
 OpenTelemetry span named for it when the ``otel`` extra is installed
-(:mod:`.tracing`; nothing otherwise). Imports the session and the tracing.
+(:mod:`.tracing`; nothing otherwise). Arguments that do not fit a call's signature
+(an unknown keyword, a missing one) are ``invalid_request``, as every other wrong
+argument is. Imports the session, the tracing and the errors.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
 
 from holomem.api.memory import tracing
 from holomem.api.memory.session import Session
+from holomem.errors import InvalidError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -59,6 +62,17 @@ def _method(fn: Callable[..., Any], owner: type[Any], name: str,
     return body
 
 
+def _fitting(signature: inspect.Signature, name: str, session: Session,
+             args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """After a call raised TypeError: ``invalid_request`` when its arguments do not fit
+    its signature (an unknown keyword, one missing, too many), as a wrong argument is
+    everywhere else; nothing when they fit (the TypeError is then the call's own)."""
+    try:
+        signature.bind(session, *args, **kwargs)
+    except TypeError as exc:
+        raise InvalidError(f"{name}: {exc}") from None
+
+
 class Call(Generic[P, R]):
     """A method that runs ``fn(self.session, ...)``."""
 
@@ -68,9 +82,14 @@ class Call(Generic[P, R]):
 
     def __set_name__(self, owner: type[Any], name: str) -> None:
         fn = self.fn
+        signature = inspect.signature(fn)
 
         def method(holder: Holder, /, *args: Any, **kwargs: Any) -> R:
-            return fn(holder.session, *args, **kwargs)
+            try:
+                return fn(holder.session, *args, **kwargs)
+            except TypeError:
+                _fitting(signature, name, holder.session, args, kwargs)
+                raise  # (the arguments fit: the error is the call's own)
 
         self.method = _method(fn, owner, name, tracing.traced(name, method))
 
@@ -94,9 +113,15 @@ class Derived(Generic[P]):
 
     def __set_name__(self, owner: type[Any], name: str) -> None:
         fn = self.fn
+        signature = inspect.signature(fn)
 
         def method(holder: Holder, /, *args: Any, **kwargs: Any) -> Any:
-            return holder._derive(fn(holder.session, *args, **kwargs))
+            try:
+                derived = fn(holder.session, *args, **kwargs)
+            except TypeError:
+                _fitting(signature, name, holder.session, args, kwargs)
+                raise
+            return holder._derive(derived)
 
         self.method = _method(fn, owner, name, method)
 

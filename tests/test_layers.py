@@ -136,7 +136,8 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     (f"{MEMORY}.contract", (*ENGINE, f"{MEMORY}.ops"), ("msgspec",)),
     (f"{MEMORY}.about", (*ENGINE, *SHARED, "holomem.embedders", f"{MEMORY}.ops"), ()),
     # Memory composes every concept; AsyncMemory is its asyncio face (above it).
-    (f"{MEMORY}.binding", (f"{MEMORY}.session", f"{MEMORY}.tracing"), ()),
+    # (and the errors: arguments that do not fit a call are invalid_request)
+    (f"{MEMORY}.binding", (f"{MEMORY}.session", f"{MEMORY}.tracing", "holomem.errors"), ()),
     # Spans around each op when the otel extra is installed (nothing otherwise).
     (f"{MEMORY}.tracing", ("holomem.api.engine.nspath",), ("opentelemetry",)),
     (f"{MEMORY}.memory", MEMORY_API, ()),

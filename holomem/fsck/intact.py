@@ -29,6 +29,7 @@ from holomem.fsck.losses import Ledger
 from holomem.log.format import (
     FRAME_CHECKSUMMED,
     FRAME_HEADER_SIZE,
+    SEGMENT_FLAG_ENCRYPTED,
     SEGMENT_HEADER,
     SEGMENT_HEADER_SIZE,
     segment_name,
@@ -182,6 +183,10 @@ def raw_header(data: bytes) -> SegmentHeader:
     """A segment header's fields as its bytes hold them, unverified."""
     (_magic, wver, rver, flags, _res, store_id, gen, number, first_seq, salt, kcv, _res2,
      _sum) = SEGMENT_HEADER.unpack_from(data, 0)
+    # Unverified, the flags may be what was damaged: a header holds a key check exactly
+    # when its store is encrypted (a plaintext one holds zeros), so that decides the bit.
+    flags = (flags | SEGMENT_FLAG_ENCRYPTED if any(kcv)
+             else flags & ~SEGMENT_FLAG_ENCRYPTED)
     return SegmentHeader(wver, rver, flags, store_id, gen, number, max(1, first_seq), salt, kcv)
 
 

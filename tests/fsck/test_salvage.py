@@ -154,6 +154,16 @@ def middle_segment_header(path: str) -> list[Lost]:
     return [Lost(seg, 0, c.SEGMENT_HEADER_SIZE)]
 
 
+def every_headers_encryption_flag(path: str) -> list[Lost]:
+    # No header reads back intact, and the bit flipped in each says the opposite of the
+    # truth (plaintext marked encrypted, or the reverse): the key check decides it.
+    out = []
+    for seg in c.segments(path):
+        c.flip_bit(seg, 10, bit=0)  # the flags' "encrypted" bit
+        out.append(Lost(seg, 0, c.SEGMENT_HEADER_SIZE))
+    return out
+
+
 def missing_middle_segment(path: str) -> list[Lost]:
     seg = c.segments(path)[1]
     frames = c.frames(seg)
@@ -192,6 +202,7 @@ CASES: dict[str, Callable[[str], list[Lost]]] = {
     "acknowledged-tail": acknowledged_tail,
     "torn-tail": torn_tail,
     "middle-segment-header": middle_segment_header,
+    "every-headers-encryption-flag": every_headers_encryption_flag,
     "missing-middle-segment": missing_middle_segment,
     "missing-last-segment": missing_last_segment,
     "truncated-middle-segment": truncated_middle_segment,

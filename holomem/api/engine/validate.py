@@ -489,12 +489,11 @@ def flag(value: object, field: str) -> bool:
     return value
 
 
-def store_path(value: object) -> str | os.PathLike[str]:
-    """A store's path: a non-empty str or path-like naming text, without NUL."""
+def store_path(value: object) -> None:
+    """Check a store's path: a non-empty str or path-like naming text, without NUL."""
     path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
     if not isinstance(path, str) or not path or "\x00" in path:
         raise InvalidError("path must be a non-empty str or os.PathLike text without NUL")
-    return value  # type: ignore[return-value]
 
 
 def entity(value: object, field: str = "entity") -> str:

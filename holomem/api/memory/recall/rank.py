@@ -175,6 +175,11 @@ class Ranking:
         # are numbers. An array or a buffer is as the caller gave it.
         return validate.embedding(o.embedding, dim, decoded=True)
 
+    @functools.cached_property
+    def _namespace_slots(self) -> np.ndarray:
+        """The slots at or under the namespace asked about (looked up once)."""
+        return self.view.facts.namespaces.slots(self.namespace)
+
     def _restriction(self) -> np.ndarray | None:
         """The slot mask of the facts the namespace prefix, the subject / entities
         filters and the filter allow (None: no restriction) — built from their indexes
@@ -183,7 +188,7 @@ class Ranking:
         o, view = self.options, self.view
         keep: np.ndarray | None = None
         if self.namespace:
-            keep = view.facts.namespaces.slots(self.namespace)
+            keep = self._namespace_slots
         if o.subject is not None:
             subject = np.unique(np.array([view.facts.slot(i) for i in
                                           view.facts.subjects(o.subject, self.namespace)],
@@ -235,7 +240,7 @@ class Ranking:
         # namespace asked about (a fact's neighbours and reply partners live in its own
         # namespace), so that no other namespace's nearer vectors take their places.
         view = self.view
-        within = (view.mask(view.facts.namespaces.slots(self.namespace))
+        within = (view.mask(self._namespace_slots)
                   if self.approximate and self.namespace else None)
         fused = view.fused(query, self.embedding, within, self.policies.fusion,
                            self.depth(), self.approximate, self.include)

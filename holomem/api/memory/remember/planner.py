@@ -26,6 +26,7 @@ from holomem.api.memory.policies import (
     SubjectMember,
     latest_by_subject,
     no_entities,
+    no_supersession,
 )
 from holomem.api.memory.remember import intake
 from holomem.api.memory.types import Remembered, RememberInput
@@ -302,7 +303,9 @@ class Planner:
         end = end_time(x.valid_to, now, x.ttl_ms) if x.ttl_ms is not None else x.valid_to
         supersedes, superseded_by = requested, cast("tuple[str, ...]", ())
         subject = x.subject
-        if subject is not None:
+        if subject is not None and self.policies.supersession is not no_supersession:
+            # (The built-in "none" links nothing: its subject's facts are not gathered
+            # for it, a cost that grew with every fact of the subject.)
             heads = (self._latest(ns, subject, eff, key)
                      if self.policies.supersession is latest_by_subject else None)
             if heads is None:

@@ -161,7 +161,7 @@ def test_a_checkpoint_proving_acknowledged_transactions_lost_is_corrupt_and_neve
     of its last transaction remains: it proves transactions the journal no longer holds
     were acknowledged. fsck reports ``corrupt.lost_tail`` (exit 4), ``--repair`` leaves
     every file as it is (the checkpoint is the evidence), and ``--salvage`` copies every
-    intact transaction."""
+    intact transaction and counts the lost ones."""
     lost = lose_the_tail(tmp_path / "s", key=os.urandom(32) if encrypted else None)
     before = all_files(lost.path)
     for repair in (False, True):
@@ -176,7 +176,11 @@ def test_a_checkpoint_proving_acknowledged_transactions_lost_is_corrupt_and_neve
         assert all_files(lost.path) == before
     dest = tmp_path / "salvaged"
     saved = salvage(str(lost.path), str(dest), key=lost.key)
-    assert saved.error is None and saved.recovered == lost.end
+    assert saved.exit_code == 1 and saved.recovered == lost.end
+    (loss,) = saved.losses
+    assert (loss.first_seq, loss.last_seq) == (lost.end + 1, lost.acknowledged)
+    assert os.path.basename(lost.checkpoint) in loss.reason
+    assert saved.lost_transactions == lost.acknowledged - lost.end and not saved.lost_unknown
     with Store.open(dest, key=lost.key) as store:
         assert store.revision == lost.end and store.has_document("d0")
     assert all_files(lost.path) == before

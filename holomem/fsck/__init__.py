@@ -35,6 +35,12 @@ the watermark                                                      backup first)
                                                                    else is wrong with the
                                                                    journal; the writer's open
                                                                    writes a new one
+``corrupt.lost_tail``       a checkpoint past the journal's end    none: reported, exit 4,
+                            proves that the transactions up to it  the checkpoint kept (it is
+                            were acknowledged: the journal's last  the evidence); next step:
+                            segment file, or its last frames, are  copy the lost files back,
+                            gone (open refuses the store)          restore a backup, or
+                                                                   ``--salvage``
 ``event.undecodable``       a frame holding something that is not  none: reported, exit 4;
                             a holomem event                        next step: a newer build,
                                                                    or ``--salvage``

@@ -129,9 +129,17 @@ class Advisor:
         elif f.code == "event.undecodable":
             first = (f"If a newer holomem wrote this store, check it with that version "
                      f"(`{UPGRADE}`). ")
+        elif f.code == "corrupt.lost_tail":
+            first = ("If a backup or snapshot holds the journal's lost end (its missing "
+                     "segment files, or a longer copy of its last one), copy it back into "
+                     f"{os.path.dirname(f.path)} and run `{self._cmd()}` again. ")
         else:
             first = ""
         step = first + self._restore_or_salvage()
+        if f.code == "corrupt.lost_tail":
+            step += (f" Or, to give up the lost transactions and go on with the journal as "
+                     f"it is, delete {f.path} (a checkpoint is derived: the next open "
+                     "replays the journal).")
         if f.durable:
             mark = os.path.join(os.path.dirname(f.path), WATERMARK_FILE)
             step += (f" Or, to give up every transaction from offset {f.offset} of "

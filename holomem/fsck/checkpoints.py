@@ -12,7 +12,12 @@ number outside the journal), ``checkpoint.mismatch`` (bound to this journal, so 
 would use it, but its state differs from the replay), ``checkpoint.replaced`` (an
 older one beside the newest) and ``checkpoint.leftover`` (an interrupted write). Each
 message says what open does with the file. All are repaired by erasing the file and
-writing a fresh checkpoint from the journal. Imports the log and the projections.
+writing a fresh checkpoint from the journal. One more finding is damage to the journal,
+proven by a checkpoint: ``corrupt.lost_tail``, a checkpoint past the journal's end that
+was written once its transactions were durable (:func:`holomem.log.checkpoint.vouches`):
+acknowledged transactions are gone from the journal's end; the writer's open refuses
+the store, and the file, the evidence, is never erased. Imports the log and the
+projections.
 """
 
 from __future__ import annotations
@@ -89,6 +94,21 @@ class CheckpointCheck:
             return Finding(code, path, 0, fs.path_size(path), message, True)
 
         ignored = "open does not use it: it replays the journal (or uses an older checkpoint)"
+        end = self.segments[-1].last_seq  # (last_seq: the last that decoded, before damage)
+        if seq > end:
+            proven = ckfile.vouches(path, store_id=self.store_id, generation=self.generation,
+                                    envelope=self.envelope)
+            if proven is not None and proven > end:
+                lost = (f"transaction {proven} was acknowledged and is gone"
+                        if proven == end + 1 else
+                        f"transactions {end + 1} to {proven} were acknowledged and are gone")
+                return Finding(
+                    "corrupt.lost_tail", path, 0, fs.path_size(path),
+                    f"the journal ends at transaction {end}, but this checkpoint holds the "
+                    f"state after transaction {proven} and was written only once every "
+                    f"transaction up to it was durable: {lost} (the journal's last "
+                    "segment file, or its last frames, deleted or lost). Open refuses the "
+                    "store; this file is the evidence, and --repair leaves it", False)
         if seq > last_seq:
             return found("checkpoint.stale",
                          f"it holds the state after transaction {seq}, past the journal's "

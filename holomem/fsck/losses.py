@@ -4,9 +4,11 @@ Owns: :class:`Loss` (a range of the damaged store that was not copied, and the
 transactions it held) and :class:`Ledger`, which follows the sequence numbers as the
 damaged journal is read -- the next one expected, the last one copied, the losses whose
 transactions are known only once the sequence resumes -- and, after the last segment,
-what the watermark says was durable past what could be read. Imports the standard
-library and the log (the watermark, file names); it reads no frame itself
-(:mod:`holomem.fsck.intact` does, and tells it where the sequence goes).
+what the watermark, or a checkpoint written once its transactions were durable
+(:func:`holomem.log.checkpoint.vouches`), says was durable past what could be read.
+Imports the standard library and the log (the watermark, checkpoints, file names); it
+reads no frame itself (:mod:`holomem.fsck.intact` does, and tells it where the sequence
+goes).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import os
 from dataclasses import dataclass
 
 from holomem.errors import HolomemError
+from holomem.log import checkpoint as ckfile
+from holomem.log.envelope import Envelope
 from holomem.log.format import SEGMENT_PREFIX, segment_name
 from holomem.log.watermark import Watermark, read_watermark
 
@@ -44,11 +48,13 @@ class Loss:
 
 class Ledger:
     """The sequence numbers of one salvage's read; appends to the report's ``losses``
-    and ``notes``."""
+    and ``notes``. ``envelope``: the damaged store's (its checkpoints are sealed)."""
 
-    def __init__(self, losses: list[Loss], notes: list[str]) -> None:
+    def __init__(self, losses: list[Loss], notes: list[str], *,
+                 envelope: Envelope | None = None) -> None:
         self.losses = losses
         self.notes = notes
+        self.envelope = envelope
         #: the next original sequence number expected, and the last one copied
         self.expected: int | None = None
         self.last_kept = 0
@@ -104,9 +110,24 @@ class Ledger:
                 "(the sequence jumps here)", self.expected, seq - 1))
         self.expected = max(seq, self.expected or 0)
 
+    def _proven(self, gen_dir: str, store_id: bytes, generation: int,
+                past: int) -> tuple[int, str] | None:
+        """The highest sequence number above ``past`` that a checkpoint of ``gen_dir``
+        proves durable, with the checkpoint's name (None: none does)."""
+        best: tuple[int, str] | None = None
+        for seq, path in ckfile.listing(gen_dir):
+            if seq <= max(past, best[0] if best else 0):
+                continue
+            proven = ckfile.vouches(path, store_id=store_id, generation=generation,
+                                    envelope=self.envelope)
+            if proven is not None and proven > past:
+                best = (proven, os.path.basename(path))
+        return best
+
     def end(self, gen_dir: str, store_id: bytes, generation: int, last_path: str,
             last_size: int) -> None:
-        """After the last segment: what the watermark says was durable past what was read."""
+        """After the last segment: what the watermark, or a checkpoint, says was durable
+        past what was read."""
         mark: Watermark | None = None
         try:
             mark = read_watermark(gen_dir)
@@ -118,13 +139,21 @@ class Ledger:
                               "it was not used")
             mark = None
         last_read = (self.expected or 1) - 1
+        # A checkpoint counts only where it says more than the watermark.
+        proof = self._proven(gen_dir, store_id, generation,
+                             max(last_read, mark.seq if mark is not None else 0))
         pending, self.pending = self.pending, []
         if pending:
             head = pending[0]
             if head.first_seq == 0:
                 head.first_seq = last_read + 1
                 head.last_seq = last_read
-            if mark is None:
+            if proof is not None and proof[0] >= head.first_seq:
+                head.last_seq = proof[0]
+                head.reason += (f"; the checkpoint {proof[1]}, written once every "
+                                f"transaction up to {proof[0]} was durable, says they were "
+                                "acknowledged")
+            elif mark is None:
                 head.reason += ("; with nothing valid after it, how many transactions it "
                                 "held is unknown")
             elif mark.seq >= head.first_seq:
@@ -139,16 +168,21 @@ class Ledger:
                 loss.first_seq, loss.last_seq = head.first_seq, head.first_seq - 1
                 loss.reason += (f"; what it held is counted with the loss at {head.path} "
                                 f"offset {head.offset}")
-        elif mark is not None and mark.seq > last_read:
+        elif proof is not None or (mark is not None and mark.seq > last_read):
             last_number = int(os.path.basename(last_path)[len(SEGMENT_PREFIX):][:8])
-            if mark.segment > last_number:
+            if mark is not None and mark.segment > last_number:
                 first, last = last_number + 1, mark.segment
                 path, offset = os.path.join(gen_dir, segment_name(first)), 0
                 what = f"segment {first}" if first == last else f"segments {first} to {last}"
                 where = f"{what} missing: "
             else:
                 path, offset, where = last_path, last_size, ""
+            if proof is not None:
+                durable, says = proof[0], (f"the checkpoint {proof[1]} holds the state after "
+                                           "them, and was written once they were durable")
+            else:
+                assert mark is not None  # (the condition above)
+                durable, says = mark.seq, "the watermark says so"
             self.losses.append(Loss(
-                path, offset, 0, f"{where}transactions {last_read + 1} to {mark.seq} were "
-                "acknowledged (the watermark says so) but are in no file",
-                last_read + 1, mark.seq))
+                path, offset, 0, f"{where}transactions {last_read + 1} to {durable} were "
+                f"acknowledged ({says}) but are in no file", last_read + 1, durable))

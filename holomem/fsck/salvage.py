@@ -193,7 +193,8 @@ class _Salvage:
             self.journal = Journal.open(tmp, key=self.key, sync="none")
             try:
                 r.new_store_id = self.journal.store_id.hex()
-                reader = IntactReader(Ledger(r.losses, r.notes), codec, self._copy)
+                reader = IntactReader(Ledger(r.losses, r.notes, envelope=codec.envelope),
+                                      codec, self._copy)
                 reader.read(gen_dir, live[-1], ref, files)
                 self.journal.close()
                 self._finish(tmp)

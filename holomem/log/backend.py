@@ -42,6 +42,10 @@ class JournalBackend(Protocol):
     @property
     def read_only(self) -> bool: ...
     @property
+    def sync_mode(self) -> str:
+        """``"full"``, ``"batch"`` or ``"none"`` (``Store.open(sync=...)``): ``"none"``
+        acknowledges a transaction once written, before any fsync."""
+    @property
     def generation(self) -> int: ...
     @property
     def gen_dir(self) -> str: ...

@@ -15,7 +15,10 @@ store or generation fails to open, and a checkpoint taken from a copy of the sto
 whose journal has since diverged does not match this journal.
 
 A checkpoint is derived: a file that fails any check is reported (:class:`Invalid`)
-and the caller replays the journal instead.
+and the caller replays the journal instead. It is also evidence: one written after the
+journal was fsynced through its sequence number says so in its header, and
+:func:`vouches` tells whether an authentic one proves transactions durable that the
+journal no longer holds.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from holomem.log.format import (
     CHECKPOINT_BLOCK_SIZE,
     CHECKPOINT_CHECKSUMMED,
     CHECKPOINT_DIGEST_SIZE,
+    CHECKPOINT_FLAG_JOURNAL_SYNCED,
     CHECKPOINT_FLAG_SEALED,
     CHECKPOINT_FLAGS_KNOWN,
     CHECKPOINT_HEADER,
@@ -185,10 +189,12 @@ def _blocks(payload: Iterable[bytes | memoryview]) -> Iterator[tuple[bytes | mem
 
 def write(gen_dir: str, *, store_id: bytes, generation: int, seq: int, digest: bytes,
           schema: int, envelope: Envelope | None, payload: Iterable[bytes | memoryview],
-          compress: bool = True, salt: int | None = None) -> Written:
+          journal_synced: bool, compress: bool = True, salt: int | None = None) -> Written:
     """Write the checkpoint of ``seq`` in ``gen_dir`` atomically: a temporary file,
     fsync, rename, directory fsync. The caller then erases the ones it replaces.
-    ``digest`` is the journal's up to ``seq`` (:func:`journal_digest`); ``salt`` is
+    ``digest`` is the journal's up to ``seq`` (:func:`journal_digest`);
+    ``journal_synced`` says that the caller's fsync of the journal through ``seq``
+    returned (the header then carries the flag :func:`vouches` reads); ``salt`` is
     drawn at random unless given (golden files only)."""
     if len(digest) != CHECKPOINT_DIGEST_SIZE:
         raise ValueError(f"a journal digest is {CHECKPOINT_DIGEST_SIZE} bytes")
@@ -198,6 +204,8 @@ def write(gen_dir: str, *, store_id: bytes, generation: int, seq: int, digest: b
     if salt is None:
         salt = int.from_bytes(os.urandom(8), "little")
     flags = CHECKPOINT_FLAG_SEALED if envelope is not None else 0
+    if journal_synced:
+        flags |= CHECKPOINT_FLAG_JOURNAL_SYNCED
     head = Header(CHECKPOINT_VERSION, CHECKPOINT_VERSION, flags, schema, store_id, generation,
                   seq, salt, 0, digest)
     zc = zstandard.ZstdCompressor(level=ZSTD_LEVEL) if compress else None
@@ -254,6 +262,20 @@ def read(path: str, *, store_id: bytes, generation: int, digest: bytes | None, s
 def verify(raw: bytes, *, name: str, store_id: bytes, generation: int, digest: bytes | None,
            schema: int, envelope: Envelope | None) -> tuple[Header, bytearray]:
     """:func:`read` on a file's content ``raw`` named ``name``."""
+    h = _identified(raw, name, store_id, generation, envelope)
+    if h.schema != schema:
+        raise Stale(f"projection schema version {h.schema}; this build reads {schema}")
+    if digest is not None and h.digest != digest:
+        raise Stale(f"written for another journal: its journal digest differs from this "
+                    f"journal's up to transaction {h.seq} (a copy of this store that wrote "
+                    "other transactions since the two parted)")
+    return h, _payload(raw, h, envelope)
+
+
+def _identified(raw: bytes, name: str, store_id: bytes, generation: int,
+                envelope: Envelope | None) -> Header:
+    """The header of ``raw``, checked to be the file ``name`` of this store and
+    generation, sealed as the store is; :class:`Invalid` otherwise."""
     h = parse_header(raw)
     m = CHECKPOINT_RE.match(name)
     if m is None or int(m.group(1)) != h.seq:
@@ -265,13 +287,34 @@ def verify(raw: bytes, *, name: str, store_id: bytes, generation: int, digest: b
     if bool(h.flags & CHECKPOINT_FLAG_SEALED) != (envelope is not None):
         raise Invalid("sealed in a plaintext store" if envelope is None
                       else "not sealed, in an encrypted store")
-    if h.schema != schema:
-        raise Stale(f"projection schema version {h.schema}; this build reads {schema}")
-    if digest is not None and h.digest != digest:
-        raise Stale(f"written for another journal: its journal digest differs from this "
-                    f"journal's up to transaction {h.seq} (a copy of this store that wrote "
-                    "other transactions since the two parted)")
-    return h, _payload(raw, h, envelope)
+    return h
+
+
+def vouches(path: str, *, store_id: bytes, generation: int,
+            envelope: Envelope | None) -> int | None:
+    """The sequence number up to which the checkpoint at ``path`` proves the journal
+    durable, or None when it proves nothing.
+
+    A file whose header carries the journal-synced flag was written only after the
+    journal's fsync through its sequence number returned (FORMAT.md §9.2), so every
+    transaction up to it was acknowledged and on disk. That is taken as proven only
+    when the file is authentic: its header checksum, name, store id, generation and
+    sealing match, and every block reads back -- in an encrypted store, authenticates
+    under the key, whose associated data binds the sequence number. Unlike
+    :func:`read`, neither the journal digest (it cannot be computed past the
+    journal's end) nor the projection schema (the flag's promise is about the
+    journal, not the payload) is checked. A file of a build before the flag, which may
+    have been written ahead of the journal's fsync (``sync="none"``), proves nothing.
+    """
+    try:
+        raw = fs.read_file(path)
+        h = _identified(raw, os.path.basename(path), store_id, generation, envelope)
+        if not h.flags & CHECKPOINT_FLAG_JOURNAL_SYNCED:
+            return None
+        _payload(raw, h, envelope)
+    except (StorageIOError, Invalid):
+        return None
+    return h.seq
 
 
 def _payload(raw: bytes, h: Header, envelope: Envelope | None) -> bytearray:

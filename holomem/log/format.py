@@ -151,7 +151,13 @@ CHECKPOINT_CHECKSUMMED = 80
 #: segment salt and the stored checksum of every frame up to its sequence number.
 CHECKPOINT_DIGEST_SIZE = 16
 CHECKPOINT_FLAG_SEALED = 0x0001
-CHECKPOINT_FLAGS_KNOWN = CHECKPOINT_FLAG_SEALED
+#: The journal was fsynced through the checkpoint's sequence number before the file
+#: was written, whatever the store's sync mode: a checkpoint carrying it proves that
+#: every transaction up to that number was durable (FORMAT.md §9.2). Files of builds
+#: before the flag lack it (they may be ahead of the journal after a power cut in
+#: ``sync="none"`` mode).
+CHECKPOINT_FLAG_JOURNAL_SYNCED = 0x0002
+CHECKPOINT_FLAGS_KNOWN = CHECKPOINT_FLAG_SEALED | CHECKPOINT_FLAG_JOURNAL_SYNCED
 #: stored length, payload length, flags, block index, checksum.
 CHECKPOINT_BLOCK = struct.Struct("<IIIIQ")
 CHECKPOINT_BLOCK_SIZE = 24

@@ -91,11 +91,13 @@ def checkpoint_state() -> ProjectionState:
 
 def build_checkpoint() -> bytes:
     """The plaintext checkpoint of :data:`CHECKPOINT_EVENTS` (store id, generation 1,
-    the fixed salt and journal digest), as the file layer writes it."""
+    the fixed salt and journal digest), as the file layer writes it after the journal's
+    fsync (the journal-synced flag set)."""
     with tempfile.TemporaryDirectory() as d:
         written = ckfile.write(d, store_id=STORE_ID, generation=1, seq=3,
                                digest=CHECKPOINT_DIGEST, schema=codec.SCHEMA, envelope=None,
-                               payload=codec.encode(checkpoint_state().snapshot()), salt=SALT)
+                               payload=codec.encode(checkpoint_state().snapshot()),
+                               journal_synced=True, salt=SALT)
         with open(written.path, "rb") as f:
             return f.read()
 
@@ -154,7 +156,8 @@ def main() -> None:
     # Added with the watermark (issue 11); the segments above are kept as they were.
     with open(os.path.join(HERE, "plain-watermark"), "wb") as f:
         f.write(build_watermark(False))
-    # Added with checkpoints (issue 17); version 2, with the journal digest (issue 27).
+    # Added with checkpoints (issue 17); version 2, with the journal digest (issue 27);
+    # the journal-synced flag set since checkpoints prove their transactions durable.
     with open(os.path.join(HERE, CHECKPOINT_NAME), "wb") as f:
         f.write(build_checkpoint())
     # Added with the text segment's version 2 (issue 16): the version 1 files it reads.

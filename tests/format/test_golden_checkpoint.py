@@ -1,8 +1,10 @@
 """The checkpoint file of FORMAT.md §9.2, byte by byte: a golden checkpoint decoded by
 hand from the document's tables (not by holomem's reader), read back by holomem, and
 written again bit for bit by this build; the journal digest it is bound to, computed by
-hand from the golden journal segment; and the version 1 checkpoint, which this build
-ignores.
+hand from the golden journal segment; the journal-synced flag, which makes the file
+evidence of durable transactions, and the same file without it (as builds before the
+flag wrote it), read as before but evidence of nothing; and the version 1 checkpoint,
+which this build ignores.
 
 If a change to a projection's state makes the last test fail, the payload's schema
 changed: bump ``holomem.projections.checkpoint.SCHEMA`` (an older checkpoint is then
@@ -15,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -70,7 +73,7 @@ def _by_hand(raw: bytes) -> tuple[tuple[object, ...], bytes]:
 def test_the_golden_checkpoint_decodes_by_the_documented_layout() -> None:
     fields, payload = _by_hand(_raw())
     magic, wver, rver, flags, schema, store_id, generation, seq, salt, length, digest, _ = fields
-    assert (magic, wver, rver, flags) == (b"HOLOCKP\x00", 2, 2, 0)
+    assert (magic, wver, rver, flags) == (b"HOLOCKP\x00", 2, 2, 2)  # bit 1: journal synced
     assert (schema, store_id, generation, seq, salt) == (6, STORE_ID, 1, 3, SALT)
     assert digest == CHECKPOINT_DIGEST
     assert length == len(payload)
@@ -133,6 +136,31 @@ def test_the_journal_digest_is_computed_as_documented_from_the_golden_segment() 
     documented = ckfile.journal_digest([segment], 2).hex()
     with open(os.path.join(HERE, "..", "..", "..", "FORMAT.md"), encoding="utf-8") as f:
         assert f"`{documented}`" in f.read()
+
+
+def _without_journal_synced_flag(raw: bytes) -> bytes:
+    """The file as a build before the journal-synced flag wrote it (flags 0)."""
+    head = raw[:10] + (0).to_bytes(2, "little") + raw[12:80]
+    return head + xxhash.xxh3_64_intdigest(head, 0).to_bytes(8, "little") + raw[88:]
+
+
+def test_the_journal_synced_flag_makes_the_golden_checkpoint_evidence_of_its_transactions(
+        tmp_path: Path) -> None:
+    """FORMAT.md §9.2, flag bit 1: an authentic checkpoint carrying it proves every
+    transaction up to its sequence number durable; one without it (from a build before
+    the flag) proves nothing, and is read as before."""
+    old = _without_journal_synced_flag(_raw())
+    for raw, proves in ((_raw(), 3), (old, None)):
+        path = str(tmp_path / CHECKPOINT_NAME)
+        Path(path).write_bytes(raw)
+        assert ckfile.vouches(path, store_id=STORE_ID, generation=1, envelope=None) == proves
+        for other in ({"store_id": bytes(16), "generation": 1},
+                      {"store_id": STORE_ID, "generation": 2}):
+            assert ckfile.vouches(path, envelope=None, **other) is None
+        header, payload = ckfile.verify(raw, name=CHECKPOINT_NAME, store_id=STORE_ID,
+                                        generation=1, digest=CHECKPOINT_DIGEST,
+                                        schema=codec.SCHEMA, envelope=None)
+        assert header.seq == 3 and codec.restore(None, payload).catalog.live_ids() == ["a", "c"]
 
 
 def test_a_checkpoint_with_another_journal_digest_is_refused_as_stale() -> None:

@@ -2,7 +2,8 @@
 number (a digest of the projections' state), reports a damaged, stale, mismatching,
 replaced or half-written one, and ``--repair`` erases it and writes a fresh one
 (docs/guarantees.md §6a, §7). What each finding says open does with the file is what
-open does.
+open does. One that proves acknowledged transactions lost from the journal's end is
+damage, ``corrupt.lost_tail``, and never erased.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from holomem import Store
-from holomem.fsck import check
+from holomem.fsck import check, salvage
 from holomem.log import checkpoint as ckfile
 from holomem.projections import checkpoint as codec
+from tests.store._util import all_files
+from tests.store.test_lost_tail import lose_the_tail
 
 
 def _checkpoints(path: Path) -> list[str]:
@@ -101,7 +104,7 @@ def test_a_checkpoint_bound_to_the_journal_that_differs_from_it_is_a_mismatch_op
                              digest=their_header.digest, schema=codec.SCHEMA, envelope=None)
     ckfile.write(os.path.dirname(ours), store_id=ck.store_id, generation=ck.generation,
                  seq=ck.seq, digest=ck.digest, schema=codec.SCHEMA, envelope=None,
-                 payload=[payload])
+                 payload=[payload], journal_synced=True)
     report = check(str(path))
     assert [f.code for f in report.findings] == ["checkpoint.mismatch"]
     (finding,) = report.findings
@@ -149,3 +152,35 @@ def test_a_damaged_replaced_or_half_written_checkpoint_is_reported_and_repaired(
     with Store.open(path, sync="none") as store:
         assert store.stats().opened_by == "checkpoint"
         assert fresh.endswith(f"{store.revision:016d}.hck")
+
+
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_a_checkpoint_proving_acknowledged_transactions_lost_is_corrupt_and_never_erased(
+        tmp_path: Path, encrypted: bool) -> None:
+    """The journal lost its end (its last segment and the watermark), and the checkpoint
+    of its last transaction remains: it proves transactions the journal no longer holds
+    were acknowledged. fsck reports ``corrupt.lost_tail`` (exit 4), ``--repair`` leaves
+    every file as it is (the checkpoint is the evidence), and ``--salvage`` copies every
+    intact transaction and counts the lost ones."""
+    lost = lose_the_tail(tmp_path / "s", key=os.urandom(32) if encrypted else None)
+    before = all_files(lost.path)
+    for repair in (False, True):
+        report = check(str(lost.path), key=lost.key, repair=repair)
+        assert report.exit_code == 4
+        (finding,) = [f for f in report.findings if f.code.startswith("corrupt.")]
+        assert (finding.code, finding.path) == ("corrupt.lost_tail", lost.checkpoint)
+        assert not finding.repairable and not finding.repaired
+        assert (f"transactions {lost.end + 1} to {lost.acknowledged} were acknowledged"
+                in finding.message)
+        assert "--salvage" in finding.next_step and "backup" in finding.next_step
+        assert all_files(lost.path) == before
+    dest = tmp_path / "salvaged"
+    saved = salvage(str(lost.path), str(dest), key=lost.key)
+    assert saved.exit_code == 1 and saved.recovered == lost.end
+    (loss,) = saved.losses
+    assert (loss.first_seq, loss.last_seq) == (lost.end + 1, lost.acknowledged)
+    assert os.path.basename(lost.checkpoint) in loss.reason
+    assert saved.lost_transactions == lost.acknowledged - lost.end and not saved.lost_unknown
+    with Store.open(dest, key=lost.key) as store:
+        assert store.revision == lost.end and store.has_document("d0")
+    assert all_files(lost.path) == before

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 FINDING_CODES = {cls.code for cls in vars(errors).values()
                  if isinstance(cls, type) and issubclass(cls, errors.CorruptError)} - {
     "corrupt"} | {"leftover", "journal.torn", "event.undecodable", "text.header",
-                  "text.record", "text.stale", "purge.pending"}
+                  "text.record", "text.stale", "purge.pending", "corrupt.lost_tail"}
 
 
 def _section(text: str, heading: str) -> str:

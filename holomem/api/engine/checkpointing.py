@@ -2,12 +2,14 @@
 
 Owns: choosing the checkpoint an open restores (only one valid and bound to the
 journal, its journal digest the journal's own; any other is reported, and erased by
-the writer), the checks of a store's checkpoint options, and the writer's checkpoints
-(:class:`Checkpointer`: the journal bytes not covered by a checkpoint, the automatic
-trigger and its background thread, the one written on close, the statistics of the
-last one written). It takes the state's snapshot under the engine's state lock
-(:mod:`holomem.api.engine.core`) and calls :func:`write` outside it. Imports the log
-and the projections (docs/guarantees.md §6a says what a checkpoint promises).
+the writer), refusing the writer's open when a checkpoint proves that acknowledged
+transactions are missing from the journal's end, the checks of a store's checkpoint
+options, and the writer's checkpoints (:class:`Checkpointer`: the journal bytes not
+covered by a checkpoint, the automatic trigger and its background thread, the one
+written on close, the statistics of the last one written). It takes the state's
+snapshot under the engine's state lock (:mod:`holomem.api.engine.core`) and calls
+:func:`write` outside it. Imports the log and the projections (docs/guarantees.md §6a
+says what a checkpoint promises).
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from typing import NamedTuple
 
 import msgspec
 
-from holomem.errors import InvalidError
+from holomem.errors import InvalidError, TruncatedError
 from holomem.log import checkpoint as ckfile
 from holomem.log import crashpoints as cp
+from holomem.log import fs
 from holomem.log.backend import JournalBackend
 from holomem.projections import checkpoint as codec
 from holomem.projections.base import RecordStore
@@ -87,12 +90,19 @@ def load(journal: JournalBackend, records: RecordStore, *, read_only: bool) -> F
     """The newest checkpoint of the live generation that is valid and bound to the
     journal, restored. Every other checkpoint found is reported with the reason (a
     warning, and :attr:`Found.ignored`), and the writer erases them and any
-    interrupted temporary file."""
+    interrupted temporary file.
+
+    Errors: ``corrupt.truncated`` (the writer only, nothing erased) when a checkpoint
+    past the journal's end proves its transactions were acknowledged
+    (:func:`refuse_lost_tail`)."""
     gen_dir = journal.gen_dir
+    found = ckfile.listing(gen_dir)
+    if not read_only and journal.durable_local:
+        refuse_lost_tail(journal, found)
     chosen: Loaded | None = None
     rejected: list[str] = []
     ignored: list[str] = []
-    for seq, path in reversed(ckfile.listing(gen_dir)):
+    for seq, path in reversed(found):
         if chosen is not None:
             rejected.append(path)  # older than the one in use: replaced, not erased yet
             continue
@@ -123,6 +133,40 @@ def load(journal: JournalBackend, records: RecordStore, *, read_only: bool) -> F
     if not read_only:
         ckfile.erase([*rejected, *ckfile.leftovers(gen_dir)], gen_dir)
     return Found(chosen, tuple(ignored))
+
+
+def refuse_lost_tail(journal: JournalBackend, found: list[tuple[int, str]]) -> None:
+    """``corrupt.truncated`` if one of the checkpoints ``found`` (sequence number, path)
+    is past the end of the writer's journal and proves it durable (:func:`ckfile.vouches
+    <holomem.log.checkpoint.vouches>`): every checkpoint is written only after the
+    journal's fsync through its sequence number (:func:`write`), so the journal has
+    lost acknowledged transactions -- its last segment file, or its last frames, are
+    gone. The file is the evidence: it is not erased.
+
+    A checkpoint of a build before that rule (no flag), or one that does not read back
+    as this store's, proves nothing: it is ignored as before. A follower never calls
+    this: a checkpoint past its view of the journal is the writer's, newer."""
+    last = journal.last_seq
+    for seq, path in reversed(found):
+        if seq <= last:
+            return
+        proven = ckfile.vouches(path, store_id=journal.store_id,
+                                generation=journal.generation, envelope=journal.envelope)
+        if proven is None or proven <= last:
+            continue
+        missing = (f"transaction {proven} is" if proven == last + 1
+                   else f"transactions {last + 1} to {proven} are")
+        raise TruncatedError(
+            f"transactions up to {proven} were acknowledged (the checkpoint "
+            f"{os.path.basename(path)} holds the state after {proven} and was written only "
+            f"once they were durable), but the journal ends at transaction {last}: "
+            f"{missing} missing, the journal's last segment file or its last frames "
+            "deleted or lost. The store was not opened; the checkpoint is kept as the "
+            "evidence. Restore the store from a backup; or run `python -m holomem.fsck "
+            f"{journal.path} --salvage DEST` (with --key-file for an encrypted store) to "
+            "copy every intact transaction into a new store; or, to give up those "
+            f"transactions and open the journal as it is, delete {path}",
+            path=path, offset=0, length=fs.path_size(path))
 
 
 def _inconsistent(journal: JournalBackend, seq: int) -> str | None:
@@ -201,7 +245,7 @@ class Checkpointer:
         Writers wait only while the state is snapshotted (``pause_seconds``); the
         encoding and the file's writing and fsyncs run outside the lock. The file
         is never ahead of the durable journal: it waits for its revision's fsync
-        first.
+        first (with ``sync="none"``, it makes that fsync).
         """
         started = time.perf_counter()
         with self._state_lock:
@@ -249,15 +293,24 @@ def write(journal: JournalBackend, parts: dict[str, dict[str, object]], seq: int
           pause: float, pause_cpu: float, started: float) -> CheckpointStats:
     """Encode ``parts`` (the state after transaction ``seq``), wait until ``seq`` is
     durable (a checkpoint is never ahead of the journal), write the file bound to the
-    journal's digest up to ``seq``, and erase every other checkpoint of the generation."""
+    journal's digest up to ``seq``, and erase every other checkpoint of the generation.
+
+    In every sync mode the file follows an fsync of the journal through ``seq``, and
+    says so (the journal-synced flag, FORMAT.md §9.2): a checkpoint is then proof that
+    those transactions were durable, and one past the journal's end after a crash
+    means acknowledged transactions were lost (:func:`refuse_lost_tail`)."""
     journal.wait(seq)
+    if journal.sync_mode == "none":
+        # "none" acknowledged seq once written, before any fsync: a power cut could
+        # still take it from the journal and leave this file ahead of it.
+        journal.sync()
     digest = journal.digest(seq)
     assert digest is not None  # only a journal whose files stay is checkpointed
     gen_dir = journal.gen_dir
     payload = codec.encode(parts)
     written = ckfile.write(gen_dir, store_id=journal.store_id, generation=journal.generation,
                            seq=seq, digest=digest, schema=codec.SCHEMA,
-                           envelope=journal.envelope, payload=payload)
+                           envelope=journal.envelope, payload=payload, journal_synced=True)
     ckfile.erase([p for s, p in ckfile.listing(gen_dir) if s != seq], gen_dir)
     return CheckpointStats(seq=seq, name=os.path.basename(written.path),
                            file_bytes=written.size, payload_bytes=written.payload,

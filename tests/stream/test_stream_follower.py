@@ -1,17 +1,24 @@
-"""A stream store's follower and a generation larger than its buffer (one server)."""
+"""A stream store's follower: a generation larger than its buffer, and a failed move to a
+new generation (one server)."""
 
 from __future__ import annotations
 
 import base64
 import os
+import time
+from collections.abc import Callable
 
 import pytest
+from nats.js import JetStreamContext
 
 from holomem import Store
+from holomem.api.engine import following
+from holomem.errors import UnavailableError
 from holomem.log.stream import follow
 from holomem.log.stream.codec import StreamCodec
 
 from .cluster import Cluster, needs_server
+from .scan import files_with
 
 pytestmark = needs_server
 
@@ -87,3 +94,94 @@ def test_a_follower_opens_and_moves_to_generations_many_times_its_buffer(
             assert not follower.has_document("a0")
             assert _holds(follower, docs) and len(follower.ids()) == len(docs)
     assert buffered.within_limit
+
+
+def _failing_once(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The follower's next rebuild from a new generation fails (``unavailable``), once;
+    answers the list that counts the rebuilds tried."""
+    build: Callable[..., object] = following.build
+    tried: list[int] = []
+
+    def flaky(*args: object, **kwargs: object) -> object:
+        tried.append(1)
+        if len(tried) == 1:
+            raise UnavailableError("the rebuild failed (test)")
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(following, "build", flaky)
+    return tried
+
+
+def _sees_new_generation(follower: Store) -> None:
+    """Wait (bounded) until the follower's watch of the generation record saw the
+    writer's switch."""
+    deadline = time.monotonic() + 10.0
+    while not follower._journal.replaced():
+        assert time.monotonic() < deadline, "the follower never saw the new generation"
+        time.sleep(0.05)
+
+
+def test_a_stream_follower_whose_move_to_a_purged_generation_fails_never_answers_from_the_old(
+        single: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = single.url("failed-move", timeout=3)
+    with Store.open(url) as writer, Store.open(url, read_only=True) as follower:
+        writer.add_document("seed", "the kestrel-marker hovers over the verge")
+        writer.add_document("other", "a wren in the hedge")
+        follower._journal.wait_for(writer.revision, 10.0)
+        assert follower.refresh() == writer.revision
+        assert follower.has_document("seed")
+        writer.delete_document("seed", purge=True)
+        _sees_new_generation(follower)
+        tried = _failing_once(monkeypatch)
+        with pytest.raises(UnavailableError):
+            follower.refresh()
+        assert len(tried) == 1 and follower._journal.generation == 2
+        # The journal is on the new generation, the state was not rebuilt: the next
+        # read rebuilds (here it succeeds) instead of answering from the old state.
+        assert not follower.has_document("seed")
+        assert follower.get_document("seed") is None
+        assert follower.search_documents("kestrel") == []
+        assert follower.ids() == ["other"]
+        assert len(tried) == 2
+        local = os.environ["HOLOMEM_NATS_LOCAL"]
+        assert files_with(local, b"kestrel-marker") == []
+        writer.add_document("after", "written after the purge")
+        follower._journal.wait_for(writer.revision, 10.0)
+        assert follower.refresh() == writer.revision
+        assert sorted(follower.ids()) == ["after", "other"]
+
+
+def test_a_stream_follower_whose_subscription_to_the_new_generation_fails_stays_on_the_old(
+        single: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A move to the writer's new generation that fails midway (here: subscribing to
+    the new stream) leaves the follower's journal wholly on the generation it had, so
+    the next look moves again, instead of a journal on the new generation with no
+    consumer delivering it."""
+    url = single.url("failed-subscribe", timeout=3)
+    with Store.open(url) as writer, Store.open(url, read_only=True) as follower:
+        writer.add_document("seed", "the plover-marker runs along the tideline")
+        writer.add_document("other", "a curlew on the mudflat")
+        follower._journal.wait_for(writer.revision, 10.0)
+        follower.refresh()
+        writer.delete_document("seed", purge=True)
+        _sees_new_generation(follower)
+        start = follow.Tail.start
+        failed: list[int] = []
+
+        async def flaky(self: follow.Tail, js: JetStreamContext, stream: str, subject: str
+                        ) -> None:
+            if not failed:
+                failed.append(1)
+                raise UnavailableError("subscribing failed (test)")
+            await start(self, js, stream, subject)
+
+        monkeypatch.setattr(follow.Tail, "start", flaky)
+        with pytest.raises(UnavailableError):
+            follower.refresh()
+        assert follower._journal.generation == 1 and follower._journal.replaced()
+        assert not follower.has_document("seed")
+        assert follower.generation == 2 and follower.ids() == ["other"]
+        writer.add_document("after", "written after the purge")
+        follower._journal.wait_for(writer.revision, 10.0)
+        assert follower.refresh() == writer.revision
+        assert sorted(follower.ids()) == ["after", "other"]

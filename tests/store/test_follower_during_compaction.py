@@ -21,7 +21,10 @@ from pathlib import Path
 import pytest
 
 from holomem import HolomemError, ManualClock, Memory, Store
+from holomem.api.engine import following
+from holomem.api.engine.replay import Built
 from holomem.errors import UnavailableError
+from holomem.log.backend import JournalBackend
 
 SEED = 20261111
 CLOCK = 1_700_000_000_000
@@ -190,3 +193,74 @@ def test_a_follower_s_reads_raise_only_holomem_errors_when_its_files_vanish(
                     assert rec.text == _text(3)
             rec = fm.get("f3")
             assert rec is not None and rec.text == _text(3)
+
+
+def _rebuilds_failing(monkeypatch: pytest.MonkeyPatch, times: int) -> list[int]:
+    """A follower's next ``times`` rebuilds from a new generation fail (``unavailable``);
+    answers the list that counts the rebuilds tried."""
+    build = following.build
+    tried: list[int] = []
+
+    def flaky(journal: JournalBackend, *, read_only: bool) -> Built:
+        tried.append(1)
+        if len(tried) <= times:
+            raise UnavailableError("the rebuild failed (test)")
+        return build(journal, read_only=read_only)
+
+    monkeypatch.setattr(following, "build", flaky)
+    return tried
+
+
+@pytest.mark.parametrize("failures", [1, 2])
+def test_a_follower_whose_rebuild_after_a_purge_failed_never_answers_from_the_old_generation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failures: int) -> None:
+    """The journal moved to the purged generation, the rebuild from it failed: every
+    read after that rebuilds first, and fails while the rebuild does, instead of
+    answering (the purged document included) from the state of the generation left."""
+    path = tmp_path / "store"
+    with Store.open(path) as store, Store.open(path, read_only=True) as follower:
+        store.add_document("seed", "the grebe-marker dives for its supper")
+        store.add_document("other", "a coot on the pond")
+        assert follower.refresh() == store.revision and follower.has_document("seed")
+        store.delete_document("seed", purge=True)
+        tried = _rebuilds_failing(monkeypatch, failures)
+        with pytest.raises(UnavailableError):
+            follower.refresh()
+        assert follower._journal.generation == store.generation  # moved; the state did not
+        for _ in range(failures - 1):  # the read's rebuild fails too: the read does
+            with pytest.raises(UnavailableError):
+                follower.has_document("seed")
+        assert not follower.has_document("seed")
+        assert follower.get_document("seed") is None
+        assert follower.search_documents("grebe") == []
+        assert follower.ids() == ["other"] and len(follower) == 1
+        assert len(tried) == failures + 1
+        store.add_document("after", "written after the purge")
+        assert follower.refresh() == store.revision  # applied onto the rebuilt state
+        assert sorted(follower.ids()) == ["after", "other"]
+
+
+def test_a_follower_whose_rebuild_after_a_compaction_failed_catches_up_on_refresh(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a failed rebuild, refresh() rebuilds from the generation the journal is on,
+    instead of applying that generation's new transactions onto the state of the old
+    one (whose documents point into the old generation's files)."""
+    path = tmp_path / "store"
+    with Store.open(path) as store, Store.open(path, read_only=True) as follower:
+        for i in range(4):
+            store.add_document(f"d{i}", _text(i))
+        store.delete_document("d1")
+        follower.refresh()
+        store.compact()
+        tried = _rebuilds_failing(monkeypatch, 1)
+        with pytest.raises(UnavailableError):
+            follower.refresh()
+        store.add_document("d9", _text(9))
+        store.delete_document("d2")
+        assert follower.refresh() == store.revision
+        assert sorted(follower.ids()) == sorted(store.ids()) == ["d0", "d3", "d9"]
+        # (Applied onto the old state, the documents kept by the compaction were read
+        # from the old generation's zeroed files: unavailable, refresh after refresh.)
+        for doc_id in store.ids():
+            assert follower.get_document(doc_id) == store.get_document(doc_id)
+        assert len(tried) == 2

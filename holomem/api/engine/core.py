@@ -91,6 +91,9 @@ class Engine:
         try:
             built = build(self._journal, read_only=read_only)
             self._state, self._text, self._revision = built.state, built.text_file, built.last
+            #: the journal generation the state was built from; a follower whose journal
+            #: moved on (and whose rebuild failed) never answers from this state
+            self._state_generation = self._journal.generation
             self._ckpt = Checkpointer(self._journal, self._state_lock,
                                       lambda: (self._state, self._revision),
                                       every=checkpoint_every, close_min=checkpoint_close_min,
@@ -168,6 +171,8 @@ class Engine:
             raise ReadOnlyError("the store was opened read-only")
 
     def __len__(self) -> int:
+        if self.read_only:
+            return self.read(lambda view: view.catalog.live)
         return self._state.catalog.live
 
     # -- the read handle ----------------------------------------------------------------
@@ -184,16 +189,18 @@ class Engine:
         still take back; if that write's fsync fails, the read fails too.
 
         On a follower, a block first checks whether the writer has switched to a new
-        generation (a compaction or purge); if so it rebuilds from that one, as
-        :meth:`refresh` does, and answers from it. (Not inside another block of the
-        same thread, which still holds the old state.)
+        generation (a compaction or purge), or whether the journal is on a generation
+        the state was not built from (a rebuild that failed); if so it rebuilds from
+        the live one, as :meth:`refresh` does, and answers from it, or raises what the
+        rebuild raised (``unavailable``, ...): it never answers from a generation the
+        journal left. (Not inside another block of the same thread, which still holds
+        the state it started with.)
         """
         self.check()
         depths = _reading_depths()
         key = id(self)
-        if self.read_only and not depths.get(key) and self._journal.replaced():
-            self.refresh()
-        with self._state_lock:
+        self._hold_state(outer=not depths.get(key))
+        try:
             depths[key] = depths.get(key, 0) + 1
             try:
                 revision = self._revision
@@ -202,6 +209,8 @@ class Engine:
                 depths[key] -= 1
                 if not depths[key]:
                     del depths[key]
+        finally:
+            self._state_lock.release()
         if revision > self._journal.durable_seq:
             deferred: Deferred | None = getattr(self._deferring, "block", None)
             if deferred is not None:
@@ -209,18 +218,46 @@ class Engine:
             else:
                 self._journal.wait(revision)
 
+    def _stale(self) -> bool:
+        """Follower: the journal is on another generation than the state's."""
+        return self._journal.generation != self._state_generation
+
+    def _hold_state(self, *, outer: bool) -> None:
+        """Take the state lock for a :meth:`reading` block. A follower's outermost block
+        first catches up if the writer switched generations or the state is stale, and
+        takes the lock only on a state built from the journal's generation (a rebuild
+        that moved the journal meanwhile is waited for, and tried again if it failed).
+        Errors: those of :meth:`refresh`."""
+        if not (self.read_only and outer):
+            self._state_lock.acquire()
+            return
+        for _ in range(FOLLOW_RETRIES):
+            if self._journal.replaced() or self._stale():
+                self.refresh()
+            self._state_lock.acquire()
+            if not self._stale():
+                return
+            self._state_lock.release()
+        raise UnavailableError(f"the store at {self.path!r} kept changing generation "
+                               "while a follower caught up; try again")
+
     def read(self, fn: Callable[[View], T]) -> T:
-        """``fn(view)`` inside :meth:`reading`. On a follower, again if the writer
-        replaced (and zeroed) the generation it was answering from (``unavailable``):
-        the next block answers from the new one."""
-        for _ in range(FOLLOW_RETRIES if self.read_only else 0):
+        """``fn(view)`` inside :meth:`reading`. On a follower, again if ``fn`` failed
+        because the writer replaced (and zeroed) the generation it was answering from
+        (``unavailable``): the next block answers from the new one. A catch-up that
+        fails before ``fn`` runs is not tried again here (it retries what it can
+        itself): its error is the read's."""
+        retries = FOLLOW_RETRIES if self.read_only else 0
+        while True:
+            answering = False
             try:
                 with self.reading() as view:
+                    answering = True
                     return fn(view)
             except UnavailableError:
-                continue
-        with self.reading() as view:
-            return fn(view)
+                if not answering or not retries:
+                    raise
+                retries -= 1
 
     # -- writing ----------------------------------------------------------------------
     def commit(self, build: Callable[[View], Sequence[Event]]) -> tuple[int, list[Event]]:
@@ -356,8 +393,9 @@ class Engine:
             return self._revision
         with self._write_lock:
             self.check()
-            return following.catch_up(self._journal, self._revision, self._text,
-                                      self._follow, self._install)
+            return following.catch_up(self._journal, self._state_generation,
+                                      self._revision, self._text, self._follow,
+                                      self._install)
 
     def _follow(self, seq: int, events: list[Event]) -> None:
         with self._state_lock:
@@ -366,9 +404,12 @@ class Engine:
 
     def _install(self, state: ProjectionState, text: RecordFile, revision: int
                  ) -> RecordFile | None:
+        """Swap in ``state`` (with its text segment), built from the journal's live
+        generation (a follower's rebuild, or compaction's switch); answer the old text."""
         with self._state_lock:
             old_state = self._state
             old_text, self._state, self._text, self._revision = self._text, state, text, revision
+            self._state_generation = self._journal.generation
         old_state.stop_background()
         return old_text
 

@@ -22,24 +22,28 @@ from holomem.log.recordfile import RecordFile
 from holomem.projections.state import ProjectionState
 
 
-def catch_up(journal: JournalBackend, revision: int, text: RecordFile | None,
-             apply: Callable[[int, list[Event]], None],
+def catch_up(journal: JournalBackend, generation: int, revision: int,
+             text: RecordFile | None, apply: Callable[[int, list[Event]], None],
              install: Callable[[ProjectionState, RecordFile, int], RecordFile | None]
              ) -> int:
     """Follower only: apply the writer's new transactions; return the new revision.
 
     If the writer switched to a new generation (compaction, purge), the follower
-    rebuilds from it, and readers keep answering from the old state until the new
-    one is complete. Errors: ``closed``, ``corrupt``, ``io``, ``unavailable`` (the
-    generation kept being replaced while it was read; try again).
+    rebuilds from it. A rebuild that fails (``unavailable``, ...) leaves the journal on
+    the new generation and the engine's state on the old one: the next catch-up
+    rebuilds again, and never applies one generation's transactions onto another's
+    state (the engine's readers wait for it, see ``Engine.reading``). Errors:
+    ``closed``, ``corrupt``, ``io``, ``unavailable`` (the generation kept being replaced
+    while it was read, or the stream did not deliver; try again).
 
-    The engine is at ``revision`` (``text``, its text segment); ``apply(seq, events)``
-    applies one transaction under its state lock, and ``install(state, text, last)``
-    swaps in a rebuilt generation, answering the old text segment. The caller holds
-    the engine's write lock.
+    The engine's state was built from ``generation`` and is at ``revision`` (``text``,
+    its text segment); ``apply(seq, events)`` applies one transaction under its state
+    lock, and ``install(state, text, last)`` swaps in a state rebuilt from the
+    journal's live generation, answering the old text segment. The caller holds the
+    engine's write lock.
     """
     result = journal.refresh()
-    if not result.reset:
+    if not result.reset and journal.generation == generation:
         try:
             applied = revision
             for seq, payloads in journal.replay(result.from_seq):

@@ -60,6 +60,7 @@ class Tail:
                     return
                 if self._buffer and self._bytes + len(msg.data) > MAX_BUFFERED:
                     self.full = True
+                    self._cond.notify_all()  # a reader waiting for more must take first
                     return
                 try:
                     frames = self._codec.split(seq, msg.data)
@@ -81,6 +82,13 @@ class Tail:
         """Wait until message ``seq`` was delivered; False after ``timeout`` seconds."""
         with self._cond:
             return self._cond.wait_for(lambda: self.high >= seq, timeout)
+
+    def wait_or_full(self, seq: int, timeout: float) -> bool:
+        """Wait until message ``seq`` was delivered or the buffer filled up before it
+        (then :meth:`take` what it holds and :meth:`refill`); False after ``timeout``
+        seconds."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self.high >= seq or self.full, timeout)
 
     def take(self, upto: int) -> list[tuple[int, bytes]]:
         """Remove and return the buffered messages up to ``upto``."""

@@ -137,27 +137,36 @@ class StreamJournal:
             self._watch = GenerationWatch(self._meta, self._record.generation, self.path)
 
     async def _load(self, rec: record.Record) -> None:
-        """Make generation ``rec`` the one read (and, on the writer, appended to)."""
+        """Make generation ``rec`` the one read (and, on the writer, appended to). A
+        follower's load that fails leaves the generation it had loaded as it was."""
         a, js = self.address, self._conn.js
         name = a.stream(rec.generation)
         if not await streams.exists(js, name):
             raise UnavailableError(f"{self.path}: the stream {name} of generation "
                                    f"{rec.generation} is missing")
-        _first, last_stream, self._bytes = await streams.last_seq(js, name)
-        self._codec = StreamCodec(rec.store_id, rec.generation, self._envelope,
-                                  self._compress, f"{self.path} generation {rec.generation}")
-        last = await self._last_transaction(name, last_stream, rec.first_seq)
+        _first, last_stream, size = await streams.last_seq(js, name)
+        codec = StreamCodec(rec.store_id, rec.generation, self._envelope, self._compress,
+                            f"{self.path} generation {rec.generation}")
+        last = await self._last_transaction(name, last_stream, rec.first_seq, codec)
+        tail = None
+        if self.read_only:
+            tail = Tail(rec.first_seq, codec)
+            try:
+                await tail.start(js, name, a.subject(rec.generation))
+            except BaseException:
+                await tail.stop()
+                raise
+        assert self._local is not None
+        self._bytes, self._codec = size, codec
         self._reader = GenerationReader(self._conn, a, rec.generation, rec.first_seq,
-                                        self._codec, self.path)
+                                        codec, self.path)
         self._generation, self._first = rec.generation, rec.first_seq
         self._last = last  # a follower's: the writer's is its sender's
-        assert self._local is not None
         self._gen_dir = self._local.generation_dir(rec.generation)
-        if self.read_only:
-            old, self._tail = self._tail, Tail(rec.first_seq, self._codec)
+        if tail is not None:
+            old, self._tail = self._tail, tail
             if old is not None:
                 await old.stop()
-            await self._tail.start(js, name, a.subject(rec.generation))
         else:
             assert self._lease is not None
             self._publisher = Publisher(
@@ -167,7 +176,8 @@ class StreamJournal:
             self._sender = Sender(self._conn, self._publisher, self._codec, last=last,
                                   timeout=a.timeout, where=self.path, tally=self._tally)
 
-    async def _last_transaction(self, name: str, last_stream: int, first: int) -> int:
+    async def _last_transaction(self, name: str, last_stream: int, first: int,
+                                codec: StreamCodec) -> int:
         """The number of the last transaction in stream ``name``: its last message's
         last frame's (``first - 1`` when it holds none). Errors: ``corrupt``,
         ``unavailable``."""
@@ -177,7 +187,7 @@ class StreamJournal:
         if data is None:
             raise UnavailableError(f"{self.path}: {name} lost its last message "
                                    f"{last_stream} while it was opened")
-        last = self._codec.split(last_stream, data)[-1][0]
+        last = codec.split(last_stream, data)[-1][0]
         if last < last_stream:
             raise CorruptError(f"{self.path}: {name} message {last_stream} ends with "
                                f"transaction {last}, before its own number")
@@ -331,9 +341,10 @@ class StreamJournal:
                                     f"reading {self.path}")
             if found is None:
                 raise NotFoundError(f"the store at {self.path!r} is gone")
-            self._retired.append(self._generation)
-            self._record, self._revision = found
+            left = self._generation
             self._conn.call(self._load(found[0]), self.address.timeout, f"opening {self.path}")
+            self._retired.append(left)
+            self._record, self._revision = found
             return Refreshed(True, self._first)
         if self._tail.drained_full:
             name = self.address.stream(self._generation)

@@ -89,11 +89,16 @@ class GenerationReader:
         return (found[0] if found is not None else self._first), last
 
     def replay_tail(self, tail: Tail, stop: int) -> Iterator[tuple[int, list[bytes]]]:
-        """``(seq, payloads)`` from ``tail``'s next up to ``stop``, as it delivers them.
-        Errors: ``corrupt``, ``corrupt.auth``, ``unavailable``."""
+        """``(seq, payloads)`` from ``tail``'s next up to ``stop``, as it delivers them:
+        whenever its bounded buffer filled up and has been taken, it consumes again, so
+        a range of any size streams through it. Errors: ``corrupt``, ``corrupt.auth``,
+        ``unavailable``."""
         while tail.next <= stop:
             expected = tail.next
-            if not tail.wait(min(stop, tail.next + CHUNK - 1), self._timeout):
+            if tail.drained_full:
+                self._conn.call(tail.refill(self._conn.js, self.name, self._subject),
+                                self._timeout, f"following {self.name}")
+            if not tail.wait_or_full(min(stop, tail.next + CHUNK - 1), self._timeout):
                 raise UnavailableError(f"{self._where}: the stream did not deliver "
                                        f"transaction {tail.next} within {self._timeout:g} s")
             for seq, data in tail.take(stop):

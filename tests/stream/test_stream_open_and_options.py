@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import os
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from holomem import Memory, Store
+from holomem.errors import InvalidError
 
 from .cluster import Cluster, needs_server
 from .scan import files_with
@@ -23,3 +28,29 @@ def test_checkpoint_on_a_stream_store_writes_nothing_and_answers_none(single: Cl
         names = [n for _root, _dirs, files in os.walk(local) for n in files]
         assert not any(n.startswith("checkpoint-") for n in names)
         assert files_with(local, b"ringed plover") != []  # the node's text segment is there
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sync=st.one_of(st.text(max_size=8), st.none(), st.integers(), st.booleans(),
+                      st.lists(st.sampled_from(["full", "batch", "none"]), max_size=2)))
+def test_a_bad_sync_on_a_stream_store_is_the_same_invalid_request_as_on_a_directory(
+        single: Cluster, tmp_path_factory: pytest.TempPathFactory, sync: object) -> None:
+    if sync in ("full", "batch", "none"):
+        return
+    directory = str(tmp_path_factory.mktemp("dir") / "store")
+    with pytest.raises(InvalidError) as on_dir:
+        Store.open(directory, sync=sync)  # type: ignore[arg-type]
+    with pytest.raises(InvalidError) as on_stream:
+        Store.open(single.url("badsync"), sync=sync)  # type: ignore[arg-type]
+    assert on_stream.value.message == on_dir.value.message
+    assert "sync must be one of full, batch, none" in on_stream.value.message
+
+
+def test_an_address_option_given_twice_or_a_local_with_nul_is_invalid(single: Cluster
+                                                                      ) -> None:
+    for bad in (single.url("twice", replicas=1) + "&replicas=3",
+                single.url("twice", lease=5) + "&lease=5",
+                single.url("nul", local="%00x")):
+        with pytest.raises(InvalidError):
+            Store.open(bad)

@@ -41,7 +41,7 @@ from holomem.errors import (
 )
 from holomem.log.envelope import Envelope, validate_key
 from holomem.log.follower import Refreshed
-from holomem.log.journal import JournalStats, check_payloads
+from holomem.log.journal import JournalStats, check_payloads, check_sync
 from holomem.log.opening import Recovery
 from holomem.log.stream import opening, record, streams
 from holomem.log.stream.codec import StreamCodec
@@ -56,8 +56,6 @@ from holomem.log.stream.sending import Sender
 from holomem.log.stream.url import Address, parse
 from holomem.log.writer import Tally
 
-SYNC_MODES = ("full", "batch", "none")
-
 
 class StreamJournal:
     """A ``nats://`` store's journal. Use :meth:`open`; a context manager."""
@@ -68,8 +66,7 @@ class StreamJournal:
     def __init__(self, path: str, *, key: bytes | None = None, sync: str = "full",
                  read_only: bool = False, create: bool = True, compress: bool = True) -> None:
         self._key = validate_key(key)
-        if sync not in SYNC_MODES:
-            raise ValueError(sync)
+        check_sync(sync)
         self.address: Address = parse(path)
         self.path = self.address.url
         self.read_only = read_only

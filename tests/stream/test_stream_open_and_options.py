@@ -3,14 +3,16 @@ store directory's do (one server)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 
+import nats
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holomem import Memory, Store
-from holomem.errors import InvalidError
+from holomem.errors import InvalidError, NotFoundError
 
 from .cluster import Cluster, needs_server
 from .scan import files_with
@@ -54,3 +56,35 @@ def test_an_address_option_given_twice_or_a_local_with_nul_is_invalid(single: Cl
                 single.url("nul", local="%00x")):
         with pytest.raises(InvalidError):
             Store.open(bad)
+
+
+def _server_streams(cluster: Cluster) -> set[str]:
+    """Every stream on the server (a key-value bucket is a stream ``KV_<bucket>``)."""
+    async def names() -> set[str]:
+        nc = await nats.connect(cluster.nodes[0].url)
+        try:
+            return {s.config.name for s in await nc.jetstream().streams_info()}
+        finally:
+            await nc.close()
+
+    return asyncio.run(names())
+
+
+def test_an_open_refused_as_not_found_leaves_nothing_on_the_server_or_this_node(
+        single: Cluster) -> None:
+    local = os.environ["HOLOMEM_NATS_LOCAL"]
+    before = _server_streams(single)
+    for store in ("typo", "typo-2"):
+        with pytest.raises(NotFoundError):
+            Store.open(single.url(store), read_only=True)
+        with pytest.raises(NotFoundError):
+            Store.open(single.url(store), create=False)
+    assert _server_streams(single) == before
+    assert not os.path.exists(local)
+    # ... and a store that exists opens both ways, each node directory gone on close
+    with Store.open(single.url("there")) as store:
+        Memory(store).remember("a dunlin probes the mud")
+    with Store.open(single.url("there"), create=False) as writer, \
+            Store.open(single.url("there"), read_only=True) as follower:
+        assert writer.revision == follower.revision > 0
+    assert os.listdir(os.path.join(local, "there")) == []

@@ -55,9 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     key = None
     if args.key_file:
         try:
-            key = fs.read_file(args.key_file)
+            key = fs.read_key_file(args.key_file)  # 33 bytes at most, whatever its size
         except HolomemError as exc:
-            print(f"cannot read the key file: {exc}", file=sys.stderr)
+            print(f"cannot use the key file {args.key_file}: {exc}", file=sys.stderr)
             print(f"next: {Advisor(args.store).for_error(exc.code, exc.message)}",
                   file=sys.stderr)
             return EXIT_OPERATIONAL

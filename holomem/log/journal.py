@@ -69,9 +69,15 @@ class JournalStats(NamedTuple):
     acknowledged: int = 0
 
 
-def _check_options(sync: str, segment_size: int) -> None:
-    if sync not in SYNC_MODES:
+def check_sync(sync: object) -> None:
+    """``invalid_request`` unless ``sync`` is one of :data:`SYNC_MODES` (the one check
+    of a store's ``sync`` option, for every journal)."""
+    if not isinstance(sync, str) or sync not in SYNC_MODES:
         raise InvalidError(f"sync must be one of {', '.join(SYNC_MODES)}, got {sync!r}")
+
+
+def _check_options(sync: str, segment_size: int) -> None:
+    check_sync(sync)
     if isinstance(segment_size, bool) or not isinstance(segment_size, int) or (
             segment_size < MIN_SEGMENT_SIZE):
         raise InvalidError(f"segment_size must be an integer >= {MIN_SEGMENT_SIZE}")

@@ -240,13 +240,16 @@ class Checkpointer:
 
     def write(self) -> CheckpointStats | None:
         """Write a checkpoint of the projections now (docs/guarantees.md §6a); None
-        when the newest one already holds the current revision. ``lock`` held.
+        when the newest one already holds the current revision, or when the journal
+        keeps none (a stream store: its node's files go when it closes). ``lock`` held.
 
         Writers wait only while the state is snapshotted (``pause_seconds``); the
         encoding and the file's writing and fsyncs run outside the lock. The file
         is never ahead of the durable journal: it waits for its revision's fsync
         first (with ``sync="none"``, it makes that fsync).
         """
+        if not self._journal.durable_local:
+            return None  # a checkpoint in files erased on close would never be read
         started = time.perf_counter()
         with self._state_lock:
             state, seq = self._current()

@@ -330,7 +330,8 @@ class Engine:
     # -- checkpoints --------------------------------------------------------------------
     def checkpoint(self) -> CheckpointStats | None:
         """Write a checkpoint of the projections now (docs/guarantees.md §6a); None
-        when the newest one already holds the current revision (see
+        when the newest one already holds the current revision, or on a store that
+        keeps no checkpoint (``nats://``) (see
         :meth:`Checkpointer.write <holomem.api.engine.checkpointing.Checkpointer.write>`).
         Errors: ``closed``, ``read_only``, ``io``."""
         self.check(write=True)

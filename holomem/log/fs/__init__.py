@@ -69,6 +69,8 @@ from holomem.log.fs.files import (
     read_each,
     read_file,
     read_file_or_none,
+    read_key_file,
+    read_start,
     rmdir,
     size,
     truncate,
@@ -85,7 +87,8 @@ __all__ = [
     "discard_output", "erase", "erase_tree",
     "file_id", "install_tap", "listdir", "listen_unix", "lock", "lock_holder", "make_dirs",
     "make_temp_dir", "mkdir", "modified", "open_ro", "open_rw", "path_size", "private_dir",
-    "read_at", "read_each", "read_file", "read_file_or_none", "recorder", "remove_socket",
+    "read_at", "read_each", "read_file", "read_file_or_none", "read_key_file", "read_start",
+    "recorder", "remove_socket",
     "remove_tree", "rename", "rmdir", "size", "sync", "sync_dir", "truncate", "unlink",
     "unlock", "walk", "write_at", "write_file_atomic", "zero_range",
 ]

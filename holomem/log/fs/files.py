@@ -3,8 +3,10 @@
 Owns: the operations on one file or one name -- creating and opening a file,
 positioned reads and writes, sizes, truncating, closing, listing and walking
 directories, making and removing a directory, unlinking, a scratch directory, a copy
-of a tree, pointing a descriptor at the null device. None of them syncs: what makes a
-change durable is :mod:`holomem.log.fs.durable`'s. Imports the standard library and
+of a tree, pointing a descriptor at the null device -- and reading a key file, the one
+read bounded whatever the file's size. None of them syncs: what makes a change durable
+is :mod:`holomem.log.fs.durable`'s. Imports the standard library,
+:mod:`holomem.errors`, the log's ``format`` (the key's size) and
 :mod:`holomem.log.fs.base` (the tap and the errors).
 """
 
@@ -16,7 +18,8 @@ import os
 import tempfile
 from collections.abc import Iterator
 
-from holomem.errors import StorageIOError
+from holomem.errors import InvalidError, StorageIOError
+from holomem.log.format import KEY_SIZE
 from holomem.log.fs import base
 from holomem.log.fs.base import call, io_error, open_fd
 
@@ -89,6 +92,43 @@ def _read_file(path: str, missing_ok: bool) -> bytes | None:
         return read_at(fd, size(fd, path), 0, path)
     finally:
         close(fd)
+
+
+def read_start(path: str, limit: int) -> bytes:
+    """At most the first ``limit`` bytes of the file at ``path``, whatever its size,
+    read in order from its start (so a pipe or FIFO works too, e.g. ``<(...)``)."""
+    fd = open_fd(path, os.O_RDONLY)
+    try:
+        out = b""
+        while len(out) < limit:
+            chunk = call("reading", path, os.read, fd, limit - len(out))
+            if not chunk:
+                break
+            out += chunk
+        return out
+    finally:
+        close(fd)
+
+
+def read_key_file(path: str) -> bytes:
+    """The store key in the file at ``path``: its exactly ``KEY_SIZE`` (32) raw bytes.
+    No more than one byte past the key is ever read, so a huge file costs nothing.
+
+    A key is raw bytes: nothing is stripped. A file one byte too long that ends with a
+    newline (``echo`` adds one) is refused like any other length, with a hint.
+
+    Errors: ``io`` (it cannot be read), ``invalid_request`` (another length).
+    """
+    data = read_start(path, KEY_SIZE + 1)
+    if len(data) == KEY_SIZE:
+        return data
+    rule = (f"a key file holds exactly {KEY_SIZE} raw bytes (the key itself, not hex or "
+            "base64)")
+    if len(data) < KEY_SIZE:
+        raise InvalidError(f"{rule}; this one holds {len(data)}")
+    hint = (f"; its byte {KEY_SIZE + 1} is a newline: write the key without one (printf "
+            f"or head -c {KEY_SIZE}, not echo)" if data[KEY_SIZE:] == b"\n" else "")
+    raise InvalidError(f"{rule}; this one holds more{hint}")
 
 
 def listdir(path: str) -> list[str]:

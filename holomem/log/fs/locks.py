@@ -23,16 +23,19 @@ from holomem.log.fs.base import io_error, open_fd
 from holomem.log.fs.files import close, file_id, open_ro, read_at
 
 
-def lock(path: str) -> int:
+def lock(path: str, *, create: bool = True) -> int:
     """Take the exclusive writer lock at ``path``; raise StoreLockedError if held,
-    naming the holder where the system says (:func:`lock_holder`).
+    naming the holder where the system says (:func:`lock_holder`). ``create=False``:
+    only a lock file that exists (and is no symbolic link) is locked, ``io``
+    otherwise -- nothing is made where holomem made no lock.
 
     The lock is an ``flock`` on an open file description, so it also excludes a
     second writer in the same process, and the kernel releases it when the
     process dies (no stale lock after a crash). Creating the lock file is not
     reported to the tap: its bytes and its entry mean nothing (FORMAT.md §1).
     """
-    fd = open_fd(path, os.O_RDWR | os.O_CREAT, "opening lock file")
+    flags = (os.O_RDWR | os.O_CREAT) if create else (os.O_RDWR | os.O_NOFOLLOW)
+    fd = open_fd(path, flags, "opening lock file")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:

@@ -41,7 +41,7 @@ from holomem.errors import (
 )
 from holomem.log.envelope import Envelope, validate_key
 from holomem.log.follower import Refreshed
-from holomem.log.journal import JournalStats, check_payloads
+from holomem.log.journal import JournalStats, check_payloads, check_sync
 from holomem.log.opening import Recovery
 from holomem.log.stream import opening, record, streams
 from holomem.log.stream.codec import StreamCodec
@@ -56,8 +56,6 @@ from holomem.log.stream.sending import Sender
 from holomem.log.stream.url import Address, parse
 from holomem.log.writer import Tally
 
-SYNC_MODES = ("full", "batch", "none")
-
 
 class StreamJournal:
     """A ``nats://`` store's journal. Use :meth:`open`; a context manager."""
@@ -68,8 +66,7 @@ class StreamJournal:
     def __init__(self, path: str, *, key: bytes | None = None, sync: str = "full",
                  read_only: bool = False, create: bool = True, compress: bool = True) -> None:
         self._key = validate_key(key)
-        if sync not in SYNC_MODES:
-            raise ValueError(sync)
+        check_sync(sync)
         self.address: Address = parse(path)
         self.path = self.address.url
         self.read_only = read_only
@@ -90,7 +87,6 @@ class StreamJournal:
         self._local: LocalDir | None = None
         self._conn = Connection.open(self.address.servers, self.address.timeout)
         try:
-            self._local = LocalDir.create(self.address.local, self.address.store)
             self._open_retrying(create)
         except BaseException:
             self._release()
@@ -106,12 +102,20 @@ class StreamJournal:
     # -- opening (on the loop) ------------------------------------------------------
     def _open_retrying(self, create: bool) -> None:
         """Open, trying again while the servers answer ``unavailable`` (a cluster that
-        just restarted elects its leaders) for up to ``timeout`` seconds."""
+        just restarted elects its leaders) for up to ``timeout`` seconds.
+
+        This node's local directory is made only once the store is found (or created):
+        an open refused before (``not_found``, ``key.*``, ``locked``) leaves nothing
+        on this node, as it leaves no bucket on the servers (:meth:`_find`)."""
         a = self.address
         deadline = time.monotonic() + a.timeout + a.wait
         while True:
             try:
-                self._conn.call(self._open(create), a.timeout + a.wait + a.lease,
+                self._conn.call(self._find(create), a.timeout + a.wait + a.lease,
+                                f"opening {self.path}")
+                if self._local is None:
+                    self._local = LocalDir.create(a.local, a.store)
+                self._conn.call(self._load_first(), a.timeout + a.wait + a.lease,
                                 f"opening {self.path}")
                 return
             except UnavailableError:
@@ -123,15 +127,26 @@ class StreamJournal:
                     raise
                 time.sleep(0.25)
 
-    async def _open(self, create: bool) -> None:
+    async def _find(self, create: bool) -> None:
+        """The generation record, and the writer's lease. Only a writer's open that may
+        create the store creates its buckets: another finds them or is ``not_found``
+        with nothing made."""
         a, js = self.address, self._conn.js
         self.replicas = a.replicas or opening.default_replicas(self._conn)
-        self._meta = await record.bucket(js, a.meta_bucket, self.replicas)
-        if not self.read_only:
+        writer = not self.read_only
+        meta = (await record.bucket(js, a.meta_bucket, self.replicas) if writer and create
+                else await record.existing_bucket(js, a.meta_bucket))
+        if meta is None or (writer and not create
+                            and await record.read(meta, self.path) is None):
+            raise NotFoundError(f"no holomem store at {self.path!r}")
+        self._meta = meta
+        if writer:
             self._lease = await opening.take_lease(js, a, self.replicas, self.path)
         self._record, self._revision = await opening.settle_record(
-            js, a, self._meta, key=self._key, writer=not self.read_only, create=create,
+            js, a, self._meta, key=self._key, writer=writer, create=create,
             replicas=self.replicas, where=self.path)
+
+    async def _load_first(self) -> None:
         await self._load(self._record)
         if self.read_only:
             self._watch = GenerationWatch(self._meta, self._record.generation, self.path)

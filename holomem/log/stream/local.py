@@ -6,6 +6,11 @@ marks it in use, and erasing it -- on close, and at the next open for a director
 process died. Every file goes through :mod:`holomem.log.fs`; erasing overwrites with
 zeros and syncs before unlinking, so a forgotten text never outlives the process that
 held it on this node. Imports the standard library and the log.
+
+What marks a directory as holomem's: its name ``node-*`` *and* the lock file
+:data:`LOCK` in it, made right after the directory and before anything else is
+written there. A ``node-*`` directory without it was never holomem's (or died before
+holding anything): it is left alone, and no lock file is made in it.
 """
 
 from __future__ import annotations
@@ -32,20 +37,20 @@ class LocalDir:
     @classmethod
     def create(cls, base: str, store: str) -> LocalDir:
         """A new directory under ``base/store``, after erasing the ones left by dead
-        processes (their lock is free). Errors: ``io``."""
+        processes: holomem's (holding :data:`LOCK`) whose lock is free. Errors: ``io``."""
         parent = os.path.join(base, store)
         fs.make_dirs(parent)
         erased = 0
         for name in fs.listdir(parent):
-            if not name.startswith(PREFIX):
-                continue
             other = os.path.join(parent, name)
+            if not name.startswith(PREFIX) or os.path.islink(other):
+                continue
             try:
-                fd = fs.lock(os.path.join(other, LOCK))
+                fd = fs.lock(os.path.join(other, LOCK), create=False)
             except StoreLockedError:
                 continue  # alive
             except Exception:
-                continue  # vanished meanwhile, or not ours to judge
+                continue  # no lock file: not holomem's; or vanished meanwhile
             try:
                 erased += fs.erase_tree(other)
             finally:

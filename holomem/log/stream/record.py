@@ -62,11 +62,20 @@ class Record(NamedTuple):
             raise CorruptError(f"{where}: the generation record does not parse: {exc}") from exc
 
 
-async def bucket(js: JetStreamContext, name: str, replicas: int) -> KeyValue:
+async def existing_bucket(js: JetStreamContext, name: str) -> KeyValue | None:
+    """The bucket ``name``, or None when the server has none (none is created: an
+    open that may not create a store leaves nothing behind)."""
     try:
         return await js.key_value(name)
     except nats.js.errors.BucketNotFoundError:
-        pass
+        return None
+
+
+async def bucket(js: JetStreamContext, name: str, replicas: int) -> KeyValue:
+    """The bucket ``name``, created (``replicas``, file storage) if it is missing."""
+    found = await existing_bucket(js, name)
+    if found is not None:
+        return found
     try:
         return await js.create_key_value(KeyValueConfig(
             bucket=name, history=1, replicas=replicas, storage=StorageType.FILE))

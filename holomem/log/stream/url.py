@@ -4,7 +4,7 @@ Owns: parsing ``nats://HOST:PORT[,HOST:PORT...]/STORE[?option=value&...]`` into
 :class:`Address`, the names of the streams, subjects and buckets of a store, and the
 defaults. Imports the standard library and :mod:`holomem.errors`.
 
-Options (all optional): ``replicas`` (stream and bucket replicas; default 3 when
+Options (all optional, each at most once): ``replicas`` (stream and bucket replicas; default 3 when
 the first server reports a cluster, else 1), ``lease`` (seconds the writer's lease
 lasts without renewal, default 10), ``timeout`` (seconds an acknowledgement may take,
 retries included, before the call fails ``unavailable``; default 15), ``wait``
@@ -104,6 +104,8 @@ def parse(path: str) -> Address:
     for k, v in parse_qsl(parts.query, keep_blank_values=True, strict_parsing=False):
         if k not in OPTIONS:
             raise InvalidError(f"unknown option {k!r} (known: {', '.join(OPTIONS)})")
+        if k in opts:
+            raise InvalidError(f"option {k} is given twice")
         opts[k] = v
     replicas: int | None = None
     if "replicas" in opts:
@@ -115,6 +117,8 @@ def parse(path: str) -> Address:
                       or len(advertise) > 500 or any(c.isspace() for c in advertise)):
         raise InvalidError("option advertise must be an http:// or https:// URL without "
                            f"spaces (at most 500 characters), got {advertise[:80]!r}")
+    if "\x00" in opts.get("local", ""):
+        raise InvalidError("option local must be a directory's path, without NUL")
     local = opts.get("local") or os.environ.get("HOLOMEM_NATS_LOCAL") or os.path.join(
         tempfile.gettempdir(), f"holomem-nats-{os.getuid()}")
     return Address(

@@ -1,8 +1,8 @@
 """Opening a store for a CLI command, and the exit statuses (docs/cli.md "Exit status").
 
 Owns: the statuses, the ``Failure`` that ends a command with one, the files options name
-(an encryption key, a MemoryConfig), and ``memory_of``: a Memory over the command's
-store, a follower for reads.
+(an encryption key, an API key, a MemoryConfig) for every command and server, and
+``memory_of``: a Memory over the command's store, a follower for reads.
 """
 
 from __future__ import annotations
@@ -54,9 +54,44 @@ def option_file(path: str, option: str) -> bytes:
         raise Failure(EXIT_USAGE, f"{option} {path}: {exc.message}") from exc
 
 
+def key_file(path: str, option: str = "--key-file") -> bytes:
+    """The store key in the file an option names: exactly 32 raw bytes, read without
+    reading more whatever the file's size (a file that cannot be read, or holds another
+    length, is bad usage; the message says so when a newline follows the key)."""
+    try:
+        return fs.read_key_file(path)
+    except HolomemError as exc:
+        raise Failure(EXIT_USAGE, f"{option} {path}: {exc.message}") from exc
+
+
+#: The most bytes an API key file may hold (a key is one line of text; more is a mistake).
+MAX_API_KEY_BYTES = 4096
+
+
+def api_key_file(path: str, option: str = "--api-key-file") -> str:
+    """The API key in the file an option names: its UTF-8 text, without the whitespace
+    around it (a trailing newline is no part of it), reading no more than
+    :data:`MAX_API_KEY_BYTES` + 1 bytes. One that cannot be read, is longer, is not
+    UTF-8 or is empty is bad usage: an empty key must never mean "no key"."""
+    try:
+        raw = fs.read_start(path, MAX_API_KEY_BYTES + 1)
+    except HolomemError as exc:
+        raise Failure(EXIT_USAGE, f"{option} {path}: {exc.message}") from exc
+    if len(raw) > MAX_API_KEY_BYTES:
+        raise Failure(EXIT_USAGE, f"{option} {path} holds more than {MAX_API_KEY_BYTES} "
+                      "bytes: an API key file holds one key")
+    try:
+        key = raw.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise Failure(EXIT_USAGE, f"{option} {path} is not UTF-8 text") from exc
+    if not key:
+        raise Failure(EXIT_USAGE, f"{option} {path} is empty")
+    return key
+
+
 def store_key(args: argparse.Namespace) -> bytes | None:
     path = getattr(args, "key_file", None)
-    return option_file(path, "--key-file") if path else None
+    return key_file(path) if path else None
 
 
 def config_file(path: str | None, option: str = "--config") -> MemoryConfig | None:

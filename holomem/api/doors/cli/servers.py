@@ -13,6 +13,7 @@ import sys
 import urllib.parse
 from collections.abc import Sequence
 
+from holomem.api.doors.cli.opening import api_key_file, key_file
 from holomem.api.memory import checks
 from holomem.api.memory.config import MemoryConfig, config_from_json
 from holomem.errors import HolomemError, InvalidError
@@ -48,8 +49,8 @@ def serve(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        api_key = _read(args.api_key_file).decode().strip() if args.api_key_file else None
-        key = _read(args.key_file) if args.key_file else None
+        api_key = api_key_file(args.api_key_file) if args.api_key_file else None
+        key = key_file(args.key_file) if args.key_file else None
         config = MemoryConfig()
         if args.config:
             try:
@@ -120,9 +121,9 @@ def mcp(args: argparse.Namespace) -> int:
 
     try:
         scope = Scope(args.namespace or ())
-        key = _read(args.key_file) if args.key_file else None
+        key = key_file(args.key_file) if args.key_file else None
         config = config_from_json(_read(args.config)) if args.config else None
-        api_key = _read(args.api_key_file).decode().strip() if args.api_key_file else None
+        api_key = api_key_file(args.api_key_file) if args.api_key_file else None
         if api_key is not None and args.server is None:
             raise InvalidError("--api-key-file is the key of --server; give --server too")
     except (OSError, UnicodeDecodeError, HolomemError) as exc:

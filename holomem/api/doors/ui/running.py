@@ -21,8 +21,9 @@ from holomem.api.doors.cli.opening import (
     EXIT_STORE,
     EXIT_USAGE,
     Failure,
+    api_key_file,
     config_file,
-    option_file,
+    key_file,
 )
 from holomem.errors import HolomemError
 
@@ -69,10 +70,7 @@ def run(args: argparse.Namespace) -> int:
         raise Failure(EXIT_USAGE, f"--port must be from 0 to 65535, not {args.port}")
     api_key = None
     if args.api_key_file:
-        api_key = option_file(args.api_key_file, "--api-key-file").decode(
-            "utf-8", "replace").strip()
-        if not api_key:
-            raise Failure(EXIT_USAGE, f"--api-key-file {args.api_key_file} is empty")
+        api_key = api_key_file(args.api_key_file)
     if not is_loopback(args.host) and api_key is None:
         raise Failure(EXIT_USAGE, f"--host {args.host} is reachable from other machines: "
                       "give --api-key-file F (the key every request, or the sign-in "
@@ -82,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         origins = allowed_origins(args.allow_origin)
     except HolomemError as exc:
         raise Failure(EXIT_USAGE, exc.message) from exc
-    key = option_file(args.key_file, "--key-file") if args.key_file else None
+    key = key_file(args.key_file) if args.key_file else None
     config = config_file(args.config)
     try:
         source = OneStore(args.store, key=key, key_path=args.key_file, config=config,

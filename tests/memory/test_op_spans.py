@@ -166,6 +166,28 @@ def test_a_namespace_validation_refuses_is_never_put_on_a_span(
         assert attributes["error.type"] in ("invalid_request", "limit")
 
 
+def test_async_memory_makes_the_spans_memory_makes(
+        tmp_path: Path, spans: InMemorySpanExporter) -> None:
+    import asyncio
+
+    from holomem import AsyncMemory
+
+    async def main(am: AsyncMemory) -> None:
+        await am.remember(SECRET, namespace=NAMESPACE)
+        assert len([r async for r in am.export(NAMESPACE)]) == 1
+        with pytest.raises(InvalidError):
+            [r async for r in am.export(no_such_argument=1)]  # type: ignore[call-arg]
+
+    with Store.open(tmp_path / "s", sync="batch") as store:
+        am = AsyncMemory(store)
+        spans.clear()
+        asyncio.run(main(am))
+    assert [(s.name, dict(s.attributes or {})) for s in spans.get_finished_spans()] == [
+        ("holomem.remember", {"holomem.op": "remember", "holomem.namespace": "users/u-42"}),
+        ("holomem.export", {"holomem.op": "export", "holomem.namespace": "users/u-42"}),
+        ("holomem.export", {"holomem.op": "export", "error.type": "invalid_request"})]
+
+
 def test_the_applications_global_tracer_provider_is_followed(tmp_path: Path) -> None:
     # A process of its own: a global provider can be set only once per process.
     script = textwrap.dedent(f"""

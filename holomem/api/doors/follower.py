@@ -58,11 +58,12 @@ if TYPE_CHECKING:
 TENANTS_DIR = "tenants"
 
 
-def writer_or_follower(path: str, key: bytes | None) -> Store:
+def writer_or_follower(path: str, key: bytes | None, *, create: bool = True) -> Store:
     """The store at ``path`` opened as its writer (sync="batch": a door's writes are
-    many callers'), or read-only, following it, when another process holds the lock."""
+    many callers'), or read-only, following it, when another process holds the lock.
+    ``create``: make the store when ``path`` holds none (else ``not_found``)."""
     try:
-        return Store.open(path, key=key, sync="batch")
+        return Store.open(path, key=key, sync="batch", create=create)
     except StoreLockedError:
         return Store.open(path, key=key, read_only=True)
 

@@ -130,8 +130,10 @@ class OneStore(Source):
         self.path = os.path.abspath(path)
         self.read_only = read_only
         self._key_path = key_path
+        # An inspector never creates a store (docs/cli.md Conventions): a path with
+        # none is not_found, and nothing is made there.
         store = (Store.open(path, key=key, read_only=True) if read_only
-                 else writer_or_follower(path, key))
+                 else writer_or_follower(path, key, create=False))
         try:
             self.memory = Memory(store, initial=config)
         except BaseException:

@@ -13,7 +13,7 @@ import math
 import time
 from typing import Any
 
-from holomem.api.doors.ui.html import Here, esc, when
+from holomem.api.doors.ui.html import Here, esc, first_time, when
 
 WIDTH = 760
 ROW = 22
@@ -22,8 +22,11 @@ LEFT = 70
 MAX_NODES = 24
 
 
-def _start(r: dict[str, Any]) -> int:
-    return int(r.get("validFrom") or r.get("eventTime") or r["ingestTime"])
+def start(r: dict[str, Any]) -> int:
+    """When a version starts to hold: its validity start, else its event time, else its
+    ingest time (a time of 0, 1970-01-01, is a time like any other)."""
+    begins = first_time(r, "validFrom", "eventTime")
+    return int(r["ingestTime"]) if begins is None else begins
 
 
 def _end(history: list[dict[str, Any]], starts: list[int], i: int) -> int | None:
@@ -39,7 +42,7 @@ def timeline(history: list[dict[str, Any]], fid: str, moment: Any) -> str:
     if not history:
         return ""
     now = int(time.time() * 1000)
-    starts = [_start(r) for r in history]
+    starts = [start(r) for r in history]
     ends = [_end(history, starts, i) for i in range(len(history))]
     marks = [t for t in (moment.as_of, moment.known_at) if t is not None]
     lo = min([*starts, *(int(r["ingestTime"]) for r in history), *marks])

@@ -123,6 +123,8 @@ def test_a_fact_page_reads_and_shows_a_bounded_window_of_a_chain_of_any_length(
             assert abs(shown.index("v0150") - pages.MAX_VERSIONS // 2) <= 1
             # ... each version linked to ones beyond says so, and its page goes on.
             assert middle.text.count("linked to 1 more not shown") == 2
+            assert f"{shown[-1]}: holds" in middle.text
+            assert middle.text.count("to a later version not shown</title>") == 1
             assert "the chain goes on past the ones marked" in middle.text
             # Never the whole chain: no history, at most one get per version shown.
             assert "history" not in source.ops

@@ -486,6 +486,8 @@ def _policy(method: Callable[..., Any]) -> Callable[..., Any]:
 
 _REEMBED = ("reembed() rewrites every vector with an embedder in the process that holds "
             "the store; run it there: Memory(store, embedder=..., reembed=True).reembed()")
+_NOTIFY = ("notify() calls a Memory's observers after a change it committed; a client "
+           "commits nothing itself and has none")
 
 
 class _Served:
@@ -556,9 +558,7 @@ class _Served:
     with_clock = _refused(Memory.with_clock, (
         "with_clock(): the server's clock stamps every write; a client cannot replace it "
         "(a call's asOf/knownAt options read the past)"))
-    notify = _refused(Memory.notify, (
-        "notify() calls a Memory's observers after a change it committed; a client "
-        "commits nothing itself and has none"))
+    notify = _refused(Memory.notify, _NOTIFY)
 
 
 for _method in _ROWS.keys() - vars(_Served).keys() - set(PYTHON_ONLY):  # a row not named
@@ -699,6 +699,11 @@ class AsyncClient(_Served):
     async def reembed(self, /, **kwargs: Any) -> int:
         """Refused: see the module doc. Errors: ``invalid_request``."""
         raise InvalidError(_REEMBED)
+
+    async def notify(self, /, *args: Any, **kwargs: Any) -> None:
+        """Refused, as ``AsyncMemory.notify`` awaited: see the module doc. Errors:
+        ``invalid_request``."""
+        raise InvalidError(_NOTIFY)
 
     async def export(self, namespace: Sequence[str] | None = None, *,
                      page_size: int = pages.MAX_EXPORT_PAGE

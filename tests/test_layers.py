@@ -138,8 +138,11 @@ RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     # Memory composes every concept; AsyncMemory is its asyncio face (above it).
     # (and the errors: arguments that do not fit a call are invalid_request)
     (f"{MEMORY}.binding", (f"{MEMORY}.session", f"{MEMORY}.tracing", "holomem.errors"), ()),
-    # Spans around each op when the otel extra is installed (nothing otherwise).
-    (f"{MEMORY}.tracing", ("holomem.api.engine.nspath",), ("opentelemetry",)),
+    # Spans around each op when the otel extra is installed (nothing otherwise); a span
+    # names a namespace only when the engine's check accepts it (msgspec: the request
+    # structs whose namespace field it reads).
+    (f"{MEMORY}.tracing", ("holomem.api.engine.nspath", "holomem.api.engine.validate",
+                           "holomem.errors"), ("opentelemetry", "msgspec")),
     (f"{MEMORY}.memory", MEMORY_API, ()),
     (f"{MEMORY}.aio", MEMORY_API, ()),
     (f"{MEMORY}.aiowait", MEMORY_API, ()),

@@ -26,12 +26,73 @@ def public(cls: type) -> set[str]:
     return {n for n in dir(cls) if not n.startswith("_") and callable(getattr(cls, n))}
 
 
-def test_every_public_call_of_memory_is_on_async_memory_as_a_coroutine() -> None:
-    missing = public(Memory) - public(AsyncMemory) - {"notify"}
-    assert not missing
-    for name in public(Memory) - PLAIN - {"notify"}:
+def names(cls: type) -> set[str]:
+    """Every public name of ``cls``: its methods and its properties."""
+    return {n for n in dir(cls) if not n.startswith("_")}
+
+
+def test_async_memory_has_every_public_name_of_memory_with_the_same_signature() -> None:
+    # Compared whole, so that a method added to Memory one day cannot be forgotten here.
+    assert names(Memory) - names(AsyncMemory) == set()
+    assert names(AsyncMemory) == names(Memory)  # (its memory and executor: per value)
+    for name in public(Memory) - PLAIN:
         fn = getattr(AsyncMemory, name)
         assert inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn), name
+        assert inspect.signature(fn) == inspect.signature(getattr(Memory, name)), name
+    for name in names(Memory) - public(Memory):  # the properties
+        assert isinstance(getattr(AsyncMemory, name), property), name
+
+
+def test_async_memory_answers_its_properties_as_its_memory_does(
+        store: Store, clock: ManualClock) -> None:
+    am = AsyncMemory(store, clock=clock)
+    for name in names(Memory) - public(Memory):
+        assert getattr(am, name) == getattr(am.memory, name), name
+    assert am.clock is clock
+
+
+async def _outcome(fn: object, *args: object, **kwargs: object) -> type[BaseException] | None:
+    """The class of what calling ``fn`` raised (None: it answered), awaited or iterated
+    as it needs."""
+    try:
+        answer = fn(*args, **kwargs)  # type: ignore[operator]
+        if inspect.isawaitable(answer):
+            await answer
+        elif hasattr(answer, "__aiter__"):
+            [r async for r in answer]
+        elif hasattr(answer, "__next__"):
+            list(answer)
+    except Exception as exc:
+        return type(exc)
+    return None
+
+
+#: Arguments that fit no call: a keyword none takes, more positional ones than any takes.
+WRONG: list[tuple[tuple[object, ...], dict[str, object]]] = [
+    ((), {"no_such_argument": 1}), ((None,) * 12, {})]
+
+
+def test_arguments_that_do_not_fit_raise_the_same_error_in_memory_and_async_memory(
+        store: Store) -> None:
+    async def main() -> None:
+        am = AsyncMemory(store)
+        for name in sorted(public(Memory) - PLAIN):
+            for args, kwargs in WRONG:
+                sync = await _outcome(getattr(am.memory, name), *args, **kwargs)
+                both = await _outcome(getattr(am, name), *args, **kwargs)
+                assert sync is not None and both is sync, (name, args, kwargs, sync, both)
+
+    asyncio.run(main())
+
+
+def test_an_executor_that_is_not_one_is_refused_when_async_memory_is_made(store: Store) -> None:
+    from holomem import InvalidError
+
+    for executor in (5, "pool", threading.Thread):
+        with pytest.raises(InvalidError, match="executor"):
+            AsyncMemory(store, executor=executor)  # type: ignore[arg-type]
+        with pytest.raises(InvalidError, match="executor"):
+            AsyncMemory(Memory(store), executor=executor)  # type: ignore[arg-type]
 
 
 def test_async_calls_answer_as_memory_does(store: Store, clock: ManualClock) -> None:

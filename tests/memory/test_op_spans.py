@@ -19,6 +19,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
@@ -74,6 +76,116 @@ def test_a_failed_op_says_its_error_code_and_not_its_message(
     assert span.status.status_code is StatusCode.ERROR
     assert not span.status.description and not span.events
     assert not any("Zanzibar" in v for v in _values(span))
+
+
+#: What a span's attributes may hold: these keys, the op, the call's own namespace.
+ATTRIBUTES = {"holomem.op", "holomem.namespace", "holomem.result.count", "error.type"}
+NAMESPACE = ["users", "u-42"]
+
+#: Strings a caller sends as content: each begins with a mark no attribute could hold.
+_content = st.text(min_size=1, max_size=24).map(lambda s: "Qx7-" + s)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | _content,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_content, inner, max_size=3),
+    max_leaves=8)
+#: A mapping as a caller sends it (not empty: a working context's state may not be),
+#: often with a "namespace" key of its own (a string,
+#: a list of strings, anything).
+_mapping = st.builds(
+    lambda d, has, ns: {**d, "namespace": ns} if has else d,
+    st.dictionaries(_content, _json, min_size=1, max_size=4), st.booleans(),
+    _content | st.lists(_content, min_size=1, max_size=3) | _json)
+
+
+def _contents(value: object) -> set[str]:
+    """Every string inside ``value`` (keys too)."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, dict):
+        return set().union(*(_contents(k) | _contents(v) for k, v in value.items()))
+    if isinstance(value, list):
+        return set().union(*map(_contents, value))
+    return set()
+
+
+@settings(max_examples=40, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(metadata=_mapping, state=_mapping, text=_content, query=_content)
+def test_no_span_attribute_holds_metadata_state_text_or_a_query(
+        tmp_path_factory: pytest.TempPathFactory, spans: InMemorySpanExporter,
+        metadata: dict[str, object], state: dict[str, object], text: str,
+        query: str) -> None:
+    # A fact's metadata and a working context's state may hold a "namespace" key of
+    # their own: only the call's own namespace parameter (or its request's field) is
+    # the namespace it names.
+    sent = _contents(metadata) | _contents(state) | {text, query}
+    with Store.open(tmp_path_factory.mktemp("spans") / "s", sync="batch") as store:
+        memory = Memory(store)
+        a = memory.remember({"text": text, "metadata": metadata, "namespace": NAMESPACE}).id
+        b = memory.remember(text + " again", namespace=NAMESPACE).id
+        memory.relate(a, b, "cites", metadata, namespace=NAMESPACE)
+        memory.relate(a, b, "quotes", metadata)
+        memory.save_working_context(NAMESPACE, "s1", state)
+        memory.save_working_context(None, "s2", state)
+        memory.recall(query, {"namespace": NAMESPACE})
+        memory.recall(query, namespace=NAMESPACE)
+        memory.call("relate", {"fromId": a, "toId": b, "relation": "answers",
+                               "metadata": metadata})
+        memory.call("saveWorkingContext", {"session": "s3", "state": state})
+        memory.call("remember", {"text": text, "metadata": metadata})
+    named = {"remember": 2, "relate": 1, "save_working_context": 1, "recall": 2}
+    for span in spans.get_finished_spans():
+        attributes = dict(span.attributes or {})
+        assert set(attributes) <= ATTRIBUTES, attributes
+        assert span.name == f"holomem.{attributes['holomem.op']}"
+        assert "error.type" not in attributes
+        assert not sent & {v for v in attributes.values() if isinstance(v, str)}, attributes
+        if "holomem.namespace" in attributes:
+            assert attributes["holomem.namespace"] == "users/u-42", attributes
+            named[str(attributes["holomem.op"])] -= 1
+    # The calls that named the namespace said it, the others said none.
+    assert set(named.values()) == {0}, named
+    spans.clear()
+
+
+@pytest.mark.parametrize("namespace", [
+    "users//" + SECRET, "a/" + "x" * 5000, ["users", ""], ["users", SECRET + "\x00"],
+    ["n"] * 9, [1, 2]])
+def test_a_namespace_validation_refuses_is_never_put_on_a_span(
+        tmp_path: Path, spans: InMemorySpanExporter, namespace: object) -> None:
+    with Store.open(tmp_path / "s", sync="batch") as store:
+        memory = Memory(store)
+        spans.clear()
+        with pytest.raises(InvalidError):
+            memory.remember({"text": "a fact", "namespace": namespace})
+        with pytest.raises(InvalidError):
+            memory.save_working_context(namespace, "s", {"a": 1})  # type: ignore[arg-type]
+    for span in spans.get_finished_spans():
+        attributes = span.attributes or {}
+        assert "holomem.namespace" not in attributes, attributes
+        assert attributes["error.type"] in ("invalid_request", "limit")
+
+
+def test_async_memory_makes_the_spans_memory_makes(
+        tmp_path: Path, spans: InMemorySpanExporter) -> None:
+    import asyncio
+
+    from holomem import AsyncMemory
+
+    async def main(am: AsyncMemory) -> None:
+        await am.remember(SECRET, namespace=NAMESPACE)
+        assert len([r async for r in am.export(NAMESPACE)]) == 1
+        with pytest.raises(InvalidError):
+            [r async for r in am.export(no_such_argument=1)]  # type: ignore[call-arg]
+
+    with Store.open(tmp_path / "s", sync="batch") as store:
+        am = AsyncMemory(store)
+        spans.clear()
+        asyncio.run(main(am))
+    assert [(s.name, dict(s.attributes or {})) for s in spans.get_finished_spans()] == [
+        ("holomem.remember", {"holomem.op": "remember", "holomem.namespace": "users/u-42"}),
+        ("holomem.export", {"holomem.op": "export", "holomem.namespace": "users/u-42"}),
+        ("holomem.export", {"holomem.op": "export", "error.type": "invalid_request"})]
 
 
 def test_the_applications_global_tracer_provider_is_followed(tmp_path: Path) -> None:

@@ -99,6 +99,26 @@ def test_requests_are_counted_by_route_template_op_and_status_without_ids_or_ten
         assert secret not in text
 
 
+def test_the_inspector_pages_are_counted_and_logged_as_their_mounted_route(
+        server: Server) -> None:
+    remember(server.url, "Dana lives in Lima", tenant="t1")
+    for path, status in (("/ui/", 200), ("/ui/fact?id=nobody", 404), ("/ui/store", 200)):
+        r = web.get(server.url + path + ("&" if "?" in path else "?") + "tenant=t1",
+                    headers=headers(), timeout=30)
+        assert r.status_code == status, r.text
+    assert web.get(server.url + "/no/such/route", headers=headers(),
+                   timeout=30).status_code == 404
+    _, samples = scrape(server.url)
+    count = "holomem_http_requests_total"
+    assert value(samples, count, route="/ui", op="", method="GET", status="200") == 2
+    assert value(samples, count, route="/ui", op="", method="GET", status="404") == 1
+    # "-" is a request no route matched, and only that.
+    assert value(samples, count, route="-", op="", method="GET", status="404") == 1
+    lines = [line for line in server.log().splitlines() if " GET " in line]
+    assert sum(" GET /ui tenant=" in line for line in lines) == 3, lines
+    assert sum(" GET - tenant=" in line for line in lines) == 1, lines
+
+
 def test_the_duration_histogram_holds_each_request(server: Server) -> None:
     for i in range(3):
         remember(server.url, f"fact number {i}")

@@ -208,3 +208,34 @@ def test_a_store_another_process_writes_is_followed_and_shows_its_new_writes(
         finally:
             stop_ui(ui)
     only_here(browser_page)
+
+
+def test_a_long_chain_is_walked_a_window_at_a_time(tmp_path: Path,
+                                                   browser_page: Watched) -> None:
+    from holomem.api.doors.ui.pages import MAX_VERSIONS
+
+    store = tmp_path / "chain"
+    n = 3 * MAX_VERSIONS
+    with Store.open(str(store)) as opened:
+        Memory(opened).remember_many([
+            {"id": f"v{i:04d}", "text": f"version {i}", "eventTime": 86_400_000 + i,
+             **({"supersedes": [f"v{i - 1:04d}"]} if i else {})} for i in range(n)])
+    ui = start_ui(store)
+    try:
+        page = browser_page.page
+        page.goto(f"{ui.url}/fact?id=v0000")
+        chain = page.locator("table.chain tbody tr")
+        assert chain.count() == MAX_VERSIONS
+        assert page.locator("svg.timeline rect.bar").count() == 2 * MAX_VERSIONS
+        assert "the chain goes on" in page.locator("p.chain-window").inner_text()
+        # The last version shown says the chain goes on there; its page shows the next.
+        last = chain.nth(MAX_VERSIONS - 1)
+        assert "1 more not shown" in last.inner_text()
+        last.locator("a.version").click()
+        assert page.locator("blockquote.text").inner_text() == f"version {MAX_VERSIONS - 1}"
+        texts = page.locator("table.chain tbody tr a.version").all_inner_texts()
+        assert len(texts) == MAX_VERSIONS and f"version {MAX_VERSIONS}" in texts
+        assert "version 0" not in texts
+    finally:
+        stop_ui(ui)
+    only_here(browser_page)

@@ -204,6 +204,20 @@ def test_holomem_ui_on_a_host_other_than_loopback_needs_a_key(store: Path) -> No
     assert "--api-key-file" in done.stderr
 
 
+def test_holomem_ui_on_a_path_with_no_store_exits_3_and_creates_nothing(
+        tmp_path: Path) -> None:
+    missing, empty = tmp_path / "missing", tmp_path / "empty"
+    empty.mkdir()
+    for path in (missing, empty):
+        for extra in ([], ["--read-only"]):
+            done = subprocess.run([sys.executable, "-m", "holomem", "ui", str(path),
+                                   "--port", "0", *extra], capture_output=True, text=True,
+                                  timeout=60, check=False)
+            assert done.returncode == 3, (path, extra, done.stderr)
+            assert "error: " in done.stderr and "Traceback" not in done.stderr
+    assert not missing.exists() and list(empty.iterdir()) == []
+
+
 def test_a_dry_run_shows_the_facts_derived_from_a_turn_and_can_take_them_too(
         tmp_path: Path) -> None:
     path = tmp_path / "conversation"

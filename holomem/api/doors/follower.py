@@ -4,7 +4,8 @@ Owns: :class:`Served` — the contract calls of ``holomem mcp`` on its one store
 store's writer lock is free the door is the writer. When another process holds it (a
 ``holomem serve``, another ``holomem mcp``, an agent), the door follows the store
 read-only instead of exiting: every read first catches up with the writer's new
-transactions, and a write
+transactions (:func:`follow`, which every door that follows a store reads through: once
+more when the writer replaced the generation during the read), and a write
 
 - goes to the writer's server when one is configured (``--server URL``): it is sent as
   a contract call through :class:`holomem.client.Client`, then the follower checks that
@@ -35,8 +36,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from holomem.api.doors.mcp.share import Forwarder, Listener, NotListening, socket_path
 from holomem.api.doors.scoping import Scope
@@ -49,6 +50,7 @@ from holomem.errors import (
     InvalidError,
     ReadOnlyError,
     StoreLockedError,
+    UnavailableError,
 )
 
 if TYPE_CHECKING:
@@ -57,14 +59,36 @@ if TYPE_CHECKING:
 #: Where ``holomem serve`` keeps the tenant stores under its ``--data``.
 TENANTS_DIR = "tenants"
 
+T = TypeVar("T")
 
-def writer_or_follower(path: str, key: bytes | None) -> Store:
+
+def writer_or_follower(path: str, key: bytes | None, *, create: bool = True) -> Store:
     """The store at ``path`` opened as its writer (sync="batch": a door's writes are
-    many callers'), or read-only, following it, when another process holds the lock."""
+    many callers'), or read-only, following it, when another process holds the lock.
+    ``create``: make the store when ``path`` holds none (else ``not_found``)."""
     try:
-        return Store.open(path, key=key, sync="batch")
+        return Store.open(path, key=key, sync="batch", create=create)
     except StoreLockedError:
         return Store.open(path, key=key, read_only=True)
+
+
+def follow(store: Store, read: Callable[[], T]) -> T:
+    """``read()`` on a follower, once ``store`` has caught up with its writer. When the
+    read fails ``unavailable`` because the writer replaced the generation meanwhile (a
+    compaction or a purge zeroed the files it was reading, and another thread was still
+    moving to the new one), the follower catches up again and reads once more: a read
+    fails only if the generation is replaced twice in a row under it. An
+    ``unavailable`` with no new generation (a model that cannot load) is raised at once.
+    Errors: those of ``read()`` and of ``Store.refresh``."""
+    store.refresh()  # the writer's transactions since the last read
+    generation = store.generation
+    try:
+        return read()
+    except UnavailableError:
+        store.refresh()  # waits for a move to a new generation under way
+        if store.generation == generation:
+            raise
+    return read()
 
 
 def served_tenant(store: str) -> str:
@@ -180,8 +204,7 @@ class Served:
         if not memory.store.read_only:
             return self.scope.call(memory, op, request)
         if not writes:
-            memory.store.refresh()  # the writer's transactions since the last call
-            return self.scope.call(memory, op, request)
+            return follow(memory.store, lambda: self.scope.call(memory, op, request))
         if self.client is not None:
             return self._forward(op, request)
         shared = self._through_writer(op, request)

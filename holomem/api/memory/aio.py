@@ -7,26 +7,30 @@ recall never blocks the loop. Cancellation: a call not yet started in a worker n
 starts; one already running runs to its end (each call is one transaction, or
 batches that are each one), and the cancelled coroutine returns only after it has
 ended, so nothing of it is still running once the caller has seen the cancellation.
-Imports the memory API.
+Imports the memory API and the errors.
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import concurrent.futures
 import contextlib
 import functools
+import itertools
 import os
 import threading
 import types
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
-from holomem.api.engine import Store, validate
+from holomem.api.engine import Store
 from holomem.api.memory.binding import Derived
 from holomem.api.memory.memory import Memory
+from holomem.api.memory.policies import Clock, Policies
 from holomem.api.memory.session import Session
 from holomem.api.memory.transfer import exchange
+from holomem.errors import InvalidError
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -93,6 +97,42 @@ class Offloaded(Generic[P, R]):
         return types.MethodType(self.method, holder)
 
 
+class Exported(Generic[P]):
+    """AsyncMemory's ``export``: the Memory method ``method`` (its argument check and
+    span included), its records read in a worker thread a block at a time
+    (:data:`~holomem.api.memory.transfer.exchange.EXPORT_BLOCK` records per worker
+    call); its signature and docstring are the Memory method's."""
+
+    def __init__(self, method: Callable[Concatenate[Memory, P], Iterator[dict[str, Any]]]
+                 ) -> None:
+        async def run(holder: AsyncMemory, /, *args: P.args, **kwargs: P.kwargs
+                      ) -> AsyncIterator[dict[str, Any]]:
+            records = method(holder.memory, *args, **kwargs)
+            block = functools.partial(_take, records, exchange.EXPORT_BLOCK)
+            while chunk := await offload(block, holder.executor):
+                for record in chunk:
+                    yield record
+
+        functools.update_wrapper(run, method)
+        self.method = run
+
+    @overload
+    def __get__(self, holder: None, owner: type[Any]
+                ) -> Callable[Concatenate[AsyncMemory, P], AsyncIterator[dict[str, Any]]]: ...
+    @overload
+    def __get__(self, holder: AsyncMemory, owner: type[Any]
+                ) -> Callable[P, AsyncIterator[dict[str, Any]]]: ...
+    def __get__(self, holder: AsyncMemory | None, owner: type[Any]) -> Any:
+        if holder is None:
+            return self.method
+        return types.MethodType(self.method, holder)
+
+
+def _take(items: Iterator[T], n: int) -> builtins.list[T]:
+    """The next ``n`` of ``items`` (fewer at its end; none once it has ended)."""
+    return builtins.list(itertools.islice(items, n))
+
+
 class AsyncMemory:
     """Every call of :class:`~holomem.Memory` as a coroutine, run in worker threads.
 
@@ -105,6 +145,9 @@ class AsyncMemory:
 
     def __init__(self, store_or_memory: Store | Memory, *args: Any,
                  executor: concurrent.futures.Executor | None = None, **kwargs: Any) -> None:
+        if executor is not None and not isinstance(executor, concurrent.futures.Executor):
+            raise InvalidError(f"executor must be a concurrent.futures.Executor or None, "
+                               f"not {type(executor).__name__}")
         if isinstance(store_or_memory, Memory):
             if args or kwargs:
                 raise TypeError("AsyncMemory(memory) takes no configuration of its own")
@@ -126,6 +169,14 @@ class AsyncMemory:
     @property
     def config(self) -> Any:
         return self.memory.config
+
+    @property
+    def clock(self) -> Clock:
+        return self.memory.clock
+
+    @property
+    def policies(self) -> Policies:
+        return self.memory.policies
 
     @property
     def embedder(self) -> Any:
@@ -167,21 +218,12 @@ class AsyncMemory:
     list_working_contexts = Offloaded(Memory.list_working_contexts)
     import_ = Offloaded(Memory.import_)
     reembed = Offloaded(Memory.reembed)
+    notify = Offloaded(Memory.notify)  # the observers may take their time
+    export = Exported(Memory.export)
 
     async def call(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
         """As ``Memory.call``, run in a worker."""
         return await offload(functools.partial(self.memory.call, op, request), self.executor)
-
-    async def export(self, namespace: Sequence[str] | None = None
-                     ) -> AsyncIterator[dict[str, Any]]:
-        """As ``Memory.export``, each block of facts read in a worker."""
-        blocks = exchange.export_blocks(self.store, validate.namespace(namespace))
-        while True:
-            block = await offload(functools.partial(next, blocks, None), self.executor)
-            if block is None:
-                return
-            for record in block:
-                yield exchange.as_dict(record)
 
     # -- no store involved ----------------------------------------------------------------
     render_context = staticmethod(Memory.render_context)

@@ -91,7 +91,7 @@ class Call(Generic[P, R]):
                 _fitting(signature, name, holder.session, args, kwargs)
                 raise  # (the arguments fit: the error is the call's own)
 
-        self.method = _method(fn, owner, name, tracing.traced(name, method))
+        self.method = _method(fn, owner, name, tracing.traced(name, method, signature))
 
     @overload
     def __get__(self, holder: None, owner: type[Any]) -> Callable[Concatenate[Any, P], R]: ...

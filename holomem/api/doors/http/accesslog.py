@@ -94,6 +94,9 @@ class AccessLog:
             return
         start = time.perf_counter()
         status: int | None = None
+        # Before the app runs: a Mount (the inspector at /ui) moves the scope's path
+        # into its root_path while it answers, after which no route matches it.
+        where = self.where(scope)
 
         async def sending(message: Message) -> None:
             nonlocal status
@@ -108,7 +111,7 @@ class AccessLog:
                 status = 500  # the server's error handler answers it
             raise
         finally:
-            self.log(scope, status, (time.perf_counter() - start) * 1000)
+            self.log(scope, status, (time.perf_counter() - start) * 1000, where)
 
     def log(self, scope: Scope, status: int | None, ms: float,
             where: tuple[str, str | None] | None = None) -> None:

@@ -13,7 +13,7 @@ import math
 import time
 from typing import Any
 
-from holomem.api.doors.ui.html import Here, esc, when
+from holomem.api.doors.ui.html import Here, esc, first_time, when
 
 WIDTH = 760
 ROW = 22
@@ -22,8 +22,11 @@ LEFT = 70
 MAX_NODES = 24
 
 
-def _start(r: dict[str, Any]) -> int:
-    return int(r.get("validFrom") or r.get("eventTime") or r["ingestTime"])
+def start(r: dict[str, Any]) -> int:
+    """When a version starts to hold: its validity start, else its event time, else its
+    ingest time (a time of 0, 1970-01-01, is a time like any other)."""
+    begins = first_time(r, "validFrom", "eventTime")
+    return int(r["ingestTime"]) if begins is None else begins
 
 
 def _end(history: list[dict[str, Any]], starts: list[int], i: int) -> int | None:
@@ -34,12 +37,19 @@ def _end(history: list[dict[str, Any]], starts: list[int], i: int) -> int | None
     return starts[i + 1] if i + 1 < len(history) else None
 
 
+def _open_end(r: dict[str, Any], shown: set[str]) -> str:
+    """What ends a version with no end of its own among the versions drawn: a later
+    version beyond them (a window of a longer chain), or nothing yet."""
+    later = any(s not in shown for s in r.get("supersededBy") or ())
+    return "a later version not shown" if later else "open"
+
+
 def timeline(history: list[dict[str, Any]], fid: str, moment: Any) -> str:
     """The chain's versions on the valid-time axis and the known axis (see module doc)."""
     if not history:
         return ""
     now = int(time.time() * 1000)
-    starts = [_start(r) for r in history]
+    starts = [start(r) for r in history]
     ends = [_end(history, starts, i) for i in range(len(history))]
     marks = [t for t in (moment.as_of, moment.known_at) if t is not None]
     lo = min([*starts, *(int(r["ingestTime"]) for r in history), *marks])
@@ -54,6 +64,7 @@ def timeline(history: list[dict[str, Any]], fid: str, moment: Any) -> str:
         return float(LEFT + inner * (t - lo) / span)
 
     n = len(history)
+    shown = {r["id"] for r in history}
     height = ROW * (2 * n + 3) + 30
     out = [f'<svg class="timeline" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
            f'height="{height}" role="img" aria-label="the history on both time axes">']
@@ -68,7 +79,7 @@ def timeline(history: list[dict[str, Any]], fid: str, moment: Any) -> str:
                    f'<rect class="{cls} s-{esc(r["status"])}" x="{x0:.1f}" y="{y}" '
                    f'width="{max(x1 - x0, 2):.1f}" height="{ROW - 6}">'
                    f'<title>v{i + 1} {esc(r["id"])}: holds {esc(when(starts[i]))} to '
-                   f'{esc(when(ends[i]) or "open")}</title></rect>')
+                   f'{esc(when(ends[i]) or _open_end(r, shown))}</title></rect>')
     base = 20 + ROW * (n + 1) + 12
     out.append(f'<text x="4" y="{base + 4}" class="axis">known: since each version was '
                "ingested</text>")

@@ -41,6 +41,16 @@ def when(ms: int | None) -> str:
     return shown + "Z"
 
 
+def first_time(record: Mapping[str, Any], *fields: str) -> int | None:
+    """The first of ``fields`` that ``record`` holds a time for (0, 1970-01-01, is one),
+    or None."""
+    for name in fields:
+        value = record.get(name)
+        if value is not None:
+            return int(value)
+    return None
+
+
 def when_input(ms: int | None) -> str:
     """A time as it goes back into a form field (ISO 8601, UTC, milliseconds kept)."""
     return when(ms).replace(" ", "T")

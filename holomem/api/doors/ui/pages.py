@@ -3,7 +3,8 @@ working contexts, and the page that says what went wrong.
 
 Owns: what each page asks the store (contract calls through the :class:`~.source.Source`,
 every one bounded: a page of at most :data:`~.query.MAX_PAGE` facts, a search of at most
-that many results, a ``why`` of two hops) and how it shows the answer. Each function
+that many results, at most :data:`MAX_VERSIONS` versions of a fact's chain, a ``why`` of
+two hops) and how it shows the answer. Each function
 runs in a worker thread and returns the page's HTML. Imports the pages' parameters
 (:mod:`.query`), the HTML helpers (:mod:`.html`), the timeline and graph drawings
 (:mod:`.drawing`) and the source.
@@ -11,8 +12,9 @@ runs in a worker thread and returns the page's HTML. Imports the pages' paramete
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from holomem.api.doors.ui import drawing, query
 from holomem.api.doors.ui.html import (
@@ -20,6 +22,7 @@ from holomem.api.doors.ui.html import (
     dumped,
     esc,
     fields,
+    first_time,
     frame,
     link,
     namespace_text,
@@ -32,6 +35,9 @@ from holomem.errors import HolomemError, NotFoundError
 
 #: How much of a fact's text a row of a list shows.
 ROW_TEXT = 160
+#: The most versions of a fact's supersession chain its page reads and shows: the
+#: nearest ones along the chain's links (:func:`versions`).
+MAX_VERSIONS = 100
 #: The most links of a fact its page lists, and the most removed facts a forget report
 #: shows with their text.
 MAX_LINKS = 100
@@ -187,17 +193,70 @@ def _field_rows(fact: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _chain(here: Here, history: list[dict[str, Any]], fid: str) -> str:
+class Versions(NamedTuple):
+    """The part of a fact's supersession chain its page shows (:func:`versions`)."""
+
+    #: the versions read, in effect order (the fact among them)
+    records: list[dict[str, Any]]
+    #: id -> how many versions linked to it are not read (the chain goes on there)
+    beyond: dict[str, int]
+
+
+def versions(source: Source, tenant: str | None, fact: dict[str, Any],
+             at: Mapping[str, int]) -> Versions:
+    """The versions of ``fact``'s supersession chain nearest to it: from the fact along
+    its ``supersedes`` and ``supersededBy`` links, one step at a time, each version read
+    with ``get`` at the page's moment, until :data:`MAX_VERSIONS` have been asked for.
+    The work is bounded by that number, never by the chain's length (which would take
+    ``history``, all of it, to know). In effect order: when each starts to hold, then
+    when it was ingested."""
+    got: dict[str, dict[str, Any]] = {fact["id"]: fact}
+    asked = {fact["id"]}
+    walk = collections.deque([fact])
+    while walk and len(asked) < MAX_VERSIONS:
+        for other in _linked(walk.popleft()):
+            if len(asked) >= MAX_VERSIONS:
+                break
+            if other in asked:
+                continue
+            asked.add(other)
+            record = source.call(tenant, "get", {"id": other, **at})["fact"]
+            if record is not None:  # (None: not known at the page's moment)
+                got[other] = record
+                walk.append(record)
+    beyond = {fid: n for fid, r in got.items()
+              if (n := sum(1 for o in _linked(r) if o not in asked))}
+    order = sorted(got.values(), key=lambda r: (drawing.start(r), int(r["ingestTime"])))
+    return Versions(order, beyond)
+
+
+def _linked(record: Mapping[str, Any]) -> list[str]:
+    """The ids a version is linked to by supersession, both ways."""
+    return [*(record.get("supersedes") or ()), *(record.get("supersededBy") or ())]
+
+
+def _chain(here: Here, shown: Versions, fid: str) -> str:
     rows = []
-    for n, r in enumerate(history, 1):
+    for n, r in enumerate(shown.records, 1):
         mark = " ◀ this fact" if r["id"] == fid else ""
+        more = shown.beyond.get(r["id"])
+        onward = (f' <span class="hint">(linked to {more} more not shown: open it to see '
+                  "the versions around it)</span>" if more else "")
         rows.append([str(n), status_badge(r["status"]),
                      link(here.url("/fact", {"id": r["id"]}), short(r["text"], 100), "version")
-                     + esc(mark),
-                     esc(when(r.get("validFrom") or r.get("eventTime") or r["ingestTime"])),
+                     + esc(mark) + onward,
+                     esc(when(first_time(r, "validFrom", "eventTime", "ingestTime"))),
                      esc(when(r.get("validTo"))), esc(when(r["ingestTime"]))])
-    return table(["#", "Status", "Version", "Holds from", "Valid to", "Known since"], rows,
-                 "chain")
+    count = len(shown.records)
+    if shown.beyond:
+        caption = (f"The {count} versions nearest this fact along its supersession links "
+                   f"(at most {MAX_VERSIONS} are read); the chain goes on past the ones "
+                   "marked, and each one's page shows the versions around it.")
+    else:
+        caption = f"Every version of its supersession chain ({count})."
+    return (f'<p class="caption chain-window">{caption}</p>'
+            + table(["#", "Status", "Version", "Holds from", "Valid to", "Known since"], rows,
+                    "chain"))
 
 
 def _links(here: Here, links: list[dict[str, Any]], fid: str) -> str:
@@ -255,7 +314,7 @@ def fact_page(here: Here, source: Source) -> str:
     fact = source.call(tenant, "get", {"id": fid, **at})["fact"]
     if fact is None:
         raise NotFoundError(f"no fact {fid!r}" + (" known at that moment" if at else ""))
-    history = source.call(tenant, "history", {"id": fid, **at})["history"]
+    shown = versions(source, tenant, fact, at)
     links = source.call(tenant, "links", {"id": fid, "direction": "both", **at})["links"]
     try:
         why = source.call(tenant, "why", {"query": fid, "maxHops": 2, **at})
@@ -268,8 +327,8 @@ def fact_page(here: Here, source: Source) -> str:
         f'</p><blockquote class="text">{esc(fact["text"])}</blockquote>'
         f'<p class="actions">{forget}</p>'
         "<h2>History on both time axes</h2>"
-        + drawing.timeline(history, fid, moment)
-        + _chain(here, history, fid)
+        + drawing.timeline(shown.records, fid, moment)
+        + _chain(here, shown, fid)
         + "<h2>Every field</h2>" + fields(_field_rows(fact))
         + "<h2>Links</h2>" + _links(here, links, fid)
         + "<h2>Why: the evidence around it</h2>"
@@ -362,7 +421,8 @@ def conversations_page(here: Here, source: Source) -> str:
     page = source.call(tenant, "list", req)
     rows = [[esc(r.get("session") or ""), esc(r.get("position")), esc(r.get("speaker") or ""),
              link(here.url("/fact", {"id": r["id"]}), short(r["text"]) or r["id"]),
-             status_badge(r["status"]), esc(when(r.get("eventTime") or r["ingestTime"]))]
+             status_badge(r["status"]),
+             esc(when(first_time(r, "eventTime", "ingestTime")))]
             for r in page["facts"]]
     nxt = page.get("nextCursor")
     pager = (link(here.url("/conversations", {**here.params, "cursor": nxt}), "next page »",

@@ -170,9 +170,13 @@ class Listing(NamedTuple):
 
     def recall_request(self, moment: Moment) -> dict[str, Any]:
         """The ``recall`` request of this page's search box: every status unless one is
-        asked for (a status other than current is kept from all of them)."""
+        asked for. Recall's ``history`` takes the facts of that status: ``current``, or
+        ``historical`` (every status but current) for the others, which the page then
+        narrows to the one asked for; so the ``k`` results are all of the statuses the
+        page may show, and none is crowded out by facts it would drop."""
+        history = {"": "all", "current": "current"}.get(self.status, "historical")
         req: dict[str, Any] = {"query": self.query, "k": self.limit, **moment.request(),
-                               "history": "current" if self.status == "current" else "all"}
+                               "history": history}
         flt = self.combined()
         if self.subject:
             req["subject"] = self.subject
@@ -184,12 +188,27 @@ class Listing(NamedTuple):
         return req
 
     def combined(self) -> dict[str, Any]:
-        """The filter object: the filter box, with the subject and metadata fields."""
+        """The filter object: the filter box, with the subject and metadata fields. Both
+        must hold, and neither replaces the other: the metadata field is the box's
+        ``metadata`` clause when the box has none, else one more clause beside it
+        (``$and``, with the box's own ``$and`` nested in it), which the contract checks
+        as it checks the box. Errors: :class:`BadInput` (the subject or the status named
+        both in its field and in the box)."""
         flt: dict[str, Any] = dict(self.filter or {})
+        for name, field in (("subject", self.subject), ("status", self.status)):
+            if field and name in flt:
+                raise BadInput(f"filter: give the {name} in its own field or in the "
+                               "filter box, not both")
         if self.subject:
             flt["subject"] = self.subject
         if self.metadata is not None:
-            flt["metadata"] = {**flt.get("metadata", {}), **self.metadata}
+            if "metadata" not in flt:
+                flt["metadata"] = self.metadata
+            else:
+                clauses: list[Any] = [{"metadata": self.metadata}]
+                if "$and" in flt:
+                    clauses.append({"$and": flt["$and"]})
+                flt["$and"] = clauses
         return flt
 
     def forget_scope(self) -> tuple[dict[str, Any], list[str] | None]:

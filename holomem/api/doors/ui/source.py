@@ -5,9 +5,10 @@ Owns: :class:`Source` — what a page may ask of a store: a contract call
 child process, as ``holomem fsck`` runs it: the checker reads the log beneath the memory
 API, which no door imports) with its last result; :class:`OneStore`, a store opened as
 its writer or, while another process writes it (or with ``--read-only``), as a follower
-that catches up before every read; :class:`Tenants`, a ``holomem serve`` tenant pool.
-Imports the engine's Store, the memory API, the HTTP door's tenant pool (its type only)
-and the file layer.
+that catches up before every read (and once more when the writer replaced the generation
+during one: :func:`~holomem.api.doors.follower.follow`); :class:`Tenants`, a ``holomem
+serve`` tenant pool. Imports the engine's Store, the memory API, the follower doors' way
+of reading, the HTTP door's tenant pool (its type only) and the file layer.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from holomem.api.doors.follower import writer_or_follower
+from holomem.api.doors.follower import follow, writer_or_follower
 from holomem.api.engine import Store, StoreStats, lock_holder
 from holomem.api.memory.config import MemoryConfig
 from holomem.api.memory.memory import Memory
@@ -130,8 +131,10 @@ class OneStore(Source):
         self.path = os.path.abspath(path)
         self.read_only = read_only
         self._key_path = key_path
+        # An inspector never creates a store (docs/cli.md Conventions): a path with
+        # none is not_found, and nothing is made there.
         store = (Store.open(path, key=key, read_only=True) if read_only
-                 else writer_or_follower(path, key))
+                 else writer_or_follower(path, key, create=False))
         try:
             self.memory = Memory(store, initial=config)
         except BaseException:
@@ -157,7 +160,7 @@ class OneStore(Source):
                     + ("it was started with --read-only" if self.read_only else
                        f"{lock_holder(self.path)} is its writer; stop that process (or "
                        "send the change to it) and try again"))
-            store.refresh()  # the writer's transactions since the last call
+            return follow(store, lambda: self.memory.call(op, request))
         return self.memory.call(op, request)
 
     def stats(self, tenant: str | None) -> StoreStats | None:

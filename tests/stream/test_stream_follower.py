@@ -89,6 +89,7 @@ def test_a_follower_opens_and_moves_to_generations_many_times_its_buffer(
             docs |= _write(writer, "b", 20)
             writer.delete_document("a0", purge=True)  # a new generation, still large
             del docs["a0"]
+            _sees_new_generation(follower)  # (the switch reaches a follower by a watch)
             assert follower.refresh() == writer.revision
             assert follower.generation == writer.generation == 2
             assert not follower.has_document("a0")

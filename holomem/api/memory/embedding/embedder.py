@@ -3,7 +3,7 @@
 
 Owns: choosing the embedder (:func:`choose`: the caller's object, else the
 configuration's name, else the built-in the store recorded), pinning its identity in
-the store (:func:`settle`: recorded by the first writer; another identity is a
+the store (:func:`pin`: recorded by the first writer; another identity is a
 ``conflict``), embedding what a call did not bring a vector for (:func:`vectors`),
 and the batches of a re-embed (:func:`reembed_step`), resumable after a crash: its
 target is recorded first, each batch rewrites vectors in place, and the last one
@@ -85,43 +85,42 @@ class Pinned(NamedTuple):
     mine: bytes  # canonical identity JSON of the Memory's embedder
 
 
-def settle(store: Store, embedder: Embedder, reembed: bool, now: int) -> Pinned:
-    """Check (and, on a store that has none, record) the embedder's identity.
+def pin(view: View, embedder: Embedder, reembed: bool, now: int) -> list[Event]:
+    """The event that records the embedder's identity on a store that has none (none
+    if the store holds it already); run under the write lock by the Memory that opens,
+    with the configuration's event, so that a refused Memory records neither.
 
     Errors: ``conflict`` when the store holds another embedder's vectors (or vectors
     of another dimension) and ``reembed`` is False.
     """
     mine = identity_json(embedder.identity)
-
-    def decide(view: View) -> list[Event]:
-        state = view.state
-        if state.embedder == mine and state.reembed_target is None:
-            return []
-        dim = view.embedding_dim
-        if dim and dim != embedder.identity.dim:
-            # The projection's matrix has one width per generation: vectors of another
-            # width go into a new store (export, then import with this embedder).
-            raise ConflictError(
-                f"this store holds {dim}-dimensional vectors; the embedder "
-                f"{embedder.identity.name!r} gives {embedder.identity.dim}: a store keeps "
-                "one dimension, so move the facts to a new store (export, then import "
-                "with drop_embeddings=True into a Memory with this embedder)")
-        if state.embedder is None and state.reembed_target is None:
-            return [EmbedderRecorded(identity=mine, time=now)]
-        if not reembed:
-            held = state.embedder or state.reembed_target
-            assert held is not None
-            raise ConflictError(
-                f"this store's vectors come from the embedder {describe(held)}, not "
-                f"{describe(mine)}: pass reembed=True and call reembed() to rewrite "
-                "every vector with this one")
+    state = view.state
+    if state.embedder == mine and state.reembed_target is None:
         return []
+    dim = view.embedding_dim
+    if dim and dim != embedder.identity.dim:
+        # The projection's matrix has one width per generation: vectors of another
+        # width go into a new store (export, then import with this embedder).
+        raise ConflictError(
+            f"this store holds {dim}-dimensional vectors; the embedder "
+            f"{embedder.identity.name!r} gives {embedder.identity.dim}: a store keeps "
+            "one dimension, so move the facts to a new store (export, then import "
+            "with drop_embeddings=True into a Memory with this embedder)")
+    if state.embedder is None and state.reembed_target is None:
+        return [EmbedderRecorded(identity=mine, time=now)]
+    if not reembed:
+        held = state.embedder or state.reembed_target
+        assert held is not None
+        raise ConflictError(
+            f"this store's vectors come from the embedder {describe(held)}, not "
+            f"{describe(mine)}: pass reembed=True and call reembed() to rewrite "
+            "every vector with this one")
+    return []
 
-    if store.read_only:
-        store.read(decide)
-    else:
-        store.commit(decide)
-    return Pinned(mine)
+
+def pinned(embedder: Embedder) -> Pinned:
+    """The identity :func:`pin` records for ``embedder``."""
+    return Pinned(identity_json(embedder.identity))
 
 
 def check_current(view: View, pinned: Pinned) -> None:

@@ -195,6 +195,8 @@ REFUSED: list[tuple[str, dict[str, Any], dict[str, Any], type[HolomemError]]] = 
     ("custom recency not supplied", {"recency": "custom:mine"}, {}, InvalidError),
     ("another embedder's vectors", {"historicalWeight": 0.5}, {"embedder": Toy("other")},
      ConflictError),
+    ("an identity outside its limits", {"historicalWeight": 0.5},
+     {"embedder": Toy("bad", 0)}, InvalidError),
     ("a name the embedder given disagrees with", {"embedder": "minilm"},
      {"embedder": Toy()}, InvalidError),
 ]

@@ -146,6 +146,32 @@ def test_a_reembed_cut_short_goes_on_where_it_stopped(tmp_path: Path,
         memory.remember("one more")  # pinned now: no conflict
 
 
+@pytest.mark.parametrize("go", ["back", "on"])
+def test_a_stopped_reembed_says_it_is_under_way_and_how_to_finish_it_or_go_back(
+        store: Store, clock: ManualClock, go: str) -> None:
+    """Opening with the embedder a stopped re-embed started from said its vectors came
+    "from 'fake' (digest 1111…), not 'fake' (digest 1111…)"; the message now names the
+    re-embed, its target, and both ways out, and each way out works."""
+    Memory(store, clock=clock, embedder=Fake("1")).remember_many(
+        [{"text": f"fact {i}"} for i in range(30)])
+    with pytest.raises(RuntimeError):
+        Memory(store, clock=clock, embedder=Fake("2", fail_after=2),
+               reembed=True).reembed(batch_size=5)
+    for version, role in (("1", "go back"), ("2", "finish it")):
+        with pytest.raises(ConflictError) as info:
+            Memory(store, clock=clock, embedder=Fake(version))
+        message = info.value.message
+        assert "re-embed" in message and "under way" in message, message
+        assert "digest 222222222222" in message and role in message, message
+        assert ", not " not in message, message  # (the old message's contradiction)
+    revision = store.revision
+    chosen = Fake("1" if go == "back" else "2")
+    assert Memory(store, clock=clock, embedder=chosen, reembed=True).reembed() > 0
+    assert store.revision > revision
+    memory = Memory(store, clock=clock, embedder=chosen)  # no conflict: one model again
+    assert all(vec == vector_of(chosen, text) for text, vec in written(memory).items())
+
+
 def _identity(**changes: object) -> EmbedderIdentity:
     fields: dict[str, object] = {"name": "fake", "digest": "1" * 64, "dim": DIM,
                                  "normalized": True, "pooling": "mean", "max_tokens": 64}

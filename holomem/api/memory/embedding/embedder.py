@@ -142,7 +142,7 @@ def pin(view: View, embedder: Embedder, reembed: bool, now: int) -> list[Event]:
     with the configuration's event, so that a refused Memory records neither.
 
     Errors: ``conflict`` when the store holds another embedder's vectors (or vectors
-    of another dimension) and ``reembed`` is False.
+    of another dimension), or a re-embed is under way, and ``reembed`` is False.
     """
     mine = identity_json(embedder.identity)
     state = view.state
@@ -159,14 +159,26 @@ def pin(view: View, embedder: Embedder, reembed: bool, now: int) -> list[Event]:
             "with drop_embeddings=True into a Memory with this embedder)")
     if state.embedder is None and state.reembed_target is None:
         return [EmbedderRecorded(identity=mine, time=now)]
-    if not reembed:
-        held = state.embedder or state.reembed_target
-        assert held is not None
+    if reembed:
+        return []
+    target = state.reembed_target
+    if target is None:
+        assert state.embedder is not None  # (neither is None: handled above)
         raise ConflictError(
-            f"this store's vectors come from the embedder {describe(held)}, not "
+            f"this store's vectors come from the embedder {describe(state.embedder)}, not "
             f"{describe(mine)}: pass reembed=True and call reembed() to rewrite "
             "every vector with this one")
-    return []
+    # A re-embed that stopped before its end: the vectors are partly the target's.
+    def this(raw: bytes | None) -> str:
+        return " (this one)" if raw == mine else ""
+
+    was = f"from the embedder {describe(state.embedder)} " if state.embedder else ""
+    raise ConflictError(
+        f"a re-embed of this store's vectors {was}to {describe(target)} is under way: "
+        "it stopped before its end, so the vectors are partly each embedder's. To "
+        f"finish it, open with the embedder it goes to{this(target)} and reembed=True, "
+        "then call reembed()" + (f"; to go back, do the same with the one it started "
+                                 f"from{this(state.embedder)}" if state.embedder else ""))
 
 
 def pinned(embedder: Embedder) -> Pinned:

@@ -271,6 +271,21 @@ def test_any_refused_memory_leaves_the_store_as_it_was(
             assert store_as_it_is(store) == before
 
 
+def test_a_recorded_configuration_this_version_refuses_is_named_and_persist_replaces_it(
+        store: Store, clock: ManualClock) -> None:
+    """A store written before names were matched whole may have recorded
+    "expired-ttl\n", which applied no forgetting without a word: opening it now says
+    the recorded configuration is refused, and persist=True still records another."""
+    store.commit(lambda view: [ConfigRecorded(config=b'{"forgetting": "expired-ttl\\n"}',
+                                              time=1)])
+    with pytest.raises(InvalidError, match="recorded configuration is refused"):
+        Memory(store, clock=clock)
+    with pytest.raises(InvalidError, match="persist=True"):
+        Memory(store, LATEST, clock=clock)
+    assert Memory(store, LATEST, clock=clock, persist=True).config == LATEST
+    assert Memory(store, clock=clock).config == LATEST
+
+
 def test_two_memories_racing_over_a_new_store_record_one_configuration(
         tmp_path: Path, clock: ManualClock) -> None:
     import threading

@@ -65,9 +65,20 @@ def same_policies(a: MemoryConfig, b: MemoryConfig) -> bool:
 def decide(recorded: bytes | None, given: MemoryConfig | None,
            initial: MemoryConfig | None, persist: bool) -> tuple[MemoryConfig, bool]:
     """The configuration a new Memory applies over a store that recorded ``recorded``
-    (None: nothing yet), and whether the store must record it. Errors: ``conflict``
-    (``given`` differs from the recorded one, without ``persist``)."""
-    stored = config_from_json(recorded) if recorded is not None else None
+    (None: nothing yet), and whether the store must record it. A recorded one that
+    this version refuses (written before a check it fails existed) is replaced by a
+    configuration given with ``persist``. Errors: ``conflict`` (``given`` differs from
+    the recorded one, without ``persist``), ``invalid_request`` (the recorded one is
+    refused, and no configuration is given with ``persist`` to replace it)."""
+    try:
+        stored = config_from_json(recorded) if recorded is not None else None
+    except InvalidError as exc:
+        if given is not None and persist:
+            return given, True
+        raise InvalidError(
+            f"this store's recorded configuration is refused ({exc.message}): record "
+            "another with Memory(store, config, persist=True) (from the shell, holomem "
+            "config STORE --set FILE)") from exc
     if given is None:
         config = stored or initial or MemoryConfig()
         return config, stored is None

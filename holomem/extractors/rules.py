@@ -7,7 +7,8 @@ store: text in, fact inputs out).
 
 **What it reads.** The first :data:`MAX_CHARS` characters of each turn, NFKC-normalised,
 cut into sentences (at ``.``, ``!``, ``?`` and ``;`` followed by a space, and at line
-breaks) and each sentence into clauses (at commas, colons, dashes, brackets, and before
+breaks), every run of spaces, tabs and other whitespace in a sentence read as one space,
+and each sentence into clauses (at commas, colons, dashes, brackets, and before
 ``but``, ``so``, ``because``, ``when`` …, and before ``and`` when a new subject follows).
 Turns said by ``system``, ``developer``, ``tool``, ``function`` and ``assistant`` are not
 read (``skip_speakers``): what an assistant says about itself is not a fact about a
@@ -314,9 +315,13 @@ class RuleExtractor:
         words = unicodedata.normalize("NFKC", text[:MAX_CHARS]).translate(_APOSTROPHES)
         out: list[Found] = []
         for sentence in _SENTENCES.split(words, maxsplit=MAX_SENTENCES)[:MAX_SENTENCES]:
+            # Every run of whitespace is read as one space: no rule tells one space from
+            # several, and a pattern that begins at each position of a long run (the
+            # clause cuts do) would cost the run's length squared.
+            sentence = " ".join(sentence.split())
             if not _readable(sentence):
                 continue
-            for clause in _CLAUSES.split(sentence.strip()):
+            for clause in _CLAUSES.split(sentence):
                 found = _clause(clause.strip().rstrip(".!;"), who, owner)
                 if found is not None and found not in out and _takeable(found):
                     out.append(found)

@@ -30,9 +30,12 @@ GEN_TMP_SUFFIX = ".tmp"
 TMP_SUFFIX = ".tmp"
 SEGMENT_PREFIX = "seg-"
 SEGMENT_SUFFIX = ".hlj"
-GEN_RE = re.compile(r"^gen-(\d{8})$")
-GEN_TMP_RE = re.compile(r"^gen-(\d{8})\.tmp$")
-SEGMENT_RE = re.compile(r"^seg-(\d{8})\.hlj$")
+# A name is one of these only when it is exactly the pattern: ASCII digits (\d would also
+# take other scripts' digits, which int() reads) and nothing after (``$`` would also take
+# a final line break), so that a stray file such as "seg-00000001.hlj\n" is no segment.
+GEN_RE = re.compile(r"\Agen-([0-9]{8})\Z")
+GEN_TMP_RE = re.compile(r"\Agen-([0-9]{8})\.tmp\Z")
+SEGMENT_RE = re.compile(r"\Aseg-([0-9]{8})\.hlj\Z")
 #: The text segment, the one derived file (in the generation directory; FORMAT.md §9).
 TEXT_FILE = "text.seg"
 #: The watermark: the last transaction known durable (in the generation directory; §7.1).
@@ -41,7 +44,7 @@ WATERMARK_FILE = "watermark"
 #: ``checkpoint-<sequence number, 16 digits>.hck``.
 CHECKPOINT_PREFIX = "checkpoint-"
 CHECKPOINT_SUFFIX = ".hck"
-CHECKPOINT_RE = re.compile(r"^checkpoint-(\d{16})\.hck$")
+CHECKPOINT_RE = re.compile(r"\Acheckpoint-([0-9]{16})\.hck\Z")
 #: Beside the store directory: where bytes cut by recovery or fsck are kept (§7).
 BACKUP_SUFFIX = ".fsck-backup"
 #: A backup file's name ends in this.

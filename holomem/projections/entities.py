@@ -91,8 +91,13 @@ class Entities:
         for name, posting in self._slots.items():
             yield name, np.frombuffer(posting, dtype=np.int32).astype(np.int64)
 
-    def names(self) -> list[str]:
-        """Every entity that some live document carries."""
-        alive = self.catalog.alive.view()
+    def names(self, within: np.ndarray | None = None) -> list[str]:
+        """Every entity that some live document carries (one of the slots ``within``,
+        when given), sorted."""
+        carried = self.catalog.alive.view()
+        if within is not None:
+            carried = np.zeros(len(carried), dtype=bool)
+            carried[within] = True
+            carried &= self.catalog.alive.view()
         return sorted(e for e, p in self._slots.items()
-                      if alive[np.frombuffer(p, dtype=np.int32)].any())
+                      if carried[np.frombuffer(p, dtype=np.int32)].any())

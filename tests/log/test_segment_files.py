@@ -69,3 +69,24 @@ def test_an_empty_generation_directory_is_refused(tmp_path: object) -> None:
         os.remove(seg)
     with pytest.raises(CorruptError):
         Journal.open(store)
+
+
+@pytest.mark.parametrize("read_only", [True, False], ids=["follower", "writer"])
+def test_a_file_only_named_like_a_segment_or_generation_is_not_the_stores(
+        tmp_path: object, read_only: bool) -> None:
+    """A name is the store's only when it is exactly the form FORMAT.md §1 gives: one
+    with a line break after it, or with another script's digits, is never read (it
+    was: a stray "seg-00000001.hlj\\n" counted as a second segment 1 and the store no
+    longer opened)."""
+    store = _store(tmp_path)
+    with Journal.open(store, read_only=True) as j:
+        before = list(j.replay())
+    first = surgery.segment_paths(store)[0]
+    gen = surgery.generation_dirs(store)[0]
+    shutil.copy(first, first + "\n")
+    arabic_indic = "".join(chr(0x0660 + int(d)) for d in "00000004")  # int() reads them
+    shutil.copy(first, os.path.join(gen, f"seg-{arabic_indic}.hlj"))
+    shutil.copytree(gen, os.path.join(store, "gen-00000009\n"))
+    with Journal.open(store, read_only=read_only) as j:
+        assert j.generation == 1
+        assert list(j.replay()) == before

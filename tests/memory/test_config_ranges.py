@@ -131,6 +131,33 @@ def test_a_negative_half_life_is_refused_before_any_request(tmp_path: Any) -> No
         Memory(store, _build({"recency": {"exponential": {"halfLifeMs": -5}}}))
 
 
+#: A valid name of each field that takes one (any other spelling is refused).
+NAMES = [("supersession", "latest-by-subject"), ("supersession", "custom:mine"),
+         ("forgetting", "expired-ttl"), ("forgetting", "none"), ("recency", "none"),
+         ("consolidation", "custom:merge"), ("entityExtractor", "regex"),
+         ("embedder", "minilm")]
+
+
+@pytest.mark.parametrize(("field", "name"), NAMES, ids=[f"{f}={n}" for f, n in NAMES])
+def test_a_name_is_valid_only_whole_never_with_a_line_break_after_it(
+        tmp_path: Any, field: str, name: str) -> None:
+    """Python's ``$`` also matches before a final line break: "expired-ttl\n" passed
+    every check, then named no policy (Memory raised KeyError; config_from_json took it
+    and forgetting silently selected nothing)."""
+    attribute = {"entityExtractor": "entity_extractor"}.get(field, field)
+    with Store.open(tmp_path / "s", sync="none") as store:
+        for spelled in (name + "\n", name + "\n\n", name + "\r\n", "\n" + name):
+            built = MemoryConfig(**{attribute: spelled})
+            with pytest.raises(InvalidError, match=field):
+                config_from_json(json.dumps({field: spelled}))
+            with pytest.raises(InvalidError, match=field):
+                checks.memory_config({field: spelled})
+            with pytest.raises(InvalidError, match=field):
+                checks.memory_config(built)
+            with pytest.raises(InvalidError, match=field):
+                Memory(store, built, persist=True)
+
+
 def test_memory_config_refuses_what_is_not_a_config() -> None:
     for value in (None, 3, "none", ["recency"], {"recency": "daily"}, {"colour": 1}):
         with pytest.raises(InvalidError):

@@ -10,6 +10,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -143,6 +144,82 @@ def test_a_reembed_cut_short_goes_on_where_it_stopped(tmp_path: Path,
         assert memory.reembed(batch_size=5) == 15  # the 15 the first run did not reach
         assert all(vec == vector_of(Fake("2"), text) for text, vec in written(memory).items())
         memory.remember("one more")  # pinned now: no conflict
+
+
+@pytest.mark.parametrize("go", ["back", "on"])
+def test_a_stopped_reembed_says_it_is_under_way_and_how_to_finish_it_or_go_back(
+        store: Store, clock: ManualClock, go: str) -> None:
+    """Opening with the embedder a stopped re-embed started from said its vectors came
+    "from 'fake' (digest 1111…), not 'fake' (digest 1111…)"; the message now names the
+    re-embed, its target, and both ways out, and each way out works."""
+    Memory(store, clock=clock, embedder=Fake("1")).remember_many(
+        [{"text": f"fact {i}"} for i in range(30)])
+    with pytest.raises(RuntimeError):
+        Memory(store, clock=clock, embedder=Fake("2", fail_after=2),
+               reembed=True).reembed(batch_size=5)
+    for version, role in (("1", "go back"), ("2", "finish it")):
+        with pytest.raises(ConflictError) as info:
+            Memory(store, clock=clock, embedder=Fake(version))
+        message = info.value.message
+        assert "re-embed" in message and "under way" in message, message
+        assert "digest 222222222222" in message and role in message, message
+        assert ", not " not in message, message  # (the old message's contradiction)
+    revision = store.revision
+    chosen = Fake("1" if go == "back" else "2")
+    assert Memory(store, clock=clock, embedder=chosen, reembed=True).reembed() > 0
+    assert store.revision > revision
+    memory = Memory(store, clock=clock, embedder=chosen)  # no conflict: one model again
+    assert all(vec == vector_of(chosen, text) for text, vec in written(memory).items())
+
+
+def _identity(**changes: object) -> EmbedderIdentity:
+    fields: dict[str, object] = {"name": "fake", "digest": "1" * 64, "dim": DIM,
+                                 "normalized": True, "pooling": "mean", "max_tokens": 64}
+    return EmbedderIdentity(**{**fields, **changes})  # type: ignore[arg-type]
+
+
+class Pinned(Fake):
+    """A Fake whose identity says what a test makes it say (its vectors stay DIM wide)."""
+
+    def __init__(self, identity: EmbedderIdentity) -> None:
+        super().__init__()
+        self.identity = identity
+
+
+#: Identities no store can be pinned to: each field's type and limits.
+BAD_IDENTITIES = [
+    {"dim": 0}, {"dim": -3}, {"dim": "16"}, {"dim": 10**12}, {"dim": 2**70}, {"dim": True},
+    {"dim": 8193}, {"dim": 8.0}, {"name": ""}, {"name": 3}, {"name": "x" * 257},
+    {"name": "a\nb"}, {"digest": ""}, {"digest": None}, {"digest": "d" * 257},
+    {"pooling": 3}, {"pooling": "p" * 257}, {"normalized": "yes"}, {"normalized": 1},
+    {"max_tokens": 0}, {"max_tokens": True}, {"max_tokens": 2**31}, {"max_tokens": "64"},
+]
+
+
+@pytest.mark.parametrize("changes", BAD_IDENTITIES, ids=[repr(c)[:40] for c in BAD_IDENTITIES])
+def test_an_identity_outside_its_limits_is_invalid_and_nothing_is_recorded(
+        store: Store, clock: ManualClock, changes: dict[str, object]) -> None:
+    """EmbedderIdentity's constructor checks nothing: dim=0 (or "16", or 10**12) was
+    recorded, pinning the store to an embedder that can never work, and dim=True gave
+    a raw TypeError at the first remember."""
+    revision = store.revision
+    with pytest.raises(InvalidError, match=f"identity.{next(iter(changes))}"):
+        Memory(store, clock=clock, embedder=Pinned(_identity(**changes)))
+    assert store.revision == revision
+    assert store.read(lambda view: view.state.embedder) is None
+    Memory(store, clock=clock, embedder=Fake()).remember("She works as a nurse")
+
+
+@pytest.mark.parametrize("changes", [{"dim": 1}, {"dim": 8192}, {"name": "n" * 256},
+                                     {"digest": "d" * 256}, {"pooling": ""},
+                                     {"max_tokens": 2**31 - 1}, {"normalized": False}])
+def test_an_identity_at_its_limits_is_recorded(store: Store, clock: ManualClock,
+                                               changes: dict[str, object]) -> None:
+    identity = _identity(**changes)
+    Memory(store, clock=clock, embedder=Pinned(identity))
+    recorded = store.read(lambda view: view.state.embedder)
+    assert recorded is not None and msgspec.json.decode(recorded,
+                                                        type=EmbedderIdentity) == identity
 
 
 def test_an_embedder_of_another_dimension_is_a_conflict(store: Store,

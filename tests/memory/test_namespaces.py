@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from holomem import (
     InvalidError,
@@ -115,6 +117,45 @@ def test_list_explain_and_the_holographic_ops_stay_in_their_prefix(filled: Memor
     with pytest.raises(NotFoundError, match="alice-city-1"):
         filled.explain("lives Paris", "alice-city-1", namespace=BOB)
     assert filled.explain("lives Paris", "alice-city-1", namespace=ALICE).rank == 1
+
+
+def test_related_within_a_namespace_neither_compares_nor_counts_anothers_names(
+        memory: Memory) -> None:
+    """``compared`` counted every namespace's entity names (and the algebra scored
+    them all, so a false positive could have named another tenant's entity)."""
+    memory.remember(text="Alice met Bob", entities=["Alice", "Bob"], namespace=ALICE)
+    alone = memory.related("Alice", namespace=ALICE)
+    for i in range(5):
+        memory.remember(text=f"other tenant {i}", entities=[f"Client{i}"], namespace=BOB)
+    assert memory.related("Alice", namespace=ALICE) == alone
+    assert alone.compared == 1 and [h.entity for h in alone.results] == ["Bob"]
+    assert memory.related("Alice").compared == 6  # the root: every name in the store
+
+
+_NAMESPACES = [ALICE, ALICE_WORK, BOB]
+_PEOPLE = ["Alice", "Bob", "Carol", "Dan", "Eve"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(facts=st.lists(st.tuples(
+    st.sampled_from(range(len(_NAMESPACES))),
+    st.lists(st.sampled_from([*_PEOPLE, "Zed", "Yann"]), min_size=1, max_size=3,
+             unique=True)), min_size=1, max_size=12),
+       entity=st.sampled_from(_PEOPLE), k=st.integers(1, 4))
+def test_related_within_a_namespace_answers_as_a_store_of_its_facts_alone(
+        tmp_path_factory: pytest.TempPathFactory, facts: list[tuple[int, list[str]]],
+        entity: str, k: int) -> None:
+    def related(only_alice: bool) -> object:
+        with Store.open(tmp_path_factory.mktemp("ns") / "s", sync="none") as store:
+            memory = Memory(store, clock=ManualClock(1_000))
+            for i, (ns, names) in enumerate(facts):
+                if not only_alice or _NAMESPACES[ns][:2] == ALICE:
+                    memory.remember(id=f"f{i}", text=" and ".join(names) + " met",
+                                    entities=names, namespace=_NAMESPACES[ns])
+            return memory.related(entity, k=k, namespace=ALICE)
+
+    assert related(only_alice=False) == related(only_alice=True)
 
 
 def test_contradiction_pairs_never_cross_namespaces(store: Store, clock: ManualClock) -> None:

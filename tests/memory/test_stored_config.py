@@ -8,14 +8,31 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from holomem import ConflictError, InvalidError, ManualClock, Memory, MemoryConfig, Store
+from holomem import (
+    ConflictError,
+    HolomemError,
+    InvalidError,
+    ManualClock,
+    Memory,
+    MemoryConfig,
+    Store,
+    UnavailableError,
+)
 from holomem.api.memory.config import ForgettingConfig
 from holomem.api.memory.policies import Links
+from holomem.embedders import EmbedderIdentity
 from holomem.events import ConfigRecorded
+from holomem.projections import vectorindex
 
 LATEST = MemoryConfig(supersession="latest-by-subject")
 
@@ -141,6 +158,132 @@ def test_policies_must_be_named_callables(store: Store) -> None:
         Memory(store, policies={"x": 3})  # type: ignore[dict-item]
     with pytest.raises(InvalidError):
         Memory(store, policies=[("x", print)])  # type: ignore[arg-type]
+
+
+class Toy:
+    """An embedder whose identity a test names (every vector the same, ``dim`` wide)."""
+
+    def __init__(self, name: str = "toy", dim: object = 8) -> None:
+        self.identity = EmbedderIdentity(name=name, digest="0" * 64, dim=dim,  # type: ignore[arg-type]
+                                         normalized=True, pooling="mean", max_tokens=9)
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.ones((len(texts), 8), dtype=np.float32)
+
+
+def nothing(*args: object) -> Any:
+    return None
+
+
+def store_as_it_is(store: Store) -> tuple[int, bytes | None, bytes | None]:
+    """What a refused Memory must leave as it was: the revision (no transaction at all),
+    the recorded configuration and the recorded embedder identity."""
+    return store.read(lambda view: (store.revision, view.state.memory_config,
+                                    view.state.embedder))
+
+
+#: Memory(...) calls each refused, with what refuses them: what they name that cannot be
+#: applied is found only after the configuration was decided.
+REFUSED: list[tuple[str, dict[str, Any], dict[str, Any], type[HolomemError]]] = [
+    ("unknown embedder", {"embedder": "nosuch"}, {}, InvalidError),
+    ("custom forgetting not supplied", {"forgetting": "custom:mine"}, {}, InvalidError),
+    ("custom supersession not supplied", {"supersession": "custom:mine"},
+     {"policies": {"other": nothing}}, InvalidError),
+    ("custom consolidation not supplied", {"consolidation": "custom:mine"}, {},
+     InvalidError),
+    ("custom extractor not supplied", {"entityExtractor": "custom:mine"}, {}, InvalidError),
+    ("custom recency not supplied", {"recency": "custom:mine"}, {}, InvalidError),
+    ("another embedder's vectors", {"historicalWeight": 0.5}, {"embedder": Toy("other")},
+     ConflictError),
+    ("an identity outside its limits", {"historicalWeight": 0.5},
+     {"embedder": Toy("bad", 0)}, InvalidError),
+    ("a name the embedder given disagrees with", {"embedder": "minilm"},
+     {"embedder": Toy()}, InvalidError),
+]
+
+
+#: Each refusal over a new store and over one in use (a conflict needs one in use).
+CASES = [(fresh, *case) for case in REFUSED for fresh in (True, False)
+         if not (fresh and case[3] is ConflictError)]
+
+
+@pytest.mark.parametrize(("fresh", "label", "config", "kwargs", "error"), CASES,
+                         ids=[f"{c[1]}, {'new store' if c[0] else 'in use'}" for c in CASES])
+def test_a_refused_memory_records_nothing_and_the_store_opens_as_before(
+        store: Store, clock: ManualClock, fresh: bool, label: str, config: dict[str, Any],
+        kwargs: dict[str, Any], error: type[HolomemError]) -> None:
+    """The configuration was recorded before the checks that refused it: the store
+    then held a configuration no Memory could apply, and never opened again."""
+    if not fresh:
+        Memory(store, LATEST, clock=clock, embedder=Toy()).remember("Ann lives in Oslo")
+    before = store_as_it_is(store)
+    with pytest.raises(error):
+        Memory(store, config, clock=clock, persist=not fresh, **kwargs)
+    assert store_as_it_is(store) == before, label
+    memory = Memory(store, clock=clock, embedder=Toy())
+    assert memory.config == (MemoryConfig() if fresh else LATEST)
+
+
+def test_approximate_search_without_usearch_records_nothing(
+        store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vectorindex, "available", lambda: False)
+    with pytest.raises(UnavailableError):
+        Memory(store, {"vectorSearch": "approximate", "supersession": "latest-by-subject"},
+               clock=clock)
+    assert store_as_it_is(store) == (0, None, None)
+
+
+_NAMES = st.sampled_from(["none", "custom:mine"])
+_ATTEMPT = st.fixed_dictionaries({}, optional={
+    "supersession": st.sampled_from(["none", "latest-by-subject", "custom:mine"]),
+    "forgetting": st.sampled_from(["none", "expired-ttl", "custom:gone"]),
+    "recency": _NAMES, "consolidation": _NAMES,
+    "entityExtractor": st.sampled_from(["none", "regex", "custom:mine"]),
+    "historicalWeight": st.sampled_from([0.5, 1.0]),
+    "embedder": st.sampled_from(["nosuch", "toy"]),
+})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(used=st.sampled_from(["new", "configured", "embedded"]),
+       config=st.none() | _ATTEMPT,
+       supplied=st.lists(st.sampled_from(["mine", "gone"]), unique=True),
+       persist=st.booleans(), reembed=st.booleans(),
+       embedder=st.sampled_from([None, "toy", "other", "wide", "bad"]))
+def test_any_refused_memory_leaves_the_store_as_it_was(
+        tmp_path_factory: pytest.TempPathFactory, used: str, config: dict[str, Any] | None,
+        supplied: list[str], persist: bool, reembed: bool, embedder: str | None) -> None:
+    embedders = {"toy": Toy(), "other": Toy("other"), "wide": Toy("wide", 16),
+                 "bad": Toy("bad", True)}
+    with Store.open(tmp_path_factory.mktemp("r") / "s", sync="none") as store:
+        clock = ManualClock(1_000)
+        if used != "new":
+            first = Memory(store, LATEST, clock=clock,
+                           embedder=Toy() if used == "embedded" else None)
+            first.remember("Ann lives in Oslo", embedding=[1.0] * 8)
+        before = store_as_it_is(store)
+        try:
+            Memory(store, config, clock=clock, persist=persist, reembed=reembed,
+                   policies={name: nothing for name in supplied},
+                   embedder=embedders[embedder] if embedder else None)
+        except HolomemError:
+            assert store_as_it_is(store) == before
+
+
+def test_a_recorded_configuration_this_version_refuses_is_named_and_persist_replaces_it(
+        store: Store, clock: ManualClock) -> None:
+    """A store written before names were matched whole may have recorded
+    "expired-ttl\n", which applied no forgetting without a word: opening it now says
+    the recorded configuration is refused, and persist=True still records another."""
+    store.commit(lambda view: [ConfigRecorded(config=b'{"forgetting": "expired-ttl\\n"}',
+                                              time=1)])
+    with pytest.raises(InvalidError, match="recorded configuration is refused"):
+        Memory(store, clock=clock)
+    with pytest.raises(InvalidError, match="persist=True"):
+        Memory(store, LATEST, clock=clock)
+    assert Memory(store, LATEST, clock=clock, persist=True).config == LATEST
+    assert Memory(store, clock=clock).config == LATEST
 
 
 def test_two_memories_racing_over_a_new_store_record_one_configuration(

@@ -22,7 +22,7 @@ from holomem.errors import (
     WrongKeyError,
 )
 from holomem.log.backend import open_journal
-from holomem.log.stream import follow, publisher, record
+from holomem.log.stream import follow, publisher, record, url
 from holomem.log.stream.journal import StreamJournal
 from holomem.log.stream.publisher import Item, Message
 
@@ -464,3 +464,15 @@ def test_a_generation_record_of_a_later_version_is_refused_by_name() -> None:
     later = json.dumps(dict(json.loads(raw), version=record.VERSION + 1)).encode()
     with pytest.raises(FormatVersionError, match=f"version {record.VERSION + 1}"):
         record.Record.decode(later, "nats://x/s")
+
+
+@pytest.mark.parametrize("address", [
+    "nats://h:4222/ab\nc", "nats://h:4222/abc\n", "nats://h:4222/a\tb", "nats://h:42\r22/s",
+    "nats://h:\u00b2/s", "nats://h:\u0664\u0662\u0662\u0662/s"])
+def test_an_address_with_a_control_character_or_a_port_in_other_digits_is_invalid(
+        address: str) -> None:
+    """URL parsing drops tabs and line breaks ("ab\\nc" named the store "abc"), and
+    str.isdigit takes "²" (then int() raised ValueError) and Arabic-Indic digits: each is
+    ``invalid_request`` before anything connects."""
+    with pytest.raises(InvalidError):
+        url.parse(address)

@@ -156,23 +156,32 @@ CUSTOM_PREFIX = "custom:"
 _CUSTOM = r"custom:[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 
 
+def _whole(pattern: str) -> str:
+    r"""A pattern that only a whole string matches. msgspec checks a pattern with Python's
+    ``re.search``, whose ``$`` also matches before a final line break: "expired-ttl\n"
+    passed, then named no policy (a KeyError, or a policy silently not applied).
+    ``(?!\n)`` refuses that and, unlike ``\Z``, means the same to a JSON Schema validator
+    (the OpenAPI document carries these patterns)."""
+    return f"^(?:{pattern})(?!\\n)$"
+
+
 #: The forgetting policy's names: the built-in ``expired-ttl`` is
 #: ``ForgettingConfig(expired_ttl=True)`` (facts whose time to live has run out).
 ForgettingName = Annotated[str, msgspec.Meta(
-    pattern=f"^(none|expired-ttl|{_CUSTOM})$",
+    pattern=_whole(f"none|expired-ttl|{_CUSTOM}"),
     description='"none", "expired-ttl" or "custom:NAME"')]
 
 
 SupersessionName = Annotated[str, msgspec.Meta(
-    pattern=f"^(none|latest-by-subject|{_CUSTOM})$",
+    pattern=_whole(f"none|latest-by-subject|{_CUSTOM}"),
     description='"none", "latest-by-subject" or "custom:NAME"')]
 
 
 ExtractorName = Annotated[str, msgspec.Meta(
-    pattern=f"^(none|regex|{_CUSTOM})$", description='"none", "regex" or "custom:NAME"')]
+    pattern=_whole(f"none|regex|{_CUSTOM}"), description='"none", "regex" or "custom:NAME"')]
 
 
-PolicyName = Annotated[str, msgspec.Meta(pattern=f"^(none|{_CUSTOM})$",
+PolicyName = Annotated[str, msgspec.Meta(pattern=_whole(f"none|{_CUSTOM}"),
                                          description='"none" or "custom:NAME"')]
 
 
@@ -192,7 +201,8 @@ class FusionConfig(_Config, frozen=True):
 
 
 EmbedderName = Annotated[str, msgspec.Meta(
-    pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$", description='a built-in embedder, e.g. "minilm"')]
+    pattern=_whole(r"[a-z0-9][a-z0-9._-]{0,63}"),
+    description='a built-in embedder, e.g. "minilm"')]
 
 
 class MemoryConfig(_Config, frozen=True):

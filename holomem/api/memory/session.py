@@ -4,7 +4,10 @@ Owns: :class:`Session` — the store, the clock, the configuration in force
 (docs/contract.md §4c: recorded by the first Memory, used by every later one and every
 door, changed only with ``persist``; :func:`settle`), the policies (the caller's own
 named ``custom:NAME`` among them), the embedder and the identity the store pinned for
-it, and the observers. Every concept's ``calls`` module takes a Session as its first
+it, and the observers. A new session decides all of them from one view of the store
+and records what the store must learn (its configuration, its embedder's identity) in
+one transaction, only once every check passed: a Memory that is refused writes
+nothing. Every concept's ``calls`` module takes a Session as its first
 argument; ``Memory`` holds one and hands it on. The ``with_*`` calls return a copy
 with one policy replaced (in this process only: nothing a ``with_*`` call sets is
 recorded). Imports the engine, the events, the policies, the types and the embedder
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Mapping
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 import msgspec
 
@@ -59,40 +62,108 @@ def same_policies(a: MemoryConfig, b: MemoryConfig) -> bool:
             == config_to_json(msgspec.structs.replace(b, vector_search="auto")))
 
 
-def settle(store: Store, given: MemoryConfig | None, initial: MemoryConfig | None,
-           persist: bool, now: int) -> MemoryConfig:
-    """The configuration a new Memory applies, recording it when the store needs it.
-
-    Decided again under the write lock, so two Memory values created at once over a
-    new store cannot record two configurations unnoticed.
-    """
-    chosen: list[MemoryConfig] = []
-
-    def decide(recorded: bytes | None) -> tuple[MemoryConfig, bool]:
+def decide(recorded: bytes | None, given: MemoryConfig | None,
+           initial: MemoryConfig | None, persist: bool) -> tuple[MemoryConfig, bool]:
+    """The configuration a new Memory applies over a store that recorded ``recorded``
+    (None: nothing yet), and whether the store must record it. A recorded one that
+    this version refuses (written before a check it fails existed) is replaced by a
+    configuration given with ``persist``. Errors: ``conflict`` (``given`` differs from
+    the recorded one, without ``persist``), ``invalid_request`` (the recorded one is
+    refused, and no configuration is given with ``persist`` to replace it)."""
+    try:
         stored = config_from_json(recorded) if recorded is not None else None
-        if given is None:
-            config = stored or initial or MemoryConfig()
-            return config, stored is None
-        if stored is None or same_policies(stored, given):
-            return given, stored is None
-        if not persist:
-            raise ConflictError(
-                "this store's configuration differs from the one given: "
-                f"{config_to_json(stored).decode()} is recorded; omit the configuration to "
-                "use it, or record the new one (Memory(..., persist=True); from the shell, "
-                "holomem config STORE --set FILE)")
-        return given, True
+    except InvalidError as exc:
+        if given is not None and persist:
+            return given, True
+        raise InvalidError(
+            f"this store's recorded configuration is refused ({exc.message}): record "
+            "another with Memory(store, config, persist=True) (from the shell, holomem "
+            "config STORE --set FILE)") from exc
+    if given is None:
+        config = stored or initial or MemoryConfig()
+        return config, stored is None
+    if stored is None or same_policies(stored, given):
+        return given, stored is None
+    if not persist:
+        raise ConflictError(
+            "this store's configuration differs from the one given: "
+            f"{config_to_json(stored).decode()} is recorded; omit the configuration to "
+            "use it, or record the new one (Memory(..., persist=True); from the shell, "
+            "holomem config STORE --set FILE)")
+    return given, True
 
+
+class Settled(NamedTuple):
+    """What a new Memory applies, every check passed, and the events that tell the
+    store what it did not know yet (none when it knew it all)."""
+
+    config: MemoryConfig
+    policies: Policies
+    forgetting: ForgettingPolicy | None
+    consolidation: ConsolidationPolicy | None
+    embedder: Embedder | None
+    events: list[Event]
+
+
+class Opening(NamedTuple):
+    """What a new Memory was given (checked), to be settled against one view."""
+
+    given: MemoryConfig | None
+    initial: MemoryConfig | None
+    persist: bool
+    custom: Mapping[str, Callable[..., Any]]
+    embedder: object
+    reembed: bool
+    now: int
+
+    def settle(self, view: View) -> Settled:
+        """The configuration, policies and embedder a new Memory applies over the store
+        ``view`` shows, and the events that record what it must (docs/contract.md §4c,
+        §4e). A writer's Memory runs this under the write lock, so that two created at
+        once over a new store cannot record two configurations unnoticed, and commits
+        its events only if every check passed: a refused Memory records nothing.
+
+        Errors: ``invalid_request`` (a missing custom policy, a bad embedder),
+        ``conflict`` (another recorded configuration without ``persist``; another
+        embedder's vectors without ``reembed``), ``unavailable`` (a built-in embedder
+        whose model is not installed; ``vector_search="approximate"`` without the
+        ``ann`` extra).
+        """
+        state = view.state
+        config, record = decide(state.memory_config, self.given, self.initial, self.persist)
+        applied = Policies.from_config(config, self.custom)
+        if applied.vector_search == "approximate" and not vectorindex.available():
+            raise UnavailableError("vectorSearch \"approximate\" needs the usearch library: "
+                                   f"{vectorindex.INSTALL}")
+        forgetting: ForgettingPolicy | None = supplied_policy(
+            config.forgetting, self.custom, "forgetting policy")
+        consolidation: ConsolidationPolicy | None = supplied_policy(
+            config.consolidation, self.custom, "consolidation policy")
+        embedder = embedding.choose(self.embedder, config,
+                                    state.embedder or state.reembed_target)
+        events: list[Event] = []
+        if record:
+            events.append(ConfigRecorded(config=config_to_json(config), time=self.now))
+        if embedder is not None:
+            events.extend(embedding.pin(view, embedder, self.reembed, self.now))
+            if config.fusion == "default":
+                applied = applied._replace(fusion=EMBEDDER_FUSION)
+        return Settled(config, applied, forgetting, consolidation, embedder, events)
+
+
+def settle(store: Store, opening: Opening) -> Settled:
+    """:meth:`Opening.settle` over the store now; a writer commits its events in one
+    transaction (a follower records nothing)."""
     if store.read_only:
-        return decide(store.read(lambda view: view.state.memory_config))[0]
+        return store.read(opening.settle)
+    settled: list[Settled] = []
 
     def build(view: View) -> list[Event]:
-        config, record = decide(view.state.memory_config)
-        chosen[:] = [config]
-        return [ConfigRecorded(config=config_to_json(config), time=now)] if record else []
+        settled[:] = [opening.settle(view)]
+        return settled[0].events
 
     store.commit(build)
-    return chosen[0]
+    return settled[0]
 
 
 class Session:
@@ -124,8 +195,9 @@ class Session:
                 ``Memory.reembed`` must then rewrite them before remember or recall
                 embeds anything.
 
-        Errors: ``invalid_request`` (a bad configuration, a missing custom policy),
-        ``conflict`` (``config`` differs from the store's, without ``persist``; the
+        Errors (a Memory refused records nothing): ``invalid_request`` (a bad
+        configuration, a missing custom policy, an embedder whose identity is outside
+        its limits), ``conflict`` (``config`` differs from the store's, without ``persist``; the
         store's vectors are another embedder's, without ``reembed``),
         ``unavailable`` (a built-in embedder whose model is not installed;
         ``vector_search="approximate"`` without the ``ann`` extra).
@@ -134,29 +206,23 @@ class Session:
             raise InvalidError("Memory needs a holomem.Store")
         self.store = store
         self.clock: Clock = clock if clock is not None else SystemClock()
-        given = checks.memory_config(config) if config is not None else None
-        start = checks.memory_config(initial) if initial is not None else None
+        settled = settle(store, Opening(
+            given=checks.memory_config(config) if config is not None else None,
+            initial=checks.memory_config(initial) if initial is not None else None,
+            persist=persist, custom=checks.custom_policies(policies), embedder=embedder,
+            reembed=reembed, now=self.now_ms()))
         #: The configuration in force, checked whole (types and every number's range).
-        self.config = settle(store, given, start, persist, self.now_ms())
-        custom = checks.custom_policies(policies)
-        self.policies = Policies.from_config(self.config, custom)
-        if self.policies.vector_search == "approximate" and not vectorindex.available():
-            raise UnavailableError("vectorSearch \"approximate\" needs the usearch library: "
-                                   f"{vectorindex.INSTALL}")
+        self.config = settled.config
+        self.policies = settled.policies
         self.observers: list[Observer] = []
-        self.forgetting: ForgettingPolicy | None = supplied_policy(
-            self.config.forgetting, custom, "forgetting policy")
-        self.consolidation: ConsolidationPolicy | None = supplied_policy(
-            self.config.consolidation, custom, "consolidation policy")
-        held = store.read(lambda view: view.state.embedder or view.state.reembed_target)
+        self.forgetting = settled.forgetting
+        self.consolidation = settled.consolidation
         #: The embedder (None: recall is lexical unless a call brings a vector).
-        self.embedder: Embedder | None = embedding.choose(embedder, self.config, held)
+        self.embedder: Embedder | None = settled.embedder
         #: The embedder identity this session checks the store's against before it
         #: mixes a vector of its own with the store's (None: no embedder).
-        self.pinned = (embedding.settle(store, self.embedder, reembed, self.now_ms())
-                       if self.embedder is not None else None)
-        if self.embedder is not None and self.config.fusion == "default":
-            self.policies = self.policies._replace(fusion=EMBEDDER_FUSION)
+        self.pinned = (embedding.pinned(self.embedder) if self.embedder is not None
+                       else None)
         #: The Memory this session serves: what a custom forgetting or consolidation
         #: policy is handed (set by the Memory that holds the session).
         self.owner: Any = None

@@ -27,7 +27,9 @@ from urllib.parse import parse_qsl, urlsplit
 from holomem.errors import InvalidError
 
 SCHEME = "nats://"
-STORE_RE = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
+STORE_RE = re.compile(r"[A-Za-z0-9_-]{1,200}")  # (fullmatch: $ takes a final \n)
+_PORT_RE = re.compile(r"[0-9]{1,5}")  # (isdigit() takes "²", which int() refuses)
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 DEFAULT_LEASE = 10.0
 DEFAULT_TIMEOUT = 15.0
 MIN_LEASE = 1.0
@@ -87,6 +89,10 @@ def parse(path: str) -> Address:
     """The address of a ``nats://`` store. Errors: ``invalid_request``."""
     if not is_stream(path) or len(path) > 4096:
         raise InvalidError("a stream store is nats://HOST:PORT[,HOST:PORT]/STORE")
+    if _CONTROL_RE.search(path):
+        # urlsplit drops tabs and line breaks wherever they are: "s\nx" would be "sx".
+        raise InvalidError("a stream store's address holds no control characters "
+                           "(tabs, line breaks)")
     parts = urlsplit(path)
     hosts = [h.strip() for h in parts.netloc.split(",") if h.strip()]
     if not hosts or any("@" in h for h in hosts):
@@ -94,10 +100,10 @@ def parse(path: str) -> Address:
                            "in the address)")
     for h in hosts:
         host, _, port = h.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        if not host or not _PORT_RE.fullmatch(port) or not 0 < int(port) < 65536:
             raise InvalidError(f"server {h!r} is not HOST:PORT")
     store = parts.path.strip("/")
-    if not STORE_RE.match(store):
+    if not STORE_RE.fullmatch(store):
         raise InvalidError("the store name (after the servers) must be 1-200 letters, "
                            f"digits, '_' or '-', got {store!r}")
     opts: dict[str, str] = {}

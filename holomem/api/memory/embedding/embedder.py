@@ -2,8 +2,9 @@
 (docs/contract.md §4e).
 
 Owns: choosing the embedder (:func:`choose`: the caller's object, else the
-configuration's name, else the built-in the store recorded), pinning its identity in
-the store (:func:`settle`: recorded by the first writer; another identity is a
+configuration's name, else the built-in the store recorded) and checking its identity
+(:func:`check_identity`: the limits a store records one within), pinning that identity
+in the store (:func:`pin`: recorded by the first writer; another identity is a
 ``conflict``), embedding what a call did not bring a vector for (:func:`vectors`),
 and the batches of a re-embed (:func:`reembed_step`), resumable after a crash: its
 target is recorded first, each batch rewrites vectors in place, and the last one
@@ -21,7 +22,7 @@ from typing import NamedTuple
 import msgspec
 import numpy as np
 
-from holomem.api.engine import Store, View
+from holomem.api.engine import Store, View, validate
 from holomem.api.memory.config import MemoryConfig
 from holomem.api.memory.progress import Progress, offset
 from holomem.api.memory.remember.intake import Checked
@@ -38,6 +39,12 @@ MAX_REEMBED_BATCH = 4096
 #: Texts per call of the embedder, so that a long batch reports its progress as it goes
 #: (a text's vector never depends on the batch it is embedded in).
 EMBED_CHUNK = 128
+#: The longest name, digest or pooling an identity may give (characters).
+MAX_IDENTITY_CHARS = 256
+#: The widest vector an identity may give: the most numbers an embedding may hold.
+MAX_DIM = validate.MAX_EMBEDDING_DIM
+#: The most tokens an identity may say its embedder reads.
+MAX_TOKENS = 2**31 - 1
 
 
 def identity_json(identity: EmbedderIdentity) -> bytes:
@@ -51,32 +58,76 @@ def describe(raw: bytes) -> str:
            f"{str(ident.get('digest'))[:12]}…)"
 
 
+def _text(value: object, field: str, *, empty: bool = False) -> None:
+    if not isinstance(value, str) or (not value and not empty) \
+            or len(value) > MAX_IDENTITY_CHARS or any(c < " " or c == "\x7f" for c in value):
+        least = 0 if empty else 1
+        raise InvalidError(f"the embedder's identity.{field} must be a string of {least} to "
+                           f"{MAX_IDENTITY_CHARS} characters without control characters, "
+                           f"not {repr(value)[:40]} ({type(value).__name__})")
+
+
+def _whole(value: object, field: str, most: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise InvalidError(f"the embedder's identity.{field} must be a whole number from 1 "
+                           f"to {most:,}, not {repr(value)[:40]} ({type(value).__name__})")
+
+
+def check_identity(identity: object) -> EmbedderIdentity:
+    """``identity``, checked to be one a store can record and an embedder can meet:
+    ``name`` and ``digest`` 1 to :data:`MAX_IDENTITY_CHARS` characters, ``pooling`` at
+    most that many, none with a control character; ``dim`` a whole number from 1 to
+    :data:`MAX_DIM`; ``normalized`` a bool; ``max_tokens`` from 1 to :data:`MAX_TOKENS`.
+    A Struct's constructor checks nothing, so ``EmbedderIdentity(dim=0)`` is only
+    refused here, before anything is recorded. Errors: ``invalid_request``."""
+    if not isinstance(identity, EmbedderIdentity):
+        raise InvalidError("embedder must have an identity (EmbedderIdentity) and "
+                           "embed(texts)")
+    _text(identity.name, "name")
+    _text(identity.digest, "digest")
+    _text(identity.pooling, "pooling", empty=True)
+    _whole(identity.dim, "dim", MAX_DIM)
+    _whole(identity.max_tokens, "max_tokens", MAX_TOKENS)
+    if not isinstance(identity.normalized, bool):
+        raise InvalidError("the embedder's identity.normalized must be True or False, not "
+                           f"{type(identity.normalized).__name__}")
+    return identity
+
+
 def choose(given: object, config: MemoryConfig, recorded: bytes | None) -> Embedder | None:
     """The embedder a Memory uses. Errors: ``invalid_request`` (not an embedder, an
-    unknown name, a name that disagrees with the object), ``unavailable`` (a built-in
-    whose model is not installed). A name given in place of the object (``"minilm"``)
-    is the built-in of that name."""
+    identity outside :func:`check_identity`'s limits, an unknown name, a name that
+    disagrees with the object), ``unavailable`` (a built-in whose model is not
+    installed). A name given in place of the object (``"minilm"``) is the built-in of
+    that name."""
     if isinstance(given, str):
         given = by_name(given)
     if given is not None:
-        if not isinstance(given, Embedder) or not isinstance(given.identity,
-                                                             EmbedderIdentity):
+        if not isinstance(given, Embedder):
             raise InvalidError("embedder must have an identity (EmbedderIdentity) and "
                                "embed(texts)")
+        check_identity(given.identity)
         if config.embedder is not None and config.embedder != given.identity.name:
             raise InvalidError(f"the configuration names embedder {config.embedder!r}, "
                                f"the embedder given is {given.identity.name!r}")
         return given
     if config.embedder is not None:
-        return by_name(config.embedder)
+        return _built_in(config.embedder)
     if recorded is not None:
         name = msgspec.json.decode(recorded).get("name")
         if name in NAMES:
-            return by_name(name)
+            return _built_in(name)
         log.warning("this store's vectors come from the embedder %s, which is not built "
                     "in: recall is lexical unless Memory(store, embedder=...) supplies it",
                     describe(recorded))
     return None
+
+
+def _built_in(name: str) -> Embedder:
+    """The built-in ``name``, its identity checked as a caller's would be."""
+    embedder = by_name(name)
+    check_identity(embedder.identity)
+    return embedder
 
 
 class Pinned(NamedTuple):
@@ -85,43 +136,54 @@ class Pinned(NamedTuple):
     mine: bytes  # canonical identity JSON of the Memory's embedder
 
 
-def settle(store: Store, embedder: Embedder, reembed: bool, now: int) -> Pinned:
-    """Check (and, on a store that has none, record) the embedder's identity.
+def pin(view: View, embedder: Embedder, reembed: bool, now: int) -> list[Event]:
+    """The event that records the embedder's identity on a store that has none (none
+    if the store holds it already); run under the write lock by the Memory that opens,
+    with the configuration's event, so that a refused Memory records neither.
 
     Errors: ``conflict`` when the store holds another embedder's vectors (or vectors
-    of another dimension) and ``reembed`` is False.
+    of another dimension), or a re-embed is under way, and ``reembed`` is False.
     """
     mine = identity_json(embedder.identity)
-
-    def decide(view: View) -> list[Event]:
-        state = view.state
-        if state.embedder == mine and state.reembed_target is None:
-            return []
-        dim = view.embedding_dim
-        if dim and dim != embedder.identity.dim:
-            # The projection's matrix has one width per generation: vectors of another
-            # width go into a new store (export, then import with this embedder).
-            raise ConflictError(
-                f"this store holds {dim}-dimensional vectors; the embedder "
-                f"{embedder.identity.name!r} gives {embedder.identity.dim}: a store keeps "
-                "one dimension, so move the facts to a new store (export, then import "
-                "with drop_embeddings=True into a Memory with this embedder)")
-        if state.embedder is None and state.reembed_target is None:
-            return [EmbedderRecorded(identity=mine, time=now)]
-        if not reembed:
-            held = state.embedder or state.reembed_target
-            assert held is not None
-            raise ConflictError(
-                f"this store's vectors come from the embedder {describe(held)}, not "
-                f"{describe(mine)}: pass reembed=True and call reembed() to rewrite "
-                "every vector with this one")
+    state = view.state
+    if state.embedder == mine and state.reembed_target is None:
         return []
+    dim = view.embedding_dim
+    if dim and dim != embedder.identity.dim:
+        # The projection's matrix has one width per generation: vectors of another
+        # width go into a new store (export, then import with this embedder).
+        raise ConflictError(
+            f"this store holds {dim}-dimensional vectors; the embedder "
+            f"{embedder.identity.name!r} gives {embedder.identity.dim}: a store keeps "
+            "one dimension, so move the facts to a new store (export, then import "
+            "with drop_embeddings=True into a Memory with this embedder)")
+    if state.embedder is None and state.reembed_target is None:
+        return [EmbedderRecorded(identity=mine, time=now)]
+    if reembed:
+        return []
+    target = state.reembed_target
+    if target is None:
+        assert state.embedder is not None  # (neither is None: handled above)
+        raise ConflictError(
+            f"this store's vectors come from the embedder {describe(state.embedder)}, not "
+            f"{describe(mine)}: pass reembed=True and call reembed() to rewrite "
+            "every vector with this one")
+    # A re-embed that stopped before its end: the vectors are partly the target's.
+    def this(raw: bytes | None) -> str:
+        return " (this one)" if raw == mine else ""
 
-    if store.read_only:
-        store.read(decide)
-    else:
-        store.commit(decide)
-    return Pinned(mine)
+    was = f"from the embedder {describe(state.embedder)} " if state.embedder else ""
+    raise ConflictError(
+        f"a re-embed of this store's vectors {was}to {describe(target)} is under way: "
+        "it stopped before its end, so the vectors are partly each embedder's. To "
+        f"finish it, open with the embedder it goes to{this(target)} and reembed=True, "
+        "then call reembed()" + (f"; to go back, do the same with the one it started "
+                                 f"from{this(state.embedder)}" if state.embedder else ""))
+
+
+def pinned(embedder: Embedder) -> Pinned:
+    """The identity :func:`pin` records for ``embedder``."""
+    return Pinned(identity_json(embedder.identity))
 
 
 def check_current(view: View, pinned: Pinned) -> None:

@@ -17,14 +17,15 @@ How each one works, and how it stays honest:
   the threshold (signal-to-noise below it) is checked exactly, against its entity
   list, and the result says so (``path``).
 - ``related(entity)``: the probe's member facts are bundled, the entity role is
-  unbound from the bundle, and every known entity atom is compared with it (a
-  clean-up memory). The exact answer is computed too: each member fact is scored
-  on its own against the entities it lists, and the per-fact similarities are
-  summed. The algebra answers only when its bundle's estimated signal-to-noise
-  ratio is at least :data:`MIN_SNR` *and* it keeps every entity the exact scoring
-  ranks in the top k; otherwise (the estimate is optimistic: a bundle of sign
-  patterns loses more than a bundle of the items themselves) the exact scoring
-  answers, and ``path`` says "exact per-fact".
+  unbound from the bundle, and every entity atom known in scope (carried by a fact at
+  or under the namespace, when one is given: another namespace's names are neither
+  compared nor counted) is compared with it (a clean-up memory). The exact answer is
+  computed too: each member fact is scored on its own against the entities it lists,
+  and the per-fact similarities are summed. The algebra answers only when its
+  bundle's estimated signal-to-noise ratio is at least :data:`MIN_SNR` *and* it keeps
+  every entity the exact scoring ranks in the top k; otherwise (the estimate is
+  optimistic: a bundle of sign patterns loses more than a bundle of the items
+  themselves) the exact scoring answers, and ``path`` says "exact per-fact".
 - ``reason(entities)``: facts that bind *all* the entities: a fact's score is its
   smallest per-entity similarity, and every entity must clear the threshold.
 Bounded work (issue 11): every call's work is bounded by limits on its request —
@@ -155,9 +156,10 @@ def related(view: View, entity: str, k: int = 10, namespace: Namespace = ()
     ent = validate.entity(entity)
     k = validate.positive_int(k, "k", MAX_K)
     index = view.hrr()
-    m = _members(view, ent, _scope(view, namespace))
+    scope = _scope(view, namespace)
+    m = _members(view, ent, scope)
     facts = m.slots[m.member]
-    candidates = [e for e in view.entities.names() if e != ent]
+    candidates = [e for e in view.entities.names(scope) if e != ent]
     if not len(facts) or not candidates:
         return RelatedResult(entity=ent, results=[], facts_bundled=len(facts), snr=0.0,
                              path="algebra", compared=len(candidates))

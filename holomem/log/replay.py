@@ -92,10 +92,14 @@ class SegmentReader:
         return fd
 
     def _whole(self, seg: Segment) -> bytes:
-        """Segment ``seg``'s bytes up to its end, in one read; a read's ``io`` error
-        becomes what the ``unreadable`` callback makes of it."""
+        """Segment ``seg``'s bytes up to its end, in one read."""
+        return self._span(seg, 0, seg.end)
+
+    def _span(self, seg: Segment, start: int, end: int) -> bytes:
+        """Segment ``seg``'s bytes from ``start`` to ``end``, in one read; a read's ``io``
+        error becomes what the ``unreadable`` callback makes of it."""
         try:
-            return fs.read_at(self.fd(seg), seg.end, 0, seg.path)
+            return fs.read_at(self.fd(seg), end - start, start, seg.path)
         except StorageIOError as exc:
             raise self._unreadable(seg, exc) from exc
 
@@ -117,8 +121,10 @@ class SegmentReader:
 
     def frames(self, seqs: Sequence[int], last: int) -> Iterator[Refile]:
         """The frames of transactions ``seqs`` (ascending, none above ``last``), each as
-        it lies in its segment, unverified (:meth:`FrameCodec.refile` verifies it); each
-        segment that holds one is read once, whole."""
+        it lies in its segment, unverified (:meth:`FrameCodec.refile` verifies it); of each
+        segment that holds some, the bytes from the first one's start to the last one's
+        end are read once (not the whole segment: a compaction refiles a transaction at a
+        time, and a segment holds hundreds)."""
         if any(b <= a for a, b in itertools.pairwise(seqs)):
             raise ValueError("the transactions to refile must ascend")
         i = 0
@@ -130,10 +136,15 @@ class SegmentReader:
             stop = bisect.bisect_right(seqs, min(seg.last_seq, last), lo=i)
             if stop == i:
                 continue
-            data = self._whole(seg)
+            first, last_here = seqs[i] - seg.first_seq, seqs[stop - 1] - seg.first_seq
+            start = seg.offsets[first]
+            end = (seg.offsets[last_here + 1] if last_here + 1 < len(seg.offsets)
+                   else seg.end)
+            data = self._span(seg, start, end)
             binding = seg.binding()
             for seq in seqs[i:stop]:
-                yield Refile(data, seg.offsets[seq - seg.first_seq], binding, seq, seg.path)
+                yield Refile(data, seg.offsets[seq - seg.first_seq] - start, binding, seq,
+                             seg.path)
             i = stop
         if i < len(seqs):
             raise NotFoundError(f"no transaction {seqs[i]} in the journal")

@@ -58,7 +58,7 @@ from holomem.log.frame import BadBody, FrameCodec, parse_header
 from holomem.log.reader import Problem as LogProblem
 from holomem.log.reader import scan_generation
 from holomem.log.recordfile import RecordFile
-from holomem.log.segment import read_file
+from holomem.log.segment import list_segments, read_file
 from holomem.log.writer import Segment
 from holomem.projections.catalog import Catalog
 from holomem.projections.text import TextSegment
@@ -212,7 +212,13 @@ def _scan(report: Report, path: str, key: bytes | None) -> None:
     if segments:
         _check_key(segments[0], key)
         journal_ok = not any(not p.tail for p in problems)
-        _check_frames_and_text(report, gen_dir, segments, key, journal_ok)
+        # Damage that stops the scan of the last segment file (valid frames after it,
+        # a header that does not read) may hide transactions past the last one scanned:
+        # where the journal ends is then unknown.
+        last_file = list_segments(gen_dir)[-1][1]
+        end_known = not any(p.path == last_file and not (p.tail or p.durable)
+                            for p in problems)
+        _check_frames_and_text(report, gen_dir, segments, key, journal_ok, end_known)
     elif not problems:  # (open refuses such a store: it is not clean)
         report.findings.append(Finding(
             "corrupt.empty", gen_dir, 0, 0,
@@ -256,7 +262,7 @@ def _check_key(first: Segment, key: bytes | None) -> None:
 
 
 def _check_frames_and_text(report: Report, gen_dir: str, segments: list[Segment],
-                           key: bytes | None, journal_ok: bool) -> None:
+                           key: bytes | None, journal_ok: bool, end_known: bool) -> None:
     store_id = segments[0].header.store_id
     envelope = Envelope(key) if key is not None else None
     codec = FrameCodec(store_id=store_id, envelope=envelope, compress=False)
@@ -266,7 +272,8 @@ def _check_frames_and_text(report: Report, gen_dir: str, segments: list[Segment]
     catalog = Catalog()
     text = TextSegment(text_file, writes=False)  # placements only: fsck never writes
     checkpoints = CheckpointCheck(gen_dir, generation=report.generation, store_id=store_id,
-                                  envelope=envelope, records=text_file, segments=segments)
+                                  envelope=envelope, records=text_file, segments=segments,
+                                  end_known=end_known)
     last_seq = segments[0].first_seq - 1
     purge_pending = False
     progress = _Progress(sum(s.end for s in segments))

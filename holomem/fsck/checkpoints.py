@@ -16,8 +16,10 @@ writing a fresh checkpoint from the journal. One more finding is damage to the j
 proven by a checkpoint: ``corrupt.lost_tail``, a checkpoint past the journal's end that
 was written once its transactions were durable (:func:`holomem.log.checkpoint.vouches`):
 acknowledged transactions are gone from the journal's end; the writer's open refuses
-the store, and the file, the evidence, is never erased. Imports the log and the
-projections.
+the store, and the file, the evidence, is never erased. It is looked for only when the
+journal's end is known: beside damage that stops the scan of a segment (a damaged
+frame, a segment header), transactions past the last one read may still be in the
+files, and that damage is what is reported. Imports the log and the projections.
 """
 
 from __future__ import annotations
@@ -40,7 +42,11 @@ class CheckpointCheck:
 
     def __init__(self, gen_dir: str, *, generation: int, store_id: bytes,
                  envelope: Envelope | None, records: RecordStore,
-                 segments: list[Segment]) -> None:
+                 segments: list[Segment], end_known: bool) -> None:
+        #: ``segments`` end where the journal's files do: no damage stopped the scan
+        #: of the last segment file before its end (or left it out: its header), where
+        #: transactions past the last one scanned may still be.
+        self.end_known = end_known
         self.gen_dir = gen_dir
         self.generation = generation
         self.store_id = store_id
@@ -95,7 +101,7 @@ class CheckpointCheck:
 
         ignored = "open does not use it: it replays the journal (or uses an older checkpoint)"
         end = self.segments[-1].last_seq  # (last_seq: the last that decoded, before damage)
-        if seq > end:
+        if seq > end and self.end_known:
             proven = ckfile.vouches(path, store_id=self.store_id, generation=self.generation,
                                     envelope=self.envelope)
             if proven is not None and proven > end:
@@ -109,15 +115,16 @@ class CheckpointCheck:
                     f"transaction up to it was durable: {lost} (the journal's last "
                     "segment file, or its last frames, deleted or lost). Open refuses the "
                     "store; this file is the evidence, and --repair leaves it", False)
-        if seq > last_seq:
+        # Beside damage in the journal, where it begins and ends and its digest are
+        # unknown: the file's own checks only.
+        if journal_ok and seq > last_seq:
             return found("checkpoint.stale",
                          f"it holds the state after transaction {seq}, past the journal's "
                          f"last, {last_seq}; {ignored}")
-        if seq < self.first_seq - 1:
+        if journal_ok and seq < self.first_seq - 1:
             return found("checkpoint.stale",
                          f"transaction {seq} is before this generation's first, "
                          f"{self.first_seq}; {ignored}")
-        # Beside damage in the journal its digest is unknown: the file's own checks only.
         digest = ckfile.journal_digest(self.segments, seq) if journal_ok else None
         try:
             _, payload = ckfile.read(path, store_id=self.store_id, generation=self.generation,

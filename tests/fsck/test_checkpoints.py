@@ -11,14 +11,18 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from holomem import Store
 from holomem.fsck import check, salvage
 from holomem.log import checkpoint as ckfile
 from holomem.projections import checkpoint as codec
+from tests.fsck import corruption as c
 from tests.store._util import all_files
 from tests.store.test_lost_tail import lose_the_tail
 
@@ -184,3 +188,73 @@ def test_a_checkpoint_proving_acknowledged_transactions_lost_is_corrupt_and_neve
     with Store.open(dest, key=lost.key) as store:
         assert store.revision == lost.end and store.has_document("d0")
     assert all_files(lost.path) == before
+
+
+@pytest.fixture(scope="module")
+def _checkpointed_at_the_end(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A store of several segments whose checkpoint holds the state after its last
+    transaction (watermark intact)."""
+    path = str(tmp_path_factory.mktemp("ends") / "s")
+    with Store.open(path, segment_size=4096, checkpoint_every=None) as store:
+        for i in range(150):
+            store.add_document(f"d{i}", f"document {i} about rivers and stones")
+        assert store.checkpoint() is not None
+    assert len(c.segments(path)) >= 3
+    return path
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_damage_that_stops_the_scan_of_the_last_segment_is_reported_as_itself_not_a_lost_tail(
+        _checkpointed_at_the_end: str, data: st.DataObject) -> None:
+    """A damaged frame in the last segment with intact frames after it, or its damaged
+    header: the transactions past the last one read are still in the file. fsck reports
+    that damage alone, not ``corrupt.lost_tail`` (which says the journal's end is gone)
+    from the checkpoint of the last transaction, and nothing about the checkpoint."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "s")
+        shutil.copytree(_checkpointed_at_the_end, path)
+        last = c.segments(path)[-1]
+        frames = c.frames(last)
+        if data.draw(st.booleans(), label="in the header"):
+            at, code = data.draw(st.integers(0, c.SEGMENT_HEADER_SIZE - 1), label="at"), \
+                "corrupt.header"
+        else:
+            frame = frames[data.draw(st.integers(0, len(frames) - 2), label="frame")]
+            at = data.draw(st.integers(frame.offset, frame.end - 1), label="at")
+            code = None
+        c.flip_bit(path=last, offset=at, bit=data.draw(st.integers(0, 7), label="bit"))
+        report = check(path)
+        assert report.exit_code == 4
+        assert all(f.path == last for f in report.findings), report.findings
+        assert not any(f.code == "corrupt.lost_tail" for f in report.findings)
+        if code is not None:
+            assert [f.code for f in report.findings] == [code]
+
+
+def test_a_missing_middle_segment_is_reported_as_itself_not_a_lost_tail(
+        _checkpointed_at_the_end: str, tmp_path: Path) -> None:
+    path = str(tmp_path / "s")
+    shutil.copytree(_checkpointed_at_the_end, path)
+    middle = c.segments(path)[1]
+    os.unlink(middle)
+    report = check(path)
+    assert report.exit_code == 4
+    assert [f.code for f in report.findings if f.code.startswith("corrupt.")] == \
+        ["corrupt.missing", "corrupt.sequence"]
+
+
+def test_a_lost_tail_beside_damage_in_an_earlier_segment_is_still_reported(
+        _checkpointed_at_the_end: str, tmp_path: Path) -> None:
+    """The journal lost its last segment (and the watermark), and an earlier segment is
+    damaged: its end is still known (its last file reads to its end), and the checkpoint
+    still proves the lost transactions."""
+    path = str(tmp_path / "s")
+    shutil.copytree(_checkpointed_at_the_end, path)
+    os.unlink(c.segments(path)[-1])
+    os.unlink(c.watermark(path))
+    first = c.segments(path)[0]
+    c.flip_bit(first, c.frames(first)[2].offset + c.FRAME_HEADER_SIZE + 3)
+    codes = sorted(f.code for f in check(path).findings)
+    assert codes == ["corrupt.checksum", "corrupt.lost_tail", "corrupt.sequence"]

@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from holomem import Store, StoreLockedError
-from holomem.errors import ReadOnlyError
+from holomem.errors import ReadOnlyError, StorageIOError
 from tests.store._util import all_files, text_segment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,3 +121,31 @@ def test_a_second_writer_gets_store_locked_error(tmp_path: Path) -> None:
     # Once the writer closed, another may open.
     with Store.open(path, sync="none") as second:
         assert second.ids() == ["a", "b"]
+
+
+def test_a_follower_whose_refresh_fails_midway_applies_the_rest_at_the_next_refresh(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refresh that fails partway through the new transactions (here: reading the
+    journal fails after two) leaves the follower at the last one it applied; the next
+    refresh goes on from there, even though the journal already read past it."""
+    path = tmp_path / "store"
+    with Store.open(path) as writer:
+        writer.add_document("a", "apple by the river")
+        with Store.open(path, read_only=True) as follower:
+            for i in range(5):
+                writer.add_document(f"d{i}", f"document {i} on the bank")
+            replay = follower._journal.replay
+
+            def failing(from_seq: int = 0) -> Iterator[tuple[int, list[bytes]]]:
+                for n, item in enumerate(replay(from_seq)):
+                    if n == 2:
+                        raise StorageIOError("reading the journal failed (test)")
+                    yield item
+
+            monkeypatch.setattr(follower._journal, "replay", failing)
+            with pytest.raises(StorageIOError):
+                follower.refresh()
+            assert follower.revision == 3
+            monkeypatch.undo()
+            assert follower.refresh() == writer.revision
+            assert _view(follower) == _view(writer)

@@ -12,6 +12,7 @@ import pytest
 from nats.js import JetStreamContext
 
 from holomem import Store
+from holomem import events as ev
 from holomem.api.engine import following
 from holomem.errors import UnavailableError
 from holomem.log.stream import follow
@@ -89,7 +90,7 @@ def test_a_follower_opens_and_moves_to_generations_many_times_its_buffer(
             docs |= _write(writer, "b", 20)
             writer.delete_document("a0", purge=True)  # a new generation, still large
             del docs["a0"]
-            _sees_new_generation(follower)  # (the switch reaches a follower by a watch)
+            _sees_new_generation(follower)  # else this look takes one buffer of the old
             assert follower.refresh() == writer.revision
             assert follower.generation == writer.generation == 2
             assert not follower.has_document("a0")
@@ -186,3 +187,113 @@ def test_a_stream_follower_whose_subscription_to_the_new_generation_fails_stays_
         follower._journal.wait_for(writer.revision, 10.0)
         assert follower.refresh() == writer.revision
         assert sorted(follower.ids()) == ["after", "other"]
+
+
+def _subscribing_fails_once(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Arm a single failure of the next subscription (a server hiccup); answers the list
+    that records it."""
+    start = follow.Tail.start
+    failed: list[int] = []
+
+    async def flaky(self: follow.Tail, js: JetStreamContext, stream: str, subject: str
+                    ) -> None:
+        if not failed:
+            failed.append(1)
+            raise UnavailableError("subscribing failed (test)")
+        await start(self, js, stream, subject)
+
+    monkeypatch.setattr(follow.Tail, "start", flaky)
+    return failed
+
+
+def _refresh_until(follower: Store, revision: int) -> int:
+    """Refresh (each look takes at most a buffer's worth) until the follower reaches
+    ``revision``, bounded; answers how many looks failed ``unavailable``."""
+    failures = 0
+    deadline = time.monotonic() + 30.0
+    while follower.revision < revision:
+        assert time.monotonic() < deadline, (
+            f"the follower stays at {follower.revision}, the writer is at {revision}")
+        try:
+            follower.refresh()
+        except UnavailableError:
+            failures += 1
+        time.sleep(0.02)
+    return failures
+
+
+def test_a_stream_follower_whose_resubscription_fails_once_consumes_again_at_the_next_look(
+        single: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bounded buffer filled up and was taken; consuming again fails once. The
+    follower is not left without a subscription: a later look subscribes again from
+    the first message not taken, and it sees every write, later ones too."""
+    _bounded_buffer(monkeypatch)
+    url = single.url("resubscribe-fails", timeout=3)
+    with Store.open(url) as writer, Store.open(url, read_only=True) as follower:
+        docs = _write(writer, "a", 30)  # several buffers
+        failed = _subscribing_fails_once(monkeypatch)
+        assert _refresh_until(follower, writer.revision) == 1
+        assert failed == [1]
+        docs |= _write(writer, "b", 3)
+        _refresh_until(follower, writer.revision)
+        assert _holds(follower, docs) and len(follower.ids()) == len(docs)
+
+
+def _refill_fails_once(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Arm a single failure of the next time a follower's tail consumes again after its
+    buffer filled up (a server hiccup), as :meth:`follow.Tail.refill` fails when
+    subscribing does."""
+    refill = follow.Tail.refill
+    failed: list[int] = []
+
+    async def flaky(self: follow.Tail, js: JetStreamContext, stream: str, subject: str
+                    ) -> None:
+        if not failed:
+            failed.append(1)
+            await self.stop()
+            raise UnavailableError("consuming again failed (test)")
+        await refill(self, js, stream, subject)
+
+    monkeypatch.setattr(follow.Tail, "refill", flaky)
+    return failed
+
+
+def test_a_stream_follower_whose_move_fails_midway_applies_each_transaction_once(
+        single: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A move to a purged generation fails partway through the new stream (consuming
+    again after a full buffer fails once); the next look rebuilds by reading the stream
+    directly. The follower then holds what a fresh follower holds (the transactions
+    its tail had not delivered are not applied a second time), and goes on following."""
+    _bounded_buffer(monkeypatch)
+    url = single.url("move-fails-midway", timeout=3)
+    with Store.open(url) as writer, Store.open(url, read_only=True) as follower:
+        docs = _write(writer, "a", 30)
+        _refresh_until(follower, writer.revision)
+        writer.delete_document("a0", purge=True)
+        del docs["a0"]
+        _sees_new_generation(follower)
+        failed = _refill_fails_once(monkeypatch)
+        with pytest.raises(UnavailableError):
+            follower.refresh()
+        assert failed == [1]
+        applied: list[int] = []
+        follow_one = follower._follow
+
+        def counted(seq: int, events: list[ev.Event]) -> None:
+            applied.append(seq)
+            follow_one(seq, events)
+
+        monkeypatch.setattr(follower, "_follow", counted)
+        assert follower.refresh() == writer.revision
+        docs |= _write(writer, "b", 3)
+        _refresh_until(follower, writer.revision)
+        assert len(applied) == len(set(applied)) == 3
+        assert all(s > writer.revision - 3 for s in applied)
+        with Store.open(url, read_only=True) as fresh:
+            assert fresh.revision == follower.revision
+            assert len(follower._state.catalog.ids) == len(fresh._state.catalog.ids)
+            assert follower.stats().text_bytes == fresh.stats().text_bytes
+            assert follower.stats().documents == fresh.stats().documents == len(docs)
+            assert (follower.search_documents("a document 7", 10)
+                    == fresh.search_documents("a document 7", 10))
+        assert _holds(follower, docs) and len(follower.ids()) == len(docs)

@@ -26,7 +26,8 @@ def catch_up(journal: JournalBackend, generation: int, revision: int,
              text: RecordFile | None, apply: Callable[[int, list[Event]], None],
              install: Callable[[ProjectionState, RecordFile, int], RecordFile | None]
              ) -> int:
-    """Follower only: apply the writer's new transactions; return the new revision.
+    """Follower only: apply the writer's new transactions (those after ``revision``);
+    return the new revision.
 
     If the writer switched to a new generation (compaction, purge), the follower
     rebuilds from it. A rebuild that fails (``unavailable``, ...) leaves the journal on
@@ -46,7 +47,10 @@ def catch_up(journal: JournalBackend, generation: int, revision: int,
     if not result.reset and journal.generation == generation:
         try:
             applied = revision
-            for seq, payloads in journal.replay(result.from_seq):
+            # From the state's own revision on, wherever the journal stands: what the
+            # state holds is never applied twice (a rebuild read past a follower's
+            # stream tail), what a failed catch-up left out is not skipped.
+            for seq, payloads in journal.replay(revision + 1):
                 apply(seq, ev.decode_all(payloads, seq=seq))
                 revision = seq
             if revision != applied and journal.local_text and text is not None:

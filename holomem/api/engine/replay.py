@@ -86,7 +86,11 @@ def build(journal: JournalBackend, *, read_only: bool) -> Built:
 
 def transactions(journal: JournalBackend, from_seq: int, last: int
                  ) -> Iterator[tuple[int, list[ev.Event]]]:
-    """The journal's transactions from ``from_seq`` up to ``last``, decoded."""
+    """The journal's transactions from ``from_seq`` up to ``last``, decoded. Nothing
+    past ``last`` is read to its end (a stream follower's replay that reads to the end
+    moves its tail past it: see ``StreamJournal.replay``)."""
+    if from_seq > last:
+        return
     for seq, payloads in journal.replay(from_seq):
         if seq > last:
             break

@@ -66,9 +66,11 @@ class Tail:
                     frames = self._codec.split(seq, msg.data)
                 except CorruptError:  # decoding it names the problem to the reader
                     frames = [(self.high + 1, msg.data)]
-                self._buffer.extend(frames)
-                self._bytes += len(msg.data)
                 self._stream_next = seq + 1
+                # what was read past the tail already (see skip_to) is not kept again
+                kept = [f for f in frames if f[0] >= self.next]
+                self._buffer.extend(kept)
+                self._bytes += sum(len(f[1]) for f in kept)
                 self.high = max(self.high, frames[-1][0])
                 self._cond.notify_all()
 
@@ -101,14 +103,29 @@ class Tail:
                 self.next = out[-1][0] + 1
         return out
 
-    @property
-    def drained_full(self) -> bool:
-        """The buffer filled up and has been taken: consuming must start again."""
+    def skip_to(self, seq: int) -> None:
+        """The transactions before ``seq`` were read from the stream another way (a
+        rebuild that read it directly): drop them from the buffer, never buffer them
+        again, and take from ``seq`` on."""
         with self._cond:
-            return self.full and not self._buffer
+            if seq <= self.next:
+                return
+            while self._buffer and self._buffer[0][0] < seq:
+                self._bytes -= len(self._buffer.popleft()[1])
+            self.next = seq
+            self.high = max(self.high, seq - 1)
+            self._cond.notify_all()
+
+    @property
+    def stalled(self) -> bool:
+        """Nothing is buffered and nothing is being consumed: the buffer filled up and has
+        been taken, or the last (re)subscription failed. :meth:`refill` must run."""
+        with self._cond:
+            return not self._buffer and (self.full or self._sub is None)
 
     async def refill(self, js: JetStreamContext, stream: str, subject: str) -> None:
-        """After :attr:`drained_full`: consume again from the first message dropped."""
+        """When :attr:`stalled`: consume again from the first message not buffered. If
+        subscribing fails, the tail stays stalled, so the next look tries again."""
         await self.stop()
         with self._cond:
             self.full = False

@@ -321,13 +321,21 @@ class StreamJournal:
     # -- reading ----------------------------------------------------------------------
     def replay(self, from_seq: int = 0) -> Iterator[tuple[int, list[bytes]]]:
         """``(seq, payloads)`` for every transaction from ``from_seq`` to :attr:`last_seq`.
-        Errors: ``corrupt``, ``corrupt.auth``, ``unavailable``, ``closed``."""
+        On a follower, a replay from where its tail stands takes what the tail
+        delivered; any other is read from the stream, and once read to its end the tail
+        goes on after it (what it had buffered before is dropped): a caller that reads
+        to the end holds everything up to :attr:`last_seq`. Errors: ``corrupt``,
+        ``corrupt.auth``, ``unavailable``, ``closed``."""
         self._check_open()
         start, stop = max(from_seq, self._first), self.last_seq
         if self._tail is not None and start == self._tail.next:
             yield from self._reader.replay_tail(self._tail, stop)
         else:
             yield from self._reader.replay(start, stop)
+            if self._tail is not None:
+                # Read to the end past the tail (a follower's rebuild after a failed
+                # one left its tail behind): it goes on after what was read.
+                self._tail.skip_to(stop + 1)
 
     def read(self, seq: int) -> list[bytes]:
         """The payloads of transaction ``seq``. Errors: ``not_found``, ``corrupt``,
@@ -361,7 +369,7 @@ class StreamJournal:
             self._retired.append(left)
             self._record, self._revision = found
             return Refreshed(True, self._first)
-        if self._tail.drained_full:
+        if self._tail.stalled:
             name = self.address.stream(self._generation)
             self._conn.call(self._tail.refill(self._conn.js, name,
                                               self.address.subject(self._generation)),

@@ -90,12 +90,12 @@ class GenerationReader:
 
     def replay_tail(self, tail: Tail, stop: int) -> Iterator[tuple[int, list[bytes]]]:
         """``(seq, payloads)`` from ``tail``'s next up to ``stop``, as it delivers them:
-        whenever its bounded buffer filled up and has been taken, it consumes again, so
-        a range of any size streams through it. Errors: ``corrupt``, ``corrupt.auth``,
-        ``unavailable``."""
+        whenever its bounded buffer filled up and has been taken, or its last
+        subscription failed, it consumes again, so a range of any size streams through
+        it. Errors: ``corrupt``, ``corrupt.auth``, ``unavailable``."""
         while tail.next <= stop:
             expected = tail.next
-            if tail.drained_full:
+            if tail.stalled:
                 self._conn.call(tail.refill(self._conn.js, self.name, self._subject),
                                 self._timeout, f"following {self.name}")
             if not tail.wait_or_full(min(stop, tail.next + CHUNK - 1), self._timeout):

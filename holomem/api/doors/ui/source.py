@@ -3,7 +3,9 @@
 Owns: :class:`Source` — what a page may ask of a store: a contract call
 (``Memory.call``), the store's statistics, and a check (``python -m holomem.fsck``, a
 child process, as ``holomem fsck`` runs it: the checker reads the log beneath the memory
-API, which no door imports) with its last result; :class:`OneStore`, a store opened as
+API, which no door imports; an encrypted store's key handed to it as a file, a temporary
+copy erased after it unless the key file is a regular file to read again) with its last
+result; :class:`OneStore`, a store opened as
 its writer or, while another process writes it (or with ``--read-only``), as a follower
 that catches up before every read (and once more when the writer replaced the generation
 during one: :func:`~holomem.api.doors.follower.follow`); :class:`Tenants`, a ``holomem
@@ -73,7 +75,7 @@ class Source(abc.ABC):
 
     def key_file(self) -> tuple[str | None, bool]:
         """A file holding the store's key for the checker, and whether it is a temporary
-        copy to remove afterwards."""
+        copy (:func:`_key_copy`) to erase afterwards."""
         return None, False
 
     def last_check(self, tenant: str | None) -> dict[str, Any] | None:
@@ -105,7 +107,7 @@ class Source(abc.ABC):
                 status, out, err = 8, b"", f"stopped after {FSCK_TIMEOUT:g} s"
             finally:
                 if temporary and key is not None:
-                    fs.remove_tree(os.path.dirname(key))
+                    fs.erase_tree(os.path.dirname(key))  # the key's bytes zeroed, then gone
             try:
                 report = json.loads(out) if out else None
             except ValueError:
@@ -130,6 +132,7 @@ class OneStore(Source):
         super().__init__()
         self.path = os.path.abspath(path)
         self.read_only = read_only
+        self._key = key
         self._key_path = key_path
         # An inspector never creates a store (docs/cli.md Conventions): a path with
         # none is not_found, and nothing is made there.
@@ -173,7 +176,14 @@ class OneStore(Source):
         return "follower" if self.memory.store.read_only else "writer"
 
     def key_file(self) -> tuple[str | None, bool]:
-        return self._key_path, False
+        """The key file the store was opened with when it is a regular file; else (a
+        pipe, ``--key-file <(cmd)``, read once and drained at the open) a temporary
+        copy of the key."""
+        if self._key is None:
+            return None, False
+        if self._key_path is not None and os.path.isfile(self._key_path):
+            return self._key_path, False
+        return _key_copy(self._key), True
 
     def close(self) -> None:
         self.memory.store.close()
@@ -217,7 +227,18 @@ class Tenants(Source):
     def key_file(self) -> tuple[str | None, bool]:
         if self.pool.key is None:
             return None, False
-        scratch = fs.make_temp_dir("holomem-ui-key-")
-        path = os.path.join(scratch, "key")
-        fs.write_file_atomic(path, self.pool.key)
-        return path, True
+        return _key_copy(self.pool.key), True
+
+
+def _key_copy(key: bytes) -> str:
+    """A temporary copy of ``key`` for the checker's child process: a file only this
+    user may read or write (0600) in a new directory only this user may enter (0700).
+    :meth:`Source.check` erases the directory (the key's bytes zeroed first)."""
+    scratch = fs.make_temp_dir("holomem-ui-key-")
+    path = os.path.join(scratch, "key")
+    try:
+        fs.write_file_atomic(path, key)
+    except BaseException:
+        fs.erase_tree(scratch)
+        raise
+    return path

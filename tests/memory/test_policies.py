@@ -289,6 +289,57 @@ def test_consolidation_summary_ids_derive_from_sources(tmp_path: Path) -> None:
     assert ids[0] == ids[1] and len(ids[0]) == 1
 
 
+
+_ENDS = st.one_of(st.none(), st.tuples(st.sampled_from(["ttl", "valid_to"]),
+                                        st.integers(1, 5_000)))
+_META = st.dictionaries(st.sampled_from(["user", "topic", "origin"]),
+                        st.sampled_from(["a", "b", 1]), max_size=3)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sources=st.lists(st.tuples(_ENDS, _META), min_size=2, max_size=4),
+       later=st.integers(0, 6_000))
+def test_a_summary_ends_with_its_sources_and_keeps_their_shared_metadata(
+        tmp_path_factory: pytest.TempPathFactory,
+        sources: list[tuple[tuple[str, int] | None, dict[str, object]]], later: int) -> None:
+    # Found by a repro: two duplicates with a one-second TTL were consolidated, and
+    # their summary (no TTL, no metadata) was recalled forever after, and survived a
+    # purging forget by the metadata both sources carried.
+    clock = ManualClock(1_000_000)
+    config = MemoryConfig(consolidation=ConsolidationConfig(duplicates=Duplicates()),
+                          forgetting="expired-ttl")
+    with Store.open(tmp_path_factory.mktemp("s") / "s", sync="none") as store:
+        memory = Memory(store, config, clock=clock)
+        for n, (end, meta) in enumerate(sources):
+            timing = ({} if end is None else {"ttl_ms": end[1]} if end[0] == "ttl"
+                      else {"valid_to": clock.now_ms() + end[1]})
+            memory.remember(id=f"s{n}", text="the door code is 4711" + "!" * n,
+                            subject="door", metadata=meta or None, **timing)
+        records = [memory.get(f"s{n}") for n in range(len(sources))]
+        ends = [r.expires_at if r.ttl_ms is not None else r.valid_to
+                for r in records if r is not None]
+        last = None if None in ends else max(e for e in ends if e is not None)
+        shared = {k: v for k, v in sources[0][1].items()
+                  if all(k in m and m[k] == v for _, m in sources)}
+        (summary_id,) = memory.consolidate(dry_run=False).added
+        summary = memory.get(summary_id)
+        assert summary is not None
+        assert (summary.metadata or {}) == shared
+        assert summary.valid_to == last
+        clock.advance(later)
+        alive = last is None or clock.now_ms() < last
+        summary = memory.get(summary_id)
+        assert summary is not None and summary.status == ("current" if alive else "expired")
+        assert ({r.id for r in memory.recall("door code 4711")} == {summary_id}) == alive
+        by_ttl = any(end is not None and end[0] == "ttl" and records[n] is not None
+                     and records[n].expires_at == last for n, (end, _) in enumerate(sources))
+        forgotten = memory.apply_forgetting(dry_run=True).removed
+        assert (summary_id in forgotten) == (by_ttl and not alive)
+        if shared:
+            memory.forget({"metadata": shared}, purge=True)
+            assert memory.get(summary_id) is None
+
+
 # -- observers ------------------------------------------------------------------------------
 def test_observers_are_called_after_each_committed_change(memory: Memory, store: Store,
                                                           clock: ManualClock) -> None:

@@ -128,7 +128,7 @@ def consolidate(s: Session, /, options: ConsolidateOptions | Mapping[str, Any] |
             lambda view: consolidation.duplicate_groups(view, now, threshold, prefix))
     else:
         groups = []
-    planned = s.store.read(lambda view: consolidation.plan(view, groups, prefix))
+    planned = s.store.read(lambda view: consolidation.plan(view, groups, now, prefix))
     added: builtins.list[str] = []
     removed: builtins.list[str] = []
     remove_sources = isinstance(cfg, ConsolidationConfig) and cfg.remove_sources

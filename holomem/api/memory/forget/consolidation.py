@@ -21,7 +21,7 @@ from holomem.api.memory.forget.removal import live_facts
 from holomem.api.memory.types import ConsolidateOptions, ConsolidationGroup, RememberInput
 from holomem.errors import InvalidError
 from holomem.projections.namespaces import Namespace
-from holomem.projections.temporal import CURRENT
+from holomem.projections.temporal import CURRENT, UNSET
 from holomem.projections.tokenize import tokenize
 
 #: (source ids in effect order, the summary's text)
@@ -149,11 +149,15 @@ class Planned(NamedTuple):
     inputs: list[RememberInput]
 
 
-def plan(view: View, groups: list[Group], prefix: Namespace = ()) -> Planned:
+def plan(view: View, groups: list[Group], now: int, prefix: Namespace = ()) -> Planned:
     """One summary fact per group of sources not consolidated before (its id derives
     from its sources, so a rerun adds nothing); it supersedes them and lives in their
     namespace. A group with a source outside ``prefix`` is left out; one whose sources
-    live in different namespaces is refused (``invalid_request``)."""
+    live in different namespaces is refused (``invalid_request``).
+
+    The summary says no more than its sources: it ends when the last of them ends
+    (:func:`ending`) and carries the metadata they all share (:func:`shared_metadata`),
+    so an expiry or a forget by metadata that takes the sources takes their summary."""
     facts = view.facts
     made: list[ConsolidationGroup] = []
     inputs: list[RememberInput] = []
@@ -173,12 +177,44 @@ def plan(view: View, groups: list[Group], prefix: Namespace = ()) -> Planned:
             slot = view.slot(s)
             if slot >= 0 and len(entities) < validate.MAX_ENTITIES:
                 entities.update(dict.fromkeys(view.record(slot).entities))
+        slots = [slot for slot in (facts.slot(s) for s in sources) if slot >= 0]
+        valid_to, ttl_ms = ending(view, slots, now)
         made.append(ConsolidationGroup(sources=sources, summary_id=sid, text=text))
         inputs.append(RememberInput(
             id=sid, text=text, subject=subjects.pop() if len(subjects) == 1 else None,
             entities=list(entities)[: validate.MAX_ENTITIES] or None, supersedes=sources,
-            namespace=list(ns) or None))
+            namespace=list(ns) or None, metadata=shared_metadata(view, slots),
+            valid_to=valid_to, ttl_ms=ttl_ms))
     return Planned(made, inputs)
+
+
+def ending(view: View, slots: list[int], now: int) -> tuple[int | None, int | None]:
+    """(valid_to, ttl_ms) of the summary of the facts at ``slots``: none when one of
+    them never ends; else it ends when the last of them does (``valid_to``), and when
+    that end is a time to live's, it has one as well (``ttl_ms``, counted from ``now``),
+    so the ``expired-ttl`` forgetting policy selects it with them."""
+    facts = view.facts
+    ends = [facts.end.item(slot) for slot in slots]
+    if not ends or UNSET in ends:
+        return None, None
+    last = max(ends)
+    by_ttl = False
+    for slot in slots:
+        ttl = facts.ttl.get(view.id_of(slot))
+        by_ttl |= ttl is not None and facts.ingest.item(slot) + ttl == last
+    return last, (last - now if by_ttl and last > now else None)
+
+
+def shared_metadata(view: View, slots: list[int]) -> dict[str, Any] | None:
+    """The metadata entries (key and value) every one of the facts at ``slots`` has."""
+    shared: dict[str, Any] | None = None
+    for slot in slots:
+        meta = validate.load_metadata(view.record(slot).metadata) or {}
+        shared = dict(meta) if shared is None else {
+            k: v for k, v in shared.items() if k in meta and meta[k] == v}
+        if not shared:
+            return None
+    return shared
 
 
 def options(value: ConsolidateOptions | Mapping[str, Any] | None,

@@ -340,6 +340,19 @@ def test_a_summary_ends_with_its_sources_and_keeps_their_shared_metadata(
             assert memory.get(summary_id) is None
 
 
+
+def test_texts_without_words_are_duplicates_only_when_equal(store: Store,
+                                                            clock: ManualClock) -> None:
+    # Found by a repro: "👍" and "👎" (no word each) were merged as exact duplicates, so
+    # the thumbs-up stopped being current.
+    config = MemoryConfig(consolidation=ConsolidationConfig(duplicates=Duplicates()))
+    memory = Memory(store, config, clock=clock)
+    for n, text in enumerate(["\N{THUMBS UP SIGN}", "\N{THUMBS DOWN SIGN}", "?!",
+                              "\N{THUMBS UP SIGN}"]):
+        memory.remember(id=f"r{n}", text=text, subject="reaction")
+    report = memory.consolidate()
+    assert [g.sources for g in report.groups] == [["r0", "r3"]]
+
 # -- observers ------------------------------------------------------------------------------
 def test_observers_are_called_after_each_committed_change(memory: Memory, store: Store,
                                                           clock: ManualClock) -> None:

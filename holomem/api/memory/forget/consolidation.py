@@ -57,8 +57,10 @@ def duplicate_groups(view: View, now: int, near_threshold: float, prefix: Namesp
         return i
 
     exact: dict[tuple[tuple[Namespace, str | None], tuple[str, ...]], int] = {}
-    for i, (_, subject, _, words, _) in enumerate(items):
-        j = exact.setdefault((subject, words), i)
+    for i, (_, subject, _, words, text) in enumerate(items):
+        # Texts without a word ("👍", "👎") are the same only when they are equal
+        # (no word is empty, so ("", text) is no word list).
+        j = exact.setdefault((subject, words or ("", text)), i)
         parent[find(i)] = find(j)
     if near_threshold < 1.0:
         for i, j in near_duplicate_pairs([(it[1], it[2]) for it in items], near_threshold):

@@ -64,6 +64,14 @@ class Ui:
     proc: subprocess.Popen[bytes]
 
 
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """A store :func:`build_store` filled, for the pages' tests."""
+    path = tmp_path / "store"
+    build_store(path)
+    return path
+
+
 def start_ui(store: Path, *extra: str, timeout: float = 30.0) -> Ui:
     """``holomem ui STORE --port 0``; the URL is the one its stderr line names."""
     log = store.parent / f"ui-{store.name}.log"

@@ -19,14 +19,6 @@ from holomem import Memory, Store
 from holomem.api.doors.ui.routes import create_ui
 from holomem.api.doors.ui.source import OneStore
 from holomem.errors import UnavailableError
-from tests.ui.conftest import build_store
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    path = tmp_path / "store"
-    build_store(path)
-    return path
 
 
 @pytest.fixture

@@ -25,17 +25,10 @@ from holomem import Memory, Store
 from holomem.api.doors.ui import query
 from holomem.api.doors.ui.routes import CSP, create_ui
 from holomem.api.doors.ui.source import OneStore
-from tests.ui.conftest import HOSTILE, build_store
+from tests.ui.conftest import HOSTILE
 
 #: A list cursor a client altered: a slot far past the store's end.
 FORGED = base64.urlsafe_b64encode(b'{"g": 1, "s": 100000, "id": "x"}').decode()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    path = tmp_path / "store"
-    build_store(path)
-    return path
 
 
 @pytest.fixture

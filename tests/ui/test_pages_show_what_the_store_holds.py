@@ -25,7 +25,6 @@ from holomem import Memory, Store
 from holomem.api.doors.ui import pages
 from holomem.api.doors.ui.routes import create_ui
 from holomem.api.doors.ui.source import OneStore
-from tests.ui.conftest import build_store
 
 DAY = 86_400_000
 
@@ -50,13 +49,6 @@ def served(source: OneStore) -> TestClient:
 def ids_shown(page: str) -> list[str]:
     """The fact ids a page of facts links to, in its order."""
     return re.findall(r'href="/fact\?id=([^"&]+)[^"]*" class="fact"', page)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    path = tmp_path / "store"
-    build_store(path)
-    return path
 
 
 @pytest.fixture

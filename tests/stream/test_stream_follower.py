@@ -167,17 +167,7 @@ def test_a_stream_follower_whose_subscription_to_the_new_generation_fails_stays_
         follower.refresh()
         writer.delete_document("seed", purge=True)
         _sees_new_generation(follower)
-        start = follow.Tail.start
-        failed: list[int] = []
-
-        async def flaky(self: follow.Tail, js: JetStreamContext, stream: str, subject: str
-                        ) -> None:
-            if not failed:
-                failed.append(1)
-                raise UnavailableError("subscribing failed (test)")
-            await start(self, js, stream, subject)
-
-        monkeypatch.setattr(follow.Tail, "start", flaky)
+        _subscribing_fails_once(monkeypatch)
         with pytest.raises(UnavailableError):
             follower.refresh()
         assert follower._journal.generation == 1 and follower._journal.replaced()

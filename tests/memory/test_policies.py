@@ -34,6 +34,7 @@ from holomem.api.memory.config import (
     config_from_json,
     config_to_json,
 )
+from holomem.api.memory.forget.consolidation import KEPT_NOT_ALLOWED, summary_id
 from holomem.api.memory.policies import EXTRACTORS, SUPERSESSION, Links, regex_entities
 
 HOUR = 3_600_000
@@ -352,6 +353,90 @@ def test_texts_without_words_are_duplicates_only_when_equal(store: Store,
         memory.remember(id=f"r{n}", text=text, subject="reaction")
     report = memory.consolidate()
     assert [g.sources for g in report.groups] == [["r0", "r3"]]
+
+
+_REMOVING = MemoryConfig(consolidation=ConsolidationConfig(
+    duplicates=Duplicates(near_threshold=1.0), remove_sources=True))
+
+
+def test_a_rerun_with_allow_destructive_removes_the_sources_an_earlier_run_kept(
+        store: Store, clock: ManualClock) -> None:
+    # Found by a repro: the first run lacked the flag, and once the sources were
+    # superseded by their summary no later run found them again, flag or not.
+    memory = Memory(store, _REMOVING, clock=clock)
+    memory.remember(id="a", text="same")
+    memory.remember(id="b", text="same.")
+    first = memory.consolidate(dry_run=False)
+    assert first.removed == [] and first.sources_kept == KEPT_NOT_ALLOWED
+    (group,) = first.groups
+    revision = store.revision
+    for flag in (False, True):  # dry runs: the same groups, nothing changed
+        planned = memory.consolidate(dry_run=True, allow_destructive=flag)
+        assert planned.groups == [group] and planned.added == planned.removed == []
+        assert planned.sources_kept == (None if flag else KEPT_NOT_ALLOWED)
+    kept = memory.consolidate(dry_run=False)  # still without the flag: nothing changes
+    assert kept.groups == [group] and kept.removed == [] and kept.sources_kept
+    assert store.revision == revision
+    assert memory.get("a") is not None and memory.get("b") is not None
+    done = memory.consolidate(dry_run=False, allow_destructive=True)
+    assert done.groups == [group] and done.added == [] and done.removed == ["a", "b"]
+    assert done.sources_kept is None
+    assert memory.get("a") is None and memory.get("b") is None
+    summary = memory.get(group.summary_id)
+    assert summary is not None and summary.status == "current"
+    assert [r.id for r in memory.recall("same")] == [group.summary_id]
+    revision = store.revision
+    again = memory.consolidate(dry_run=False, allow_destructive=True)
+    assert again.groups == [] and again.removed == [] and store.revision == revision
+
+
+@pytest.mark.parametrize("own_id", ["mine", "c-0123456789abcdef0123456789abcdef",
+                                    "summary-of-x1", "summary-of-x1-x2-x3"])
+def test_a_callers_fact_that_supersedes_others_is_never_taken_for_a_summary(
+        store: Store, clock: ManualClock, own_id: str) -> None:
+    memory = Memory(store, _REMOVING, clock=clock)
+    memory.remember(id="x1", text="olga skis", subject="olga")
+    memory.remember(id="x2", text="olga snowboards", subject="olga")
+    # "summary-of-...": the id of a summary, but of other facts than it supersedes.
+    fid = (summary_id(own_id.split("-")[2:]) if own_id.startswith("summary-of-")
+           else own_id)
+    memory.remember(id=fid, text="olga does winter sports", subject="olga",
+                    supersedes=["x1", "x2"])
+    for dry_run in (True, False):
+        report = memory.consolidate(dry_run=dry_run, allow_destructive=True)
+        assert report.groups == [] and report.removed == []
+    assert memory.get("x1") is not None and memory.get("x2") is not None
+
+
+_SPACES = [(), ("n1",), ("n1", "deep"), ("n10",), ("n2",)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spaces=st.lists(st.sampled_from(_SPACES), min_size=1, max_size=4, unique=True),
+       scope=st.sampled_from(_SPACES))
+def test_a_scoped_rerun_removes_only_the_kept_sources_at_or_under_its_namespace(
+        tmp_path_factory: pytest.TempPathFactory, spaces: list[tuple[str, ...]],
+        scope: tuple[str, ...]) -> None:
+    with Store.open(tmp_path_factory.mktemp("s") / "s", sync="none") as store:
+        memory = Memory(store, _REMOVING, clock=ManualClock(1_000_000))
+        for n, ns in enumerate(spaces):
+            for k in range(2):
+                memory.remember(id=f"f{n}-{k}", text="tea time" + "!" * k,
+                                namespace=list(ns) or None)
+        assert len(memory.consolidate(dry_run=False).added) == len(spaces)
+        inside = [f"f{n}-{k}" for n, ns in enumerate(spaces) if ns[: len(scope)] == scope
+                  for k in range(2)]
+        revision = store.revision
+        planned = memory.consolidate(dry_run=True, allow_destructive=True,
+                                     namespace=list(scope) or None)
+        assert sorted(s for g in planned.groups for s in g.sources) == sorted(inside)
+        assert planned.removed == [] and store.revision == revision
+        done = memory.consolidate(dry_run=False, allow_destructive=True,
+                                  namespace=list(scope) or None)
+        assert done.groups == planned.groups and sorted(done.removed) == sorted(inside)
+        for n in range(len(spaces)):
+            for k in range(2):
+                assert (memory.get(f"f{n}-{k}") is None) == (f"f{n}-{k}" in inside)
 
 # -- observers ------------------------------------------------------------------------------
 def test_observers_are_called_after_each_committed_change(memory: Memory, store: Store,

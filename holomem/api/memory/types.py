@@ -299,7 +299,9 @@ class ConsolidationReport(Response, frozen=True):
     asks to remove them (``removeSources``) and the call did not pass
     ``allow_destructive=True`` (in a dry run too: the real run will need the flag).
     None otherwise: the sources were removed (or will be), the policy keeps them as
-    history by design, or nothing was planned.
+    history by design, or nothing was planned. With ``removeSources``, ``groups`` also
+    holds the summaries an earlier run wrote whose sources are still stored (a rerun
+    with the flag removes them).
     """
 
     dry_run: bool

@@ -21,6 +21,7 @@ from holomem.api.memory.remember import calls as remember_calls
 from holomem.api.memory.session import Session
 from holomem.api.memory.types import (
     ConsolidateOptions,
+    ConsolidationGroup,
     ConsolidationReport,
     ForgetOptions,
     ForgetReport,
@@ -114,7 +115,9 @@ def consolidate(s: Session, /, options: ConsolidateOptions | Mapping[str, Any] |
     history); its id derives from the sources, so a rerun adds nothing. Summaries
     are written in transactions of at most :data:`remember_calls.MAX_FACTS` facts. Sources are
     removed only when the configuration says ``removeSources`` *and* the call
-    passes ``allow_destructive=True``; otherwise ``sources_kept`` says why.
+    passes ``allow_destructive=True``; otherwise ``sources_kept`` says why. With
+    ``removeSources``, the sources an earlier run kept (of the summaries it wrote,
+    :func:`consolidation.kept_sources`) are planned, and removed, with the new groups'.
     """
     opts = consolidation.options(options, fields)
     cfg = s.config.consolidation
@@ -128,21 +131,31 @@ def consolidate(s: Session, /, options: ConsolidateOptions | Mapping[str, Any] |
             lambda view: consolidation.duplicate_groups(view, now, threshold, prefix))
     else:
         groups = []
-    planned = s.store.read(lambda view: consolidation.plan(view, groups, now, prefix))
+    remove_sources = isinstance(cfg, ConsolidationConfig) and cfg.remove_sources
+
+    def read(view: View) -> tuple[consolidation.Planned, builtins.list[ConsolidationGroup]]:
+        planned = consolidation.plan(view, groups, now, prefix)
+        # The sources an earlier run kept (it lacked the flag, or removeSources was
+        # off then): the policy's groups no longer hold them, as they are superseded.
+        earlier = consolidation.kept_sources(view, prefix) if remove_sources else []
+        return planned, earlier
+
+    planned, earlier = s.store.read(read)
     added: builtins.list[str] = []
     removed: builtins.list[str] = []
-    remove_sources = isinstance(cfg, ConsolidationConfig) and cfg.remove_sources
-    if not opts.dry_run and planned.inputs:
+    if not opts.dry_run:
         for i in range(0, len(planned.inputs), remember_calls.MAX_FACTS):
             batch = planned.inputs[i : i + remember_calls.MAX_FACTS]
             added += [r.id for r in remember_calls.remember_many(s, batch) if r.created]
         if opts.allow_destructive and remove_sources:
-            gone = [source for g in planned.groups for source in g.sources]
-            removed = _remove(s, gone, purge=False).removed
+            gone = [source for g in [*earlier, *planned.groups] for source in g.sources]
+            if gone:
+                removed = _remove(s, builtins.list(dict.fromkeys(gone)), purge=False).removed
     # Said in a dry run too: it tells the caller the real run needs the flag.
+    made = [*earlier, *planned.groups]
     kept = (consolidation.KEPT_NOT_ALLOWED
-            if planned.groups and remove_sources and not opts.allow_destructive else None)
-    return ConsolidationReport(dry_run=opts.dry_run, groups=planned.groups, added=added,
+            if made and remove_sources and not opts.allow_destructive else None)
+    return ConsolidationReport(dry_run=opts.dry_run, groups=made, added=added,
                                removed=removed, sources_kept=kept)
 
 

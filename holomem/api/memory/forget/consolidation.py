@@ -2,7 +2,8 @@
 
 Owns: the built-in duplicate finder (exact, and near duplicates by a
 prefix-filtered set-similarity join, :func:`near_duplicate_pairs`), summary ids,
-and the plan of a run (:func:`plan`). ``Memory.consolidate`` asks the policy for
+the sources earlier runs kept (:func:`kept_sources`) and the plan of a run
+(:func:`plan`). ``Memory.consolidate`` asks the policy for
 groups, remembers the summaries and, only when allowed, removes the sources.
 Imports the engine's view, the forgetting module's fact walk, the types and
 validate.
@@ -123,9 +124,40 @@ def near_duplicate_pairs(sets: Sequence[tuple[Hashable, frozenset[str]]], thresh
     return out
 
 
+#: What every summary id starts with.
+SUMMARY_PREFIX = "c-"
+
+
 def summary_id(sources: list[str]) -> str:
     """The id of the summary of ``sources`` (the same for the same sources)."""
-    return "c-" + hashlib.sha256("\n".join(sorted(sources)).encode()).hexdigest()[:32]
+    return SUMMARY_PREFIX + hashlib.sha256("\n".join(sorted(sources)).encode()).hexdigest()[:32]
+
+
+def kept_sources(view: View, prefix: Namespace = ()) -> list[ConsolidationGroup]:
+    """The summaries an earlier run wrote (at or under ``prefix``) whose sources are
+    still stored, each as a group of those sources, in the order the summaries were
+    written: what a run that may remove its sources removes besides its new groups'.
+
+    A summary is recognised by what consolidation wrote, not by its id alone: its id
+    is :func:`summary_id` of the ``supersedes`` list it was remembered with, so a
+    caller's fact that supersedes others is never taken for one. Its sources are the
+    facts of that list it still supersedes (a fact forgotten since and remembered
+    again under its id is another fact) and that lie at or under ``prefix``."""
+    facts = view.facts
+    found: list[tuple[int, ConsolidationGroup]] = []
+    for fid, asked in facts.requested.items():
+        if not fid.startswith(SUMMARY_PREFIX) or summary_id(list(asked)) != fid:
+            continue
+        slot = facts.slot(fid)
+        if slot < 0 or facts.namespace(slot)[: len(prefix)] != prefix:
+            continue
+        linked = {link.other for link in facts.supersedes.get(fid, ())}
+        sources = [s for s in asked if s in linked and facts.slot(s) >= 0
+                   and facts.namespace(facts.slot(s))[: len(prefix)] == prefix]
+        if sources:
+            found.append((slot, ConsolidationGroup(sources=sources, summary_id=fid,
+                                                   text=view.record(slot).text)))
+    return [group for _, group in sorted(found, key=lambda x: x[0])]
 
 
 #: Why a consolidation whose policy asks to remove its sources kept them

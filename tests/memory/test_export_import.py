@@ -57,6 +57,9 @@ steps = st.lists(st.one_of(
     st.tuples(st.just("feedback"), st.integers(0, 20), st.booleans()),
     st.tuples(st.just("confidence"), st.integers(0, 20), st.sampled_from([0.0, 0.5])),
     st.tuples(st.just("forget"), st.integers(0, 20)),
+    # A supersedes list, maybe against time order (a fact beginning earlier than the
+    # one it supersedes): the policy's links never close a ring with it.
+    st.tuples(st.just("supersede"), st.integers(0, 20), times),
     st.tuples(st.just("tick"), st.integers(1, 10)),
 ), min_size=1, max_size=25)
 
@@ -80,6 +83,12 @@ def build(memory: Memory, clock: ManualClock, script: list[tuple[Any, ...]]) -> 
                 memory.feedback(fid, step[2])
             elif kind == "confidence":
                 memory.set_confidence(fid, step[2])
+            elif kind == "supersede":
+                record = memory.get(fid)
+                assert record is not None
+                ids.append(memory.remember(
+                    f"{record.text} again", subject="job", namespace=record.namespace,
+                    valid_from=step[2], supersedes=[fid]).id)
             else:
                 memory.forget({"ids": [fid]})
     return ids

@@ -663,3 +663,48 @@ def test_a_recency_policy_may_answer_any_real_number(memory: Memory) -> None:
     for answer in (1, 0.5, np.float32(0.5), np.float64(0.0)):
         assert [r.id for r in memory.with_recency(lambda age, a=answer: a).recall("cats")] \
             == ["cats"]
+
+
+def _superseded_in_a_cycle(memory: Memory, ids: list[str]) -> list[str]:
+    """The facts of ``ids`` from which their supersession links lead back to them."""
+    preds = {fid: memory.get(fid).supersedes for fid in ids}  # type: ignore[union-attr]
+    looped = []
+    for start in ids:
+        seen, todo = set(), list(preds[start])
+        while todo:
+            fid = todo.pop()
+            if fid == start:
+                looped.append(start)
+                break
+            if fid not in seen:
+                seen.add(fid)
+                todo.extend(preds.get(fid, ()))
+    return looped
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.none() | st.integers(0, 50), st.none() | st.integers(0, 20),
+                                st.booleans()), min_size=1, max_size=10))
+def test_latest_by_subject_never_closes_a_supersession_cycle(
+        tmp_path_factory: pytest.TempPathFactory,
+        steps: list[tuple[int | None, int | None, bool]]) -> None:
+    """A supersedes list may run against time order (a fact that begins earlier
+    superseding a later one); the policy's own links never close a ring with it, in
+    which every fact would be superseded and none current (and which import refuses).
+    Found by an export/import round trip: such a store's export could not be
+    imported."""
+    clock = ManualClock(1_000_000)
+    with Store.open(tmp_path_factory.mktemp("s") / "s", sync="none") as store:
+        memory = Memory(store, MemoryConfig(supersession="latest-by-subject"), clock=clock)
+        ids: list[str] = []
+        for valid_from, target, batch in steps:
+            fields: dict[str, object] = {"text": f"fact {len(ids)}", "subject": "job"}
+            if valid_from is not None:
+                fields["valid_from"] = valid_from
+            if target is not None and ids:
+                fields["supersedes"] = [ids[target % len(ids)]]
+            made = memory.remember_many([fields]) if batch else [memory.remember(**fields)]
+            ids.extend(r.id for r in made)
+        assert _superseded_in_a_cycle(memory, ids) == []
+        assert any(memory.get(fid).status == "current" for fid in ids)  # type: ignore[union-attr]

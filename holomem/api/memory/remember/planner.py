@@ -80,6 +80,8 @@ class Planner:
         # Kept up to date as the batch grows, so that planning stays linear in the
         # batch: the successors each batch fact gave a fact, and the batch by subject.
         self._batch_succ: dict[str, list[str]] = {}
+        #: ... and the predecessors each batch fact was given (see _reaches).
+        self._batch_pred: dict[str, list[str]] = {}
         self._by_subject: dict[tuple[Namespace, str], list[_Pending]] = {}
         #: latest-by-subject, per subject this batch touched: the greatest order key
         #: of its facts, and those of them that may still be current (see _latest).
@@ -314,8 +316,12 @@ class Planner:
                 if links.supersedes:
                     supersedes = tuple(dict.fromkeys([*requested, *links.supersedes]))
                 if links.superseded_by:
+                    # A successor the new fact already reaches through what it
+                    # supersedes (a supersedes list against time order, say) would
+                    # close a cycle in which no fact is ever current: not linked.
                     superseded_by = tuple(s for s in dict.fromkeys(links.superseded_by)
-                                          if s not in supersedes and s != fid)
+                                          if s not in supersedes and s != fid
+                                          and not self._reaches(supersedes, s))
             else:  # (what the policy would answer: Links(the heads, []))
                 self._heads[(ns, subject)] = (key, [*heads, (key, fid)])
                 if heads:
@@ -324,10 +330,13 @@ class Planner:
         p = self._pending[fid] = _Pending(fid, short, now, ns, subject, eff, end, key)
         self._next_slot += 1
         if supersedes:
+            self._batch_pred.setdefault(fid, []).extend(supersedes)
             for pred in supersedes:
                 self._batch_succ.setdefault(pred, []).append(fid)
         if superseded_by:
             self._batch_succ.setdefault(fid, []).extend(superseded_by)
+            for succ in superseded_by:
+                self._batch_pred.setdefault(succ, []).append(fid)
         if subject is not None:
             self._by_subject.setdefault((ns, subject), []).append(p)
         self.results.append(Remembered(id=fid, created=True, ingest_time=now,
@@ -341,6 +350,23 @@ class Planner:
                       confidence=x.confidence, namespace=ns, ttl_ms=x.ttl_ms,
                       turn=_turn(x)),
         ]
+
+    def _reaches(self, starts: tuple[str, ...], target: str) -> bool:
+        """Whether ``target`` is one of ``starts`` or something they supersede,
+        directly or through others (stored links and the batch's)."""
+        known = self.view.facts.supersedes
+        seen = set(starts)
+        todo = list(starts)
+        while todo:
+            fid = todo.pop()
+            if fid == target:
+                return True
+            for pred in (*(link.other for link in known.get(fid, ())),
+                         *self._batch_pred.get(fid, ())):
+                if pred not in seen:
+                    seen.add(pred)
+                    todo.append(pred)
+        return False
 
     def _namespace(self, fid: str) -> Namespace:
         p = self._pending.get(fid)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, NotFoundError, Store
 from holomem.api.memory.config import Exponential, RecencyConfig
@@ -175,6 +177,50 @@ def test_fact_without_matching_terms_says_so(memory: Memory) -> None:
     assert e.lexical_score == 0.0 and e.rank is None and e.score == 0.0
     assert "no query term" in e.reason
     assert e.status == "current"
+
+
+RESTRICTIONS = st.fixed_dictionaries({}, optional={
+    "subject": st.sampled_from(["s1", "s2", "holomem:working/w"]),
+    "entities": st.lists(st.sampled_from(["e1", "e2"]), min_size=1, max_size=2, unique=True),
+    "filter": st.sampled_from([{"metadata": {"k": 1}}, {"speaker": "bob"},
+                               {"$not": {"metadata": {"k": 1}}}]),
+})
+
+
+@settings(max_examples=40, deadline=None)
+@given(restriction=RESTRICTIONS, query=st.sampled_from(["alice river", "alice", "state"]))
+def test_a_fact_the_restrictions_leave_out_is_not_said_to_match_no_query_term(
+        tmp_path_factory: pytest.TempPathFactory, restriction: dict[str, object],
+        query: str) -> None:
+    """The reason "no query term matches it" was given to every fact a subject,
+    entities, filter or the reserved-subject rule left out, even one whose matched terms
+    the same explanation listed; the reason now names the restriction."""
+    with Store.open(tmp_path_factory.mktemp("x") / "s", sync="none") as store:
+        memory = Memory(store, clock=ManualClock(1000))
+        memory.remember(id="a", text="alice river paris", subject="s1", entities=["e1"],
+                        metadata={"k": 1}, speaker="bob", session="x", position=0)
+        memory.remember(id="b", text="alice stuff", subject="s2", entities=["e2"])
+        memory.remember(id="w", text="alice state river", subject="holomem:working/w")
+        for fid in ("a", "b", "w"):
+            e = memory.explain(query, fid, **restriction)
+            if e.retrieved:
+                continue
+            if "no query term" in e.reason:
+                assert e.matched_terms == []
+            else:
+                assert e.reason.startswith("not a candidate: ")
+                assert fid not in {r.id for r in memory.recall(query, k=10, **restriction)}
+
+
+def test_each_restriction_is_named_as_the_reason(memory: Memory) -> None:
+    memory.remember(id="a", text="alice river", subject="s1", entities=["e1"],
+                    metadata={"k": 1})
+    memory.remember(id="w", text="alice state", subject="holomem:working/w")
+    assert "(subject)" in memory.explain("alice", "a", subject="s2").reason
+    assert "(entities)" in memory.explain("alice", "a", entities=["e2"]).reason
+    assert "filter" in memory.explain("alice", "a", filter={"metadata": {"k": 2}}).reason
+    assert "reserved" in memory.explain("alice", "w").reason
+    assert memory.explain("alice", "w", subject="holomem:working/w").retrieved
 
 
 def test_explain_of_an_unknown_id_is_not_found(memory: Memory) -> None:

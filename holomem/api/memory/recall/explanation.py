@@ -138,6 +138,17 @@ def _fusion(method: str, w_lex: float, w_sem: float, score: float,
                       fused_score=score, lexical_part=split[0], semantic_part=split[1])
 
 
+#: Why a fact the call's restrictions leave out is not a candidate, by restriction.
+_LEFT_OUT = {
+    "namespace": "not a candidate: it is outside the namespace asked about",
+    "subject": "not a candidate: its subject is not {subject!r} (subject)",
+    "entities": "not a candidate: it does not carry every one of {entities!r} (entities)",
+    "filter": "not a candidate: the filter leaves it out",
+    "reserved": ("not a candidate: its subject is reserved (holomem:), and recall leaves "
+                 "such facts out unless subject names it"),
+}
+
+
 def _reason(ranking: Ranking, slot: int, status: str, retrieved: bool, rank: int | None,
             matches: bool) -> str:
     o = ranking.options
@@ -146,6 +157,9 @@ def _reason(ranking: Ranking, slot: int, status: str, retrieved: bool, rank: int
     if not ranking.view.facts.known(slot, o.known_at):
         return "ingested after known_at"
     if not matches and slot not in ranking.reached:
+        left_out = ranking.left_out_by(slot)
+        if left_out is not None:
+            return _LEFT_OUT[left_out].format(subject=o.subject, entities=o.entities)
         return "not a candidate: no query term (or embedding) matches it"
     if rank is None:
         return f"not among the {o.candidate_limit} best candidates (candidate_limit)"

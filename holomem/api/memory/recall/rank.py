@@ -211,6 +211,29 @@ class Ranking:
                 mask = shown if mask is None else mask & shown
         return mask
 
+    def left_out_by(self, slot: int) -> str | None:
+        """Which restriction of the call leaves the fact in ``slot`` out — "namespace",
+        "subject", "entities", "filter" or "reserved" (a reserved subject the call did
+        not name) — or None when none does. For explain's reason: the same pieces
+        :meth:`_restriction` intersects, checked for one fact."""
+        allowed = self.allowed
+        if allowed is None or (slot < len(allowed) and bool(allowed[slot])):
+            return None
+        o, view = self.options, self.view
+        if self.namespace and view.facts.namespace(slot)[:len(self.namespace)] != self.namespace:
+            return "namespace"
+        if o.subject is not None and view.id_of(slot) not in set(
+                view.facts.subjects(o.subject, self.namespace)):
+            return "subject"
+        for entity in o.entities or ():
+            carriers = view.entities.slots(entity)
+            at = int(np.searchsorted(carriers, slot))
+            if at >= len(carriers) or int(carriers[at]) != slot:
+                return "entities"
+        if self.filter is not None and not bool(filters.evaluate(view, self.filter)[slot]):
+            return "filter"
+        return "reserved" if o.subject is None else None
+
     def identity(self) -> bool:
         """docs/contract.md §4's identity rule: nothing can change document search's answer."""
         facts, o, p = self.view.facts, self.options, self.policies

@@ -13,7 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, NotFoundError, Store
-from holomem.api.memory.config import Exponential, RecencyConfig
+from holomem.api.memory.config import (
+    ContextConfig,
+    Exponential,
+    FusionConfig,
+    Neighbors,
+    RecencyConfig,
+)
 
 HOUR = 3_600_000
 
@@ -235,3 +241,38 @@ def test_explain_of_an_unknown_id_is_not_found(memory: Memory) -> None:
 def test_nothing_is_explained_unless_asked(memory: Memory) -> None:
     memory.remember(id="z1", text="zara swims daily")
     assert all(r.explanation is None for r in memory.recall("zara swims"))
+
+
+#: Vectors of 3 dimensions, never all zeros.
+VECTORS = st.lists(st.floats(-1.0, 1.0), min_size=2, max_size=2).map(lambda v: [*v, 0.5])
+
+
+@settings(max_examples=30, deadline=None)
+@given(method=st.sampled_from(["linear", "bounded", "floored"]),
+       weight=st.floats(0.0, 1.0),
+       vectors=st.lists(st.one_of(st.none(), VECTORS), min_size=4, max_size=10),
+       query=st.sampled_from(["alice", "river tea", "paris alice tea"]),
+       at=VECTORS)
+def test_the_fusion_parts_and_the_context_bonus_add_up_to_the_fused_score(
+        tmp_path_factory: pytest.TempPathFactory, method: str, weight: float,
+        vectors: list[list[float] | None], query: str, at: list[float]) -> None:
+    """w x lexicalPart + (1 - w) x semanticPart + contextBonus is each result's fused
+    score. A neighbour that neither the query's words nor its vector made a candidate
+    (a fact stored without a vector) was given, by the bounded and floored fusions,
+    the semantic part of a cosine of 0, which its score never held."""
+    words = ["alice", "river", "tea", "paris", "stamps", "clock"]
+    config = MemoryConfig(fusion=FusionConfig(method=method, lexical_weight=weight),
+                          context=ContextConfig(neighbors=Neighbors(weight=0.4, window=2)))
+    with Store.open(tmp_path_factory.mktemp("f") / "s", sync="none") as store:
+        memory = Memory(store, config, clock=ManualClock(1000))
+        for i, vector in enumerate([[0.0, 0.0, 1.0], *vectors]):
+            memory.remember(text=f"{words[i % 6]} {words[(i * 5 + 1) % 6]} n{i}",
+                            embedding=vector)
+        for r in memory.recall(query, k=10, explain=True, embedding=at):
+            e = r.explanation
+            assert e is not None and e.fusion.lexical_part is not None
+            own = (e.fusion.lexical_weight * e.fusion.lexical_part
+                   + e.fusion.semantic_weight * (e.fusion.semantic_part or 0.0))
+            assert math.isclose(own + e.context_bonus, e.fusion.fused_score,
+                                rel_tol=1e-9, abs_tol=1e-12)
+            assert math.isclose(e.score, r.score, rel_tol=1e-12)

@@ -25,7 +25,7 @@ from holomem.api.memory.types import (
     FusionInfo,
     MatchedTerm,
 )
-from holomem.projections.fusion import DEFAULT_FUSION, W_LEXICAL, W_SEMANTIC, parts
+from holomem.projections.fusion import DEFAULT_FUSION, W_LEXICAL, W_SEMANTIC, Fusion, parts
 
 
 def explain_many(ranking: Ranking, slots: Sequence[int], *,
@@ -45,7 +45,8 @@ def explain_many(ranking: Ranking, slots: Sequence[int], *,
     rank_of = {c.slot: (n, c) for n, c in enumerate(ranked, start=1)}
     fused = ranking.fused()
     own: dict[int, float] = {}
-    if ranking.policies.context is not None or ranking.reading is not None:
+    shared = ranking.policies.context is not None or ranking.reading is not None
+    if shared:
         # each fact's score before its neighbours' (and the dialogue signals)
         plain = ranking.plain()
         own = dict(zip(plain.slots.tolist(), plain.score.tolist(), strict=True))
@@ -84,7 +85,8 @@ def explain_many(ranking: Ranking, slots: Sequence[int], *,
             lexical_score=mine.lexical if mine else 0.0,
             semantic_score=mine.semantic if mine else None,
             fusion=_fusion(method, w_lex, w_sem, mine.fused if mine else 0.0,
-                           parts(params, fused, mine.lexical, mine.semantic)
+                           _parts(ranking, fused, mine.lexical, mine.semantic,
+                                  shared and slot not in own)
                            if mine and emb else None),
             matched_terms=[MatchedTerm(term=m.term, tf=m.tf, idf=m.idf, score=m.score)
                            for m in matched],
@@ -116,6 +118,18 @@ def _dialogue(ranking: Ranking, slot: int) -> DialogueExplained | None:
                              session_multiplier=got.session,
                              speakers_named=sorted(ranking.reading.speakers),
                              date_windows=[list(w) for w in ranking.reading.windows])
+
+
+def _parts(ranking: Ranking, fused: Fusion, lexical: float, semantic: float | None,
+           borrowed_only: bool) -> tuple[float, float] | None:
+    """The fusion's (lexical part, semantic part) of a fact's own score. A fact that is
+    in the fused scores only through what it borrows (a neighbour, or a reply partner,
+    that neither the query's words nor its vector made a candidate) has no own score,
+    so both parts are 0 — the bounded and floored fusions would otherwise give a
+    missing cosine the semantic part of a cosine of 0, which it never scored."""
+    if borrowed_only:
+        return None if parts(ranking.policies.fusion, fused, 0.0, 0.0) is None else (0.0, 0.0)
+    return parts(ranking.policies.fusion, fused, lexical, semantic)
 
 
 def _context_bonus(ranking: Ranking, fused: float, own: float,

@@ -173,6 +173,11 @@ def test_a_filter_restricts_the_unfiltered_ranking_without_reordering_it(
     ({"ingestedAfter": "yesterday"}, InvalidError),
     ({"metadata": {"a": {"$in": list(range(filters.MAX_IN + 1))}}}, LimitError),
     ({"$or": [{"metadata": {"a": i}} for i in range(filters.MAX_NODES + 1)]}, LimitError),
+    # null is {"$eq": null}, which a turn's field refuses: list took it for no clause
+    # and listed every fact, while recall refused it.
+    ({"speaker": None}, InvalidError),
+    ({"session": None}, InvalidError),
+    ({"position": None}, InvalidError),
 ])
 def test_a_filter_that_cannot_be_evaluated_is_refused(memory: Memory, bad: dict[str, Any],
                                                       error: type[Exception]) -> None:
@@ -183,6 +188,8 @@ def test_a_filter_that_cannot_be_evaluated_is_refused(memory: Memory, bad: dict[
         memory.list(filter=bad)
     with pytest.raises(error):
         memory.call("recall", {"query": "anything", "filter": bad})
+    with pytest.raises(error):
+        memory.call("list", {"filter": bad})
 
 
 @pytest.mark.parametrize("bad, named", [

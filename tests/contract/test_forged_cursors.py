@@ -96,3 +96,22 @@ def test_any_altered_cursor_gives_a_page_or_a_caller_error(memory: Memory, op: s
     fields = fields_of(memory, op)
     name = sorted(fields)[pick % len(fields)]
     answers_or_refuses(memory, op, encoded({**fields, name: value}))
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(op=st.sampled_from(["list", "export"]),
+       asked=st.sampled_from([None, ["ns1"], ["ns2"], ["ns3"]]),
+       given_with=st.sampled_from([None, ["ns1"], ["ns2"], ["ns3"]]))
+def test_a_list_or_export_cursor_given_with_another_namespace_is_refused(
+        memory: Memory, op: str, asked: list[str] | None, given_with: list[str] | None) -> None:
+    # Such a cursor used to continue at its slot in the other namespace, silently
+    # leaving out that namespace's facts written before it.
+    cursor = memory.call(op, {"limit": 1, "namespace": asked})["nextCursor"]
+    assert cursor is not None
+    request = {"limit": 100, "namespace": given_with, "cursor": cursor}
+    if (asked or []) == (given_with or []):
+        memory.call(op, request)
+        return
+    with pytest.raises(InvalidError, match="another namespace"):
+        memory.call(op, request)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import hashlib
 import json
 import math
 import os
@@ -456,6 +457,13 @@ def decode_cursor(value: str, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InvalidError(f"not a cursor {what} gave out")
     return data
+
+
+def scope_tag(prefix: Sequence[str]) -> str:
+    """What a list or export cursor names of the namespace its walk was asked for: a
+    cursor given with another namespace is refused, never continued at its place."""
+    raw = json.dumps(list(prefix), ensure_ascii=False)
+    return hashlib.blake2b(raw.encode("utf-8"), digest_size=8).hexdigest()
 
 
 def _no_constant(name: str) -> Any:

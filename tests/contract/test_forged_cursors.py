@@ -115,3 +115,32 @@ def test_a_list_or_export_cursor_given_with_another_namespace_is_refused(
         return
     with pytest.raises(InvalidError, match="another namespace"):
         memory.call(op, request)
+
+
+@pytest.mark.parametrize("op", ["list", "export"])
+def test_a_list_or_export_cursor_of_another_store_is_refused(tmp_path: Path, op: str) -> None:
+    # Both stores are in their first generation, so the cursor's slot is in range in
+    # the other: it used to continue there, silently leaving out that store's first facts.
+    with Store.open(tmp_path / "one", sync="none") as one, \
+            Store.open(tmp_path / "two", sync="none") as two:
+        first, other = Memory(one), Memory(two)
+        for i in range(4):
+            first.remember(id=f"a{i}", text=f"alpha {i}")
+        for i in range(8):
+            other.remember(id=f"z{i}", text=f"zeta {i}")
+        cursor = first.call(op, {"limit": 2})["nextCursor"]
+        with pytest.raises(InvalidError, match="this store"):
+            other.call(op, {"limit": 100, "cursor": cursor})
+
+
+@pytest.mark.parametrize("op", ["list", "export"])
+def test_a_cursor_whose_last_fact_was_forgotten_still_continues(tmp_path: Path, op: str) -> None:
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store)
+        for i in range(5):
+            memory.remember(id=f"a{i}", text=f"alpha {i}")
+        page = memory.call(op, {"limit": 2})
+        memory.forget({"ids": ["a1"]})
+        rest = memory.call(op, {"limit": 100, "cursor": page["nextCursor"]})
+        key = "facts" if op == "list" else "records"
+        assert [r["id"] for r in rest[key]] == ["a2", "a3", "a4"]

@@ -86,6 +86,9 @@ def page(view: View, req: Listing, now: int, known_at: int | None = None) -> Lis
             # The last slot a page of this generation examined: below the store's end.
             if not -1 <= slot < view.catalog.slots:
                 raise InvalidError("not a cursor list() gave out")
+            if slot >= 0 and view.catalog.ids[slot] not in (fid, None):
+                # (None: forgotten since.) Another fact there: another store's cursor.
+                raise InvalidError("not a cursor list() gave out for this store")
             start = slot + 1
         else:
             moved = view.catalog.slot(fid)

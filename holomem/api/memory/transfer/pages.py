@@ -53,8 +53,11 @@ def _export_bounds(view: View, cursor: str | None, prefix: tuple[str, ...]
                            "page's namespace")
     gen, start, end = (int(v) for v in fields)  # type: ignore[arg-type]
     if gen == view.generation:
-        if not start <= end <= slots:
+        if not 1 <= start <= end <= slots:
             raise InvalidError("not a cursor export gave out")
+        if view.catalog.ids[start - 1] not in (fid, None):
+            # (None: forgotten since.) Another fact there: another store's cursor.
+            raise InvalidError("not a cursor export gave out for this store")
         return start, end
     moved = view.slot(fid)
     if moved < 0:

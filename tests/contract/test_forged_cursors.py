@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
@@ -144,3 +144,22 @@ def test_a_cursor_whose_last_fact_was_forgotten_still_continues(tmp_path: Path, 
         rest = memory.call(op, {"limit": 100, "cursor": page["nextCursor"]})
         key = "facts" if op == "list" else "records"
         assert [r["id"] for r in rest[key]] == ["a2", "a3", "a4"]
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(asked=st.sampled_from([{}, {"entity": "Alice"}, {"entity": "alice"}]),
+       given_with=st.sampled_from([{}, {"namespace": ["ns1"]}, {"entity": "Alice"},
+                                   {"subject": "alice/city"}, {"entity": "alice"}]))
+def test_a_contradict_cursor_given_with_another_scope_is_refused(
+        memory: Memory, asked: dict[str, Any], given_with: dict[str, Any]) -> None:
+    # It used to continue at its pair in the other scope, silently leaving out the
+    # pairs before it.
+    cursor = memory.call("contradict", {**asked, "maxPairs": 1})["nextCursor"]
+    assume(cursor is not None)  # a scope of one pair has no second page
+    request = {**given_with, "maxPairs": 100_000, "cursor": cursor}
+    if asked == given_with:
+        memory.call("contradict", request)
+        return
+    with pytest.raises(InvalidError, match="another contradict"):
+        memory.call("contradict", request)

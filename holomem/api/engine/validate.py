@@ -459,10 +459,11 @@ def decode_cursor(value: str, what: str) -> dict[str, Any]:
     return data
 
 
-def scope_tag(prefix: Sequence[str]) -> str:
-    """What a list or export cursor names of the namespace its walk was asked for: a
-    cursor given with another namespace is refused, never continued at its place."""
-    raw = json.dumps(list(prefix), ensure_ascii=False)
+def scope_tag(prefix: Sequence[str], more: Sequence[str | None] = ()) -> str:
+    """What a cursor names of the scope its walk was asked for (the namespace, and
+    ``more``: contradict's subject and entity): a cursor given with another scope is
+    refused, never continued at its place."""
+    raw = json.dumps([list(prefix), *more] if more else list(prefix), ensure_ascii=False)
     return hashlib.blake2b(raw.encode("utf-8"), digest_size=8).hexdigest()
 
 

@@ -280,3 +280,15 @@ def test_a_checkpointed_metadata_index_that_may_have_rounded_an_integer_is_built
     column = index.column("n")
     assert column is not None and column.equal(2**53 + 1).tolist() == [0]
     assert column.equal(2**53).tolist() == []
+
+
+@pytest.mark.parametrize("key", ["", "a\nb", "tab\there", "\x7f", "é 日本 🙂"])
+def test_every_metadata_key_a_fact_can_hold_can_be_filtered_on(memory: Memory, key: str) -> None:
+    # The filter checked its keys as ids, so a fact stored with the key "" or one
+    # holding a control character could never be selected (invalid_request).
+    memory.remember(id="with", text="has the key", metadata={key: 1})
+    memory.remember(id="without", text="lacks the key", metadata={"other": 1})
+    assert [f.id for f in memory.list(filter={"metadata": {key: 1}}).facts] == ["with"]
+    assert [f.id for f in memory.list(
+        filter={"metadata": {key: {"$exists": False}}}).facts] == ["without"]
+    assert memory.forget({"metadata": {key: 1}}, dry_run=True).removed == ["with"]

@@ -1,7 +1,8 @@
 """The metadata index: each top-level metadata key's values, by type, for filters.
 
 Owns: per key, the slots that carry it and their values, split by JSON type —
-numbers (float64), strings, booleans, nulls and the rest (arrays and objects) —
+numbers (as given, so an integer past 2**53 stays exact), strings, booleans, nulls
+and the rest (arrays and objects) —
 and the slot sets a comparison selects (docs/contract.md §4b: ``$eq``, the ranges, ``$exists``).
 Imports numpy, :mod:`holomem.events` and the base. Nothing here is persisted.
 
@@ -15,6 +16,7 @@ compaction; every query masks them out with the catalog's ``alive``.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,6 +30,12 @@ from holomem.projections.catalog import Catalog
 Source = Callable[[Sequence[int]], list[bytes]]
 #: slots read at once by ensure()
 CHUNK = 4096
+
+
+#: The largest integer magnitude below which every integer is a float64 exactly.
+EXACT = 2**53
+_EXACT_COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt,
+                  "$lte": operator.le}
 
 
 def same_json(a: object, b: object) -> bool:
@@ -48,12 +56,13 @@ def is_number(value: object) -> bool:
 class _Column:
     """One key's entries: slot lists and value lists by type, arrays made on demand."""
 
-    __slots__ = ("_arrays", "_by_value", "bools", "nulls", "numbers", "others", "present",
-                 "strings")
+    __slots__ = ("_arrays", "_by_value", "_inexact", "bools", "nulls", "numbers", "others",
+                 "present", "strings")
 
     def __init__(self) -> None:
         self.present: list[int] = []
-        self.numbers: tuple[list[int], list[float]] = ([], [])
+        #: numbers as given (an integer stays exact: float64 holds 2**53 + 1 as 2**53)
+        self.numbers: tuple[list[int], list[float | int]] = ([], [])
         self.strings: tuple[list[int], list[str]] = ([], [])
         self.bools: tuple[list[int], list[bool]] = ([], [])
         self.nulls: list[int] = []
@@ -61,15 +70,21 @@ class _Column:
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         #: (type, value) -> slots holding it, for numbers, strings and booleans: an
         #: equality is a look-up, not a scan (JSON equality: 1 == 1.0, true != 1).
+        #: Python compares an int and a float exactly and a dict key of 1 is the key
+        #: of 1.0, so the values are kept as given; a column holding an integer that
+        #: float64 cannot hold compares in Python, not in a float64 array.
         self._by_value: dict[tuple[str, object], list[int]] = {}
+        self._inexact = False
 
     def add(self, slot: int, value: object) -> None:
         self._arrays.clear()
         self.present.append(slot)
         if is_number(value):
             self.numbers[0].append(slot)
-            self.numbers[1].append(float(value))  # type: ignore[arg-type]
-            self._by_value.setdefault(("n", float(value)), []).append(slot)  # type: ignore[arg-type]
+            self.numbers[1].append(value)  # type: ignore[arg-type]
+            self._by_value.setdefault(("n", value), []).append(slot)
+            if isinstance(value, int) and not -EXACT <= value <= EXACT:
+                self._inexact = True
         elif isinstance(value, str):
             self.strings[0].append(slot)
             self.strings[1].append(value)
@@ -96,7 +111,7 @@ class _Column:
     def equal(self, value: object) -> np.ndarray:
         """Slots whose value equals ``value`` as JSON."""
         if is_number(value):
-            key: tuple[str, object] = ("n", float(value))  # type: ignore[arg-type]
+            key: tuple[str, object] = ("n", value)
         elif isinstance(value, str):
             key = ("s", value)
         elif isinstance(value, bool):
@@ -116,6 +131,13 @@ class _Column:
         slots, values = self._array("numbers" if is_number(value) else "strings")
         if not len(values):
             return slots
+        if is_number(value) and (self._inexact or (
+                isinstance(value, int) and not -EXACT <= value <= EXACT)):
+            test = _EXACT_COMPARE[op]
+            exact = np.fromiter((test(v, value) for v in self.numbers[1][:len(slots)]),
+                                dtype=bool, count=len(slots))
+            kept: np.ndarray = slots[exact]
+            return kept
         if op == "$gt":
             keep = values > value
         elif op == "$gte":
@@ -204,6 +226,11 @@ class MetadataIndex:
         self._columns = {}
         for key, present, entries, others in snap["columns"]:
             values: dict[int, object] = {s: v for s, v in entries}
+            if any(isinstance(v, float) and not -EXACT < v < EXACT for v in values.values()):
+                # Written when numbers were kept as float64: an integer past 2**53 may
+                # have been rounded. The index is a cache: build it again on use.
+                self._built, self._indexed, self._columns = False, 0, {}
+                return
             values.update((s, json.loads(v)) for s, v in others)
             if len(values) != len(present):
                 raise ValueError(f"metadata: column {key!r} disagrees with its slots")

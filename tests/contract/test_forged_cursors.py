@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from holomem import ManualClock, Memory, MemoryConfig, Store
@@ -96,3 +96,70 @@ def test_any_altered_cursor_gives_a_page_or_a_caller_error(memory: Memory, op: s
     fields = fields_of(memory, op)
     name = sorted(fields)[pick % len(fields)]
     answers_or_refuses(memory, op, encoded({**fields, name: value}))
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(op=st.sampled_from(["list", "export"]),
+       asked=st.sampled_from([None, ["ns1"], ["ns2"], ["ns3"]]),
+       given_with=st.sampled_from([None, ["ns1"], ["ns2"], ["ns3"]]))
+def test_a_list_or_export_cursor_given_with_another_namespace_is_refused(
+        memory: Memory, op: str, asked: list[str] | None, given_with: list[str] | None) -> None:
+    # Such a cursor used to continue at its slot in the other namespace, silently
+    # leaving out that namespace's facts written before it.
+    cursor = memory.call(op, {"limit": 1, "namespace": asked})["nextCursor"]
+    assert cursor is not None
+    request = {"limit": 100, "namespace": given_with, "cursor": cursor}
+    if (asked or []) == (given_with or []):
+        memory.call(op, request)
+        return
+    with pytest.raises(InvalidError, match="another namespace"):
+        memory.call(op, request)
+
+
+@pytest.mark.parametrize("op", ["list", "export"])
+def test_a_list_or_export_cursor_of_another_store_is_refused(tmp_path: Path, op: str) -> None:
+    # Both stores are in their first generation, so the cursor's slot is in range in
+    # the other: it used to continue there, silently leaving out that store's first facts.
+    with Store.open(tmp_path / "one", sync="none") as one, \
+            Store.open(tmp_path / "two", sync="none") as two:
+        first, other = Memory(one), Memory(two)
+        for i in range(4):
+            first.remember(id=f"a{i}", text=f"alpha {i}")
+        for i in range(8):
+            other.remember(id=f"z{i}", text=f"zeta {i}")
+        cursor = first.call(op, {"limit": 2})["nextCursor"]
+        with pytest.raises(InvalidError, match="this store"):
+            other.call(op, {"limit": 100, "cursor": cursor})
+
+
+@pytest.mark.parametrize("op", ["list", "export"])
+def test_a_cursor_whose_last_fact_was_forgotten_still_continues(tmp_path: Path, op: str) -> None:
+    with Store.open(tmp_path / "s", sync="none") as store:
+        memory = Memory(store)
+        for i in range(5):
+            memory.remember(id=f"a{i}", text=f"alpha {i}")
+        page = memory.call(op, {"limit": 2})
+        memory.forget({"ids": ["a1"]})
+        rest = memory.call(op, {"limit": 100, "cursor": page["nextCursor"]})
+        key = "facts" if op == "list" else "records"
+        assert [r["id"] for r in rest[key]] == ["a2", "a3", "a4"]
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(asked=st.sampled_from([{}, {"entity": "Alice"}, {"entity": "alice"}]),
+       given_with=st.sampled_from([{}, {"namespace": ["ns1"]}, {"entity": "Alice"},
+                                   {"subject": "alice/city"}, {"entity": "alice"}]))
+def test_a_contradict_cursor_given_with_another_scope_is_refused(
+        memory: Memory, asked: dict[str, Any], given_with: dict[str, Any]) -> None:
+    # It used to continue at its pair in the other scope, silently leaving out the
+    # pairs before it.
+    cursor = memory.call("contradict", {**asked, "maxPairs": 1})["nextCursor"]
+    assume(cursor is not None)  # a scope of one pair has no second page
+    request = {**given_with, "maxPairs": 100_000, "cursor": cursor}
+    if asked == given_with:
+        memory.call("contradict", request)
+        return
+    with pytest.raises(InvalidError, match="another contradict"):
+        memory.call("contradict", request)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import hashlib
 import json
 import math
 import os
@@ -456,6 +457,14 @@ def decode_cursor(value: str, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InvalidError(f"not a cursor {what} gave out")
     return data
+
+
+def scope_tag(prefix: Sequence[str], more: Sequence[str | None] = ()) -> str:
+    """What a cursor names of the scope its walk was asked for (the namespace, and
+    ``more``: contradict's subject and entity): a cursor given with another scope is
+    refused, never continued at its place."""
+    raw = json.dumps([list(prefix), *more] if more else list(prefix), ensure_ascii=False)
+    return hashlib.blake2b(raw.encode("utf-8"), digest_size=8).hexdigest()
 
 
 def _no_constant(name: str) -> Any:

@@ -176,7 +176,9 @@ def _metadata(value: object, where: str, count: list[int]) -> list[Condition]:
         raise InvalidError(f"{where} must be an object of metadata keys")
     out = []
     for key, cond in value.items():
-        validate.doc_id(key, f"{where} key")
+        # Any key a metadata dict can hold ("" and control characters included), so
+        # every stored key can be selected.
+        validate.json_value(key, f"{where} key")
         here = f"{where}.{key}"
         ops = cond if isinstance(cond, Mapping) and any(
             isinstance(k, str) and k.startswith("$") for k in cond) else {"$eq": cond}

@@ -414,9 +414,11 @@ class ListFilter(Request, frozen=True):
     any_of: list[dict[str, Any]] | None = msgspec.field(default=None, name="$or")
     none_of: dict[str, Any] | None = msgspec.field(default=None, name="$not")
     #: A turn's fields (docs/contract.md §4g): a value, or a condition of operators.
-    speaker: Any = None
-    session: Any = None
-    position: Any = None
+    #: Unset when not given: ``null`` is a value (``{"$eq": null}``), refused as a
+    #: turn's field is, as recall refuses it, never taken for "no condition".
+    speaker: Any = msgspec.UNSET
+    session: Any = msgspec.UNSET
+    position: Any = msgspec.UNSET
 
     def conditions(self) -> dict[str, Any] | None:
         """The docs/contract.md §4b part, in its JSON form (None when it has none)."""
@@ -425,8 +427,9 @@ class ListFilter(Request, frozen=True):
                  "event_before": "eventBefore", "all_of": "$and", "any_of": "$or",
                  "none_of": "$not", "speaker": "speaker", "session": "session",
                  "position": "position"}
+        turn = ("speaker", "session", "position")
         out = {json: getattr(self, f) for f, json in names.items()
-               if getattr(self, f) is not None}
+               if getattr(self, f) is not (msgspec.UNSET if f in turn else None)}
         return out or None
 
 

@@ -35,9 +35,12 @@ MAX_LIMIT = 1000
 MAX_SCAN = 10_000
 
 
-def _decode(cursor: str) -> tuple[int, int, str]:
+def _decode(cursor: str, prefix: tuple[str, ...]) -> tuple[int, int, str]:
     data = validate.decode_cursor(cursor, "list()")
     gen, slot = validate.cursor_ints(data, ("g", "s"), "list()")
+    if data.get("ns") != validate.scope_tag(prefix):
+        raise InvalidError("the cursor is another namespace's listing (or not one list() "
+                           "gave out); ask with the first page's namespace")
     fid = data.get("id")
     if not isinstance(fid, str):
         raise InvalidError("not a cursor list() gave out")
@@ -78,11 +81,14 @@ def page(view: View, req: Listing, now: int, known_at: int | None = None) -> Lis
     cursor, limit, flt, history, prefix, where = req
     start = 0
     if cursor is not None:
-        gen, slot, fid = _decode(cursor)
+        gen, slot, fid = _decode(cursor, prefix)
         if gen == view.generation:
             # The last slot a page of this generation examined: below the store's end.
             if not -1 <= slot < view.catalog.slots:
                 raise InvalidError("not a cursor list() gave out")
+            if slot >= 0 and view.catalog.ids[slot] not in (fid, None):
+                # (None: forgotten since.) Another fact there: another store's cursor.
+                raise InvalidError("not a cursor list() gave out for this store")
             start = slot + 1
         else:
             moved = view.catalog.slot(fid)
@@ -123,7 +129,8 @@ def page(view: View, req: Listing, now: int, known_at: int | None = None) -> Lis
             break
     more = bool(len(live)) and last < int(live[-1])
     last_id = view.catalog.ids[last] if last >= 0 else None
-    next_cursor = (validate.encode_cursor(g=view.generation, s=last, id=last_id or "")
+    next_cursor = (validate.encode_cursor(g=view.generation, s=last, id=last_id or "",
+                                          ns=validate.scope_tag(prefix))
                    if more else None)
     return ListPage(facts=out, next_cursor=next_cursor, scanned=scanned)
 

@@ -63,8 +63,9 @@ PAIR_BUDGET = 1 << 18
 CATCH_UP_BUDGET = 1 << 20
 
 
-def _cursor(value: object) -> tuple[int, int, int] | None:
-    """(generation, a, b) of the last pair a contradict page compared, or None."""
+def _cursor(value: object, tag: str) -> tuple[int, int, int] | None:
+    """(generation, a, b) of the last pair a contradict page compared, or None; the
+    cursor's scope must be ``tag`` (the subject, entity and namespace asked for)."""
     text = validate.cursor(value, "contradict()")
     if text is None:
         return None
@@ -72,6 +73,9 @@ def _cursor(value: object) -> tuple[int, int, int] | None:
     gen, a, b = validate.cursor_ints(data, ("g", "a", "b"), "contradict()")
     if not 0 <= a < b:
         raise InvalidError("not a cursor contradict() gave out")
+    if data.get("q") != tag:
+        raise InvalidError("the cursor is another contradict()'s (another subject, entity "
+                           "or namespace); ask with the first page's arguments")
     return gen, a, b
 
 
@@ -92,7 +96,8 @@ def contradict(view: View, now: int, *, subject: str | None = None, entity: str 
     max_pairs = validate.positive_int(max_pairs, "max_pairs", MAX_PAIRS_LIMIT)
     subject = validate.doc_id(subject, "subject") if subject is not None else None
     entity = validate.entity(entity) if entity is not None else None
-    resume = _cursor(cursor)
+    tag = validate.scope_tag(namespace, (subject, entity))
+    resume = _cursor(cursor, tag)
     if resume is not None and resume[0] != view.generation:
         raise InvalidError("the store was compacted since this cursor; start again")
     facts = view.facts
@@ -141,7 +146,7 @@ def contradict(view: View, now: int, *, subject: str | None = None, entity: str 
     else:
         page = contradiction_pairs.scan(view, current, k, max_pairs, resumed, PAIR_BUDGET)
         shared_entities = _record_entities(view)
-    return _result(view, page, int(current.sum()), shared_entities)
+    return _result(view, page, int(current.sum()), shared_entities, tag)
 
 
 def _record_entities(view: View) -> Callable[[list[tuple[int, int]]], list[list[str]]]:
@@ -152,8 +157,8 @@ def _record_entities(view: View) -> Callable[[list[tuple[int, int]]], list[list[
 
 
 def _result(view: View, page: Page, compared_facts: int,
-            shared_entities: Callable[[list[tuple[int, int]]], list[list[str]]]
-            ) -> ContradictResult:
+            shared_entities: Callable[[list[tuple[int, int]]], list[list[str]]],
+            tag: str) -> ContradictResult:
     facts, ids = view.facts, view.catalog.ids
     slots = [(sa, sb) for sa, sb, *_ in page.ranked]
     subj = facts.subject.view()
@@ -165,7 +170,8 @@ def _result(view: View, page: Page, compared_facts: int,
             why.insert(0, facts.subject_names[ja])
         pairs.append(ContradictionPair(a=ids[sa] or "", b=ids[sb] or "", score=score,
                                        overlap=overlap, content_similarity=sim, shared=why))
-    next_cursor = (validate.encode_cursor(g=view.generation, a=page.last[0], b=page.last[1])
+    next_cursor = (validate.encode_cursor(g=view.generation, a=page.last[0], b=page.last[1],
+                                          q=tag)
                    if page.more else None)
     return ContradictResult(pairs=pairs, compared_facts=compared_facts,
                             compared_pairs=page.compared, bound_hit=page.more,

@@ -30,7 +30,8 @@ class ExportPage(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     next_cursor: str | None
 
 
-def _export_bounds(view: View, cursor: str | None) -> tuple[int, int]:
+def _export_bounds(view: View, cursor: str | None, prefix: tuple[str, ...]
+                   ) -> tuple[int, int]:
     """The slots ``[start, end)`` an export page continues with.
 
     A cursor names the generation, the next slot, the end (the slot count when the
@@ -45,12 +46,18 @@ def _export_bounds(view: View, cursor: str | None) -> tuple[int, int]:
     fields = (data.get("g"), data.get("s"), data.get("e"))
     fid = data.get("id")
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in fields) \
-            or not isinstance(fid, str) or set(data) != {"g", "s", "e", "id"}:
+            or not isinstance(fid, str) or set(data) != {"g", "s", "e", "id", "ns"}:
         raise InvalidError("not a cursor export gave out")
+    if data["ns"] != validate.scope_tag(prefix):
+        raise InvalidError("the cursor is another namespace's export; ask with the first "
+                           "page's namespace")
     gen, start, end = (int(v) for v in fields)  # type: ignore[arg-type]
     if gen == view.generation:
-        if not start <= end <= slots:
+        if not 1 <= start <= end <= slots:
             raise InvalidError("not a cursor export gave out")
+        if view.catalog.ids[start - 1] not in (fid, None):
+            # (None: forgotten since.) Another fact there: another store's cursor.
+            raise InvalidError("not a cursor export gave out for this store")
         return start, end
     moved = view.slot(fid)
     if moved < 0:
@@ -72,13 +79,14 @@ def export_page(store: Store, prefix: tuple[str, ...], cursor: str | None,
     (a cursor export did not give out, or one whose fact a compaction removed).
     """
     def read(view: View) -> ExportPage:
-        start, end = _export_bounds(view, cursor)
+        start, end = _export_bounds(view, cursor, prefix)
         live = live_facts(view, prefix)
         live = live[(live >= start) & (live < end)]
         page = [int(s) for s in live[:limit]]
         more = len(live) > limit
         next_cursor = (validate.encode_cursor(g=view.generation, s=page[-1] + 1, e=end,
-                                              id=view.id_of(page[-1]))
+                                              id=view.id_of(page[-1]),
+                                              ns=validate.scope_tag(prefix))
                        if more else None)
         ranks = transferlinks.Ranks(view)
         return ExportPage(records=[exchange.export_record(view, s, ranks=ranks) for s in page],

@@ -111,7 +111,8 @@ def _node(count: list[int], where: str) -> None:
 
 def _compile(value: object, where: str, depth: int, count: list[int]) -> Filter:
     if depth > MAX_DEPTH:
-        raise LimitError(f"{where}: filters nest at most {MAX_DEPTH} levels")
+        raise LimitError(f"{where}: a filter is at most {MAX_DEPTH} objects deep, the outermost "
+                         "counted")
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise InvalidError(f"{where} must be an object")
     unknown = sorted(k for k in value if k not in _KEYS)

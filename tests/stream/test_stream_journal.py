@@ -468,11 +468,13 @@ def test_a_generation_record_of_a_later_version_is_refused_by_name() -> None:
 
 @pytest.mark.parametrize("address", [
     "nats://h:4222/ab\nc", "nats://h:4222/abc\n", "nats://h:4222/a\tb", "nats://h:42\r22/s",
-    "nats://h:\u00b2/s", "nats://h:\u0664\u0662\u0662\u0662/s"])
+    "nats://h:\u00b2/s", "nats://h:\u0664\u0662\u0662\u0662/s",
+    "nats://h:4222/s?replicas=\u00b2", "nats://h:4222/s?replicas=\u0663",
+    "nats://h:4222/s?replicas=03"])
 def test_an_address_with_a_control_character_or_a_port_in_other_digits_is_invalid(
         address: str) -> None:
     """URL parsing drops tabs and line breaks ("ab\\nc" named the store "abc"), and
-    str.isdigit takes "²" (then int() raised ValueError) and Arabic-Indic digits: each is
-    ``invalid_request`` before anything connects."""
+    str.isdigit takes "²" (then int() raised ValueError) and Arabic-Indic digits, in the
+    port and in replicas: each is ``invalid_request`` before anything connects."""
     with pytest.raises(InvalidError):
         url.parse(address)

@@ -115,7 +115,7 @@ def parse(path: str) -> Address:
         opts[k] = v
     replicas: int | None = None
     if "replicas" in opts:
-        if not opts["replicas"].isdigit() or not 1 <= int(opts["replicas"]) <= 5:
+        if opts["replicas"] not in ("1", "2", "3", "4", "5"):  # (isdigit takes '²', '٣')
             raise InvalidError("option replicas must be 1 to 5")
         replicas = int(opts["replicas"])
     advertise = opts.get("advertise", "")

@@ -140,7 +140,8 @@ class Opening(NamedTuple):
         consolidation: ConsolidationPolicy | None = supplied_policy(
             config.consolidation, self.custom, "consolidation policy")
         embedder = embedding.choose(self.embedder, config,
-                                    state.embedder or state.reembed_target)
+                                    state.embedder or state.reembed_target,
+                                    (state.embedder, state.reembed_target))
         events: list[Event] = []
         if record:
             events.append(ConfigRecorded(config=config_to_json(config), time=self.now))

@@ -94,19 +94,36 @@ def check_identity(identity: object) -> EmbedderIdentity:
     return identity
 
 
-def choose(given: object, config: MemoryConfig, recorded: bytes | None) -> Embedder | None:
-    """The embedder a Memory uses. Errors: ``invalid_request`` (not an embedder, an
-    identity outside :func:`check_identity`'s limits, an unknown name, a name that
-    disagrees with the object), ``unavailable`` (a built-in whose model is not
-    installed). A name given in place of the object (``"minilm"``) is the built-in of
-    that name."""
+def already_recorded(identity: object, known: Sequence[bytes | None]) -> bool:
+    """Whether ``identity`` is one the store recorded already (``known``: its
+    embedder's and its re-embed target's). Such an identity is not held to
+    :func:`check_identity`'s limits: a store an earlier version wrote with an identity
+    outside them (an empty digest, no token limit) opens with its own embedder."""
+    if not isinstance(identity, EmbedderIdentity) or not any(known):
+        return False
+    try:
+        return identity_json(identity) in known
+    except (TypeError, ValueError):  # not JSON at all: never recorded
+        return False
+
+
+def choose(given: object, config: MemoryConfig, recorded: bytes | None,
+           known: Sequence[bytes | None] = ()) -> Embedder | None:
+    """The embedder a Memory uses. ``recorded``: the identity whose built-in is used
+    when neither ``given`` nor the configuration names one; ``known``: every identity
+    the store recorded (see :func:`already_recorded`). Errors: ``invalid_request`` (not
+    an embedder, an identity the store has not recorded outside
+    :func:`check_identity`'s limits, an unknown name, a name that disagrees with the
+    object), ``unavailable`` (a built-in whose model is not installed). A name given in
+    place of the object (``"minilm"``) is the built-in of that name."""
     if isinstance(given, str):
         given = by_name(given)
     if given is not None:
         if not isinstance(given, Embedder):
             raise InvalidError("embedder must have an identity (EmbedderIdentity) and "
                                "embed(texts)")
-        check_identity(given.identity)
+        if not already_recorded(given.identity, known):
+            check_identity(given.identity)
         if config.embedder is not None and config.embedder != given.identity.name:
             raise InvalidError(f"the configuration names embedder {config.embedder!r}, "
                                f"the embedder given is {given.identity.name!r}")
@@ -211,8 +228,8 @@ def vectors(embedder: Embedder, texts: Sequence[str], progress: Progress | None 
         parts.append(_checked(embedder, texts[start:start + EMBED_CHUNK]))
         if progress is not None:
             progress(start + len(parts[-1]))
-    if not parts:
-        return np.zeros((0, embedder.identity.dim), dtype=np.float32)
+    if not parts:  # (int: an identity recorded before the limits may give 8.0)
+        return np.zeros((0, int(embedder.identity.dim)), dtype=np.float32)
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 

@@ -195,6 +195,7 @@ BAD_IDENTITIES = [
     {"name": "a\nb"}, {"digest": ""}, {"digest": None}, {"digest": "d" * 257},
     {"pooling": 3}, {"pooling": "p" * 257}, {"normalized": "yes"}, {"normalized": 1},
     {"max_tokens": 0}, {"max_tokens": True}, {"max_tokens": 2**31}, {"max_tokens": "64"},
+    {"name": "t\ud800"}, {"digest": "\udfff"}, {"pooling": "\udc80"},
 ]
 
 

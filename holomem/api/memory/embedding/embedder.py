@@ -58,12 +58,22 @@ def describe(raw: bytes) -> str:
            f"{str(ident.get('digest'))[:12]}…)"
 
 
+def _encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _text(value: object, field: str, *, empty: bool = False) -> None:
     if not isinstance(value, str) or (not value and not empty) \
-            or len(value) > MAX_IDENTITY_CHARS or any(c < " " or c == "\x7f" for c in value):
+            or len(value) > MAX_IDENTITY_CHARS or any(c < " " or c == "\x7f" for c in value) \
+            or not _encodable(value):
         least = 0 if empty else 1
         raise InvalidError(f"the embedder's identity.{field} must be a string of {least} to "
-                           f"{MAX_IDENTITY_CHARS} characters without control characters, "
+                           f"{MAX_IDENTITY_CHARS} characters without control characters "
+                           "that encodes as UTF-8 (no lone surrogate), "
                            f"not {repr(value)[:40]} ({type(value).__name__})")
 
 
@@ -76,8 +86,9 @@ def _whole(value: object, field: str, most: int) -> None:
 def check_identity(identity: object) -> EmbedderIdentity:
     """``identity``, checked to be one a store can record and an embedder can meet:
     ``name`` and ``digest`` 1 to :data:`MAX_IDENTITY_CHARS` characters, ``pooling`` at
-    most that many, none with a control character; ``dim`` a whole number from 1 to
-    :data:`MAX_DIM`; ``normalized`` a bool; ``max_tokens`` from 1 to :data:`MAX_TOKENS`.
+    most that many, none with a control character or a lone surrogate; ``dim`` a whole
+    number from 1 to :data:`MAX_DIM`; ``normalized`` a bool; ``max_tokens`` from 1 to
+    :data:`MAX_TOKENS`.
     A Struct's constructor checks nothing, so ``EmbedderIdentity(dim=0)`` is only
     refused here, before anything is recorded. Errors: ``invalid_request``."""
     if not isinstance(identity, EmbedderIdentity):

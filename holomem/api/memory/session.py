@@ -53,6 +53,12 @@ ForgettingPolicy = Callable[[Any, int], list[str]]
 ConsolidationPolicy = Callable[[Any, int], list[tuple[list[str], str]]]
 
 
+#: The most characters of a refused recorded configuration an error shows.
+SHOWN = 2000
+#: What msgspec says of a field a struct does not have (a newer version's field).
+UNKNOWN_FIELD = "unknown field"
+
+
 def same_policies(a: MemoryConfig, b: MemoryConfig) -> bool:
     """Whether two configurations agree on everything a store holds them to. How a
     query's vector finds its candidates (``vector_search``) is each Memory's own choice:
@@ -66,19 +72,30 @@ def decide(recorded: bytes | None, given: MemoryConfig | None,
            initial: MemoryConfig | None, persist: bool) -> tuple[MemoryConfig, bool]:
     """The configuration a new Memory applies over a store that recorded ``recorded``
     (None: nothing yet), and whether the store must record it. A recorded one that
-    this version refuses (written before a check it fails existed) is replaced by a
-    configuration given with ``persist``. Errors: ``conflict`` (``given`` differs from
-    the recorded one, without ``persist``), ``invalid_request`` (the recorded one is
-    refused, and no configuration is given with ``persist`` to replace it)."""
+    fails a check of this version (written before the check existed) is replaced by a
+    configuration given with ``persist``; one with a field this version does not know
+    (written by a newer version) is never replaced. Errors: ``conflict`` (``given``
+    differs from the recorded one, without ``persist``), ``invalid_request`` (the
+    recorded one is refused, and no configuration is given with ``persist`` to replace
+    it, or it has a field this version does not know); the message shows the
+    recorded JSON (its first :data:`SHOWN` characters)."""
     try:
         stored = config_from_json(recorded) if recorded is not None else None
     except InvalidError as exc:
+        assert recorded is not None
+        text = recorded.decode("utf-8", "replace")
+        shown = text[:SHOWN] + ("…" if len(text) > SHOWN else "")
+        if UNKNOWN_FIELD in exc.message:
+            raise InvalidError(
+                f"this store's recorded configuration has a field this version does not "
+                f"know ({exc.message}): it was probably written by a newer holomem, so "
+                f"open the store with that version; the recorded one is {shown}") from exc
         if given is not None and persist:
             return given, True
         raise InvalidError(
             f"this store's recorded configuration is refused ({exc.message}): record "
             "another with Memory(store, config, persist=True) (from the shell, holomem "
-            "config STORE --set FILE)") from exc
+            f"config STORE --set FILE); the recorded one is {shown}") from exc
     if given is None:
         config = stored or initial or MemoryConfig()
         return config, stored is None

@@ -233,6 +233,28 @@ def test_approximate_search_without_usearch_records_nothing(
     assert store_as_it_is(store) == (0, None, None)
 
 
+
+def test_a_follower_refused_by_a_check_runs_the_checks_once(
+        tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A follower's read answers again when it meets ``unavailable`` (a generation
+    replaced under it): the whole configuration check ran 65 times before the follower
+    gave up on a library that is simply not installed."""
+    monkeypatch.setattr(vectorindex, "available", lambda: True)
+    with Store.open(tmp_path / "s", sync="none") as writer:
+        Memory(writer, {"vectorSearch": "approximate"}, clock=clock)
+    calls: list[None] = []
+
+    def missing() -> bool:
+        calls.append(None)
+        return False
+
+    monkeypatch.setattr(vectorindex, "available", missing)
+    with Store.open(tmp_path / "s", read_only=True) as follower, \
+            pytest.raises(UnavailableError, match="usearch"):
+        Memory(follower, clock=clock)
+    assert len(calls) == 1
+
+
 _NAMES = st.sampled_from(["none", "custom:mine"])
 _ATTEMPT = st.fixed_dictionaries({}, optional={
     "supersession": st.sampled_from(["none", "latest-by-subject", "custom:mine"]),

@@ -42,7 +42,7 @@ from holomem.api.memory.policies import (
     supplied_policy,
 )
 from holomem.embedders import Embedder
-from holomem.errors import ConflictError, InvalidError, UnavailableError
+from holomem.errors import ConflictError, HolomemError, InvalidError, UnavailableError
 from holomem.events import ConfigRecorded, Event
 from holomem.projections import vectorindex
 from holomem.projections.fusion import EMBEDDER_FUSION
@@ -173,7 +173,20 @@ def settle(store: Store, opening: Opening) -> Settled:
     """:meth:`Opening.settle` over the store now; a writer commits its events in one
     transaction (a follower records nothing)."""
     if store.read_only:
-        return store.read(opening.settle)
+        # A follower's read answers again when fn raises ``unavailable`` (its generation
+        # was replaced meanwhile); settle reads only the view's state in memory, so an
+        # ``unavailable`` of its own (a library or a model not installed) is the
+        # answer, not a reason to check everything again: it is raised after the read.
+        def answer(view: View) -> Settled | HolomemError:
+            try:
+                return opening.settle(view)
+            except HolomemError as exc:
+                return exc
+
+        outcome = store.read(answer)
+        if isinstance(outcome, HolomemError):
+            raise outcome
+        return outcome
     settled: list[Settled] = []
 
     def build(view: View) -> list[Event]:

@@ -17,7 +17,9 @@ import pytest
 
 from holomem import ConflictError, InvalidError, ManualClock, Memory, MemoryConfig, Store
 from holomem.api.memory.config import FusionConfig
+from holomem.api.memory.embedding.embedder import identity_json
 from holomem.embedders import EmbedderIdentity
+from holomem.events import EmbedderRecorded
 
 DIM = 8
 #: Words that mean the same thing to the fake model, so that meaning is testable
@@ -193,6 +195,7 @@ BAD_IDENTITIES = [
     {"name": "a\nb"}, {"digest": ""}, {"digest": None}, {"digest": "d" * 257},
     {"pooling": 3}, {"pooling": "p" * 257}, {"normalized": "yes"}, {"normalized": 1},
     {"max_tokens": 0}, {"max_tokens": True}, {"max_tokens": 2**31}, {"max_tokens": "64"},
+    {"name": "t\ud800"}, {"digest": "\udfff"}, {"pooling": "\udc80"},
 ]
 
 
@@ -220,6 +223,35 @@ def test_an_identity_at_its_limits_is_recorded(store: Store, clock: ManualClock,
     recorded = store.read(lambda view: view.state.embedder)
     assert recorded is not None and msgspec.json.decode(recorded,
                                                         type=EmbedderIdentity) == identity
+
+
+#: Identities outside today's limits that an earlier version recorded without a check
+#: (a remote model's embedder with no weights digest and no token limit known).
+OLD_IDENTITIES = [{"digest": ""}, {"max_tokens": 0}, {"pooling": "", "digest": ""},
+                  {"dim": 8.0}, {"name": "n" * 300}]
+
+
+@pytest.mark.parametrize("pending", [False, True], ids=["recorded", "re-embed target"])
+@pytest.mark.parametrize("changes", OLD_IDENTITIES, ids=[repr(c)[:40] for c in OLD_IDENTITIES])
+def test_a_store_an_earlier_version_pinned_outside_the_limits_opens_with_its_embedder(
+        tmp_path: Path, clock: ManualClock, changes: dict[str, object], pending: bool) -> None:
+    """The limits apply to an identity about to be recorded: one the store recorded
+    already (as its embedder, or as the target of a re-embed under way) is accepted
+    as it is, so a store an earlier version wrote stays usable with its own embedder;
+    a new store still refuses that identity."""
+    identity = _identity(**changes)
+    with Store.open(tmp_path / "old", sync="none") as old:
+        old.commit(lambda view: [EmbedderRecorded(identity=identity_json(identity),
+                                                  pending=pending, time=1)])
+        memory = Memory(old, clock=clock, embedder=Pinned(identity), reembed=pending)
+        if pending:
+            memory.reembed()
+        memory.remember("She works as a nurse")
+        assert [r.text for r in memory.recall("profession")] == ["She works as a nurse"]
+        assert old.read(lambda view: view.state.embedder) == identity_json(identity)
+    with Store.open(tmp_path / "new", sync="none") as new, \
+            pytest.raises(InvalidError, match="identity"):
+        Memory(new, clock=clock, embedder=Pinned(identity))
 
 
 def test_an_embedder_of_another_dimension_is_a_conflict(store: Store,

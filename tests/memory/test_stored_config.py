@@ -233,6 +233,28 @@ def test_approximate_search_without_usearch_records_nothing(
     assert store_as_it_is(store) == (0, None, None)
 
 
+
+def test_a_follower_refused_by_a_check_runs_the_checks_once(
+        tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A follower's read answers again when it meets ``unavailable`` (a generation
+    replaced under it): the whole configuration check ran 65 times before the follower
+    gave up on a library that is simply not installed."""
+    monkeypatch.setattr(vectorindex, "available", lambda: True)
+    with Store.open(tmp_path / "s", sync="none") as writer:
+        Memory(writer, {"vectorSearch": "approximate"}, clock=clock)
+    calls: list[None] = []
+
+    def missing() -> bool:
+        calls.append(None)
+        return False
+
+    monkeypatch.setattr(vectorindex, "available", missing)
+    with Store.open(tmp_path / "s", read_only=True) as follower, \
+            pytest.raises(UnavailableError, match="usearch"):
+        Memory(follower, clock=clock)
+    assert len(calls) == 1
+
+
 _NAMES = st.sampled_from(["none", "custom:mine"])
 _ATTEMPT = st.fixed_dictionaries({}, optional={
     "supersession": st.sampled_from(["none", "latest-by-subject", "custom:mine"]),
@@ -286,6 +308,38 @@ def test_a_recorded_configuration_this_version_refuses_is_named_and_persist_repl
     assert Memory(store, clock=clock).config == LATEST
 
 
+#: A configuration a newer version recorded: a field this one does not know.
+NEWER = b'{"supersession": "latest-by-subject", "newField": {"x": 1}}'
+
+
+def test_a_configuration_a_newer_version_recorded_is_refused_even_with_persist(
+        store: Store, clock: ManualClock) -> None:
+    """Persist replaces a recorded configuration that fails a check of this version, but
+    not one with a field it does not know: that one was written by a newer version,
+    which the store still belongs to (docs/platforms.md). The error says so and shows
+    the recorded JSON, and nothing is recorded."""
+    store.commit(lambda view: [ConfigRecorded(config=NEWER, time=1)])
+    before = store_as_it_is(store)
+    for config, persist in ((None, False), (LATEST, False), (LATEST, True)):
+        with pytest.raises(InvalidError, match="newer holomem") as refused:
+            Memory(store, config, clock=clock, persist=persist)
+        assert NEWER.decode() in refused.value.message
+        assert store_as_it_is(store) == before
+
+
+def test_a_refused_recorded_configuration_is_shown_bounded_in_the_error(
+        store: Store, clock: ManualClock) -> None:
+    """``holomem config STORE`` refuses such a store too, so the error itself shows
+    what is recorded: its first 2,000 characters."""
+    long = b'{"forgetting": "expired-ttl\\n", "pad": "' + b"p" * 5000 + b'"}'
+    for recorded in (b'{"forgetting": "expired-ttl\\n"}', long):
+        store.commit(lambda view, r=recorded: [ConfigRecorded(config=r, time=1)])
+        with pytest.raises(InvalidError) as refused:
+            Memory(store, clock=clock)
+        assert recorded[:2000].decode() in refused.value.message
+        assert len(refused.value.message) < 2600
+
+
 def test_two_memories_racing_over_a_new_store_record_one_configuration(
         tmp_path: Path, clock: ManualClock) -> None:
     import threading
@@ -334,3 +388,11 @@ def test_the_cli_applies_the_stored_configuration_and_config_set_records_one(
     other.write_text("{}")
     refused = cli("remember", str(path), "--text", "x", "--config", str(other))
     assert refused.returncode != 0 and "conflict" in refused.stderr
+    # A recorded configuration this version refuses is shown in the error (holomem
+    # config would refuse it too, so the error does not send the user there).
+    with Store.open(path, sync="none") as store:
+        store.commit(lambda view: [ConfigRecorded(config=NEWER, time=2)])
+    for args in (("list", str(path)), ("config", str(path))):
+        refused = cli(*args)
+        assert refused.returncode != 0 and NEWER.decode() in refused.stderr
+        assert "shows the recorded one" not in refused.stderr

@@ -42,7 +42,7 @@ from holomem.api.memory.policies import (
     supplied_policy,
 )
 from holomem.embedders import Embedder
-from holomem.errors import ConflictError, InvalidError, UnavailableError
+from holomem.errors import ConflictError, HolomemError, InvalidError, UnavailableError
 from holomem.events import ConfigRecorded, Event
 from holomem.projections import vectorindex
 from holomem.projections.fusion import EMBEDDER_FUSION
@@ -51,6 +51,12 @@ from holomem.projections.fusion import EMBEDDER_FUSION
 ForgettingPolicy = Callable[[Any, int], list[str]]
 #: A custom consolidation policy: (memory, now) -> (source ids, summary text) groups.
 ConsolidationPolicy = Callable[[Any, int], list[tuple[list[str], str]]]
+
+
+#: The most characters of a refused recorded configuration an error shows.
+SHOWN = 2000
+#: What msgspec says of a field a struct does not have (a newer version's field).
+UNKNOWN_FIELD = "unknown field"
 
 
 def same_policies(a: MemoryConfig, b: MemoryConfig) -> bool:
@@ -66,19 +72,30 @@ def decide(recorded: bytes | None, given: MemoryConfig | None,
            initial: MemoryConfig | None, persist: bool) -> tuple[MemoryConfig, bool]:
     """The configuration a new Memory applies over a store that recorded ``recorded``
     (None: nothing yet), and whether the store must record it. A recorded one that
-    this version refuses (written before a check it fails existed) is replaced by a
-    configuration given with ``persist``. Errors: ``conflict`` (``given`` differs from
-    the recorded one, without ``persist``), ``invalid_request`` (the recorded one is
-    refused, and no configuration is given with ``persist`` to replace it)."""
+    fails a check of this version (written before the check existed) is replaced by a
+    configuration given with ``persist``; one with a field this version does not know
+    (written by a newer version) is never replaced. Errors: ``conflict`` (``given``
+    differs from the recorded one, without ``persist``), ``invalid_request`` (the
+    recorded one is refused, and no configuration is given with ``persist`` to replace
+    it, or it has a field this version does not know); the message shows the
+    recorded JSON (its first :data:`SHOWN` characters)."""
     try:
         stored = config_from_json(recorded) if recorded is not None else None
     except InvalidError as exc:
+        assert recorded is not None
+        text = recorded.decode("utf-8", "replace")
+        shown = text[:SHOWN] + ("…" if len(text) > SHOWN else "")
+        if UNKNOWN_FIELD in exc.message:
+            raise InvalidError(
+                f"this store's recorded configuration has a field this version does not "
+                f"know ({exc.message}): it was probably written by a newer holomem, so "
+                f"open the store with that version; the recorded one is {shown}") from exc
         if given is not None and persist:
             return given, True
         raise InvalidError(
             f"this store's recorded configuration is refused ({exc.message}): record "
             "another with Memory(store, config, persist=True) (from the shell, holomem "
-            "config STORE --set FILE)") from exc
+            f"config STORE --set FILE); the recorded one is {shown}") from exc
     if given is None:
         config = stored or initial or MemoryConfig()
         return config, stored is None
@@ -140,7 +157,8 @@ class Opening(NamedTuple):
         consolidation: ConsolidationPolicy | None = supplied_policy(
             config.consolidation, self.custom, "consolidation policy")
         embedder = embedding.choose(self.embedder, config,
-                                    state.embedder or state.reembed_target)
+                                    state.embedder or state.reembed_target,
+                                    (state.embedder, state.reembed_target))
         events: list[Event] = []
         if record:
             events.append(ConfigRecorded(config=config_to_json(config), time=self.now))
@@ -155,7 +173,20 @@ def settle(store: Store, opening: Opening) -> Settled:
     """:meth:`Opening.settle` over the store now; a writer commits its events in one
     transaction (a follower records nothing)."""
     if store.read_only:
-        return store.read(opening.settle)
+        # A follower's read answers again when fn raises ``unavailable`` (its generation
+        # was replaced meanwhile); settle reads only the view's state in memory, so an
+        # ``unavailable`` of its own (a library or a model not installed) is the
+        # answer, not a reason to check everything again: it is raised after the read.
+        def answer(view: View) -> Settled | HolomemError:
+            try:
+                return opening.settle(view)
+            except HolomemError as exc:
+                return exc
+
+        outcome = store.read(answer)
+        if isinstance(outcome, HolomemError):
+            raise outcome
+        return outcome
     settled: list[Settled] = []
 
     def build(view: View) -> list[Event]:

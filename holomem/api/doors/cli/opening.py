@@ -126,11 +126,16 @@ def memory_of(args: argparse.Namespace, *, write: bool = False, create: bool = F
     try:
         try:
             memory = Memory(store, config, persist=persist)
-        except (InvalidError, ConflictError) as exc:
-            # A configuration the store refuses (or cannot apply: custom policies).
+        except ConflictError as exc:
+            # A configuration other than the store's.
             raise Failure(EXIT_USAGE, f"{exc.code}: {exc.message} (holomem config "
                            f"{args.store} shows the recorded one, --set records another)"
                            ) from exc
+        except InvalidError as exc:
+            # A configuration the store refuses or cannot apply (custom policies); a
+            # recorded one it refuses is shown in the message (holomem config would
+            # refuse it too).
+            raise Failure(EXIT_USAGE, f"{exc.code}: {exc.message}") from exc
         except HolomemError as exc:
             raise Failure(EXIT_STORE, f"{exc.code}: {exc.message}") from exc
         yield memory

@@ -58,12 +58,22 @@ def describe(raw: bytes) -> str:
            f"{str(ident.get('digest'))[:12]}…)"
 
 
+def _encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _text(value: object, field: str, *, empty: bool = False) -> None:
     if not isinstance(value, str) or (not value and not empty) \
-            or len(value) > MAX_IDENTITY_CHARS or any(c < " " or c == "\x7f" for c in value):
+            or len(value) > MAX_IDENTITY_CHARS or any(c < " " or c == "\x7f" for c in value) \
+            or not _encodable(value):
         least = 0 if empty else 1
         raise InvalidError(f"the embedder's identity.{field} must be a string of {least} to "
-                           f"{MAX_IDENTITY_CHARS} characters without control characters, "
+                           f"{MAX_IDENTITY_CHARS} characters without control characters "
+                           "that encodes as UTF-8 (no lone surrogate), "
                            f"not {repr(value)[:40]} ({type(value).__name__})")
 
 
@@ -76,8 +86,9 @@ def _whole(value: object, field: str, most: int) -> None:
 def check_identity(identity: object) -> EmbedderIdentity:
     """``identity``, checked to be one a store can record and an embedder can meet:
     ``name`` and ``digest`` 1 to :data:`MAX_IDENTITY_CHARS` characters, ``pooling`` at
-    most that many, none with a control character; ``dim`` a whole number from 1 to
-    :data:`MAX_DIM`; ``normalized`` a bool; ``max_tokens`` from 1 to :data:`MAX_TOKENS`.
+    most that many, none with a control character or a lone surrogate; ``dim`` a whole
+    number from 1 to :data:`MAX_DIM`; ``normalized`` a bool; ``max_tokens`` from 1 to
+    :data:`MAX_TOKENS`.
     A Struct's constructor checks nothing, so ``EmbedderIdentity(dim=0)`` is only
     refused here, before anything is recorded. Errors: ``invalid_request``."""
     if not isinstance(identity, EmbedderIdentity):
@@ -94,19 +105,36 @@ def check_identity(identity: object) -> EmbedderIdentity:
     return identity
 
 
-def choose(given: object, config: MemoryConfig, recorded: bytes | None) -> Embedder | None:
-    """The embedder a Memory uses. Errors: ``invalid_request`` (not an embedder, an
-    identity outside :func:`check_identity`'s limits, an unknown name, a name that
-    disagrees with the object), ``unavailable`` (a built-in whose model is not
-    installed). A name given in place of the object (``"minilm"``) is the built-in of
-    that name."""
+def already_recorded(identity: object, known: Sequence[bytes | None]) -> bool:
+    """Whether ``identity`` is one the store recorded already (``known``: its
+    embedder's and its re-embed target's). Such an identity is not held to
+    :func:`check_identity`'s limits: a store an earlier version wrote with an identity
+    outside them (an empty digest, no token limit) opens with its own embedder."""
+    if not isinstance(identity, EmbedderIdentity) or not any(known):
+        return False
+    try:
+        return identity_json(identity) in known
+    except (TypeError, ValueError):  # not JSON at all: never recorded
+        return False
+
+
+def choose(given: object, config: MemoryConfig, recorded: bytes | None,
+           known: Sequence[bytes | None] = ()) -> Embedder | None:
+    """The embedder a Memory uses. ``recorded``: the identity whose built-in is used
+    when neither ``given`` nor the configuration names one; ``known``: every identity
+    the store recorded (see :func:`already_recorded`). Errors: ``invalid_request`` (not
+    an embedder, an identity the store has not recorded outside
+    :func:`check_identity`'s limits, an unknown name, a name that disagrees with the
+    object), ``unavailable`` (a built-in whose model is not installed). A name given in
+    place of the object (``"minilm"``) is the built-in of that name."""
     if isinstance(given, str):
         given = by_name(given)
     if given is not None:
         if not isinstance(given, Embedder):
             raise InvalidError("embedder must have an identity (EmbedderIdentity) and "
                                "embed(texts)")
-        check_identity(given.identity)
+        if not already_recorded(given.identity, known):
+            check_identity(given.identity)
         if config.embedder is not None and config.embedder != given.identity.name:
             raise InvalidError(f"the configuration names embedder {config.embedder!r}, "
                                f"the embedder given is {given.identity.name!r}")
@@ -211,8 +239,8 @@ def vectors(embedder: Embedder, texts: Sequence[str], progress: Progress | None 
         parts.append(_checked(embedder, texts[start:start + EMBED_CHUNK]))
         if progress is not None:
             progress(start + len(parts[-1]))
-    if not parts:
-        return np.zeros((0, embedder.identity.dim), dtype=np.float32)
+    if not parts:  # (int: an identity recorded before the limits may give 8.0)
+        return np.zeros((0, int(embedder.identity.dim)), dtype=np.float32)
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 

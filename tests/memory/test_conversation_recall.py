@@ -620,3 +620,24 @@ def test_the_conversation_configuration_is_plain_data() -> None:
         config_from_json('{"dialogue": {"replies": {"answer": 2}}}')
     with pytest.raises(InvalidError):
         config_from_json('{"dialogue": {"session": 11}}')
+
+
+#: Letters outside ASCII that an ignore-case pattern takes for an ASCII one.
+_LOOKALIKES = {"i": "\u0130\u0131", "s": "\u017f", "k": "\u212a"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(phrases=st.lists(st.sampled_from(_PHRASES), min_size=1, max_size=4),
+       swaps=st.lists(st.integers(0, 1), min_size=200, max_size=200), at=_MOMENTS)
+@example(phrases=["August 5, 2023"], swaps=[1] * 200, at=NOW)
+@example(phrases=["six days ago", "yesterday"], swaps=[1] * 200, at=NOW)
+def test_a_date_spelled_with_look_alike_letters_reads_as_its_ascii_spelling(
+        phrases: list[str], swaps: list[int], at: int) -> None:
+    """§4g: "August 5, 2023" spelled with a long s (U+017F) reads as "August 5, 2023",
+    never an error, and "yesterday" so spelled as yesterday, not some other window."""
+    text = " and ".join(phrases)
+    spelled = "".join(
+        _LOOKALIKES[c.lower()][swaps[n] % len(_LOOKALIKES[c.lower()])]
+        if c.lower() in _LOOKALIKES and swaps[n] else c
+        for n, c in enumerate(text[:200])) + text[200:]
+    assert dates.windows(spelled, at) == dates.windows(text, at)

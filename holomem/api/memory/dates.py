@@ -60,6 +60,17 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     ))
 
 _DAY_MS = 86_400_000
+#: The letters other than ASCII ones that an ignore-case pattern takes for an ASCII
+#: letter ("August" with a long s, U+017F), as that letter: what a pattern read is then
+#: always one of the names above.
+_ASCII_LETTERS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s",
+                                "\u212a": "k"})
+
+
+def _fold(text: str) -> str:
+    """``text`` in lower case, each letter a pattern took for an ASCII one as that
+    letter, its runs of white space one space."""
+    return " ".join(text.translate(_ASCII_LETTERS).lower().split())
 
 
 def _ms(d: dt.date) -> int:
@@ -87,16 +98,16 @@ def _day(d: dt.date) -> tuple[int, int]:
 
 
 def _month_number(text: str) -> int:
-    return int(text) if text.isdigit() else _MONTHS[text.lower().rstrip(".")]
+    return int(text) if text.isdigit() else _MONTHS[_fold(text).rstrip(".")]
 
 
 def _count(text: str) -> int:
-    text = " ".join(text.lower().split())
+    text = _fold(text)
     return int(text) if text.isdigit() else _NUMBERS[text]
 
 
 def _relative(which: str, today: dt.date) -> tuple[int, int]:
-    which = " ".join(which.lower().split()).replace("past ", "last ")
+    which = _fold(which).replace("past ", "last ")
     monday = today - dt.timedelta(days=today.weekday())
     if which in ("today", "tonight"):
         return _day(today)
@@ -117,7 +128,8 @@ def _relative(which: str, today: dt.date) -> tuple[int, int]:
         return _month(today.year, today.month - 1)
     if which == "this year":
         return _year(today.year)
-    return _year(today.year - 1)  # last year
+    assert which == "last year", which
+    return _year(today.year - 1)
 
 
 def _ago(count: int, unit: str, today: dt.date) -> tuple[int, int] | None:
@@ -141,11 +153,11 @@ def _read(kind: str, m: re.Match[str], today: dt.date) -> tuple[int, int] | None
     if kind == "year":
         return _year(int(g["year"]))
     if kind == "ago":
-        return _ago(_count(g["count"]), g["unit"].lower(), today)
+        return _ago(_count(g["count"]), _fold(g["unit"]), today)
     if kind == "relative":
         return _relative(g["which"], today)
     if kind == "weekday":
-        back = (today.weekday() - _WEEKDAYS.index(g["weekday"].lower())) % 7 or 7
+        back = (today.weekday() - _WEEKDAYS.index(_fold(g["weekday"]))) % 7 or 7
         return _day(today - dt.timedelta(days=back))
     month = _month_number(g["month"])  # bare_month: the latest such month begun by today
     year = today.year if month <= today.month else today.year - 1

@@ -641,3 +641,23 @@ def test_a_date_spelled_with_look_alike_letters_reads_as_its_ascii_spelling(
         if c.lower() in _LOOKALIKES and swaps[n] else c
         for n, c in enumerate(text[:200])) + text[200:]
     assert dates.windows(spelled, at) == dates.windows(text, at)
+
+
+#: The first and the last moment a calendar date is read for (years 1 and 9999).
+_FIRST, _LAST = -62_135_596_800_000, 253_402_300_799_999
+
+
+@settings(max_examples=200, deadline=None)
+@given(at=st.one_of(st.integers(_FIRST, _LAST), st.integers(_LAST - 40 * 86_400_000, _LAST)))
+@example(at=_LAST)
+@example(at=_FIRST)
+def test_this_week_month_and_year_hold_the_moment_they_are_read_at(at: int) -> None:
+    """§4g: "today", "this week", "this month" and "this year" are each a window around
+    ``as_of``, up to the last moment of year 9999 (whose month and year end in a year
+    no calendar date is read for)."""
+    for text in ("today", "this week", "this month", "this year"):
+        found = dates.windows(f"what happened {text}", at)
+        assert len(found) == 1 and found[0][0] <= at < found[0][1], text
+    year = dt.datetime.fromtimestamp(at // 1000, dt.UTC).year
+    assert dates.windows("what happened this year", at) == [(ms(year, 1, 1), ms(year, 12, 31)
+                                                              + 86_400_000)]

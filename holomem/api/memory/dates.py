@@ -21,6 +21,7 @@ read it leaves out (a question without a date it reads gets no window).
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import re
 
@@ -86,11 +87,15 @@ def _month_start(year: int, month: int) -> dt.date:
 
 
 def _month(year: int, month: int) -> tuple[int, int]:
-    return _ms(_month_start(year, month)), _ms(_month_start(year, month + 1))
+    # (the end counted in days from the start: December 9999 ends in a year no
+    # ``date`` holds)
+    start = _month_start(year, month)
+    return _ms(start), _ms(start) + calendar.monthrange(start.year, start.month)[1] * _DAY_MS
 
 
 def _year(year: int) -> tuple[int, int]:
-    return _ms(dt.date(year, 1, 1)), _ms(dt.date(year + 1, 1, 1))
+    start = _ms(dt.date(year, 1, 1))
+    return start, start + (366 if calendar.isleap(year) else 365) * _DAY_MS
 
 
 def _day(d: dt.date) -> tuple[int, int]:

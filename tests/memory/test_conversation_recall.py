@@ -661,3 +661,17 @@ def test_this_week_month_and_year_hold_the_moment_they_are_read_at(at: int) -> N
     year = dt.datetime.fromtimestamp(at // 1000, dt.UTC).year
     assert dates.windows("what happened this year", at) == [(ms(year, 1, 1), ms(year, 12, 31)
                                                               + 86_400_000)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(phrases=st.lists(st.sampled_from(_PHRASES), min_size=1, max_size=6),
+       at=st.one_of(st.integers(-2**62 + 1, _FIRST - 1), st.integers(_LAST + 1, 2**62 - 1)))
+@example(phrases=["2023-11-16", "today"], at=2**62 - 1)
+def test_absolute_dates_are_read_at_any_as_of(phrases: list[str], at: int) -> None:
+    """§4g: an ``as_of`` outside years 1 to 9999 leaves out the relative dates only: the
+    days, months and years a question names with their year are read as at any other
+    moment."""
+    text = " and ".join(phrases)
+    absolute = " and ".join(p for p in phrases if any(c.isdigit() for c in p)
+                            and "ago" not in p)
+    assert dates.windows(text, at) == dates.windows(absolute, NOW)

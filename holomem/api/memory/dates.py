@@ -149,7 +149,8 @@ def _ago(count: int, unit: str, today: dt.date) -> tuple[int, int] | None:
     return _year(year) if year >= 1 else None
 
 
-def _read(kind: str, m: re.Match[str], today: dt.date) -> tuple[int, int] | None:
+def _read(kind: str, m: re.Match[str], today: dt.date | None) -> tuple[int, int] | None:
+    """The window ``m`` names, or None; ``today`` None: only an absolute date's."""
     g = m.groupdict()
     if kind == "day":
         return _day(dt.date(int(g["year"]), _month_number(g["month"]), int(g["day"])))
@@ -157,6 +158,8 @@ def _read(kind: str, m: re.Match[str], today: dt.date) -> tuple[int, int] | None
         return _month(int(g["year"]), _month_number(g["month"]))
     if kind == "year":
         return _year(int(g["year"]))
+    if today is None:
+        return None
     if kind == "ago":
         return _ago(_count(g["count"]), _fold(g["unit"]), today)
     if kind == "relative":
@@ -180,13 +183,12 @@ def moment(ms: int) -> dt.datetime | None:
 
 def windows(text: str, at_ms: int) -> list[tuple[int, int]]:
     """The windows ``[start, end)`` (ms since the epoch, UTC) of the dates ``text``
-    names, in the order they appear; relative ones read against ``at_ms``. A date
-    that does not exist ("31 February 2023") is left out."""
+    names, in the order they appear; relative ones read against ``at_ms`` (and left
+    out when its year is outside 1 to 9999). A date that does not exist ("31 February
+    2023") is left out."""
     text = text[:MAX_CHARS]
     at = moment(at_ms)
-    if at is None:
-        return []
-    today = at.date()
+    today = None if at is None else at.date()  # (None: only absolute dates are read)
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, tuple[int, int]]] = []
     for kind, pattern in _PATTERNS:

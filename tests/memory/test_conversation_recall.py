@@ -675,3 +675,20 @@ def test_absolute_dates_are_read_at_any_as_of(phrases: list[str], at: int) -> No
     absolute = " and ".join(p for p in phrases if any(c.isdigit() for c in p)
                             and "ago" not in p)
     assert dates.windows(text, at) == dates.windows(absolute, NOW)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ms=st.one_of(st.integers(_FIRST, _LAST), st.sampled_from([_FIRST, _LAST, 0, -1])))
+@example(ms=253_402_300_799_999)
+def test_a_stored_time_is_the_moment_of_its_exact_millisecond(ms: int) -> None:
+    """A time in years 1 to 9999 reads as the very moment it stands for, to the
+    microsecond (23:59:59.999 of 31 December 9999, not some microseconds before)."""
+    at = dates.moment(ms)
+    assert at is not None
+    assert at == dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=ms)
+    assert at.microsecond == ms % 1000 * 1000
+
+
+@given(ms=st.one_of(st.integers(-2**62, _FIRST - 1), st.integers(_LAST + 1, 2**62)))
+def test_a_stored_time_outside_the_calendar_has_no_moment(ms: int) -> None:
+    assert dates.moment(ms) is None

@@ -61,6 +61,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     ))
 
 _DAY_MS = 86_400_000
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: The letters other than ASCII ones that an ignore-case pattern takes for an ASCII
 #: letter ("August" with a long s, U+017F), as that letter: what a pattern read is then
 #: always one of the names above.
@@ -175,9 +176,9 @@ def _read(kind: str, m: re.Match[str], today: dt.date | None) -> tuple[int, int]
 def moment(ms: int) -> dt.datetime | None:
     """``ms`` (milliseconds since the epoch) as a moment in UTC, or ``None`` if it falls
     outside the years ``datetime`` can hold (1 to 9999)."""
-    try:
-        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
-    except (OverflowError, OSError, ValueError):
+    try:  # (exact: ``fromtimestamp(ms / 1000)`` goes through a float)
+        return _EPOCH + dt.timedelta(milliseconds=ms)
+    except OverflowError:
         return None
 
 

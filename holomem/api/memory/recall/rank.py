@@ -122,6 +122,12 @@ def wanted_codes(history: str, codes: np.ndarray) -> np.ndarray:
     return current if history == "current" else ~current
 
 
+def _holds(sorted_slots: np.ndarray, slot: int) -> bool:
+    """Whether ``slot`` is one of ``sorted_slots`` (ascending)."""
+    at = int(np.searchsorted(sorted_slots, slot))
+    return at < len(sorted_slots) and int(sorted_slots[at]) == slot
+
+
 class Ranking:
     """One query's ranking over one view: what recall and explain share."""
 
@@ -180,6 +186,23 @@ class Ranking:
         """The slots at or under the namespace asked about (looked up once)."""
         return self.view.facts.namespaces.slots(self.namespace)
 
+    @functools.cached_property
+    def _subject_slots(self) -> np.ndarray:
+        """The slots of the facts of the subject asked about, within the namespace
+        (sorted; the call names a subject)."""
+        view, subject = self.view, self.options.subject
+        assert subject is not None
+        slots = np.unique(np.array([view.facts.slot(i) for i in
+                                    view.facts.subjects(subject, self.namespace)],
+                                   dtype=np.int64))
+        return slots[slots >= 0]
+
+    @functools.cached_property
+    def _filter_mask(self) -> np.ndarray:
+        """The slot mask of the facts the call's filter holds (the call has one)."""
+        assert self.filter is not None
+        return filters.evaluate(self.view, self.filter)
+
     def _restriction(self) -> np.ndarray | None:
         """The slot mask of the facts the namespace prefix, the subject / entities
         filters and the filter allow (None: no restriction) — built from their indexes
@@ -190,10 +213,7 @@ class Ranking:
         if self.namespace:
             keep = self._namespace_slots
         if o.subject is not None:
-            subject = np.unique(np.array([view.facts.slot(i) for i in
-                                          view.facts.subjects(o.subject, self.namespace)],
-                                         dtype=np.int64))
-            subject = subject[subject >= 0]
+            subject = self._subject_slots
             keep = subject if keep is None else np.intersect1d(keep, subject,
                                                                 assume_unique=True)
         for entity in o.entities or ():
@@ -203,7 +223,7 @@ class Ranking:
             keep = slots if keep is None else np.intersect1d(keep, slots, assume_unique=True)
         mask = None if keep is None else view.mask(keep)
         if self.filter is not None:
-            held = filters.evaluate(view, self.filter)
+            held = self._filter_mask
             mask = held if mask is None else mask & held
         if o.subject is None:  # holomem's own facts only when their subject is asked for
             shown = filters.unreserved(view)
@@ -222,15 +242,11 @@ class Ranking:
         o, view = self.options, self.view
         if self.namespace and view.facts.namespace(slot)[:len(self.namespace)] != self.namespace:
             return "namespace"
-        if o.subject is not None and view.id_of(slot) not in set(
-                view.facts.subjects(o.subject, self.namespace)):
+        if o.subject is not None and not _holds(self._subject_slots, slot):
             return "subject"
-        for entity in o.entities or ():
-            carriers = view.entities.slots(entity)
-            at = int(np.searchsorted(carriers, slot))
-            if at >= len(carriers) or int(carriers[at]) != slot:
-                return "entities"
-        if self.filter is not None and not bool(filters.evaluate(view, self.filter)[slot]):
+        if not all(_holds(view.entities.slots(e), slot) for e in o.entities or ()):
+            return "entities"
+        if self.filter is not None and not bool(self._filter_mask[slot]):
             return "filter"
         return "reserved" if o.subject is None else None
 
